@@ -1,0 +1,1 @@
+//! gpuctl: declarative Day-0/1/2 lifecycle tool for GPU Kubernetes clusters.

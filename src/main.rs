@@ -1,0 +1,5 @@
+//! The `gpuctl` binary: parse, run, map the status to an exit code.
+
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(gpuctl::run(std::env::args_os()).code())
+}
