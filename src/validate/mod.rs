@@ -1,0 +1,134 @@
+//! Validation: a loaded blueprint checked against the facts catalog, every finding at once.
+//!
+//! Rules live in `rules/`, one file per family; each emits findings through [`Ctx`], which fills in
+//! severity (from the registry) and position (from the source tree). The engine never stops early.
+
+pub mod registry;
+mod rules;
+
+use jiff::civil::Date;
+
+use crate::blueprint::{Blueprint, Loaded, yaml::SourceTree};
+use crate::diag::{FileReport, Finding, Severity};
+use crate::profiles::Catalog;
+
+/// Settings that change what validation concludes.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// "Today" for end-of-life checks; fixed in tests and golden files so output is reproducible.
+    pub today: Date,
+}
+
+/// A blueprint with no error findings. Only [`validate`] builds one, so later stages
+/// (render, plan) never re-check what validation already proved.
+#[derive(Debug, Clone)]
+pub struct ValidatedBlueprint {
+    loaded: Loaded,
+    warnings: Vec<Finding>,
+}
+
+impl ValidatedBlueprint {
+    /// The blueprint.
+    pub fn blueprint(&self) -> &Blueprint {
+        &self.loaded.blueprint
+    }
+    /// The file it came from.
+    pub fn file(&self) -> &str {
+        &self.loaded.file
+    }
+    /// Warnings validation found (no errors, by construction).
+    pub fn warnings(&self) -> &[Finding] {
+        &self.warnings
+    }
+}
+
+/// Runs every rule and returns all findings in file order.
+pub fn check(loaded: &Loaded, catalog: &Catalog, opts: Options) -> FileReport {
+    let mut ctx = Ctx {
+        bp: &loaded.blueprint,
+        tree: &loaded.tree,
+        catalog,
+        today: opts.today,
+        findings: Vec::new(),
+    };
+    rules::run_all(&mut ctx);
+    let mut findings = ctx.findings;
+    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    findings.dedup();
+    FileReport {
+        file: loaded.file.clone(),
+        findings,
+        source: loaded.source.clone(),
+    }
+}
+
+/// Validates; `Ok` when there are no error findings.
+pub fn validate(
+    loaded: Loaded,
+    catalog: &Catalog,
+    opts: Options,
+) -> Result<ValidatedBlueprint, FileReport> {
+    let report = check(&loaded, catalog, opts);
+    if report.count(Severity::Error) > 0 {
+        return Err(report);
+    }
+    Ok(ValidatedBlueprint {
+        loaded,
+        warnings: report.findings,
+    })
+}
+
+/// What a rule sees and where it reports.
+pub(crate) struct Ctx<'a> {
+    pub bp: &'a Blueprint,
+    pub tree: &'a SourceTree,
+    pub catalog: &'a Catalog,
+    pub today: Date,
+    findings: Vec<Finding>,
+}
+
+impl Ctx<'_> {
+    /// Reports a finding of `rule` at `path` (the value's position), with a hint saying what to do.
+    pub fn emit(
+        &mut self,
+        rule: &'static str,
+        path: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        let path = path.into();
+        let severity = registry::rule(rule).map_or(Severity::Error, |r| r.severity);
+        debug_assert!(
+            registry::rule(rule).is_some(),
+            "rule {rule} is not registered"
+        );
+        let hint = hint.into();
+        self.findings.push(Finding {
+            rule,
+            severity,
+            pos: self.tree.pos(&path),
+            path,
+            message: message.into(),
+            hint: (!hint.is_empty()).then_some(hint),
+        });
+    }
+
+    /// Like [`Ctx::emit`] but positioned at the key of a mapping entry (for "this key is wrong").
+    pub fn emit_at_key(
+        &mut self,
+        rule: &'static str,
+        path: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        let path = path.into();
+        let pos = self.tree.key_pos(&path);
+        self.emit(rule, path, message, hint);
+        if let Some(last) = self.findings.last_mut() {
+            last.pos = pos;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

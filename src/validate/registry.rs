@@ -1,0 +1,472 @@
+//! Every rule gpuctl checks: id, severity, what, why, how to fix, where the facts come from.
+//! `gpuctl explain` prints from here and docs/rules.md is generated from it (a test keeps it current).
+
+use crate::diag::Severity;
+
+/// A validation rule's documentation.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// Stable id, `GPU` + three digits.
+    pub id: &'static str,
+    /// Short kebab-case name.
+    pub name: &'static str,
+    /// Rule family (one source file under `validate/rules/`).
+    pub family: &'static str,
+    /// Severity of its findings.
+    pub severity: Severity,
+    /// What it checks.
+    pub checks: &'static str,
+    /// Why it matters.
+    pub why: &'static str,
+    /// How to fix a finding.
+    pub fix: &'static str,
+    /// Where the facts come from.
+    pub source: &'static str,
+    /// A blueprint fragment that triggers it.
+    pub example: &'static str,
+}
+
+use Severity::{Error, Warning};
+
+macro_rules! rules {
+    ($($id:literal $name:literal $family:literal $sev:ident {
+        checks: $checks:literal, why: $why:literal, fix: $fix:literal, source: $source:literal, example: $example:literal $(,)?
+    })*) => {
+        /// All rules, ordered by id.
+        pub static RULES: &[Rule] = &[$(Rule {
+            id: $id, name: $name, family: $family, severity: $sev,
+            checks: $checks, why: $why, fix: $fix, source: $source, example: $example,
+        }),*];
+    };
+}
+
+rules! {
+    "GPU001" "yaml-syntax" "structure" Error {
+        checks: "The file is readable UTF-8 text holding exactly one YAML document without duplicate keys, unsupported tags or runaway aliases.",
+        why: "Nothing else can be checked in a file that does not parse; duplicate keys are silently collapsed by most YAML tools, so the value you read may not be the one applied.",
+        fix: "Fix the syntax at the reported line and column; keep one of each duplicated key.",
+        source: "YAML 1.2 core schema",
+        example: "spec:\n  tenants: [ {name: a}\n",
+    }
+    "GPU002" "unknown-field" "structure" Error {
+        checks: "Every field is part of the gpuctl.dev/v1alpha1 contract.",
+        why: "A misspelt field is otherwise ignored and its intent silently lost (a quota that is never set, a taint never applied).",
+        fix: "Use the suggested field name, or remove the field. `gpuctl schema` gives editors completion for every field.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  nodePools:\n    - name: a100\n      gpus: {model: A100-SXM4-80GB, count: 8}   # gpu, not gpus\n",
+    }
+    "GPU003" "invalid-value" "structure" Error {
+        checks: "Every value has the type the contract expects (numbers, booleans, strings, lists, accepted enum values); versions are quoted strings.",
+        why: "YAML reads `12.10` as the number 12.1 and `no` as a string in YAML 1.2; a value of the wrong type means something other than what was written.",
+        fix: "Write a value of the expected type; quote versions (`\"12.4\"`).",
+        source: "docs/blueprint.md",
+        example: "spec:\n  kubernetes:\n    version: 1.30   # read as 1.3\n",
+    }
+    "GPU004" "missing-field" "structure" Error {
+        checks: "Required fields are present.",
+        why: "gpuctl never guesses required intent such as a pool's GPU model or node count.",
+        fix: "Add the field named in the finding.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  nodePools:\n    - name: a100\n      selector: {pool: a100}\n      gpu: {model: A100-SXM4-80GB, count: 8}   # nodes is missing\n",
+    }
+    "GPU005" "api-version" "structure" Error {
+        checks: "`apiVersion` is `gpuctl.dev/v1alpha1` and `kind` is `ClusterBlueprint`.",
+        why: "Another version of the contract may mean different things by the same fields.",
+        fix: "Set `apiVersion: gpuctl.dev/v1alpha1` and `kind: ClusterBlueprint`.",
+        source: "docs/blueprint.md",
+        example: "apiVersion: gpuctl.dev/v1\nkind: ClusterBlueprint\n",
+    }
+    "GPU010" "invalid-name" "structure" Error {
+        checks: "Names that become Kubernetes object names or label values are DNS-1123 labels (lower case alphanumerics and `-`, at most 63 characters); PriorityClass names are DNS-1123 subdomains.",
+        why: "The API server rejects such objects at apply time, after other objects were already changed.",
+        fix: "Rename to lower case letters, digits and `-`, starting and ending with an alphanumeric.",
+        source: "profiles/limits.yaml (Kubernetes object names)",
+        example: "spec:\n  tenants:\n    - name: Team_A\n",
+    }
+    "GPU011" "duplicate-name" "structure" Error {
+        checks: "Pools, tenants, priority classes, cohorts, cluster queues and Volcano queues have unique names, and no namespace belongs to two tenants.",
+        why: "Two declarations of one object overwrite each other; a namespace shared by two tenants gets two quotas and two LocalQueues.",
+        fix: "Rename or merge the duplicates.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  tenants:\n    - {name: a, namespaces: [ml]}\n    - {name: b, namespaces: [ml]}\n",
+    }
+    "GPU012" "dangling-reference" "structure" Error {
+        checks: "Every reference resolves: tenant priority class and queue, cluster queue cohort and pools, cohort parent, Volcano queue parent.",
+        why: "Kueue and the API server accept dangling references and the workloads then wait forever (an inactive ClusterQueue, a missing PriorityClass rejects pods).",
+        fix: "Declare the referenced object or correct the name (a suggestion is given when one is close).",
+        source: "docs/blueprint.md; Kueue ClusterQueue status conditions",
+        example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], queue: cq-trian}\n",
+    }
+    "GPU013" "pool-selector" "structure" Error {
+        checks: "Every pool has a non-empty selector and no two pools can select the same node (one selector is not a subset of another).",
+        why: "A node matched by two pools gets two MIG configs, two driver CRs and two sets of labels; the GPU Operator rejects overlapping NVIDIADriver selectors.",
+        fix: "Give each pool a label that only its nodes carry.",
+        source: "profiles/gpu-operator.yaml (NVIDIADriver node selectors must not overlap)",
+        example: "spec:\n  nodePools:\n    - {name: a, selector: {gpu: a100}, ...}\n    - {name: b, selector: {gpu: a100, zone: z1}, ...}\n",
+    }
+    "GPU014" "label-key" "structure" Error {
+        checks: "Pool labels, taints and selectors use valid label keys and values, and pool labels do not write keys owned by the GPU Operator or Node Feature Discovery (`nvidia.com/gpu.*`, `nvidia.com/mig.*`, `feature.node.kubernetes.io/*`, `nvidia.com/cuda.*`).",
+        why: "Those labels are rewritten by their controllers; gpuctl and the operator would fight over them on every reconcile.",
+        fix: "Use your own prefix (e.g. `gpu.example.com/tier`); select on operator labels, never set them.",
+        source: "docs/blueprint.md; GPU Operator and GFD label sets",
+        example: "spec:\n  nodePools:\n    - labels: {nvidia.com/gpu.product: A100}\n",
+    }
+    "GPU015" "unknown-gpu-model" "structure" Error {
+        checks: "A pool's `gpu.model` is a key of the GPU catalog.",
+        why: "Every compatibility, MIG and capacity check depends on the model's facts.",
+        fix: "Use a catalog key (`gpuctl profiles` lists them); a suggestion is given when one is close.",
+        source: "profiles/gpus.yaml",
+        example: "spec:\n  nodePools:\n    - gpu: {model: A100-80GB, count: 8}\n",
+    }
+    "GPU016" "queueing-config" "structure" Error {
+        checks: "`scheduling.queueing` has its section (`kueue` or `volcano`), and tenants name a queue only when a queueing system is chosen.",
+        why: "Queues declared for the other system are never rendered, and tenants bound to them are never admitted.",
+        fix: "Set `scheduling.queueing` to the system whose section you wrote, or remove the other section.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  scheduling:\n    queueing: kueue   # but only a volcano section follows\n",
+    }
+    "GPU020" "driver-version" "compatibility" Error {
+        checks: "Driver versions parse and belong to a known data center driver branch.",
+        why: "A version the catalog does not know cannot be checked against CUDA, GPUs or the operator.",
+        fix: "Use a released driver version such as `580.105.08`; `gpuctl profiles` lists the branches.",
+        source: "profiles/drivers.yaml",
+        example: "spec:\n  gpuOperator:\n    driver: {version: \"581.x\"}\n",
+    }
+    "GPU021" "cuda-driver-minimum" "compatibility" Error {
+        checks: "The driver on every pool a tenant can use is at least the minimum for each CUDA version the tenant declares, even with minor-version compatibility.",
+        why: "Containers built for a newer CUDA fail at start (`libcudart.so` missing or `CUDA driver version is insufficient`) while the scheduler still places them (seed 000, section 2.2).",
+        fix: "Raise the pool's driver, or rebuild the tenant's images for an older CUDA.",
+        source: "profiles/cuda.yaml",
+        example: "spec:\n  gpuOperator: {driver: {version: \"525.60.13\"}}\n  tenants:\n    - {name: a, namespaces: [a], cuda: [\"13.0\"]}\n",
+    }
+    "GPU022" "cuda-minor-version-compat" "compatibility" Warning {
+        checks: "A tenant's CUDA version runs only through minor-version compatibility (driver below the toolkit's own driver but within the major's range).",
+        why: "Minor-version compatibility has limits: no JIT of PTX newer than the driver, some APIs return errors; frameworks that JIT kernels fail at run time.",
+        fix: "Prefer the toolkit's own minimum driver, or confirm the images ship SASS for the GPUs.",
+        source: "profiles/cuda.yaml",
+        example: "spec:\n  gpuOperator: {driver: {version: \"535.104.05\"}}\n  tenants:\n    - {cuda: [\"12.4\"]}\n",
+    }
+    "GPU023" "driver-architecture" "compatibility" Error {
+        checks: "The driver branch supports the pool's GPU architecture and SKU (e.g. Volta last supported by R580; Blackwell needs R570 or newer).",
+        why: "The driver loads but does not see the GPU, so the device plugin registers nothing (seed 000: a V100 node with zero `nvidia.com/gpu`).",
+        fix: "Pick a driver branch inside the architecture's supported range, per pool if pools differ.",
+        source: "profiles/architectures.yaml, profiles/gpus.yaml",
+        example: "spec:\n  gpuOperator: {driver: {version: \"590.44.01\"}}\n  nodePools:\n    - gpu: {model: V100-SXM2-32GB, count: 8}\n",
+    }
+    "GPU024" "kernel-module-type" "compatibility" Error {
+        checks: "The kernel module flavour fits the architecture: Blackwell requires the open modules; architectures before Turing require the proprietary ones.",
+        why: "The wrong flavour fails to bind the GPU and the driver pod crash-loops.",
+        fix: "Set `kernelModuleType` (cluster or pool driver) to the supported flavour, or `auto`.",
+        source: "profiles/architectures.yaml",
+        example: "spec:\n  gpuOperator: {driver: {kernelModuleType: proprietary}}\n  nodePools:\n    - gpu: {model: B200, count: 8}\n",
+    }
+    "GPU025" "mig-driver-minimum" "compatibility" Error {
+        checks: "Pools that use MIG run at least the GPU's minimum driver for MIG.",
+        why: "Older drivers do not know the GPU's MIG profiles, and MIG Manager marks the node `mig.config.state=failed`.",
+        fix: "Raise the pool's driver to the MIG minimum shown.",
+        source: "profiles/gpus.yaml",
+        example: "spec:\n  nodePools:\n    - gpu: {model: H100-SXM5-80GB}\n      driver: {version: \"450.80.02\"}\n      partitioning: {mode: mig, ...}\n",
+    }
+    "GPU026" "driver-end-of-life" "compatibility" Warning {
+        checks: "The driver branch is not past its end of life (relative to today, or `--today`).",
+        why: "End-of-life branches receive no security fixes and drop out of the operator's validated set.",
+        fix: "Plan an upgrade to a supported production or LTS branch (`gpuctl upgrade driver`).",
+        source: "profiles/drivers.yaml",
+        example: "spec:\n  gpuOperator: {driver: {version: \"525.60.13\"}}\n",
+    }
+    "GPU027" "operator-kubernetes" "compatibility" Error {
+        checks: "The GPU Operator release is known and supports the cluster's Kubernetes minor version.",
+        why: "Out-of-range combinations are untested by NVIDIA; API removals break operands.",
+        fix: "Choose an operator release whose range includes the Kubernetes version (`gpuctl profiles`).",
+        source: "profiles/gpu-operator.yaml",
+        example: "spec:\n  kubernetes: {version: \"1.25.4\"}\n  gpuOperator: {version: v26.7.0}\n",
+    }
+    "GPU028" "operator-driver" "compatibility" Warning {
+        checks: "Every driver version is one the operator release lists as default or validated.",
+        why: "Other drivers may work but are not validated with that operator's operands.",
+        fix: "Use the release's default or one of its validated drivers.",
+        source: "profiles/gpu-operator.yaml",
+        example: "spec:\n  gpuOperator: {version: v26.7.0, driver: {version: \"535.104.05\"}}\n",
+    }
+    "GPU029" "consumer-gpu" "compatibility" Warning {
+        checks: "Pools of consumer (GeForce) GPUs are flagged: the GPU Operator's data center driver containers do not support them.",
+        why: "Such nodes need a host-installed driver (`driver.enabled=false` on those nodes) and get no MIG, no data center support.",
+        fix: "Install the driver on the host for this pool and exclude it from operator-managed drivers, or keep GeForce cards out of the cluster.",
+        source: "profiles/gpus.yaml",
+        example: "spec:\n  nodePools:\n    - gpu: {model: RTX-4090, count: 4}\n",
+    }
+    "GPU030" "mig-unsupported" "mig" Error {
+        checks: "Pools with `partitioning.mode: mig` use a MIG-capable GPU.",
+        why: "MIG Manager cannot partition the GPU; the node keeps `mig.config.state=failed` and exposes no resources.",
+        fix: "Use time-slicing or MPS on this GPU, or move the MIG layout to a MIG-capable pool.",
+        source: "profiles/gpus.yaml",
+        example: "spec:\n  nodePools:\n    - gpu: {model: L40S, count: 4}\n      partitioning: {mode: mig, mig: {layout: {1g.12gb: 4}}}\n",
+    }
+    "GPU031" "mig-profile" "mig" Error {
+        checks: "Every MIG profile in a layout exists for the pool's GPU model.",
+        why: "Profiles are per model (`3g.40gb` exists on 80 GB parts only); an unknown profile makes MIG Manager fail the node.",
+        fix: "Use one of the profiles listed in the finding.",
+        source: "profiles/gpus.yaml",
+        example: "spec:\n  nodePools:\n    - gpu: {model: A100-SXM4-40GB}\n      partitioning: {mode: mig, mig: {layout: {3g.40gb: 2}}}\n",
+    }
+    "GPU032" "mig-layout-fit" "mig" Error {
+        checks: "The instances requested per GPU fit: per-profile maximums, 7 compute and 8 memory slices, one media-extension (`+me`) instance, and real placement start slots.",
+        why: "A layout that does not fit is rejected by the driver when MIG Manager applies it, leaving the node unschedulable.",
+        fix: "Reduce the instances or choose smaller profiles; the finding says which limit failed.",
+        source: "profiles/gpus.yaml (placements)",
+        example: "spec:\n  nodePools:\n    - gpu: {model: A100-SXM4-40GB}\n      partitioning: {mode: mig, mig: {layout: {4g.20gb: 2}}}\n",
+    }
+    "GPU033" "mig-single-strategy" "mig" Error {
+        checks: "The `single` MIG strategy is used only when every GPU of the node runs MIG with exactly one profile.",
+        why: "Otherwise GPU Feature Discovery labels the node `<model>-MIG-INVALID` and advertises zero GPUs.",
+        fix: "Use `strategy: mixed`, or a layout with a single profile on every GPU.",
+        source: "GPU Operator docs, MIG strategies",
+        example: "spec:\n  nodePools:\n    - partitioning: {mode: mig, mig: {strategy: single, layout: {3g.40gb: 1, 1g.10gb: 2}}}\n",
+    }
+    "GPU034" "mig-config-shape" "mig" Error {
+        checks: "`mode: mig` has a `mig` section with exactly one of `layout` and `devices`; `devices` groups name each GPU index once and within the node's GPU count; a `mig` section appears only with `mode: mig`.",
+        why: "An ambiguous layout cannot be turned into one mig-parted config.",
+        fix: "Keep either `layout` (same on every GPU) or `devices` (per GPU group), with valid indices.",
+        source: "docs/blueprint.md; mig-parted config format",
+        example: "spec:\n  nodePools:\n    - gpu: {count: 8}\n      partitioning: {mode: mig, mig: {devices: [{gpus: [0, 8], layout: {...}}]}}\n",
+    }
+    "GPU040" "sharing-replicas" "sharing" Error {
+        checks: "Time-slicing and MPS use at least 2 replicas, and the mode has its section.",
+        why: "The device plugin rejects `replicas` below 2 and fails to start on the node.",
+        fix: "Set `replicas` to 2 or more, or use `mode: none`.",
+        source: "k8s-device-plugin config (sharing.replicas >= 2)",
+        example: "spec:\n  nodePools:\n    - partitioning: {mode: time-slicing, timeSlicing: {replicas: 1}}\n",
+    }
+    "GPU041" "sharing-inference" "sharing" Warning {
+        checks: "Time-slicing on a pool whose role is `inference`.",
+        why: "Time-sliced GPUs have no memory or fault isolation and context-switch latency; latency-sensitive serving misses its P99 (seed 004, section 8.4: use MIG for inference).",
+        fix: "Use MIG on MIG-capable GPUs, or MPS, for inference pools.",
+        source: "seed 004 section 8.4; k8s-device-plugin docs",
+        example: "spec:\n  nodePools:\n    - role: inference\n      partitioning: {mode: time-slicing, timeSlicing: {replicas: 4}}\n",
+    }
+    "GPU042" "sharing-config-shape" "sharing" Error {
+        checks: "Sharing sections match the mode (`timeSlicing` only with `time-slicing`, `mps` only with `mps`).",
+        why: "A section for another mode is never rendered, so its intent is silently lost.",
+        fix: "Remove the section or change the mode.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  nodePools:\n    - partitioning: {mode: none, timeSlicing: {replicas: 4}}\n",
+    }
+    "GPU050" "quota-limits-extended" "quota" Error {
+        checks: "Tenant quotas do not use `limits.<extended resource>` (such as `limits.nvidia.com/gpu`).",
+        why: "The API server accepts the key but never enforces it: extended resources are quota-limited only as `requests.<name>` (seed 004 section 8.3 shows this mistake).",
+        fix: "Write the bare name (`nvidia.com/gpu: 16`); gpuctl renders `requests.nvidia.com/gpu`.",
+        source: "profiles/limits.yaml (ResourceQuota extended resources)",
+        example: "spec:\n  tenants:\n    - quota: {limits.nvidia.com/gpu: 16}\n",
+    }
+    "GPU051" "quota-key" "quota" Error {
+        checks: "Quota keys are ResourceQuota keys or resource names, and amounts are valid Kubernetes quantities.",
+        why: "The API server rejects the whole ResourceQuota for one bad key or amount.",
+        fix: "Use keys such as `pods`, `requests.cpu`, `limits.memory`, or an extended resource name; amounts such as `200`, `500m`, `12Ti`.",
+        source: "profiles/limits.yaml (ResourceQuota keys)",
+        example: "spec:\n  tenants:\n    - quota: {cpus: 10, requests.memory: 12TB}\n",
+    }
+    "GPU052" "gpu-whole-number" "quota" Error {
+        checks: "GPU amounts (quotas, defaults, queue quotas) are whole, non-negative numbers.",
+        why: "Extended resources cannot be overcommitted or split; a fractional GPU request is rejected.",
+        fix: "Write a whole number; use MIG or time-slicing to share GPUs.",
+        source: "Kubernetes extended resources",
+        example: "spec:\n  tenants:\n    - quota: {nvidia.com/gpu: 0.5}\n",
+    }
+    "GPU053" "quota-no-capacity" "quota" Error {
+        checks: "Every GPU resource named in a tenant quota, tenant default or queue quota is provided by some pool (by the pool named, for queues).",
+        why: "Quota for a resource no node advertises admits nothing: pods stay Pending with `Insufficient nvidia.com/mig-...` (seed 000).",
+        fix: "Use the resource names the pools advertise (`gpuctl capacity`): `nvidia.com/gpu`, or `nvidia.com/mig-<profile>` under the mixed MIG strategy.",
+        source: "docs/blueprint.md (resource names follow the partitioning)",
+        example: "spec:\n  nodePools:\n    - {partitioning: {mode: none}, ...}\n  tenants:\n    - quota: {nvidia.com/mig-1g.10gb: 4}\n",
+    }
+    "GPU054" "limitrange-default" "quota" Error {
+        checks: "Tenant defaults (LimitRange) do not exceed the tenant's own quota for the same resource.",
+        why: "Every pod that relies on the default is then rejected by ResourceQuota admission.",
+        fix: "Lower the default or raise the quota.",
+        source: "Kubernetes LimitRange and ResourceQuota admission",
+        example: "spec:\n  tenants:\n    - {quota: {nvidia.com/gpu: 1}, defaults: {nvidia.com/gpu: 2}}\n",
+    }
+    "GPU055" "capacity-overcommit" "quota" Warning {
+        checks: "The sum over tenants (quota x namespaces) and over cluster queues (nominal quota) of each GPU resource stays within the capacity of the pools.",
+        why: "Quotas above capacity promise GPUs that do not exist; some tenant will wait behind another's quota.",
+        fix: "Lower quotas, add nodes, or accept the over-commit deliberately (`gpuctl capacity` shows headroom).",
+        source: "docs/blueprint.md (capacity of a pool = nodes x per-node amount)",
+        example: "spec:\n  nodePools:\n    - {nodes: 2, gpu: {count: 8}}\n  tenants:\n    - quota: {nvidia.com/gpu: 32}\n",
+    }
+    "GPU060" "priority-value" "priority" Error {
+        checks: "PriorityClass values are at most 1,000,000,000 (higher is reserved for system classes) and not below the int32 minimum.",
+        why: "The API server rejects the PriorityClass.",
+        fix: "Use a value up to 1000000000.",
+        source: "profiles/limits.yaml (PriorityClass)",
+        example: "spec:\n  priorityClasses:\n    - {name: top, value: 2000000000}\n",
+    }
+    "GPU061" "priority-system-prefix" "priority" Error {
+        checks: "PriorityClass names do not start with `system-`.",
+        why: "The prefix is reserved; the API server rejects user classes that use it.",
+        fix: "Rename the class.",
+        source: "profiles/limits.yaml (PriorityClass)",
+        example: "spec:\n  priorityClasses:\n    - {name: system-gpu, value: 1000}\n",
+    }
+    "GPU062" "priority-global-default" "priority" Error {
+        checks: "At most one PriorityClass has `globalDefault: true`.",
+        why: "With two, the API server admits pods with the lowest of them, which is rarely what was meant.",
+        fix: "Keep `globalDefault: true` on one class.",
+        source: "profiles/limits.yaml (PriorityClass)",
+        example: "spec:\n  priorityClasses:\n    - {name: a, value: 10, globalDefault: true}\n    - {name: b, value: 20, globalDefault: true}\n",
+    }
+    "GPU070" "kueue-limits" "kueue" Error {
+        checks: "A ClusterQueue stays within Kueue's limits: resource groups, flavors per group and resources per group; each resource belongs to one resource group (flavors that share a resource must cover the same resources).",
+        why: "The ClusterQueue CRD validation rejects the object.",
+        fix: "Give pools used by one queue the same resource names, or split the queue.",
+        source: "profiles/limits.yaml (Kueue v1beta2 ClusterQueue)",
+        example: "clusterQueues:\n  - resources:\n      - {pool: a, quota: {cpu: 10, nvidia.com/gpu: 8}}\n      - {pool: b, quota: {cpu: 10, nvidia.com/mig-1g.10gb: 8}}\n",
+    }
+    "GPU071" "kueue-limits-need-cohort" "kueue" Error {
+        checks: "`borrowingLimit` and `lendingLimit` appear only on ClusterQueues in a cohort.",
+        why: "Kueue rejects borrowing and lending limits on a ClusterQueue without a cohort.",
+        fix: "Put the queue in a cohort or remove the limits.",
+        source: "profiles/limits.yaml (Kueue v1beta2 ClusterQueue)",
+        example: "clusterQueues:\n  - {name: q, resources: [{pool: a, quota: {nvidia.com/gpu: 8}, borrowingLimit: {nvidia.com/gpu: 2}}]}\n",
+    }
+    "GPU072" "kueue-lending-limit" "kueue" Error {
+        checks: "`lendingLimit` is at most the nominal quota, and limits name resources that have a quota.",
+        why: "Kueue rejects a lending limit above the nominal quota.",
+        fix: "Lower the lending limit to the nominal quota or less.",
+        source: "profiles/limits.yaml (Kueue v1beta2 ClusterQueue)",
+        example: "resources:\n  - {pool: a, quota: {nvidia.com/gpu: 8}, lendingLimit: {nvidia.com/gpu: 16}}\n",
+    }
+    "GPU073" "kueue-cohort-cycle" "kueue" Error {
+        checks: "Cohort parents form a tree (no cycles).",
+        why: "Kueue marks every cohort in a cycle inactive; none of their queues admit work.",
+        fix: "Break the cycle by removing one `parent`.",
+        source: "Kueue Cohort API",
+        example: "cohorts:\n  - {name: a, parent: b}\n  - {name: b, parent: a}\n",
+    }
+    "GPU074" "kueue-tenant-unreachable" "kueue" Error {
+        checks: "Under Kueue, every tenant with GPU quota is bound to a ClusterQueue (so its namespaces get a LocalQueue the queue selects).",
+        why: "Workloads in a namespace without a LocalQueue are never admitted by Kueue.",
+        fix: "Set the tenant's `queue` to a ClusterQueue.",
+        source: "Kueue LocalQueue and namespaceSelector",
+        example: "spec:\n  scheduling: {queueing: kueue}\n  tenants:\n    - {name: a, namespaces: [a], quota: {nvidia.com/gpu: 8}}   # no queue\n",
+    }
+    "GPU075" "kueue-resource-uncovered" "kueue" Error {
+        checks: "Every GPU resource a tenant may request (its quota) is covered by its ClusterQueue.",
+        why: "Kueue leaves workloads requesting an uncovered resource pending forever.",
+        fix: "Add the resource to the ClusterQueue's quota on a pool that provides it.",
+        source: "Kueue ClusterQueue resourceGroups",
+        example: "tenants:\n  - {queue: cq, quota: {nvidia.com/mig-3g.40gb: 2}}   # cq has only nvidia.com/gpu\n",
+    }
+    "GPU080" "volcano-weight" "volcano" Error {
+        checks: "Volcano queue weight is within 1..65535.",
+        why: "Volcano's admission webhook rejects the queue.",
+        fix: "Use a weight in range.",
+        source: "profiles/limits.yaml (Volcano Queue)",
+        example: "queues:\n  - {name: q, weight: 0}\n",
+    }
+    "GPU081" "volcano-guarantee-deserved-capability" "volcano" Error {
+        checks: "Per resource: guarantee <= deserved <= capability, and a child's capability does not exceed its parent's.",
+        why: "Volcano rejects or silently clamps inconsistent queue resources; reclaim then behaves unexpectedly.",
+        fix: "Order the amounts guarantee <= deserved <= capability.",
+        source: "profiles/limits.yaml (Volcano Queue)",
+        example: "queues:\n  - {name: q, deserved: {nvidia.com/gpu: 16}, capability: {nvidia.com/gpu: 8}}\n",
+    }
+    "GPU082" "volcano-hierarchy" "volcano" Error {
+        checks: "The queue hierarchy is at most the supported depth and has no cycles.",
+        why: "Volcano's hierarchical queue support is bounded; deeper trees are rejected.",
+        fix: "Flatten the hierarchy.",
+        source: "profiles/limits.yaml (Volcano Queue)",
+        example: "queues: [a -> b -> c -> d -> e -> f]\n",
+    }
+    "GPU083" "volcano-leaf-queue" "volcano" Error {
+        checks: "Tenants are bound only to leaf queues.",
+        why: "Volcano does not schedule jobs submitted to a queue that has child queues.",
+        fix: "Bind the tenant to a leaf queue, or remove the children.",
+        source: "Volcano hierarchical queues",
+        example: "queues:\n  - {name: parent}\n  - {name: child, parent: parent}\ntenants:\n  - {queue: parent}\n",
+    }
+    "GPU090" "dcgm-interval" "monitoring" Error {
+        checks: "The dcgm-exporter collection interval parses and is at least the minimum.",
+        why: "Below the minimum, DCGM's field watches load the GPU and the exporter itself.",
+        fix: "Use `30s` or another interval at or above the minimum.",
+        source: "profiles/limits.yaml (dcgm-exporter)",
+        example: "spec:\n  gpuOperator:\n    dcgmExporter: {interval: 50ms}\n",
+    }
+    "GPU091" "monitoring-without-exporter" "monitoring" Warning {
+        checks: "Monitoring (ServiceMonitor, alerts) is asked for while dcgm-exporter is disabled.",
+        why: "Alerts on metrics nobody exports never fire: silent monitoring.",
+        fix: "Enable `gpuOperator.dcgmExporter`, or drop the alerts.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  gpuOperator: {dcgmExporter: {enabled: false}}\n  monitoring: {alerts: {xid: true}}\n",
+    }
+    "GPU095" "upgrade-policy" "upgrades" Error {
+        checks: "Upgrade settings parse: blue-green batch is a count >= 1 or a percentage in (0, 100], drain timeout a duration, colour label a valid key; `maxUnavailable` likewise.",
+        why: "An upgrade that cannot compute its batches cannot run.",
+        fix: "Write `batch: \"25%\"` or `batch: 2`, `drainTimeout: 30m`.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  upgrades:\n    blueGreen: {batch: \"0%\"}\n",
+    }
+}
+
+/// Looks a rule up by id (case-insensitive).
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id))
+}
+
+/// docs/rules.md, generated.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Validation rules\n\n<!-- Generated from src/validate/registry.rs by `gpuctl explain --all`; \
+         a test fails when this file is stale. -->\n\nEvery finding names one of these rules. \
+         `gpuctl explain <ID>` prints an entry.\n\n| id | name | family | severity |\n|---|---|---|---|\n",
+    );
+    for r in RULES {
+        out.push_str(&format!(
+            "| [{id}](#{lower}) | {name} | {family} | {sev} |\n",
+            id = r.id,
+            lower = r.id.to_ascii_lowercase(),
+            name = r.name,
+            family = r.family,
+            sev = r.severity
+        ));
+    }
+    for r in RULES {
+        out.push('\n');
+        out.push_str(&explain(r));
+    }
+    out
+}
+
+/// One rule as Markdown.
+pub fn explain(r: &Rule) -> String {
+    format!(
+        "## {id}\n\n**{name}** ({family}, {sev})\n\n- **Checks:** {checks}\n- **Why:** {why}\n- **Fix:** {fix}\n- **Facts:** {source}\n\nExample that triggers it:\n\n```yaml\n{example}```\n",
+        id = r.id,
+        name = r.name,
+        family = r.family,
+        sev = r.severity,
+        checks = r.checks,
+        why = r.why,
+        fix = r.fix,
+        source = r.source,
+        example = if r.example.ends_with('\n') {
+            r.example.to_string()
+        } else {
+            format!("{}\n", r.example)
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_sorted_and_well_formed() {
+        for w in RULES.windows(2) {
+            assert!(w[0].id < w[1].id, "{} before {}", w[0].id, w[1].id);
+        }
+        for r in RULES {
+            assert!(r.id.len() == 6 && r.id.starts_with("GPU"), "{}", r.id);
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! Compatibility: driver vs CUDA, GPU architecture, kernel modules, MIG, end of life, operator
+//! release vs Kubernetes and drivers (GPU020-GPU029). Every version fact comes from the catalog.
+
+use std::collections::BTreeSet;
+
+use crate::blueprint::{KernelModuleType, NodePool, PartitionMode, Queueing};
+use crate::profiles::{CudaSupport, Segment};
+use crate::validate::Ctx;
+use crate::version::{CudaVersion, DriverVersion, KubeVersion, OperatorVersion};
+
+/// The driver a pool runs, where it is written, and its kernel module flavour.
+pub(crate) struct PoolDriver {
+    pub version: DriverVersion,
+    pub path: String,
+    pub kernel_modules: KernelModuleType,
+    pub kernel_path: String,
+}
+
+/// The driver of each pool (None where the version does not parse; GPU020 reports that).
+pub(crate) fn pool_drivers(ctx: &Ctx<'_>) -> Vec<Option<PoolDriver>> {
+    let cluster = &ctx.bp.spec.gpu_operator.driver;
+    ctx.bp
+        .spec
+        .node_pools
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (text, path) = match &p.driver {
+                Some(d) => (&d.version, format!("spec.nodePools[{i}].driver.version")),
+                None => (
+                    &cluster.version,
+                    "spec.gpuOperator.driver.version".to_string(),
+                ),
+            };
+            let (kernel_modules, kernel_path) =
+                match p.driver.as_ref().and_then(|d| d.kernel_module_type) {
+                    Some(k) => (k, format!("spec.nodePools[{i}].driver.kernelModuleType")),
+                    None => (
+                        cluster.kernel_module_type,
+                        "spec.gpuOperator.driver.kernelModuleType".to_string(),
+                    ),
+                };
+            text.parse::<DriverVersion>()
+                .ok()
+                .map(|version| PoolDriver {
+                    version,
+                    path,
+                    kernel_modules,
+                    kernel_path,
+                })
+        })
+        .collect()
+}
+
+pub(super) fn check(ctx: &mut Ctx<'_>) {
+    driver_versions(ctx);
+    let drivers = pool_drivers(ctx);
+    for (i, pool) in ctx.bp.spec.node_pools.iter().enumerate() {
+        if let Some(d) = &drivers[i] {
+            pool_against_driver(ctx, i, pool, d);
+        }
+    }
+    cuda(ctx, &drivers);
+    operator(ctx, &drivers);
+}
+
+fn driver_versions(ctx: &mut Ctx<'_>) {
+    let mut all = vec![(
+        "spec.gpuOperator.driver.version".to_string(),
+        ctx.bp.spec.gpu_operator.driver.version.clone(),
+        true,
+    )];
+    for (i, p) in ctx.bp.spec.node_pools.iter().enumerate() {
+        if let Some(d) = &p.driver {
+            all.push((
+                format!("spec.nodePools[{i}].driver.version"),
+                d.version.clone(),
+                true,
+            ));
+        }
+    }
+    let mut reported_eol = BTreeSet::new();
+    for (path, text, _) in all {
+        let v = match text.parse::<DriverVersion>() {
+            Ok(v) => v,
+            Err(e) => {
+                ctx.emit(
+                    "GPU020",
+                    path,
+                    format!("driver version: {e}"),
+                    "write a released driver version such as `580.105.08`",
+                );
+                continue;
+            }
+        };
+        let Some(branch) = ctx.catalog.driver_branch(&v) else {
+            let known: Vec<String> = ctx
+                .catalog
+                .driver_branches()
+                .map(|b| format!("R{}", b.branch))
+                .collect();
+            ctx.emit(
+                "GPU020",
+                path,
+                format!(
+                    "driver {v} belongs to branch R{}, which the catalog does not know",
+                    v.branch()
+                ),
+                format!("use a driver from a known branch ({})", known.join(", ")),
+            );
+            continue;
+        };
+        if branch.is_end_of_life(ctx.today) == Some(true) && reported_eol.insert(path.clone()) {
+            ctx.emit(
+                "GPU026",
+                path,
+                format!(
+                    "driver branch R{} ({}) is past its end of life ({})",
+                    branch.branch, branch.branch_type, branch.end_of_life
+                ),
+                "upgrade to a supported production or LTS branch (`gpuctl profiles` lists them)",
+            );
+        }
+    }
+}
+
+fn pool_against_driver(ctx: &mut Ctx<'_>, i: usize, pool: &NodePool, d: &PoolDriver) {
+    let Some(gpu) = ctx.catalog.gpu(&pool.gpu.model) else {
+        return;
+    };
+    let model = &gpu.key;
+    if let Some(arch) = ctx.catalog.architecture(&gpu.architecture) {
+        let branch = d.version.branch();
+        if let Some(min) = &arch.min_driver
+            && d.version < *min
+        {
+            ctx.emit(
+                "GPU023",
+                d.path.clone(),
+                format!("driver {} is older than the first driver supporting {} GPUs ({min}), used by pool `{}` ({model})", d.version, arch.name, pool.name),
+                format!("use {min} or newer for this pool"),
+            );
+        }
+        if let Some(last) = arch.last_driver_branch
+            && branch > last
+        {
+            ctx.emit(
+                "GPU023",
+                d.path.clone(),
+                format!("{} GPUs are not supported after R{last}, but pool `{}` ({model}) gets driver {} (R{branch})", arch.name, pool.name, d.version),
+                format!("give pool `{}` its own `driver.version` on R{last} or older", pool.name),
+            );
+        }
+        let flavors = ctx.catalog.kernel_module_flavors();
+        match d.kernel_modules {
+            KernelModuleType::Open if !gpu.kernel_modules.open => ctx.emit(
+                "GPU024",
+                d.kernel_path.clone(),
+                format!(
+                    "open kernel modules do not support {} GPUs (pool `{}`, {model})",
+                    arch.name, pool.name
+                ),
+                "use `kernelModuleType: proprietary` (or `auto`) for this pool",
+            ),
+            KernelModuleType::Open if !flavors.open_available(branch) => ctx.emit(
+                "GPU024",
+                d.kernel_path.clone(),
+                format!(
+                    "open kernel modules exist from R{} on; driver {} (pool `{}`) has none",
+                    flavors.open_available_from_branch, d.version, pool.name
+                ),
+                "use `kernelModuleType: proprietary` or a newer driver",
+            ),
+            KernelModuleType::Proprietary if !flavors.proprietary_available(branch) => ctx.emit(
+                "GPU024",
+                d.kernel_path.clone(),
+                format!(
+                    "driver {} (pool `{}`) ships no proprietary kernel modules",
+                    d.version, pool.name
+                ),
+                "use `kernelModuleType: open` (or `auto`)",
+            ),
+            KernelModuleType::Proprietary if !gpu.kernel_modules.proprietary => ctx.emit(
+                "GPU024",
+                d.kernel_path.clone(),
+                format!(
+                    "{} GPUs require the open kernel modules (pool `{}`, {model})",
+                    arch.name, pool.name
+                ),
+                "use `kernelModuleType: open` (or `auto`) for this pool",
+            ),
+            _ => {}
+        }
+    }
+    if let Some(min) = &gpu.min_driver
+        && d.version < *min
+    {
+        ctx.emit(
+            "GPU023",
+            d.path.clone(),
+            format!(
+                "{model} needs driver {min} or newer; pool `{}` gets {}",
+                pool.name, d.version
+            ),
+            format!("use {min} or newer for this pool"),
+        );
+    }
+    if pool.partitioning.mode == PartitionMode::Mig
+        && let Some(mig) = &gpu.mig
+        && d.version < mig.min_driver
+    {
+        ctx.emit(
+            "GPU025",
+            d.path.clone(),
+            format!(
+                "MIG on {model} needs driver {} or newer; pool `{}` gets {}",
+                mig.min_driver, pool.name, d.version
+            ),
+            format!("use {} or newer for this pool", mig.min_driver),
+        );
+    }
+    if gpu.segment == Segment::Consumer {
+        ctx.emit(
+            "GPU029",
+            format!("spec.nodePools[{i}].gpu.model"),
+            format!("{model} is a consumer GPU: the GPU Operator's driver containers do not support it"),
+            "install the driver on these hosts and disable the operator's driver for this pool; no MIG, no data center support",
+        );
+    }
+}
+
+/// Pools a tenant's workloads can land on: those of its ClusterQueue under Kueue, otherwise all.
+fn tenant_pools(ctx: &Ctx<'_>, tenant: usize) -> Vec<usize> {
+    let bp = ctx.bp;
+    let t = &bp.spec.tenants[tenant];
+    let all: Vec<usize> = (0..bp.spec.node_pools.len()).collect();
+    if bp.spec.scheduling.queueing != Queueing::Kueue {
+        return all;
+    }
+    let Some(cq) = bp.spec.scheduling.kueue.as_ref().and_then(|k| {
+        k.cluster_queues
+            .iter()
+            .find(|q| Some(&q.name) == t.queue.as_ref())
+    }) else {
+        return all;
+    };
+    let names: BTreeSet<&str> = cq.resources.iter().map(|r| r.pool.as_str()).collect();
+    all.into_iter()
+        .filter(|i| names.contains(bp.spec.node_pools[*i].name.as_str()))
+        .collect()
+}
+
+fn cuda(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
+    for (ti, t) in ctx.bp.spec.tenants.iter().enumerate() {
+        let pools = tenant_pools(ctx, ti);
+        for (ci, text) in t.cuda.iter().enumerate() {
+            let path = format!("spec.tenants[{ti}].cuda[{ci}]");
+            let cuda = match text.parse::<CudaVersion>() {
+                Ok(c) => c,
+                Err(e) => {
+                    ctx.emit(
+                        "GPU021",
+                        path,
+                        format!("CUDA version: {e}"),
+                        "write the toolkit version the images use, e.g. \"12.4\"",
+                    );
+                    continue;
+                }
+            };
+            let Some(req) = ctx.catalog.cuda(&cuda) else {
+                ctx.emit(
+                    "GPU021",
+                    path,
+                    format!("CUDA {cuda} is not in the catalog"),
+                    "use a released CUDA toolkit version (`gpuctl profiles`)",
+                );
+                continue;
+            };
+            for &pi in &pools {
+                let Some(d) = &drivers[pi] else { continue };
+                let pool = &ctx.bp.spec.node_pools[pi].name;
+                let mvc = req.minor_version_compat.as_ref();
+                match req.support(&d.version) {
+                    CudaSupport::Full => {}
+                    CudaSupport::MinorVersionCompatibility => ctx.emit(
+                        "GPU022",
+                        path.clone(),
+                        format!(
+                            "CUDA {cuda} on pool `{pool}` (driver {}) runs only through minor-version compatibility (toolkit driver {}): {}",
+                            d.version,
+                            req.min_driver,
+                            mvc.map(|m| m.limits.join("; ")).unwrap_or_default()
+                        ),
+                        format!("raise pool `{pool}` to driver {} or newer, or confirm the images need no PTX JIT", req.min_driver),
+                    ),
+                    CudaSupport::Unsupported => ctx.emit(
+                        "GPU021",
+                        path.clone(),
+                        format!(
+                            "tenant `{}` builds for CUDA {cuda}, which needs driver {} or newer{}; pool `{pool}` runs {}",
+                            t.name,
+                            req.min_driver,
+                            mvc.map(|m| format!(" ({} with minor-version compatibility)", m.min_driver)).unwrap_or_default(),
+                            d.version
+                        ),
+                        format!("raise the driver of pool `{pool}` (see `{}`), or rebuild the images for an older CUDA", d.path),
+                    ),
+                }
+            }
+        }
+    }
+}
+
+fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
+    let op = &ctx.bp.spec.gpu_operator;
+    let version = match op.version.parse::<OperatorVersion>() {
+        Ok(v) => v,
+        Err(e) => {
+            ctx.emit(
+                "GPU027",
+                "spec.gpuOperator.version",
+                format!("GPU Operator version: {e}"),
+                "write a release such as `v26.7.0`",
+            );
+            return;
+        }
+    };
+    let Some(release) = ctx.catalog.operator_release(&version) else {
+        let known: Vec<String> = ctx
+            .catalog
+            .operator_releases()
+            .map(|r| r.version.to_string())
+            .collect();
+        ctx.emit(
+            "GPU027",
+            "spec.gpuOperator.version",
+            format!("GPU Operator {version} is not in the catalog"),
+            format!("use one of: {}", known.join(", ")),
+        );
+        return;
+    };
+    match ctx.bp.spec.kubernetes.version.parse::<KubeVersion>() {
+        Err(e) => ctx.emit(
+            "GPU027",
+            "spec.kubernetes.version",
+            format!("Kubernetes version: {e}"),
+            "write the control-plane version, e.g. \"1.34.2\"",
+        ),
+        Ok(k) => {
+            if !release.supports_kubernetes(&k) {
+                ctx.emit(
+                    "GPU027",
+                    "spec.kubernetes.version",
+                    format!(
+                        "GPU Operator {} supports Kubernetes {} to {}, not {k}",
+                        release.version, release.kubernetes.min, release.kubernetes.max
+                    ),
+                    "choose an operator release whose range includes this Kubernetes version (`gpuctl profiles`)",
+                );
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for d in drivers.iter().flatten() {
+        if !seen.insert(d.path.clone()) {
+            continue;
+        }
+        if !release.supports_driver(&d.version) {
+            ctx.emit(
+                "GPU028",
+                d.path.clone(),
+                format!(
+                    "driver {} is not one GPU Operator {} was validated with (default {})",
+                    d.version, release.version, release.default_driver
+                ),
+                format!(
+                    "use {} or another driver the release lists (`gpuctl profiles`)",
+                    release.default_driver
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! Kueue v1beta2: resource groups and limits, borrowing/lending, cohort tree, tenant reachability
+//! (GPU070-GPU075, and GPU052/053/055 for queue quotas).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::quota::gpu_resource_of_key;
+use crate::blueprint::resources::{is_gpu_resource, pool_capacity};
+use crate::blueprint::{ClusterQueue, Queueing};
+use crate::quantity::{parse_count, parse_milli};
+use crate::validate::Ctx;
+
+pub(super) fn check(ctx: &mut Ctx<'_>) {
+    if ctx.bp.spec.scheduling.queueing != Queueing::Kueue {
+        return;
+    }
+    let Some(kueue) = ctx.bp.spec.scheduling.kueue.as_ref() else {
+        return;
+    };
+    // pool -> resource -> (nominal total, path of last contributor)
+    let mut nominal: BTreeMap<String, BTreeMap<String, (u64, String)>> = BTreeMap::new();
+    for (qi, q) in kueue.cluster_queues.iter().enumerate() {
+        let base = format!("spec.scheduling.kueue.clusterQueues[{qi}]");
+        resource_groups(ctx, &base, q);
+        for (ri, r) in q.resources.iter().enumerate() {
+            let rbase = format!("{base}.resources[{ri}]");
+            let pool = ctx.bp.spec.node_pools.iter().find(|p| p.name == r.pool);
+            let cap = pool.map(pool_capacity).unwrap_or_default();
+            let mut nominal_milli: BTreeMap<&str, i128> = BTreeMap::new();
+            for (res, amount) in &r.quota {
+                let path = crate::blueprint::yaml::join(&format!("{rbase}.quota"), res);
+                match parse_milli(&amount.0) {
+                    Err(e) => ctx.emit(
+                        "GPU051",
+                        path.clone(),
+                        e,
+                        "write a quantity such as `8`, `1500` or `12Ti`",
+                    ),
+                    Ok(m) => {
+                        nominal_milli.insert(res, m);
+                    }
+                }
+                if is_gpu_resource(res) {
+                    match parse_count(&amount.0) {
+                        Err(e) => ctx.emit(
+                            "GPU052",
+                            path.clone(),
+                            format!("GPU amount {e}"),
+                            "GPUs are whole devices",
+                        ),
+                        Ok(n) => {
+                            if pool.is_some() && !cap.contains_key(res.as_str()) {
+                                let offered: Vec<&str> = cap.keys().map(String::as_str).collect();
+                                ctx.emit_at_key(
+                                    "GPU053",
+                                    path.clone(),
+                                    format!("pool `{}` does not provide `{res}`, so this quota admits nothing", r.pool),
+                                    format!("pool `{}` provides: {}", r.pool, offered.join(", ")),
+                                );
+                            }
+                            let e = nominal
+                                .entry(r.pool.clone())
+                                .or_default()
+                                .entry(res.clone())
+                                .or_insert((0, path.clone()));
+                            e.0 = e.0.saturating_add(n);
+                            e.1 = path;
+                        }
+                    }
+                }
+            }
+            for (field, limits) in [
+                ("borrowingLimit", &r.borrowing_limit),
+                ("lendingLimit", &r.lending_limit),
+            ] {
+                if limits.is_empty() {
+                    continue;
+                }
+                if q.cohort.is_none() {
+                    ctx.emit(
+                        "GPU071",
+                        format!("{rbase}.{field}"),
+                        format!(
+                            "`{field}` needs the cluster queue `{}` to be in a cohort",
+                            q.name
+                        ),
+                        "set `cohort` on the cluster queue, or remove the limit",
+                    );
+                }
+                for (res, amount) in limits {
+                    let path = crate::blueprint::yaml::join(&format!("{rbase}.{field}"), res);
+                    let limit = match parse_milli(&amount.0) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            ctx.emit("GPU051", path, e, "write a quantity");
+                            continue;
+                        }
+                    };
+                    match nominal_milli.get(res.as_str()) {
+                        None => ctx.emit_at_key(
+                            "GPU072",
+                            path,
+                            format!(
+                                "`{field}` names `{res}`, which has no nominal quota on this flavor"
+                            ),
+                            format!("add `{res}` to `quota`, or remove it from `{field}`"),
+                        ),
+                        Some(n) if field == "lendingLimit" && limit > *n => ctx.emit(
+                            "GPU072",
+                            path,
+                            format!(
+                                "lending limit {amount} for `{res}` exceeds the nominal quota {}",
+                                r.quota[res]
+                            ),
+                            "lend at most the nominal quota",
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    for (pool_name, resources) in nominal {
+        let Some(pool) = ctx.bp.spec.node_pools.iter().find(|p| p.name == pool_name) else {
+            continue;
+        };
+        let cap = pool_capacity(pool);
+        for (res, (total, path)) in resources {
+            if let Some(c) = cap.get(&res)
+                && total > *c
+            {
+                ctx.emit(
+                    "GPU055",
+                    path,
+                    format!("cluster queues' nominal quotas for `{res}` on pool `{pool_name}` add up to {total}, but the pool has {c}"),
+                    "nominal quotas should add up to the pool's capacity; use borrowing for the rest",
+                );
+            }
+        }
+    }
+    cohort_cycles(ctx);
+    tenants(ctx);
+}
+
+/// gpuctl puts flavors that cover the same resources into one resource group, as Kueue requires;
+/// a resource covered by flavors with different resource sets would land in two groups.
+fn resource_groups(ctx: &mut Ctx<'_>, base: &str, q: &ClusterQueue) {
+    let limits = ctx.catalog.limits();
+    let (max_groups, max_flavors, max_resources) = (
+        limits.kueue.max_resource_groups,
+        limits.kueue.max_flavors_per_group,
+        limits.kueue.max_covered_resources_per_group,
+    );
+    let mut groups: Vec<(BTreeSet<&str>, Vec<usize>)> = Vec::new();
+    let mut seen_pools: BTreeMap<&str, usize> = BTreeMap::new();
+    for (ri, r) in q.resources.iter().enumerate() {
+        if let Some(first) = seen_pools.insert(&r.pool, ri) {
+            ctx.emit(
+                "GPU070",
+                format!("{base}.resources[{ri}].pool"),
+                format!(
+                    "pool `{}` appears twice in cluster queue `{}` (first at resources[{first}])",
+                    r.pool, q.name
+                ),
+                "merge the two entries",
+            );
+        }
+        let keys: BTreeSet<&str> = r.quota.keys().map(String::as_str).collect();
+        match groups.iter_mut().find(|(k, _)| *k == keys) {
+            Some((_, members)) => members.push(ri),
+            None => groups.push((keys, vec![ri])),
+        }
+    }
+    for (a, (ka, ma)) in groups.iter().enumerate() {
+        for (kb, mb) in groups.iter().skip(a + 1) {
+            let shared: Vec<&str> = ka.intersection(kb).copied().collect();
+            if !shared.is_empty() {
+                ctx.emit(
+                    "GPU070",
+                    format!("{base}.resources[{}].quota", mb[0]),
+                    format!(
+                        "pools `{}` and `{}` cover different resources but share {}: Kueue needs each resource in exactly one resource group",
+                        q.resources[ma[0]].pool,
+                        q.resources[mb[0]].pool,
+                        shared.join(", ")
+                    ),
+                    "give both pools the same resource names in this queue, or use two cluster queues",
+                );
+            }
+        }
+    }
+    if groups.len() > max_groups {
+        ctx.emit(
+            "GPU070",
+            format!("{base}.resources"),
+            format!(
+                "cluster queue `{}` needs {} resource groups; Kueue allows {max_groups}",
+                q.name,
+                groups.len()
+            ),
+            "split the queue",
+        );
+    }
+    for (keys, members) in &groups {
+        if members.len() > max_flavors {
+            ctx.emit(
+                "GPU070",
+                format!("{base}.resources"),
+                format!(
+                    "a resource group of `{}` has {} flavors; Kueue allows {max_flavors}",
+                    q.name,
+                    members.len()
+                ),
+                "split the queue",
+            );
+        }
+        if keys.len() > max_resources {
+            ctx.emit(
+                "GPU070",
+                format!("{base}.resources[{}].quota", members[0]),
+                format!(
+                    "{} resources in one group; Kueue allows {max_resources}",
+                    keys.len()
+                ),
+                "quota fewer resources",
+            );
+        }
+    }
+}
+
+fn cohort_cycles(ctx: &mut Ctx<'_>) {
+    let Some(k) = &ctx.bp.spec.scheduling.kueue else {
+        return;
+    };
+    let parent: BTreeMap<&str, &str> = k
+        .cohorts
+        .iter()
+        .filter_map(|c| c.parent.as_deref().map(|p| (c.name.as_str(), p)))
+        .collect();
+    let mut reported = BTreeSet::new();
+    for (i, c) in k.cohorts.iter().enumerate() {
+        let mut chain = vec![c.name.as_str()];
+        let mut cur = c.name.as_str();
+        while let Some(p) = parent.get(cur) {
+            if *p == c.name {
+                let mut members = chain.clone();
+                members.sort_unstable();
+                if reported.insert(members) {
+                    chain.push(p);
+                    ctx.emit(
+                        "GPU073",
+                        format!("spec.scheduling.kueue.cohorts[{i}].parent"),
+                        format!("cohort parents form a cycle: {}", chain.join(" -> ")),
+                        "remove one `parent` so the cohorts form a tree",
+                    );
+                }
+                break;
+            }
+            if chain.contains(p) || chain.len() > k.cohorts.len() {
+                break;
+            }
+            chain.push(p);
+            cur = p;
+        }
+    }
+}
+
+fn tenants(ctx: &mut Ctx<'_>) {
+    let Some(k) = &ctx.bp.spec.scheduling.kueue else {
+        return;
+    };
+    for (ti, t) in ctx.bp.spec.tenants.iter().enumerate() {
+        let Some(qname) = &t.queue else {
+            ctx.emit(
+                "GPU074",
+                format!("spec.tenants[{ti}]"),
+                format!("tenant `{}` has no queue, so its namespaces get no LocalQueue and Kueue admits none of its workloads", t.name),
+                "set `queue` to one of the cluster queues",
+            );
+            continue;
+        };
+        let Some(cq) = k.cluster_queues.iter().find(|q| &q.name == qname) else {
+            continue;
+        };
+        let covered: BTreeSet<&str> = cq
+            .resources
+            .iter()
+            .flat_map(|r| r.quota.keys().map(String::as_str))
+            .collect();
+        for key in t.quota.keys() {
+            if let Some(res) = gpu_resource_of_key(key)
+                && !covered.contains(res)
+            {
+                ctx.emit_at_key(
+                    "GPU075",
+                    crate::blueprint::yaml::join(&format!("spec.tenants[{ti}].quota"), key),
+                    format!("tenant `{}` may request `{res}` but cluster queue `{}` has no quota for it; such workloads never admit", t.name, cq.name),
+                    format!("add `{res}` to `{}` on a pool that provides it", cq.name),
+                );
+            }
+        }
+    }
+}

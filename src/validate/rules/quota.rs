@@ -1,0 +1,174 @@
+//! Quotas: ResourceQuota keys, extended-resource rules, LimitRange defaults, capacity (GPU050-GPU055).
+
+use std::collections::BTreeMap;
+
+use crate::blueprint::resources::{is_extended_resource, is_gpu_resource, pool_capacity};
+use crate::quantity::{parse_count, parse_milli};
+use crate::validate::Ctx;
+
+/// Capacity of every pool together, per resource.
+pub(crate) fn cluster_capacity(ctx: &Ctx<'_>) -> BTreeMap<String, u64> {
+    let mut total = BTreeMap::new();
+    for p in &ctx.bp.spec.node_pools {
+        for (k, v) in pool_capacity(p) {
+            *total.entry(k).or_insert(0u64) += v;
+        }
+    }
+    total
+}
+
+/// The resource a quota key limits, if it is a GPU resource: `nvidia.com/gpu` and
+/// `requests.nvidia.com/gpu` both mean `nvidia.com/gpu`.
+pub(crate) fn gpu_resource_of_key(key: &str) -> Option<&str> {
+    let r = key.strip_prefix("requests.").unwrap_or(key);
+    is_gpu_resource(r).then_some(r)
+}
+
+pub(super) fn check(ctx: &mut Ctx<'_>) {
+    let capacity = cluster_capacity(ctx);
+    let provided: Vec<String> = capacity.keys().cloned().collect();
+    let limits = ctx.catalog.limits();
+    let standard = limits.resource_quota.standard_keys.clone();
+    let standard_prefixes = limits.resource_quota.standard_key_prefixes.clone();
+    // resource -> (total promised, path of the biggest contributor)
+    let mut promised: BTreeMap<String, (u64, String, u64)> = BTreeMap::new();
+
+    for (ti, t) in ctx.bp.spec.tenants.iter().enumerate() {
+        let base = format!("spec.tenants[{ti}]");
+        let mut tenant_gpu: BTreeMap<String, u64> = BTreeMap::new();
+        for (key, amount) in &t.quota {
+            let path = crate::blueprint::yaml::join(&format!("{base}.quota"), key);
+            if let Some(rest) = key.strip_prefix("limits.")
+                && is_extended_resource(rest)
+            {
+                ctx.emit_at_key(
+                    "GPU050",
+                    path,
+                    format!("`{key}` is accepted but never enforced by the API server"),
+                    format!("write `{rest}: {amount}` and gpuctl renders `requests.{rest}`"),
+                );
+                continue;
+            }
+            let resource = key.strip_prefix("requests.").unwrap_or(key);
+            let is_ext = is_extended_resource(resource);
+            if !is_ext
+                && !standard.iter().any(|s| s == key)
+                && !standard_prefixes
+                    .iter()
+                    .any(|p| key.starts_with(p.as_str()))
+            {
+                let hint = match crate::suggest::closest(key, standard.iter().map(String::as_str)) {
+                    Some(c) => format!("did you mean `{c}`?"),
+                    None => "use a ResourceQuota key such as `pods`, `requests.cpu`, `limits.memory`, or an extended resource name".into(),
+                };
+                ctx.emit_at_key(
+                    "GPU051",
+                    path,
+                    format!("`{key}` is not a ResourceQuota key"),
+                    hint,
+                );
+                continue;
+            }
+            if let Err(e) = parse_milli(&amount.0) {
+                ctx.emit(
+                    "GPU051",
+                    path.clone(),
+                    e,
+                    "write a quantity such as `200`, `500m` or `12Ti`",
+                );
+                continue;
+            }
+            if let Some(r) = gpu_resource_of_key(key) {
+                match parse_count(&amount.0) {
+                    Err(e) => ctx.emit(
+                        "GPU052",
+                        path.clone(),
+                        format!("GPU amount {e}"),
+                        "GPUs are whole devices; share them with MIG or time-slicing",
+                    ),
+                    Ok(n) => {
+                        if !capacity.contains_key(r) {
+                            ctx.emit_at_key(
+                                "GPU053",
+                                path.clone(),
+                                format!("no pool provides `{r}`, so this quota admits nothing"),
+                                format!(
+                                    "pools provide: {}",
+                                    if provided.is_empty() {
+                                        "nothing".into()
+                                    } else {
+                                        provided.join(", ")
+                                    }
+                                ),
+                            );
+                        }
+                        tenant_gpu.insert(r.to_string(), n);
+                        let total = n.saturating_mul(t.namespaces.len() as u64);
+                        let e = promised
+                            .entry(r.to_string())
+                            .or_insert((0, path.clone(), 0));
+                        e.0 = e.0.saturating_add(total);
+                        if total > e.2 {
+                            e.1 = path.clone();
+                            e.2 = total;
+                        }
+                    }
+                }
+            }
+        }
+        for (res, amount) in &t.defaults {
+            let path = crate::blueprint::yaml::join(&format!("{base}.defaults"), res);
+            if let Err(e) = parse_milli(&amount.0) {
+                ctx.emit(
+                    "GPU051",
+                    path,
+                    e,
+                    "write a quantity such as `1`, `500m` or `4Gi`",
+                );
+                continue;
+            }
+            if !is_gpu_resource(res) {
+                continue;
+            }
+            match parse_count(&amount.0) {
+                Err(e) => ctx.emit(
+                    "GPU052",
+                    path,
+                    format!("GPU default {e}"),
+                    "GPUs are whole devices",
+                ),
+                Ok(n) => {
+                    if !capacity.contains_key(res.as_str()) {
+                        ctx.emit_at_key(
+                            "GPU053",
+                            path.clone(),
+                            format!("no pool provides `{res}`, so every pod given this default stays Pending"),
+                            format!("pools provide: {}", if provided.is_empty() { "nothing".into() } else { provided.join(", ") }),
+                        );
+                    }
+                    if let Some(q) = tenant_gpu.get(res.as_str())
+                        && n > *q
+                    {
+                        ctx.emit(
+                            "GPU054",
+                            path,
+                            format!("default {res} of {n} per container exceeds the tenant's quota of {q}; every pod using the default is rejected"),
+                            format!("lower the default to at most {q}, or raise the quota"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for (r, (total, path, _)) in promised {
+        let cap = capacity.get(&r).copied().unwrap_or(0);
+        if cap > 0 && total > cap {
+            ctx.emit(
+                "GPU055",
+                path,
+                format!("tenant quotas promise {total} `{r}` in total (quota x namespaces) but the pools have {cap}"),
+                "lower quotas or add nodes; over-commit is fine only when tenants rarely peak together",
+            );
+        }
+    }
+}

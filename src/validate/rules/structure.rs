@@ -1,0 +1,555 @@
+//! Structure: names, duplicates, references, pool selectors, label keys, GPU models, queueing shape.
+//! (GPU010-GPU016; GPU001-GPU005 are found by the loader.)
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{is_dns_label, is_dns_subdomain, is_label_key, is_label_value};
+use crate::blueprint::Queueing;
+use crate::suggest;
+use crate::validate::Ctx;
+
+pub(super) fn check(ctx: &mut Ctx<'_>) {
+    names(ctx);
+    duplicates(ctx);
+    references(ctx);
+    selectors(ctx);
+    labels(ctx);
+    gpu_models(ctx);
+    queueing(ctx);
+}
+
+fn names(ctx: &mut Ctx<'_>) {
+    let bp = ctx.bp;
+    let label_max = ctx
+        .catalog
+        .limits()
+        .kubernetes_names
+        .dns1123_label_max_length;
+    let subdomain_max = ctx
+        .catalog
+        .limits()
+        .kubernetes_names
+        .dns1123_subdomain_max_length;
+    let mut labels: Vec<(String, &str, &str)> =
+        vec![("metadata.name".into(), &bp.metadata.name, "blueprint name")];
+    for (i, p) in bp.spec.node_pools.iter().enumerate() {
+        labels.push((format!("spec.nodePools[{i}].name"), &p.name, "pool name"));
+    }
+    for (i, t) in bp.spec.tenants.iter().enumerate() {
+        labels.push((format!("spec.tenants[{i}].name"), &t.name, "tenant name"));
+        for (j, ns) in t.namespaces.iter().enumerate() {
+            labels.push((
+                format!("spec.tenants[{i}].namespaces[{j}]"),
+                ns,
+                "namespace",
+            ));
+        }
+    }
+    if let Some(k) = &bp.spec.scheduling.kueue {
+        for (i, c) in k.cohorts.iter().enumerate() {
+            labels.push((
+                format!("spec.scheduling.kueue.cohorts[{i}].name"),
+                &c.name,
+                "cohort name",
+            ));
+        }
+        for (i, q) in k.cluster_queues.iter().enumerate() {
+            labels.push((
+                format!("spec.scheduling.kueue.clusterQueues[{i}].name"),
+                &q.name,
+                "cluster queue name",
+            ));
+        }
+    }
+    if let Some(v) = &bp.spec.scheduling.volcano {
+        for (i, q) in v.queues.iter().enumerate() {
+            labels.push((
+                format!("spec.scheduling.volcano.queues[{i}].name"),
+                &q.name,
+                "queue name",
+            ));
+        }
+    }
+    for (path, name, what) in labels {
+        if !is_dns_label(name, label_max) {
+            ctx.emit(
+                "GPU010",
+                path,
+                format!("{what} `{name}` is not a DNS-1123 label"),
+                format!(
+                    "use at most {label_max} lower-case letters, digits and `-`, starting and ending with a letter or digit{}",
+                    suggestion_for(name)
+                ),
+            );
+        }
+    }
+    for (i, pc) in bp.spec.priority_classes.iter().enumerate() {
+        if !is_dns_subdomain(&pc.name, subdomain_max) {
+            ctx.emit(
+                "GPU010",
+                format!("spec.priorityClasses[{i}].name"),
+                format!(
+                    "priority class name `{}` is not a DNS-1123 subdomain",
+                    pc.name
+                ),
+                format!(
+                    "use lower-case letters, digits, `-` and `.`{}",
+                    suggestion_for(&pc.name)
+                ),
+            );
+        }
+    }
+}
+
+fn suggestion_for(name: &str) -> String {
+    let fixed: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let fixed = fixed.trim_matches('-');
+    if fixed.is_empty() || fixed == name {
+        String::new()
+    } else {
+        format!(", e.g. `{fixed}`")
+    }
+}
+
+fn duplicates(ctx: &mut Ctx<'_>) {
+    let bp = ctx.bp;
+    let mut groups: Vec<(&str, Vec<(String, String)>)> = vec![
+        (
+            "pool",
+            bp.spec
+                .node_pools
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("spec.nodePools[{i}].name"), p.name.clone()))
+                .collect(),
+        ),
+        (
+            "tenant",
+            bp.spec
+                .tenants
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("spec.tenants[{i}].name"), t.name.clone()))
+                .collect(),
+        ),
+        (
+            "priority class",
+            bp.spec
+                .priority_classes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("spec.priorityClasses[{i}].name"), p.name.clone()))
+                .collect(),
+        ),
+        (
+            "namespace",
+            bp.spec
+                .tenants
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| {
+                    t.namespaces.iter().enumerate().map(move |(j, ns)| {
+                        (format!("spec.tenants[{i}].namespaces[{j}]"), ns.clone())
+                    })
+                })
+                .collect(),
+        ),
+    ];
+    if let Some(k) = &bp.spec.scheduling.kueue {
+        groups.push((
+            "cohort",
+            k.cohorts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        format!("spec.scheduling.kueue.cohorts[{i}].name"),
+                        c.name.clone(),
+                    )
+                })
+                .collect(),
+        ));
+        groups.push((
+            "cluster queue",
+            k.cluster_queues
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        format!("spec.scheduling.kueue.clusterQueues[{i}].name"),
+                        c.name.clone(),
+                    )
+                })
+                .collect(),
+        ));
+    }
+    if let Some(v) = &bp.spec.scheduling.volcano {
+        groups.push((
+            "queue",
+            v.queues
+                .iter()
+                .enumerate()
+                .map(|(i, q)| {
+                    (
+                        format!("spec.scheduling.volcano.queues[{i}].name"),
+                        q.name.clone(),
+                    )
+                })
+                .collect(),
+        ));
+    }
+    for (what, items) in groups {
+        let mut first: BTreeMap<&str, &str> = BTreeMap::new();
+        for (path, name) in &items {
+            match first.get(name.as_str()) {
+                Some(first_path) => {
+                    let line = ctx
+                        .tree
+                        .pos(first_path)
+                        .map(|p| format!(" (line {})", p.line))
+                        .unwrap_or_default();
+                    let msg = if what == "namespace" {
+                        format!(
+                            "namespace `{name}` belongs to two tenants; first at {first_path}{line}"
+                        )
+                    } else {
+                        format!("{what} `{name}` is declared twice; first at {first_path}{line}")
+                    };
+                    ctx.emit(
+                        "GPU011",
+                        path.clone(),
+                        msg,
+                        "rename or merge the two declarations",
+                    );
+                }
+                None => {
+                    first.insert(name, path);
+                }
+            }
+        }
+    }
+}
+
+fn references(ctx: &mut Ctx<'_>) {
+    let bp = ctx.bp;
+    let pools: Vec<&str> = bp.spec.node_pools.iter().map(|p| p.name.as_str()).collect();
+    let pcs: Vec<&str> = bp
+        .spec
+        .priority_classes
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let kueue = bp.spec.scheduling.kueue.as_ref();
+    let cohorts: Vec<&str> = kueue
+        .map(|k| k.cohorts.iter().map(|c| c.name.as_str()).collect())
+        .unwrap_or_default();
+    let cqs: Vec<&str> = kueue
+        .map(|k| k.cluster_queues.iter().map(|c| c.name.as_str()).collect())
+        .unwrap_or_default();
+    let vqs: Vec<&str> = bp
+        .spec
+        .scheduling
+        .volcano
+        .as_ref()
+        .map(|v| v.queues.iter().map(|q| q.name.as_str()).collect())
+        .unwrap_or_default();
+    let mut missing: Vec<(String, String, &str, Vec<&str>)> = Vec::new();
+    for (i, t) in bp.spec.tenants.iter().enumerate() {
+        if let Some(pc) = &t.priority_class
+            && !pcs.contains(&pc.as_str())
+        {
+            missing.push((
+                format!("spec.tenants[{i}].priorityClass"),
+                pc.clone(),
+                "priority class",
+                pcs.clone(),
+            ));
+        }
+        if let Some(q) = &t.queue {
+            match bp.spec.scheduling.queueing {
+                Queueing::Kueue if !cqs.contains(&q.as_str()) => missing.push((
+                    format!("spec.tenants[{i}].queue"),
+                    q.clone(),
+                    "cluster queue",
+                    cqs.clone(),
+                )),
+                Queueing::Volcano if !vqs.contains(&q.as_str()) => missing.push((
+                    format!("spec.tenants[{i}].queue"),
+                    q.clone(),
+                    "Volcano queue",
+                    vqs.clone(),
+                )),
+                _ => {}
+            }
+        }
+    }
+    if let Some(k) = kueue {
+        for (i, c) in k.cohorts.iter().enumerate() {
+            if let Some(p) = &c.parent
+                && !cohorts.contains(&p.as_str())
+            {
+                missing.push((
+                    format!("spec.scheduling.kueue.cohorts[{i}].parent"),
+                    p.clone(),
+                    "cohort",
+                    cohorts.clone(),
+                ));
+            }
+        }
+        for (i, q) in k.cluster_queues.iter().enumerate() {
+            if let Some(c) = &q.cohort
+                && !cohorts.contains(&c.as_str())
+            {
+                // Kueue creates implicit cohorts, but gpuctl renders only declared ones: a typo
+                // here silently splits the queue from its intended cohort.
+                missing.push((
+                    format!("spec.scheduling.kueue.clusterQueues[{i}].cohort"),
+                    c.clone(),
+                    "cohort",
+                    cohorts.clone(),
+                ));
+            }
+            for (j, r) in q.resources.iter().enumerate() {
+                if !pools.contains(&r.pool.as_str()) {
+                    missing.push((
+                        format!("spec.scheduling.kueue.clusterQueues[{i}].resources[{j}].pool"),
+                        r.pool.clone(),
+                        "node pool",
+                        pools.clone(),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(v) = &bp.spec.scheduling.volcano {
+        for (i, q) in v.queues.iter().enumerate() {
+            if let Some(p) = &q.parent
+                && p != "root"
+                && !vqs.contains(&p.as_str())
+            {
+                missing.push((
+                    format!("spec.scheduling.volcano.queues[{i}].parent"),
+                    p.clone(),
+                    "Volcano queue",
+                    vqs.clone(),
+                ));
+            }
+        }
+    }
+    for (path, name, what, candidates) in missing {
+        let hint = match suggest::closest(&name, candidates.iter().copied()) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None if candidates.is_empty() => format!("declare the {what} first"),
+            None => format!("declare it, or use one of: {}", candidates.join(", ")),
+        };
+        ctx.emit(
+            "GPU012",
+            path,
+            format!("{what} `{name}` is not declared"),
+            hint,
+        );
+    }
+}
+
+fn selectors(ctx: &mut Ctx<'_>) {
+    let pools = &ctx.bp.spec.node_pools;
+    for (i, p) in pools.iter().enumerate() {
+        if p.selector.is_empty() {
+            ctx.emit(
+                "GPU013",
+                format!("spec.nodePools[{i}].selector"),
+                format!("pool `{}` has an empty selector and would select every node", p.name),
+                "add a label only this pool's nodes carry, e.g. `node.kubernetes.io/instance-type: p5.48xlarge`",
+            );
+        }
+    }
+    for (i, a) in pools.iter().enumerate() {
+        for (j, b) in pools.iter().enumerate().skip(i + 1) {
+            if a.selector.is_empty() || b.selector.is_empty() {
+                continue;
+            }
+            // A node can match both when the selectors agree on every shared key.
+            let conflict = a
+                .selector
+                .iter()
+                .any(|(k, v)| b.selector.get(k).is_some_and(|w| w != v));
+            if !conflict {
+                ctx.emit(
+                    "GPU013",
+                    format!("spec.nodePools[{j}].selector"),
+                    format!("a node labelled for pool `{}` can also match pool `{}` (no selector key tells them apart)", b.name, a.name),
+                    format!("give `{}` and `{}` a shared label key with different values, e.g. `gpuctl.dev/pool`", a.name, b.name),
+                );
+            }
+        }
+    }
+}
+
+fn labels(ctx: &mut Ctx<'_>) {
+    let owned = ctx
+        .catalog
+        .limits()
+        .node_labels
+        .operator_owned_prefixes
+        .clone();
+    for (i, p) in ctx.bp.spec.node_pools.iter().enumerate() {
+        let mut keys: Vec<(String, &str, Option<&str>, bool)> = Vec::new();
+        for (k, v) in &p.selector {
+            keys.push((
+                crate::blueprint::yaml::join(&format!("spec.nodePools[{i}].selector"), k),
+                k,
+                Some(v),
+                false,
+            ));
+        }
+        for (k, v) in &p.labels {
+            keys.push((
+                crate::blueprint::yaml::join(&format!("spec.nodePools[{i}].labels"), k),
+                k,
+                Some(v),
+                true,
+            ));
+        }
+        for (j, t) in p.taints.iter().enumerate() {
+            keys.push((
+                format!("spec.nodePools[{i}].taints[{j}].key"),
+                &t.key,
+                t.value.as_deref(),
+                false,
+            ));
+        }
+        for (path, key, value, written) in keys {
+            if !is_label_key(key) {
+                ctx.emit_at_key("GPU014", path.clone(), format!("`{key}` is not a valid label or taint key"), "use `[prefix/]name` with a DNS subdomain prefix and a name of at most 63 characters");
+            }
+            if let Some(v) = value
+                && !is_label_value(v)
+            {
+                ctx.emit("GPU014", path.clone(), format!("`{v}` is not a valid label value for `{key}`"), "use at most 63 alphanumerics, `-`, `_` or `.`, starting and ending with an alphanumeric");
+            }
+            if written && let Some(prefix) = owned.iter().find(|p| key.starts_with(p.as_str())) {
+                ctx.emit_at_key(
+                    "GPU014",
+                    path,
+                    format!("`{key}` is owned by the GPU Operator or Node Feature Discovery (`{prefix}*`); gpuctl never writes it"),
+                    "select on it under `selector` instead, or use your own prefix such as `gpu.example.com/`",
+                );
+            }
+        }
+    }
+    let bg_label = ctx
+        .bp
+        .spec
+        .upgrades
+        .blue_green
+        .as_ref()
+        .map(|b| b.color_label.clone());
+    if let Some(l) = bg_label
+        && !is_label_key(&l)
+    {
+        ctx.emit(
+            "GPU095",
+            "spec.upgrades.blueGreen.colorLabel",
+            format!("`{l}` is not a valid label key"),
+            "use e.g. `gpuctl.dev/color`",
+        );
+    }
+}
+
+fn gpu_models(ctx: &mut Ctx<'_>) {
+    let keys: Vec<String> = ctx.catalog.gpus().map(|g| g.key.clone()).collect();
+    for (i, p) in ctx.bp.spec.node_pools.iter().enumerate() {
+        if ctx.catalog.gpu(&p.gpu.model).is_none() {
+            // Also accept the GFD product label as a hint to the right key.
+            let by_product = ctx
+                .catalog
+                .gpu_by_product(&p.gpu.model)
+                .map(|g| g.key.clone());
+            let hint = match by_product.or_else(|| {
+                suggest::closest(&p.gpu.model, keys.iter().map(String::as_str)).map(str::to_string)
+            }) {
+                Some(k) => format!("did you mean `{k}`? (`gpuctl profiles` lists every model)"),
+                None => "use a key from `gpuctl profiles`".to_string(),
+            };
+            ctx.emit(
+                "GPU015",
+                format!("spec.nodePools[{i}].gpu.model"),
+                format!("GPU model `{}` is not in the catalog", p.gpu.model),
+                hint,
+            );
+        }
+        if p.gpu.count == 0 {
+            ctx.emit(
+                "GPU003",
+                format!("spec.nodePools[{i}].gpu.count"),
+                "a GPU pool needs at least one GPU per node",
+                "set `gpu.count` to the GPUs per node",
+            );
+        }
+    }
+}
+
+fn queueing(ctx: &mut Ctx<'_>) {
+    let s = &ctx.bp.spec.scheduling;
+    match s.queueing {
+        Queueing::Kueue if s.kueue.is_none() => ctx.emit(
+            "GPU016",
+            "spec.scheduling.queueing",
+            "`queueing: kueue` but there is no `scheduling.kueue` section",
+            "add `scheduling.kueue` with its version, cohorts and cluster queues",
+        ),
+        Queueing::Volcano if s.volcano.is_none() => ctx.emit(
+            "GPU016",
+            "spec.scheduling.queueing",
+            "`queueing: volcano` but there is no `scheduling.volcano` section",
+            "add `scheduling.volcano` with its version and queues",
+        ),
+        _ => {}
+    }
+    let unused: Vec<(&str, bool)> = vec![
+        ("kueue", s.kueue.is_some() && s.queueing != Queueing::Kueue),
+        (
+            "volcano",
+            s.volcano.is_some() && s.queueing != Queueing::Volcano,
+        ),
+    ];
+    for (name, bad) in unused {
+        if bad {
+            ctx.emit(
+                "GPU016",
+                format!("spec.scheduling.{name}"),
+                format!("`scheduling.{name}` is declared but `queueing` is not `{name}`, so none of it is rendered"),
+                format!("set `queueing: {name}` or remove the section"),
+            );
+        }
+    }
+    if s.queueing == Queueing::None {
+        let seen: BTreeSet<usize> = ctx
+            .bp
+            .spec
+            .tenants
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.queue.is_some())
+            .map(|(i, _)| i)
+            .collect();
+        for i in seen {
+            ctx.emit(
+                "GPU016",
+                format!("spec.tenants[{i}].queue"),
+                "tenant names a queue but `scheduling.queueing` is `none`",
+                "set `scheduling.queueing` to `kueue` or `volcano`, or remove the queue",
+            );
+        }
+    }
+}

@@ -1,0 +1,726 @@
+//! Table tests: for every rule, a blueprint that passes it and one that fails it.
+//! Each case edits a valid base blueprint by replacing one exact snippet, so a case that no longer
+//! applies (the snippet vanished from the base) fails loudly instead of passing vacuously.
+
+use jiff::civil::date;
+
+use super::{Options, check};
+use crate::blueprint::load_str;
+use crate::diag::{FileReport, Severity};
+use crate::profiles::Catalog;
+
+const KUEUE_BASE: &str = r#"apiVersion: gpuctl.dev/v1alpha1
+kind: ClusterBlueprint
+metadata:
+  name: base
+spec:
+  kubernetes:
+    version: "1.34.2"
+  gpuOperator:
+    version: v26.7.0
+    driver:
+      version: "595.91.07"
+      kernelModuleType: auto
+    dcgmExporter: { enabled: true, interval: 30s }
+  nodePools:
+    - name: train
+      role: training
+      selector: { gpuctl.dev/pool: train }
+      nodes: 4
+      gpu: { model: H100-SXM5-80GB, count: 8 }
+      labels: { gpu.example.com/tier: premium }
+      taints:
+        - { key: nvidia.com/gpu, value: present, effect: NoSchedule }
+    - name: infer
+      role: inference
+      selector: { gpuctl.dev/pool: infer }
+      nodes: 2
+      gpu: { model: A100-SXM4-80GB, count: 8 }
+      partitioning:
+        mode: mig
+        mig:
+          strategy: mixed
+          layout: { "3g.40gb": 2 }
+    - name: dev
+      role: development
+      selector: { gpuctl.dev/pool: dev }
+      nodes: 2
+      gpu: { model: L4, count: 4 }
+      partitioning:
+        mode: time-slicing
+        timeSlicing: { replicas: 4 }
+  priorityClasses:
+    - name: high
+      value: 1000000
+    - name: low
+      value: 100
+      preemptionPolicy: Never
+      globalDefault: true
+  scheduling:
+    queueing: kueue
+    kueue:
+      version: v0.19.2
+      cohorts:
+        - { name: all }
+        - { name: sub, parent: all }
+      clusterQueues:
+        - name: cq-train
+          cohort: all
+          resources:
+            - pool: train
+              quota: { nvidia.com/gpu: 24, cpu: "100" }
+              borrowingLimit: { nvidia.com/gpu: 8 }
+              lendingLimit: { nvidia.com/gpu: 8 }
+        - name: cq-infer
+          cohort: sub
+          resources:
+            - pool: infer
+              quota: { nvidia.com/mig-3g.40gb: 32 }
+        - name: cq-dev
+          resources:
+            - pool: dev
+              quota: { nvidia.com/gpu: 32 }
+  tenants:
+    - name: team-a
+      namespaces: [team-a]
+      priorityClass: high
+      queue: cq-train
+      quota: { nvidia.com/gpu: 16, pods: 50, requests.cpu: "64" }
+      defaults: { nvidia.com/gpu: 1 }
+      cuda: ["12.4"]
+    - name: serving
+      namespaces: [serve-a, serve-b]
+      priorityClass: high
+      queue: cq-infer
+      quota: { nvidia.com/mig-3g.40gb: 8 }
+      cuda: ["12.8"]
+    - name: dev
+      namespaces: [dev]
+      priorityClass: low
+      queue: cq-dev
+      quota: { nvidia.com/gpu: 16 }
+  monitoring:
+    serviceMonitor: true
+    alerts: { xid: true, eccErrors: true, temperatureC: 85 }
+  upgrades:
+    strategy: blue-green
+    blueGreen: { batch: "25%", drainTimeout: 30m }
+"#;
+
+const VOLCANO_SCHED: &str = r#"  scheduling:
+    queueing: volcano
+    volcano:
+      version: v1.15.1
+      queues:
+        - { name: parent, parent: root, weight: 4, capability: { nvidia.com/gpu: 32 } }
+        - { name: cq-train, parent: parent, weight: 2, capability: { nvidia.com/gpu: 32 }, deserved: { nvidia.com/gpu: 16 }, guarantee: { nvidia.com/gpu: 8 } }
+        - { name: cq-infer, parent: root, weight: 2 }
+        - { name: cq-dev, parent: root, weight: 1 }
+"#;
+
+fn volcano_base() -> String {
+    let start = KUEUE_BASE.find("  scheduling:\n").unwrap();
+    let end = KUEUE_BASE.find("  tenants:\n").unwrap();
+    format!(
+        "{}{}{}",
+        &KUEUE_BASE[..start],
+        VOLCANO_SCHED,
+        &KUEUE_BASE[end..]
+    )
+}
+
+fn run(text: &str) -> FileReport {
+    match load_str("test.yaml", text) {
+        Ok(loaded) => check(
+            &loaded,
+            Catalog::embedded(),
+            Options {
+                today: date(2026, 11, 30),
+            },
+        ),
+        Err(report) => report,
+    }
+}
+
+fn edit(base: &str, edits: &[(&str, &str)]) -> String {
+    let mut text = base.to_string();
+    for (from, to) in edits {
+        assert!(text.contains(from), "snippet not in base: {from:?}");
+        text = text.replacen(from, to, 1);
+    }
+    text
+}
+
+fn rules(report: &FileReport) -> Vec<&'static str> {
+    report.findings.iter().map(|f| f.rule).collect()
+}
+
+#[test]
+fn bases_are_clean() {
+    for base in [KUEUE_BASE.to_string(), volcano_base()] {
+        let r = run(&base);
+        assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    }
+}
+
+/// (rule, base, edits): the edits make the base fail exactly this rule (possibly among others).
+/// (rule, base text, edits).
+type Case = (&'static str, String, Vec<(&'static str, &'static str)>);
+
+fn cases() -> Vec<Case> {
+    let k = KUEUE_BASE.to_string();
+    let v = volcano_base();
+    vec![
+        (
+            "GPU001",
+            k.clone(),
+            vec![("  name: base\n", "  name: base\n  name: again\n")],
+        ),
+        (
+            "GPU001",
+            k.clone(),
+            vec![("kind: ClusterBlueprint\n", "kind: [ClusterBlueprint\n")],
+        ),
+        (
+            "GPU002",
+            k.clone(),
+            vec![("      nodes: 4\n", "      nodes: 4\n      gpus: 8\n")],
+        ),
+        (
+            "GPU003",
+            k.clone(),
+            vec![("version: \"1.34.2\"", "version: 1.30")],
+        ),
+        (
+            "GPU003",
+            k.clone(),
+            vec![("role: training", "role: trainng")],
+        ),
+        ("GPU004", k.clone(), vec![("      nodes: 4\n", "")]),
+        (
+            "GPU005",
+            k.clone(),
+            vec![("gpuctl.dev/v1alpha1", "gpuctl.dev/v1")],
+        ),
+        (
+            "GPU010",
+            k.clone(),
+            vec![("name: team-a\n", "name: Team_A\n")],
+        ),
+        (
+            "GPU011",
+            k.clone(),
+            vec![("namespaces: [dev]", "namespaces: [team-a]")],
+        ),
+        (
+            "GPU011",
+            k.clone(),
+            vec![("    - name: low\n", "    - name: high\n")],
+        ),
+        (
+            "GPU012",
+            k.clone(),
+            vec![("queue: cq-dev", "queue: cq-dve")],
+        ),
+        (
+            "GPU012",
+            k.clone(),
+            vec![("priorityClass: low", "priorityClass: lowest")],
+        ),
+        (
+            "GPU012",
+            k.clone(),
+            vec![("- pool: dev\n", "- pool: devv\n")],
+        ),
+        (
+            "GPU013",
+            k.clone(),
+            vec![("selector: { gpuctl.dev/pool: dev }", "selector: {}")],
+        ),
+        (
+            "GPU013",
+            k.clone(),
+            vec![(
+                "selector: { gpuctl.dev/pool: dev }",
+                "selector: { gpuctl.dev/pool: infer, zone: a }",
+            )],
+        ),
+        (
+            "GPU014",
+            k.clone(),
+            vec![(
+                "labels: { gpu.example.com/tier: premium }",
+                "labels: { nvidia.com/gpu.product: H100 }",
+            )],
+        ),
+        (
+            "GPU014",
+            k.clone(),
+            vec![(
+                "labels: { gpu.example.com/tier: premium }",
+                "labels: { gpu.example.com/tier: \"not valid!\" }",
+            )],
+        ),
+        ("GPU015", k.clone(), vec![("model: L4,", "model: L4-24GB,")]),
+        (
+            "GPU016",
+            k.clone(),
+            vec![("queueing: kueue", "queueing: volcano")],
+        ),
+        (
+            "GPU020",
+            k.clone(),
+            vec![("version: \"595.91.07\"", "version: \"999.1.1\"")],
+        ),
+        (
+            "GPU020",
+            k.clone(),
+            vec![("version: \"595.91.07\"", "version: \"595.x\"")],
+        ),
+        (
+            "GPU021",
+            k.clone(),
+            vec![("cuda: [\"12.4\"]", "cuda: [\"13.9\"]")],
+        ),
+        (
+            "GPU022",
+            k.clone(),
+            vec![
+                ("version: \"595.91.07\"", "version: \"535.309.01\""),
+                ("kernelModuleType: auto", "kernelModuleType: open"),
+            ],
+        ),
+        (
+            "GPU023",
+            k.clone(),
+            vec![("model: L4,", "model: V100-SXM2-32GB,")],
+        ),
+        (
+            "GPU024",
+            k.clone(),
+            vec![
+                ("model: L4,", "model: B200,"),
+                ("kernelModuleType: auto", "kernelModuleType: proprietary"),
+            ],
+        ),
+        (
+            "GPU025",
+            k.clone(),
+            vec![
+                ("model: A100-SXM4-80GB", "model: H100-SXM5-80GB"),
+                (
+                    "      partitioning:\n        mode: mig\n",
+                    "      driver: { version: \"520.61.05\" }\n      partitioning:\n        mode: mig\n",
+                ),
+            ],
+        ),
+        (
+            "GPU026",
+            k.clone(),
+            vec![("version: \"595.91.07\"", "version: \"570.211.01\"")],
+        ),
+        (
+            "GPU027",
+            k.clone(),
+            vec![("version: \"1.34.2\"", "version: \"1.25.4\"")],
+        ),
+        (
+            "GPU027",
+            k.clone(),
+            vec![("version: v26.7.0", "version: v19.1.0")],
+        ),
+        (
+            "GPU028",
+            k.clone(),
+            vec![("version: \"595.91.07\"", "version: \"580.105.08\"")],
+        ),
+        (
+            "GPU029",
+            k.clone(),
+            vec![("model: L4,", "model: RTX-4090,")],
+        ),
+        (
+            "GPU030",
+            k.clone(),
+            vec![("model: A100-SXM4-80GB", "model: L40S")],
+        ),
+        (
+            "GPU031",
+            k.clone(),
+            vec![("layout: { \"3g.40gb\": 2 }", "layout: { \"3g.20gb\": 2 }")],
+        ),
+        (
+            "GPU032",
+            k.clone(),
+            vec![("layout: { \"3g.40gb\": 2 }", "layout: { \"4g.40gb\": 2 }")],
+        ),
+        (
+            "GPU032",
+            k.clone(),
+            vec![("layout: { \"3g.40gb\": 2 }", "layout: { \"1g.10gb\": 8 }")],
+        ),
+        (
+            "GPU033",
+            k.clone(),
+            vec![
+                ("strategy: mixed", "strategy: single"),
+                (
+                    "layout: { \"3g.40gb\": 2 }",
+                    "layout: { \"3g.40gb\": 1, \"1g.10gb\": 2 }",
+                ),
+            ],
+        ),
+        (
+            "GPU034",
+            k.clone(),
+            vec![(
+                "          layout: { \"3g.40gb\": 2 }\n",
+                "          layout: { \"3g.40gb\": 2 }\n          devices: [ { gpus: [0], layout: { \"7g.80gb\": 1 } } ]\n",
+            )],
+        ),
+        (
+            "GPU034",
+            k.clone(),
+            vec![(
+                "          layout: { \"3g.40gb\": 2 }\n",
+                "          devices: [ { gpus: [0, 9], layout: { \"7g.80gb\": 1 } } ]\n",
+            )],
+        ),
+        (
+            "GPU040",
+            k.clone(),
+            vec![(
+                "timeSlicing: { replicas: 4 }",
+                "timeSlicing: { replicas: 1 }",
+            )],
+        ),
+        (
+            "GPU041",
+            k.clone(),
+            vec![("role: development", "role: inference")],
+        ),
+        (
+            "GPU042",
+            k.clone(),
+            vec![(
+                "      nodes: 4\n",
+                "      nodes: 4\n      partitioning: { mode: none, mps: { replicas: 2 } }\n",
+            )],
+        ),
+        (
+            "GPU050",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16, pods: 50",
+                "quota: { limits.nvidia.com/gpu: 16, pods: 50",
+            )],
+        ),
+        ("GPU051", k.clone(), vec![("pods: 50", "pod: 50")]),
+        (
+            "GPU051",
+            k.clone(),
+            vec![("requests.cpu: \"64\"", "requests.cpu: 64 cores")],
+        ),
+        (
+            "GPU052",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16, pods",
+                "quota: { nvidia.com/gpu: 0.5, pods",
+            )],
+        ),
+        (
+            "GPU053",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/mig-3g.40gb: 8 }",
+                "quota: { nvidia.com/mig-1g.10gb: 8 }",
+            )],
+        ),
+        (
+            "GPU053",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/mig-3g.40gb: 32 }",
+                "quota: { nvidia.com/gpu: 32 }",
+            )],
+        ),
+        (
+            "GPU054",
+            k.clone(),
+            vec![(
+                "defaults: { nvidia.com/gpu: 1 }",
+                "defaults: { nvidia.com/gpu: 17 }",
+            )],
+        ),
+        (
+            "GPU055",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16 }",
+                "quota: { nvidia.com/gpu: 100 }",
+            )],
+        ),
+        (
+            "GPU055",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 24, cpu",
+                "quota: { nvidia.com/gpu: 40, cpu",
+            )],
+        ),
+        (
+            "GPU060",
+            k.clone(),
+            vec![("value: 1000000\n", "value: 2000000000\n")],
+        ),
+        (
+            "GPU061",
+            k.clone(),
+            vec![
+                ("    - name: low\n", "    - name: system-low\n"),
+                ("priorityClass: low", "priorityClass: system-low"),
+            ],
+        ),
+        (
+            "GPU062",
+            k.clone(),
+            vec![(
+                "      value: 1000000\n",
+                "      value: 1000000\n      globalDefault: true\n",
+            )],
+        ),
+        (
+            "GPU070",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpu: 32 }\n            - pool: train\n              quota: { nvidia.com/gpu: 1, cpu: \"1\" }",
+            )],
+        ),
+        (
+            "GPU071",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpu: 32 }\n              borrowingLimit: { nvidia.com/gpu: 4 }",
+            )],
+        ),
+        (
+            "GPU072",
+            k.clone(),
+            vec![(
+                "lendingLimit: { nvidia.com/gpu: 8 }",
+                "lendingLimit: { nvidia.com/gpu: 30 }",
+            )],
+        ),
+        (
+            "GPU072",
+            k.clone(),
+            vec![(
+                "lendingLimit: { nvidia.com/gpu: 8 }",
+                "lendingLimit: { memory: 1Gi }",
+            )],
+        ),
+        (
+            "GPU073",
+            k.clone(),
+            vec![("- { name: all }", "- { name: all, parent: sub }")],
+        ),
+        ("GPU074", k.clone(), vec![("      queue: cq-dev\n", "")]),
+        (
+            "GPU075",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16, pods: 50",
+                "quota: { nvidia.com/gpu: 16, nvidia.com/mig-3g.40gb: 2, pods: 50",
+            )],
+        ),
+        (
+            "GPU080",
+            v.clone(),
+            vec![(
+                "name: cq-dev, parent: root, weight: 1",
+                "name: cq-dev, parent: root, weight: 70000",
+            )],
+        ),
+        (
+            "GPU081",
+            v.clone(),
+            vec![(
+                "guarantee: { nvidia.com/gpu: 8 }",
+                "guarantee: { nvidia.com/gpu: 20 }",
+            )],
+        ),
+        (
+            "GPU081",
+            v.clone(),
+            vec![
+                (
+                    "name: cq-train, parent: parent, weight: 2, capability: { nvidia.com/gpu: 32 }",
+                    "name: cq-train, parent: parent, weight: 2, capability: { nvidia.com/gpu: 64 }",
+                ),
+                (
+                    "deserved: { nvidia.com/gpu: 16 }",
+                    "deserved: { nvidia.com/gpu: 16 }",
+                ),
+            ],
+        ),
+        (
+            "GPU082",
+            v.clone(),
+            vec![(
+                "name: parent, parent: root",
+                "name: parent, parent: cq-train",
+            )],
+        ),
+        (
+            "GPU083",
+            v.clone(),
+            vec![("queue: cq-dev", "queue: parent")],
+        ),
+        (
+            "GPU090",
+            k.clone(),
+            vec![("interval: 30s", "interval: 50ms")],
+        ),
+        (
+            "GPU090",
+            k.clone(),
+            vec![("interval: 30s", "interval: soon")],
+        ),
+        (
+            "GPU091",
+            k.clone(),
+            vec![("enabled: true, interval", "enabled: false, interval")],
+        ),
+        (
+            "GPU095",
+            k.clone(),
+            vec![("batch: \"25%\"", "batch: \"0%\"")],
+        ),
+        (
+            "GPU095",
+            k.clone(),
+            vec![("drainTimeout: 30m", "drainTimeout: half an hour")],
+        ),
+    ]
+}
+
+#[test]
+fn every_rule_case_fires_its_rule() {
+    let mut failures = Vec::new();
+    for (rule, base, edits) in cases() {
+        let report = run(&edit(&base, &edits));
+        if !rules(&report).contains(&rule) {
+            failures.push(format!(
+                "{rule} did not fire for {edits:?}; got {:?}",
+                report.findings
+            ));
+        }
+        for f in &report.findings {
+            assert!(f.pos.is_some(), "{rule}: finding without position: {f:?}");
+            assert!(f.hint.is_some(), "{rule}: finding without hint: {f:?}");
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_registered_rule_has_a_failing_case() {
+    let covered: std::collections::BTreeSet<&str> = cases().iter().map(|c| c.0).collect();
+    for r in super::registry::RULES {
+        assert!(covered.contains(r.id), "{} has no failing case", r.id);
+    }
+}
+
+#[test]
+fn all_findings_are_reported_at_once() {
+    let text = edit(
+        KUEUE_BASE,
+        &[
+            ("      nodes: 4\n", "      nodes: 4\n      gpus: 8\n"),
+            ("    - name: high\n", "    - name: high\n      valeu: 3\n"),
+            ("role: development", "role: dev"),
+        ],
+    );
+    let r = run(&text);
+    let got = rules(&r);
+    assert_eq!(
+        got.iter().filter(|r| **r == "GPU002").count(),
+        2,
+        "{:#?}",
+        r.findings
+    );
+    assert!(got.contains(&"GPU003"), "{:#?}", r.findings);
+    let unknown = r
+        .findings
+        .iter()
+        .find(|f| f.path.ends_with("gpus"))
+        .unwrap();
+    assert_eq!(unknown.hint.as_deref(), Some("did you mean `gpu`?"));
+    assert_eq!(unknown.pos.unwrap().line, 19);
+}
+
+#[test]
+fn semantic_findings_are_collected_together() {
+    let text = edit(
+        KUEUE_BASE,
+        &[
+            ("queue: cq-dev", "queue: cq-dve"),
+            ("interval: 30s", "interval: 50ms"),
+            ("value: 1000000\n", "value: 2000000000\n"),
+        ],
+    );
+    let got = rules(&run(&text));
+    for want in ["GPU012", "GPU090", "GPU060"] {
+        assert!(got.contains(&want), "{want} missing from {got:?}");
+    }
+}
+
+#[test]
+fn limits_extended_message_says_what_to_write() {
+    let text = edit(
+        KUEUE_BASE,
+        &[(
+            "quota: { nvidia.com/gpu: 16, pods: 50",
+            "quota: { limits.nvidia.com/gpu: 16, pods: 50",
+        )],
+    );
+    let r = run(&text);
+    let f = r.findings.iter().find(|f| f.rule == "GPU050").unwrap();
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.message.contains("never enforced"), "{}", f.message);
+    assert!(
+        f.hint
+            .as_deref()
+            .unwrap()
+            .contains("requests.nvidia.com/gpu")
+    );
+}
+
+#[test]
+fn hostile_input_never_panics() {
+    let inputs: Vec<String> = vec![
+        String::new(),
+        "\0\u{1}\u{2}".into(),
+        "[".repeat(100_000),
+        "{a: ".repeat(5_000),
+        "- ".repeat(10_000),
+        "spec: &a [*a]".into(),
+        KUEUE_BASE[..KUEUE_BASE.len() / 2].to_string(),
+        KUEUE_BASE[..KUEUE_BASE.len() / 3].to_string(),
+        "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nmetadata: 7\nspec: []\n".into(),
+        format!("{KUEUE_BASE}\n  extra: {}", "x".repeat(100_000)),
+    ];
+    for i in inputs {
+        let r = run(&i);
+        assert!(!r.findings.is_empty(), "bad input produced no finding");
+    }
+    // Every truncation point of a real blueprint.
+    for cut in (0..KUEUE_BASE.len()).step_by(7) {
+        if KUEUE_BASE.is_char_boundary(cut) {
+            let _ = run(&KUEUE_BASE[..cut]);
+        }
+    }
+}
