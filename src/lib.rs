@@ -1,1 +1,135 @@
 //! gpuctl: declarative Day-0/1/2 lifecycle tool for GPU Kubernetes clusters.
+//!
+//! Data flow: blueprint --load--> [`blueprint::Loaded`] --validate (profiles)-->
+//! [`validate::ValidatedBlueprint`] --render--> objects --plan/apply--> cluster. Everything up to the
+//! plan is pure; only the cluster layer talks to an API server.
+
+pub mod blueprint;
+pub mod cli;
+pub mod diag;
+pub mod exit;
+pub mod output;
+pub mod profiles;
+pub mod quantity;
+pub mod suggest;
+pub mod validate;
+pub mod version;
+
+use std::io::Write;
+
+use clap::{CommandFactory, Parser};
+
+use cli::args::{Cli, Command, Format, ProfilesFormat};
+use cli::settings;
+use diag::{FileReport, Severity};
+use exit::ExitStatus;
+
+/// Parses `args` and runs the command, writing to stdout/stderr. Never panics on user input.
+pub fn run<I, T>(args: I) -> ExitStatus
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitStatus::Success
+                }
+                _ => ExitStatus::Usage,
+            };
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let status = match cli.command {
+        Command::Validate {
+            files,
+            format,
+            strict,
+            today,
+        } => {
+            let today = match settings::today(today.as_deref()) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitStatus::Usage;
+                }
+            };
+            let reports: Vec<FileReport> = files
+                .iter()
+                .map(|f| validate_file(f, validate::Options { today }))
+                .collect();
+            let text = match format {
+                Format::Human => output::human(&reports, settings::stdout_style()),
+                Format::Json => output::json(&reports),
+                Format::Sarif => output::sarif(&reports),
+            };
+            let _ = out.write_all(text.as_bytes());
+            let s = output::summary(&reports);
+            if s.errors > 0 || (strict && s.warnings > 0) {
+                ExitStatus::Failure
+            } else {
+                ExitStatus::Success
+            }
+        }
+        Command::Explain { rule, all } => {
+            if all {
+                let _ = out.write_all(validate::registry::markdown().as_bytes());
+                ExitStatus::Success
+            } else {
+                let id = rule.unwrap_or_default();
+                match validate::registry::rule(&id) {
+                    Some(r) => {
+                        let _ = out.write_all(validate::registry::explain(r).as_bytes());
+                        ExitStatus::Success
+                    }
+                    None => {
+                        let ids = validate::registry::RULES.iter().map(|r| r.id);
+                        eprintln!(
+                            "error: no rule `{id}`; {}rules are GPU001..GPU095 (`gpuctl explain --all` lists them)",
+                            suggest::did_you_mean(&id, ids)
+                        );
+                        ExitStatus::Usage
+                    }
+                }
+            }
+        }
+        Command::Schema => {
+            let schema = schemars::schema_for!(blueprint::Blueprint);
+            let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
+            s.push('\n');
+            let _ = out.write_all(s.as_bytes());
+            ExitStatus::Success
+        }
+        Command::Profiles { format } => {
+            let catalog = profiles::Catalog::embedded();
+            let text = match format {
+                ProfilesFormat::Human => profiles::render_human(catalog),
+                ProfilesFormat::Json => profiles::render_json(catalog),
+            };
+            let _ = out.write_all(text.as_bytes());
+            ExitStatus::Success
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "gpuctl", &mut out);
+            ExitStatus::Success
+        }
+    };
+    let _ = out.flush();
+    status
+}
+
+/// Loads and validates one file into a report of every finding.
+pub fn validate_file(path: &std::path::Path, opts: validate::Options) -> FileReport {
+    match blueprint::load_file(path) {
+        Ok(loaded) => validate::check(&loaded, profiles::Catalog::embedded(), opts),
+        Err(report) => report,
+    }
+}
+
+/// True when a report has error findings.
+pub fn has_errors(report: &FileReport) -> bool {
+    report.count(Severity::Error) > 0
+}
