@@ -1,0 +1,165 @@
+//! The real `gpuctl` binary: exit codes, formats, usage errors.
+
+use std::process::{Command, Output};
+
+fn gpuctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+#[test]
+fn valid_blueprint_exits_zero() {
+    let o = gpuctl(&["validate", "blueprints/dgx-h100-training.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("0 errors"), "{}", stdout(&o));
+}
+
+#[test]
+fn errors_exit_one_and_strict_fails_on_warnings() {
+    let o = gpuctl(&["validate", "blueprints/seed000-mixed-lab.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    // The fixed file keeps one warning (consumer GPU): fine normally, fatal under --strict.
+    let o = gpuctl(&["validate", "blueprints/seed000-mixed-lab-fixed.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = gpuctl(&[
+        "validate",
+        "--strict",
+        "blueprints/seed000-mixed-lab-fixed.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    assert_eq!(gpuctl(&["validate"]).status.code(), Some(64));
+    assert_eq!(gpuctl(&["frobnicate"]).status.code(), Some(64));
+    assert_eq!(
+        gpuctl(&["validate", "--format", "xml", "x.yaml"])
+            .status
+            .code(),
+        Some(64)
+    );
+    assert_eq!(gpuctl(&["explain", "GPU999"]).status.code(), Some(64));
+    assert_eq!(gpuctl(&["--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn missing_file_is_a_finding_not_a_panic() {
+    let o = gpuctl(&["validate", "does/not/exist.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("cannot read the file"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(o.stderr.is_empty() || !String::from_utf8_lossy(&o.stderr).contains("panicked"));
+}
+
+#[test]
+fn json_is_versioned_and_counts_findings() {
+    let o = gpuctl(&[
+        "validate",
+        "--format",
+        "json",
+        "blueprints/seed000-mixed-lab.yaml",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["format_version"], 1);
+    let findings = v["files"][0]["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    assert_eq!(
+        v["summary"]["errors"].as_u64().unwrap() as usize,
+        findings.iter().filter(|f| f["severity"] == "error").count()
+    );
+    for f in findings {
+        assert!(f["pos"]["line"].as_u64().unwrap() > 0, "{f}");
+    }
+}
+
+#[test]
+fn sarif_is_2_1_0_with_rules_and_regions() {
+    let o = gpuctl(&[
+        "validate",
+        "--format",
+        "sarif",
+        "blueprints/seed000-mixed-lab.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["version"], "2.1.0");
+    let run = &v["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let results = run["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for r in results {
+        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[idx]["id"], r["ruleId"]);
+        assert!(
+            r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        assert_eq!(
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "blueprints/seed000-mixed-lab.yaml"
+        );
+    }
+}
+
+#[test]
+fn explain_schema_profiles_and_completions() {
+    let o = gpuctl(&["explain", "gpu050"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("requests.<name>"), "{}", stdout(&o));
+
+    let o = gpuctl(&["schema"]);
+    let schema: serde_json::Value = serde_json::from_slice(&o.stdout).expect("schema is json");
+    assert!(schema["properties"]["spec"].is_object(), "{schema}");
+
+    let o = gpuctl(&["profiles"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("H100-SXM5-80GB"));
+
+    let o = gpuctl(&["completions", "bash"]);
+    assert!(stdout(&o).contains("gpuctl"));
+}
+
+#[test]
+fn docs_rules_md_is_current() {
+    let o = gpuctl(&["explain", "--all"]);
+    let on_disk = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/rules.md"))
+        .expect("docs/rules.md");
+    assert!(
+        on_disk == stdout(&o),
+        "docs/rules.md is stale: run `cargo run -- explain --all > docs/rules.md`"
+    );
+}
+
+#[test]
+fn same_input_same_bytes() {
+    let a = gpuctl(&[
+        "validate",
+        "--format",
+        "json",
+        "blueprints/seed000-mixed-lab.yaml",
+        "blueprints/inference-mig.yaml",
+    ]);
+    let b = gpuctl(&[
+        "validate",
+        "--format",
+        "json",
+        "blueprints/seed000-mixed-lab.yaml",
+        "blueprints/inference-mig.yaml",
+    ]);
+    assert_eq!(a.stdout, b.stdout);
+}
