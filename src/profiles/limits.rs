@@ -1,0 +1,227 @@
+//! Limits enforced by the Kubernetes API server, Kueue, Volcano and the GPU stack
+//! (`profiles/limits.yaml`), so that validation rejects what apply would.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::common::text_list;
+
+/// All limits, by the component that enforces them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Where the file's facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Kubernetes object-name limits.
+    pub kubernetes_names: KubernetesNameLimits,
+    /// PriorityClass limits.
+    pub priority_class: PriorityClassLimits,
+    /// ResourceQuota / LimitRange rules for extended resources.
+    pub resource_quota: ResourceQuotaLimits,
+    /// Node labels gpuctl must not write.
+    pub node_labels: NodeLabelLimits,
+    /// Kueue `v1beta2` limits.
+    pub kueue: KueueLimits,
+    /// Volcano queue limits.
+    pub volcano: VolcanoLimits,
+    /// NVIDIA device-plugin sharing limits.
+    pub device_plugin: DevicePluginLimits,
+    /// dcgm-exporter limits.
+    pub dcgm_exporter: DcgmExporterLimits,
+}
+
+/// Kubernetes name limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesNameLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Longest DNS-1123 label (63).
+    pub dns1123_label_max_length: usize,
+    /// Longest DNS-1123 subdomain (253).
+    pub dns1123_subdomain_max_length: usize,
+    /// Kinds whose names must be DNS-1123 labels.
+    pub label_names: Vec<String>,
+    /// Kinds whose names must be DNS-1123 subdomains.
+    pub subdomain_names: Vec<String>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// PriorityClass limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityClassLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Highest value of a user-defined class (1000000000).
+    pub max_user_value: i64,
+    /// Lowest value (int32 minimum).
+    pub min_value: i64,
+    /// Name prefix reserved for system classes (`system-`).
+    pub reserved_name_prefix: String,
+    /// The built-in system classes and their values.
+    pub system_classes: BTreeMap<String, i64>,
+    /// How many classes may be `globalDefault` (1).
+    pub max_global_defaults: u32,
+    /// Fields that cannot change after creation.
+    pub immutable_fields: Vec<String>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// ResourceQuota and LimitRange rules for extended resources such as `nvidia.com/gpu`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceQuotaLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Quota keys without a `/` that the API server accepts (`cpu`, `requests.memory`, `pods`, ...).
+    pub standard_keys: Vec<String>,
+    /// Prefixes that also make a `/`-less key standard (hugepages forms).
+    pub standard_key_prefixes: Vec<String>,
+    /// The only quota-key prefix the API server enforces for extended resources (`requests.`).
+    pub extended_resource_quota_prefix: String,
+    /// Quota key forms that are accepted but never enforced.
+    pub unenforced_extended_forms: Vec<String>,
+    /// Extended-resource quantities must be whole numbers.
+    pub extended_resources_integer_only: bool,
+    /// LimitRange `default` must equal `defaultRequest` for extended resources.
+    pub limit_range_extended_default_equals_default_request: bool,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+impl ResourceQuotaLimits {
+    /// Whether a quota key without a `/` is one the API server accepts.
+    pub fn is_standard_key(&self, key: &str) -> bool {
+        self.standard_keys.iter().any(|k| k == key)
+            || self
+                .standard_key_prefixes
+                .iter()
+                .any(|p| key.starts_with(p.as_str()))
+    }
+}
+
+/// Node labels owned by the GPU Operator, GPU Feature Discovery and Node Feature Discovery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeLabelLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// A label key starting with one of these is written by the operator or discovery, never by
+    /// gpuctl.
+    pub operator_owned_prefixes: Vec<String>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+impl NodeLabelLimits {
+    /// Whether the operator or feature discovery owns this label key.
+    pub fn is_operator_owned(&self, key: &str) -> bool {
+        self.operator_owned_prefixes
+            .iter()
+            .any(|p| key.starts_with(p.as_str()))
+    }
+}
+
+/// Kueue `v1beta2` API limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// The API version the limits are read from.
+    pub api_version: String,
+    /// Resource groups per ClusterQueue (16).
+    pub max_resource_groups: usize,
+    /// Covered resources per resource group (64).
+    pub max_covered_resources_per_group: usize,
+    /// Flavors per resource group (64).
+    pub max_flavors_per_group: usize,
+    /// Resources per flavor of a group (64).
+    pub max_resources_per_flavor: usize,
+    /// Flavors across all groups of a ClusterQueue (256).
+    pub max_flavors_total: usize,
+    /// Covered resources across all groups of a ClusterQueue (256).
+    pub max_covered_resources_total: usize,
+    /// Flavor x resource entries per group (512).
+    pub max_flavor_resources_per_group: usize,
+    /// Resource groups per Cohort (16).
+    pub max_cohort_resource_groups: usize,
+    /// Admission checks per ClusterQueue (64).
+    pub max_admission_checks: usize,
+    /// ResourceFlavor `nodeLabels` entries (8).
+    pub max_flavor_node_labels: usize,
+    /// ResourceFlavor `nodeTaints` entries (8).
+    pub max_flavor_node_taints: usize,
+    /// ResourceFlavor `tolerations` entries (8).
+    pub max_flavor_tolerations: usize,
+    /// Topology levels (16).
+    pub max_topology_levels: usize,
+    /// Cohort hierarchy depth; `None`: Kueue enforces no depth (cycles disable their members).
+    pub max_cohort_depth: Option<usize>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// Volcano queue limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolcanoLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Lowest queue weight (1).
+    pub min_queue_weight: u32,
+    /// Highest queue weight (65535).
+    pub max_queue_weight: u32,
+    /// Weight a queue gets when none is set (1).
+    pub default_queue_weight: u32,
+    /// Deepest queue hierarchy (default of `--max-queue-depth`, 5).
+    pub max_queue_depth: usize,
+    /// Queues the scheduler creates itself and that cannot be deleted.
+    pub reserved_queues: Vec<String>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// NVIDIA device-plugin limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicePluginLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Fewest replicas of a time-sliced or MPS-shared GPU (2).
+    pub min_sharing_replicas: u32,
+}
+
+/// dcgm-exporter limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DcgmExporterLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Shortest collection interval in milliseconds (100).
+    pub min_collect_interval_ms: u64,
+    /// The exporter's default collection interval in milliseconds (30000).
+    pub default_collect_interval_ms: u64,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
