@@ -4,6 +4,7 @@
 //! [`validate::ValidatedBlueprint`] --render--> objects --plan/apply--> cluster. Everything up to the
 //! plan is pure; only the cluster layer talks to an API server.
 
+pub mod applyset;
 pub mod blueprint;
 pub mod cli;
 pub mod diag;

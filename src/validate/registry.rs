@@ -154,7 +154,7 @@ rules! {
         example: "spec:\n  gpuOperator: {driver: {version: \"590.44.01\"}}\n  nodePools:\n    - gpu: {model: V100-SXM2-32GB, count: 8}\n",
     }
     "GPU024" "kernel-module-type" "compatibility" Error {
-        checks: "The kernel module flavour fits the architecture: Blackwell requires the open modules; architectures before Turing require the proprietary ones.",
+        checks: "The kernel module flavour fits the GPU and the driver: Blackwell requires the open modules; architectures before Turing require the proprietary ones; open modules exist only from their first branch on; `auto` needs a driver new enough for the operator to choose.",
         why: "The wrong flavour fails to bind the GPU and the driver pod crash-loops.",
         fix: "Set `kernelModuleType` (cluster or pool driver) to the supported flavour, or `auto`.",
         source: "profiles/architectures.yaml",

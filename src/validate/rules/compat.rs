@@ -192,6 +192,19 @@ fn pool_against_driver(ctx: &mut Ctx<'_>, i: usize, pool: &NodePool, d: &PoolDri
             _ => {}
         }
     }
+    let auto_min = &ctx
+        .catalog
+        .operator_facts()
+        .kernel_module_type
+        .auto_min_driver;
+    if d.kernel_modules == KernelModuleType::Auto && d.version < *auto_min {
+        ctx.emit(
+            "GPU024",
+            d.kernel_path.clone(),
+            format!("`kernelModuleType: auto` needs driver {auto_min} or newer; pool `{}` gets {}", pool.name, d.version),
+            "set `kernelModuleType` to `proprietary` or `open` explicitly for this driver, or use a newer driver",
+        );
+    }
     if let Some(min) = &gpu.min_driver
         && d.version < *min
     {
