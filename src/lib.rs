@@ -12,7 +12,10 @@ pub mod exit;
 pub mod output;
 pub mod profiles;
 pub mod quantity;
+pub mod render;
 pub mod suggest;
+#[doc(hidden)]
+pub mod testgen;
 pub mod validate;
 pub mod version;
 
@@ -113,6 +116,27 @@ where
             let _ = out.write_all(text.as_bytes());
             ExitStatus::Success
         }
+        Command::Render {
+            blueprint,
+            output,
+            templates,
+            today,
+        } => match settings::today(today.as_deref()) {
+            Ok(today) => render::command::run(
+                render::command::RenderCommand {
+                    blueprint: &blueprint,
+                    out_dir: output.as_deref(),
+                    templates: templates.as_deref(),
+                    today,
+                    style: cli::settings::Style::Plain,
+                },
+                &mut out,
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitStatus::Usage
+            }
+        },
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "gpuctl", &mut out);
             ExitStatus::Success

@@ -48,6 +48,21 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ProfilesFormat::Human)]
         format: ProfilesFormat,
     },
+    /// Render every object, Helm value and runbook a blueprint implies (validates first).
+    Render {
+        /// Blueprint file.
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Write a kustomize-ready tree to DIR instead of printing YAML.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// Directory whose templates replace the embedded ones (same relative paths).
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
+        /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
+    },
     /// Print a shell completion script.
     Completions {
         /// Shell.

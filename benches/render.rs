@@ -1,0 +1,72 @@
+//! Render speed and memory on a generated blueprint of 64 pools and 500 tenants of 2 namespaces
+//! (about 4,200 objects). Targets: load + validate + render under 200 ms and under 100 MB peak
+//! memory on a 2-core machine. Run: `cargo bench --bench render`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use gpuctl::render::{Templates, render};
+
+fn opts() -> gpuctl::validate::Options {
+    gpuctl::validate::Options {
+        today: jiff::civil::date(2026, 11, 30),
+    }
+}
+
+fn load_validate_render(text: &str, templates: &Templates) -> gpuctl::render::RenderedSet {
+    let catalog = gpuctl::profiles::Catalog::embedded();
+    let loaded = gpuctl::blueprint::load_str("scale.yaml", text).expect("loads");
+    let v = gpuctl::validate::validate(loaded, catalog, opts()).expect("validates");
+    render(&v, catalog, templates).expect("renders")
+}
+
+/// Peak resident memory of this process so far (`VmHWM`), in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn bench(c: &mut Criterion) {
+    let text = gpuctl::testgen::large_blueprint();
+    let templates = Templates::embedded();
+
+    // One cold run first: its time and the process's peak memory are the figures the issue asks for
+    // (criterion's own allocations come later).
+    let start = Instant::now();
+    let set = load_validate_render(&text, &templates);
+    let cold = start.elapsed();
+    eprintln!(
+        "render bench: {} objects, {} node patches; first load+validate+render {:.1} ms; peak RSS {} KiB",
+        set.objects.len(),
+        set.node_patches.len(),
+        cold.as_secs_f64() * 1000.0,
+        peak_rss_kib().map_or_else(|| "?".to_string(), |k| k.to_string())
+    );
+    drop(set);
+
+    c.bench_function("load+validate+render 64 pools, 1000 namespaces", |b| {
+        b.iter(|| black_box(load_validate_render(black_box(&text), &templates)))
+    });
+    let catalog = gpuctl::profiles::Catalog::embedded();
+    let loaded = gpuctl::blueprint::load_str("scale.yaml", &text).expect("loads");
+    c.bench_function("load+validate 64 pools, 1000 namespaces", |b| {
+        b.iter(|| {
+            let loaded =
+                gpuctl::blueprint::load_str("scale.yaml", black_box(&text)).expect("loads");
+            black_box(gpuctl::validate::check(&loaded, catalog, opts()))
+        })
+    });
+    let v = gpuctl::validate::validate(loaded, catalog, opts()).expect("validates");
+    c.bench_function("render 64 pools, 1000 namespaces", |b| {
+        b.iter(|| black_box(render(black_box(&v), catalog, &templates).expect("renders")))
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,95 @@
+//! `gpuctl render`: validate, render, then print the objects or write the GitOps tree. Takes
+//! resolved settings (never clap types); findings and errors go to stderr, YAML to `out`.
+
+use std::io::Write;
+use std::path::Path;
+
+use jiff::civil::Date;
+
+use super::Templates;
+use crate::cli::settings::Style;
+use crate::exit::ExitStatus;
+
+/// What `gpuctl render` was asked to do.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderCommand<'a> {
+    /// Blueprint file.
+    pub blueprint: &'a Path,
+    /// `-o DIR`: write the tree there instead of printing YAML.
+    pub out_dir: Option<&'a Path>,
+    /// `--templates DIR`.
+    pub templates: Option<&'a Path>,
+    /// "Today" for end-of-life checks.
+    pub today: Date,
+    /// Style of findings on stderr.
+    pub style: Style,
+}
+
+/// Runs the command.
+pub fn run(cmd: RenderCommand<'_>, out: &mut dyn Write) -> ExitStatus {
+    let catalog = crate::profiles::Catalog::embedded();
+    let loaded = match crate::blueprint::load_file(cmd.blueprint) {
+        Ok(l) => l,
+        Err(report) => {
+            eprint!("{}", crate::output::human(&[report], cmd.style));
+            return ExitStatus::Failure;
+        }
+    };
+    let opts = crate::validate::Options { today: cmd.today };
+    let validated = match crate::validate::validate(loaded, catalog, opts) {
+        Ok(v) => v,
+        Err(report) => {
+            eprint!("{}", crate::output::human(&[report], cmd.style));
+            eprintln!(
+                "error: fix the findings above before rendering (`gpuctl validate {}`)",
+                cmd.blueprint.display()
+            );
+            return ExitStatus::Failure;
+        }
+    };
+    if !validated.warnings().is_empty() {
+        let report = crate::diag::FileReport {
+            file: validated.file().to_string(),
+            findings: validated.warnings().to_vec(),
+            source: std::fs::read_to_string(cmd.blueprint).unwrap_or_default(),
+        };
+        eprint!("{}", crate::output::human(&[report], cmd.style));
+    }
+    let templates = match cmd.templates {
+        Some(dir) => match Templates::from_dir(dir) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitStatus::Failure;
+            }
+        },
+        None => Templates::embedded(),
+    };
+    let set = match super::render(&validated, catalog, &templates) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::Failure;
+        }
+    };
+    match cmd.out_dir {
+        Some(dir) => match set.write_tree(dir) {
+            Ok(()) => {
+                eprintln!(
+                    "wrote {} objects, the Helm values, node patches and runbooks to {}",
+                    set.objects.len(),
+                    dir.display()
+                );
+                ExitStatus::Success
+            }
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", dir.display());
+                ExitStatus::Failure
+            }
+        },
+        None => match out.write_all(set.to_yaml().as_bytes()) {
+            Ok(()) => ExitStatus::Success,
+            Err(_) => ExitStatus::Failure,
+        },
+    }
+}

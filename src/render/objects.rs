@@ -1,0 +1,328 @@
+//! Cluster objects other than the operator's: namespaces, PriorityClasses, per-tenant quotas and
+//! defaults, Kueue and Volcano queues, and monitoring.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::helm::{dcgm_interval_ms, prometheus_duration};
+use super::nodes::Toleration;
+use super::{Builder, DCGM_METRICS_CONFIGMAP, Phase, RenderError};
+use crate::blueprint::resources::is_extended_resource;
+use crate::blueprint::{Blueprint, ClusterQueue, Queueing, Tenant};
+
+/// Namespace label naming the tenant that owns it; Kueue ClusterQueues select tenants by it.
+pub const TENANT_LABEL: &str = "gpuctl.dev/tenant";
+/// Namespace annotation Volcano reads as the default queue of the namespace's pods and PodGroups.
+pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
+/// Name of the LocalQueue gpuctl makes in every tenant namespace (Kueue uses a LocalQueue named
+/// `default` for workloads without a queue-name label).
+pub const LOCAL_QUEUE: &str = "default";
+
+/// The ResourceQuota key gpuctl writes for a tenant quota key: extended resources by bare name
+/// become `requests.<name>`, the only form the API server enforces for them.
+pub fn quota_key(key: &str) -> String {
+    if key.starts_with("requests.") || key.starts_with("limits.") || !is_extended_resource(key) {
+        key.to_string()
+    } else {
+        format!("requests.{key}")
+    }
+}
+
+/// Name of a tenant's ResourceQuota in each of its namespaces.
+pub fn quota_name(tenant: &str) -> String {
+    format!("{tenant}-quota")
+}
+
+/// Name of a tenant's LimitRange in each of its namespaces.
+pub fn limit_range_name(tenant: &str) -> String {
+    format!("{tenant}-defaults")
+}
+
+fn volcano_queue_of(bp: &Blueprint, t: &Tenant) -> Option<String> {
+    (bp.spec.scheduling.queueing == Queueing::Volcano)
+        .then(|| t.queue.clone())
+        .flatten()
+}
+
+/// Namespaces and PriorityClasses.
+pub fn foundation(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+    out.object(
+        Phase::Foundation,
+        "objects/operator-namespace.yaml.j2",
+        "spec.gpuOperator.namespace".to_string(),
+        json!({ "namespace": bp.spec.gpu_operator.namespace }),
+    )?;
+    for (ti, t) in bp.spec.tenants.iter().enumerate() {
+        for ns in &t.namespaces {
+            out.object(
+                Phase::Foundation,
+                "objects/tenant-namespace.yaml.j2",
+                format!("spec.tenants[{ti}].namespaces"),
+                json!({
+                    "tenant": t,
+                    "namespace": ns,
+                    "tenantLabel": TENANT_LABEL,
+                    "volcanoQueue": volcano_queue_of(bp, t),
+                }),
+            )?;
+        }
+    }
+    for (i, pc) in bp.spec.priority_classes.iter().enumerate() {
+        out.object(
+            Phase::Foundation,
+            "objects/priorityclass.yaml.j2",
+            format!("spec.priorityClasses[{i}]"),
+            json!({ "priorityClass": pc }),
+        )?;
+    }
+    Ok(())
+}
+
+/// ResourceQuota and LimitRange in every tenant namespace.
+pub fn tenants(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+    for (ti, t) in bp.spec.tenants.iter().enumerate() {
+        let hard: BTreeMap<String, &str> = t
+            .quota
+            .iter()
+            .map(|(k, v)| (quota_key(k), v.0.as_str()))
+            .collect();
+        for ns in &t.namespaces {
+            if !hard.is_empty() {
+                out.object(
+                    Phase::Quotas,
+                    "objects/resourcequota.yaml.j2",
+                    format!("spec.tenants[{ti}].quota"),
+                    json!({ "tenant": t, "namespace": ns, "name": quota_name(&t.name), "hard": hard }),
+                )?;
+            }
+            if !t.defaults.is_empty() {
+                out.object(
+                    Phase::Quotas,
+                    "objects/limitrange.yaml.j2",
+                    format!("spec.tenants[{ti}].defaults"),
+                    json!({ "tenant": t, "namespace": ns, "name": limit_range_name(&t.name) }),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One resource of a flavor in a ClusterQueue resource group.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FlavorResource {
+    name: String,
+    nominal_quota: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    borrowing_limit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lending_limit: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct GroupFlavor {
+    name: String,
+    resources: Vec<FlavorResource>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceGroup {
+    covered_resources: Vec<String>,
+    flavors: Vec<GroupFlavor>,
+}
+
+/// A ClusterQueue's resource groups: flavors that quota the same resources share a group, in the
+/// blueprint's flavor order (Kueue tries flavors in list order); resources sorted by name.
+fn resource_groups(cq: &ClusterQueue) -> Vec<ResourceGroup> {
+    let mut groups: Vec<ResourceGroup> = Vec::new();
+    for r in &cq.resources {
+        let covered: Vec<String> = r.quota.keys().cloned().collect();
+        let flavor = GroupFlavor {
+            name: r.pool.clone(),
+            resources: r
+                .quota
+                .iter()
+                .map(|(name, q)| FlavorResource {
+                    name: name.clone(),
+                    nominal_quota: q.0.clone(),
+                    borrowing_limit: r.borrowing_limit.get(name).map(|q| q.0.clone()),
+                    lending_limit: r.lending_limit.get(name).map(|q| q.0.clone()),
+                })
+                .collect(),
+        };
+        match groups.iter_mut().find(|g| g.covered_resources == covered) {
+            Some(g) => g.flavors.push(flavor),
+            None => groups.push(ResourceGroup {
+                covered_resources: covered,
+                flavors: vec![flavor],
+            }),
+        }
+    }
+    groups
+}
+
+/// Kueue or Volcano objects, per `scheduling.queueing`.
+pub fn queues(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+    match bp.spec.scheduling.queueing {
+        Queueing::Kueue => kueue(bp, out),
+        Queueing::Volcano => volcano(bp, out),
+        Queueing::None => Ok(()),
+    }
+}
+
+fn kueue(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+    let Some(k) = &bp.spec.scheduling.kueue else {
+        return Ok(());
+    };
+    let mut flavors: Vec<&str> = Vec::new();
+    for cq in &k.cluster_queues {
+        for r in &cq.resources {
+            if !flavors.contains(&r.pool.as_str()) {
+                flavors.push(&r.pool);
+            }
+        }
+    }
+    for (pi, pool) in bp.spec.node_pools.iter().enumerate() {
+        if !flavors.contains(&pool.name.as_str()) {
+            continue;
+        }
+        let tolerations: Vec<Toleration> = pool.taints.iter().map(Toleration::exact).collect();
+        out.object(
+            Phase::Queues,
+            "objects/kueue-resourceflavor.yaml.j2",
+            format!("spec.nodePools[{pi}]"),
+            json!({ "pool": pool, "tolerations": tolerations }),
+        )?;
+    }
+    for (i, c) in k.cohorts.iter().enumerate() {
+        out.object(
+            Phase::Queues,
+            "objects/kueue-cohort.yaml.j2",
+            format!("spec.scheduling.kueue.cohorts[{i}]"),
+            json!({ "cohort": c }),
+        )?;
+    }
+    for (i, cq) in k.cluster_queues.iter().enumerate() {
+        let tenants: Vec<&str> = bp
+            .spec
+            .tenants
+            .iter()
+            .filter(|t| t.queue.as_deref() == Some(cq.name.as_str()))
+            .map(|t| t.name.as_str())
+            .collect();
+        out.object(
+            Phase::Queues,
+            "objects/kueue-clusterqueue.yaml.j2",
+            format!("spec.scheduling.kueue.clusterQueues[{i}]"),
+            json!({
+                "clusterQueue": cq,
+                "tenants": tenants,
+                "tenantLabel": TENANT_LABEL,
+                "resourceGroups": resource_groups(cq),
+            }),
+        )?;
+    }
+    for (ti, t) in bp.spec.tenants.iter().enumerate() {
+        let Some(q) = &t.queue else { continue };
+        for ns in &t.namespaces {
+            out.object(
+                Phase::Queues,
+                "objects/kueue-localqueue.yaml.j2",
+                format!("spec.tenants[{ti}].queue"),
+                json!({ "tenant": t, "namespace": ns, "name": LOCAL_QUEUE, "clusterQueue": q }),
+            )?;
+        }
+    }
+    for (i, pc) in bp.spec.priority_classes.iter().enumerate() {
+        out.object(
+            Phase::Queues,
+            "objects/kueue-workloadpriorityclass.yaml.j2",
+            format!("spec.priorityClasses[{i}]"),
+            json!({ "priorityClass": pc }),
+        )?;
+    }
+    Ok(())
+}
+
+fn volcano(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+    let Some(v) = &bp.spec.scheduling.volcano else {
+        return Ok(());
+    };
+    for (i, q) in v.queues.iter().enumerate() {
+        out.object(
+            Phase::Queues,
+            "objects/volcano-queue.yaml.j2",
+            format!("spec.scheduling.volcano.queues[{i}]"),
+            json!({ "queue": q }),
+        )?;
+    }
+    Ok(())
+}
+
+/// dcgm-exporter metrics ConfigMap, ServiceMonitor and PrometheusRule (when dcgm-exporter runs).
+pub fn monitoring(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+    let dcgm = &bp.spec.gpu_operator.dcgm_exporter;
+    if !dcgm.enabled {
+        return Ok(());
+    }
+    let ns = &bp.spec.gpu_operator.namespace;
+    let alerts = &bp.spec.monitoring.alerts;
+    let csv = out
+        .templates()
+        .render("config/dcgm-metrics.csv.j2", json!({ "alerts": alerts }))?;
+    out.object(
+        Phase::Monitoring,
+        "objects/configmap.yaml.j2",
+        "spec.monitoring".to_string(),
+        json!({
+            "name": DCGM_METRICS_CONFIGMAP,
+            "namespace": ns,
+            "component": "dcgm-exporter",
+            "data": { "dcgm-metrics.csv": csv },
+        }),
+    )?;
+    if bp.spec.monitoring.service_monitor || dcgm.service_monitor {
+        out.object(
+            Phase::Monitoring,
+            "objects/servicemonitor.yaml.j2",
+            "spec.monitoring.serviceMonitor".to_string(),
+            json!({
+                "namespace": ns,
+                "interval": prometheus_duration(dcgm_interval_ms(bp)),
+            }),
+        )?;
+    }
+    if alerts.xid || alerts.ecc_errors || alerts.temperature_c.is_some() {
+        out.object(
+            Phase::Monitoring,
+            "objects/prometheusrule.yaml.j2",
+            "spec.monitoring.alerts".to_string(),
+            json!({ "namespace": ns, "alerts": alerts, "blueprint": bp.metadata.name }),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extended_resources_are_quoted_as_requests() {
+        assert_eq!(quota_key("nvidia.com/gpu"), "requests.nvidia.com/gpu");
+        assert_eq!(
+            quota_key("requests.nvidia.com/gpu"),
+            "requests.nvidia.com/gpu"
+        );
+        assert_eq!(quota_key("pods"), "pods");
+        assert_eq!(quota_key("requests.cpu"), "requests.cpu");
+        assert_eq!(
+            quota_key("nvidia.com/mig-3g.40gb"),
+            "requests.nvidia.com/mig-3g.40gb"
+        );
+    }
+}
