@@ -1,0 +1,265 @@
+//! `gpuctl render` end to end, template overrides, user chart values, the written tree, and the
+//! errors render gives instead of output.
+
+mod render_common;
+
+use std::process::Command;
+
+use gpuctl::render::{RenderError, Templates};
+use render_common::{opts, root};
+
+fn gpuctl(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(root())
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn dgx() -> String {
+    std::fs::read_to_string(root().join("blueprints/dgx-h100-training.yaml")).unwrap()
+}
+
+fn try_render(
+    text: &str,
+    templates: &Templates,
+) -> Result<gpuctl::render::RenderedSet, RenderError> {
+    let catalog = gpuctl::profiles::Catalog::embedded();
+    let loaded = gpuctl::blueprint::load_str("t.yaml", text).unwrap();
+    let v = gpuctl::validate::validate(loaded, catalog, opts())
+        .unwrap_or_else(|r| panic!("{:#?}", r.findings));
+    gpuctl::render::render(&v, catalog, templates)
+}
+
+#[test]
+fn render_prints_the_objects_as_yaml() {
+    let out = gpuctl(&["render", "blueprints/dgx-h100-training.yaml"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("---\napiVersion: v1\nkind: Namespace\n"),
+        "{stdout}"
+    );
+    let set = render_common::render_file(&root().join("blueprints/dgx-h100-training.yaml"));
+    assert_eq!(stdout, set.to_yaml());
+}
+
+#[test]
+fn render_refuses_a_blueprint_with_errors_and_prints_its_findings() {
+    let out = gpuctl(&["render", "blueprints/seed000-mixed-lab.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("GPU021") && stderr.contains("before rendering"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn render_writes_a_tree_and_replaces_only_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let t = tree.to_str().unwrap();
+    let out = gpuctl(&["render", "blueprints/inference-mig.yaml", "-o", t]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "kustomization.yaml",
+        "helm/gpu-operator-values.yaml",
+        "helm/release.yaml",
+        "nodes/node-patches.yaml",
+        "runbooks/troubleshooting.md",
+        "40-queues/queue_serving-online.yaml",
+    ] {
+        assert!(tree.join(f).is_file(), "{f} missing");
+    }
+    let kustomization = std::fs::read_to_string(tree.join("kustomization.yaml")).unwrap();
+    for line in kustomization.lines().filter_map(|l| l.strip_prefix("- ")) {
+        assert!(tree.join(line).is_file(), "{line} listed but not written");
+    }
+    // A stale file of an earlier render disappears; a user's file beside the tree stays.
+    std::fs::write(tree.join("40-queues/queue_gone.yaml"), "x").unwrap();
+    std::fs::write(tree.join("README.md"), "mine").unwrap();
+    let out = gpuctl(&["render", "blueprints/inference-mig.yaml", "-o", t]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!tree.join("40-queues/queue_gone.yaml").exists());
+    assert!(tree.join("README.md").exists());
+    // A non-empty directory that is not a gpuctl tree is refused.
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("file"), "x").unwrap();
+    let out = gpuctl(&[
+        "render",
+        "blueprints/inference-mig.yaml",
+        "-o",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
+}
+
+#[test]
+fn templates_dir_replaces_embedded_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("objects")).unwrap();
+    std::fs::write(
+        dir.path().join("objects/resourcequota.yaml.j2"),
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: {{ name }}\n  namespace: {{ namespace }}\n  labels:\n    team: {{ tenant.name }}\nspec:\n  hard: {{ hard }}\n",
+    )
+    .unwrap();
+    let templates = Templates::from_dir(dir.path()).unwrap();
+    assert_eq!(templates.overridden(), ["objects/resourcequota.yaml.j2"]);
+    let set = try_render(&dgx(), &templates).unwrap();
+    let rq = set
+        .objects
+        .iter()
+        .find(|o| o.kind == "ResourceQuota")
+        .unwrap();
+    assert_eq!(rq.manifest["metadata"]["labels"]["team"], "dev");
+    // gpuctl's ownership labels are added whatever the template says.
+    assert_eq!(
+        rq.manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "gpuctl"
+    );
+
+    let tree = dir.path().join("tree");
+    let out = gpuctl(&[
+        "render",
+        "blueprints/dgx-h100-training.yaml",
+        "--templates",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("team: dev"));
+    drop(tree);
+}
+
+#[test]
+fn misspelt_or_broken_template_overrides_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("objects")).unwrap();
+    std::fs::write(dir.path().join("objects/resourcequotas.yaml.j2"), "x").unwrap();
+    let err = Templates::from_dir(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("names no template")
+            && err.contains("did you mean `objects/resourcequota.yaml.j2`"),
+        "{err}"
+    );
+
+    std::fs::remove_file(dir.path().join("objects/resourcequotas.yaml.j2")).unwrap();
+    std::fs::write(
+        dir.path().join("objects/resourcequota.yaml.j2"),
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: {{ tenant.nosuch }}\n",
+    )
+    .unwrap();
+    let templates = Templates::from_dir(dir.path()).unwrap();
+    let err = try_render(&dgx(), &templates).unwrap_err();
+    assert!(matches!(err, RenderError::Template { .. }), "{err}");
+    assert!(
+        err.to_string().contains("objects/resourcequota.yaml.j2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn user_chart_values_merge_last_and_reach_the_driver_crs() {
+    let text = dgx().replacen(
+        "    dcgmExporter:\n",
+        "    values:\n      driver: { repository: registry.example.com/nvidia }\n      toolkit: { version: v1.20.0 }\n      mig: { strategy: mixed }\n    dcgmExporter:\n",
+        1,
+    );
+    let set = try_render(&text, &Templates::embedded()).unwrap();
+    assert_eq!(
+        set.helm.values["driver"]["repository"],
+        "registry.example.com/nvidia"
+    );
+    assert_eq!(set.helm.values["driver"]["version"], "580.173.02");
+    assert_eq!(set.helm.values["toolkit"]["version"], "v1.20.0");
+    let cr = set
+        .objects
+        .iter()
+        .find(|o| o.kind == "NVIDIADriver")
+        .unwrap();
+    assert_eq!(
+        cr.manifest["spec"]["repository"],
+        "registry.example.com/nvidia"
+    );
+}
+
+#[test]
+fn unknown_chart_value_paths_are_errors_naming_the_path() {
+    let text = dgx().replacen(
+        "    dcgmExporter:\n",
+        "    values:\n      drivr: { version: x }\n      dcgmExporter: { serviceMonitor: { intervall: 10s } }\n    dcgmExporter:\n",
+        1,
+    );
+    let err = try_render(&text, &Templates::embedded()).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, RenderError::UnknownChartKeys { .. }), "{msg}");
+    assert!(
+        msg.contains("`drivr`") && msg.contains("did you mean `driver`"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`dcgmExporter.serviceMonitor.intervall`"),
+        "{msg}"
+    );
+    assert!(msg.contains("v26.7.0"), "{msg}");
+}
+
+#[test]
+fn a_release_without_a_key_tree_is_a_clear_error() {
+    let text = std::fs::read_to_string(root().join("blueprints/seed000-mixed-lab-fixed.yaml"))
+        .unwrap()
+        .replacen("version: v26.7.0", "version: v26.3.3", 1)
+        .replacen("\"580.173.02\"", "\"580.159.04\"", 1);
+    let err = try_render(&text, &Templates::embedded()).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, RenderError::NoChartKeyTree { .. }), "{msg}");
+    assert!(
+        msg.contains("v26.3.3") && msg.contains("v25.10.1, v26.7.0"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn pools_with_different_mig_strategies_are_refused() {
+    let text = dgx();
+    // One MIG pool alone is fine whatever its strategy; add a second, `single` one.
+    let text = text.replacen(
+        "  priorityClasses:",
+        "    - name: mig-single\n      selector: { gpuctl.dev/pool: mig-single }\n      nodes: 1\n      gpu: { model: H100-SXM5-80GB, count: 8 }\n      partitioning:\n        mode: mig\n        mig: { strategy: single, layout: { \"1g.10gb\": 7 } }\n\n  priorityClasses:",
+        1,
+    );
+    let catalog = gpuctl::profiles::Catalog::embedded();
+    let loaded = gpuctl::blueprint::load_str("t.yaml", &text).unwrap();
+    let v = gpuctl::validate::validate(loaded, catalog, opts())
+        .unwrap_or_else(|r| panic!("{:#?}", r.findings));
+    let err = gpuctl::render::render(&v, catalog, &Templates::embedded()).unwrap_err();
+    assert!(
+        matches!(err, RenderError::ConflictingMigStrategies { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("mixed: h100-infer")
+            && err.to_string().contains("single: mig-single"),
+        "{err}"
+    );
+}

@@ -1,0 +1,112 @@
+//! Changing one blueprint field changes exactly the rendered objects that depend on it (issue 3,
+//! "Done means"): the cluster driver version, a pool's MIG layout and a tenant's quota, each edited
+//! in `blueprints/dgx-h100-training.yaml`.
+
+mod render_common;
+
+use std::collections::BTreeSet;
+
+use gpuctl::render::RenderedSet;
+use render_common::{render_text, root};
+
+fn base() -> String {
+    std::fs::read_to_string(root().join("blueprints/dgx-h100-training.yaml")).unwrap()
+}
+
+fn edited(from: &str, to: &str) -> String {
+    let text = base();
+    assert_eq!(text.matches(from).count(), 1, "`{from}` must occur once");
+    text.replacen(from, to, 1)
+}
+
+/// Objects (by `Kind/namespace/name`) that differ between two renders, including added/removed.
+fn changed_objects(a: &RenderedSet, b: &RenderedSet) -> BTreeSet<String> {
+    let index = |s: &RenderedSet| {
+        s.objects
+            .iter()
+            .map(|o| (o.display_id(), o.manifest.clone()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let (ia, ib) = (index(a), index(b));
+    ia.keys()
+        .chain(ib.keys())
+        .filter(|k| ia.get(*k) != ib.get(*k))
+        .cloned()
+        .collect()
+}
+
+fn ids(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn driver_version_changes_the_default_driver_cr_values_and_expected_driver_only() {
+    let a = render_text("a.yaml", &base());
+    let b = render_text(
+        "b.yaml",
+        &edited(
+            "driver:\n      version: \"580.173.02\"",
+            "driver:\n      version: \"595.91.07\"",
+        ),
+    );
+    assert_eq!(
+        changed_objects(&a, &b),
+        ids(&["NVIDIADriver/cluster-default"])
+    );
+    assert_ne!(
+        a.helm.values["driver"]["version"],
+        b.helm.values["driver"]["version"]
+    );
+    let mut helm_b = b.helm.values.clone();
+    helm_b["driver"]["version"] = a.helm.values["driver"]["version"].clone();
+    assert_eq!(
+        a.helm.values, helm_b,
+        "only driver.version changes in the values"
+    );
+    for (pa, pb) in a.node_patches.iter().zip(&b.node_patches) {
+        assert_eq!(pb.expected_driver, "595.91.07");
+        assert_eq!((&pa.labels, &pa.taints), (&pb.labels, &pb.taints));
+    }
+}
+
+#[test]
+fn mig_layout_changes_the_mig_manager_config_only() {
+    let a = render_text("a.yaml", &base());
+    let b = render_text(
+        "b.yaml",
+        &edited(
+            "layout: { \"3g.40gb\": 2 }",
+            "layout: { \"3g.40gb\": 1, \"4g.40gb\": 1 }",
+        ),
+    );
+    assert_eq!(
+        changed_objects(&a, &b),
+        ids(&["ConfigMap/gpu-operator/gpuctl-mig-parted-config"])
+    );
+    assert_eq!(a.helm, b.helm);
+    assert_eq!(a.node_patches, b.node_patches);
+}
+
+#[test]
+fn tenant_quota_changes_that_tenants_resource_quota_only() {
+    let a = render_text("a.yaml", &base());
+    let b = render_text(
+        "b.yaml",
+        &edited(
+            "quota: { nvidia.com/gpu: 64,",
+            "quota: { nvidia.com/gpu: 32,",
+        ),
+    );
+    assert_eq!(
+        changed_objects(&a, &b),
+        ids(&["ResourceQuota/team-a-train/team-a-quota"])
+    );
+    let rq = b
+        .objects
+        .iter()
+        .find(|o| o.display_id() == "ResourceQuota/team-a-train/team-a-quota")
+        .unwrap();
+    assert_eq!(rq.manifest["spec"]["hard"]["requests.nvidia.com/gpu"], "32");
+    assert_eq!(a.helm, b.helm);
+    assert_eq!(a.node_patches, b.node_patches);
+}

@@ -1,0 +1,78 @@
+//! Golden tests: the render of every example blueprint that validates, snapshotted in
+//! `golden/render/` (objects as YAML, Helm values, node patches, runbook). Review changes with
+//! `cargo insta review`; a snapshot no blueprint produces is an error.
+
+mod render_common;
+
+use render_common::{blueprints, render_file, root, valid_blueprints};
+
+fn stem(p: &std::path::Path) -> String {
+    p.file_stem().unwrap().to_string_lossy().to_string()
+}
+
+const SUFFIXES: [&str; 4] = ["yaml", "values", "nodes", "runbook"];
+
+#[test]
+fn every_valid_example_matches_its_golden_render() {
+    for path in valid_blueprints() {
+        let set = render_file(&path);
+        let name = stem(&path);
+        let runbook = set
+            .documents
+            .get(gpuctl::render::TROUBLESHOOTING_RUNBOOK)
+            .cloned()
+            .unwrap_or_default();
+        insta::with_settings!({
+            snapshot_path => root().join("golden/render"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(format!("{name}.yaml"), set.to_yaml());
+            insta::assert_snapshot!(format!("{name}.values"), set.helm_values_yaml());
+            insta::assert_snapshot!(format!("{name}.nodes"), set.node_patches_yaml());
+            insta::assert_snapshot!(format!("{name}.runbook"), runbook);
+        });
+    }
+}
+
+#[test]
+fn no_unreferenced_golden_files() {
+    let stems: Vec<String> = valid_blueprints().iter().map(|p| stem(p)).collect();
+    for entry in std::fs::read_dir(root().join("golden/render")).expect("golden/render") {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        let referenced = stems
+            .iter()
+            .any(|s| SUFFIXES.iter().any(|x| name == format!("{s}.{x}.snap")));
+        assert!(
+            referenced,
+            "golden/render/{name} belongs to no valid blueprint: delete it"
+        );
+    }
+}
+
+#[test]
+fn render_refuses_the_broken_seed_blueprint() {
+    let broken = blueprints()
+        .into_iter()
+        .find(|p| p.ends_with("seed000-mixed-lab.yaml"))
+        .expect("blueprints/seed000-mixed-lab.yaml");
+    let text = std::fs::read_to_string(&broken).unwrap();
+    let loaded = gpuctl::blueprint::load_str("seed000-mixed-lab.yaml", &text).unwrap();
+    let report = gpuctl::validate::validate(
+        loaded,
+        gpuctl::profiles::Catalog::embedded(),
+        render_common::opts(),
+    )
+    .expect_err("seed000-mixed-lab.yaml has errors on purpose");
+    assert!(gpuctl::has_errors(&report));
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    for path in valid_blueprints() {
+        let a = render_file(&path);
+        let b = render_file(&path);
+        assert_eq!(a.to_yaml(), b.to_yaml(), "{}", path.display());
+        assert_eq!(a, b, "{}", path.display());
+    }
+}

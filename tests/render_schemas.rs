@@ -1,0 +1,490 @@
+//! Render output against the real upstream definitions in `../shared/upstream` (or `$GPUCTL_SHARED`):
+//! chart key trees and values, CRD schemas, and the k8s-openapi types of core objects.
+
+mod render_common;
+
+use render_common::{root, shared};
+use serde_json::{Map, Value};
+
+const CHART_RELEASES: [&str; 2] = ["v25.10.1", "v26.7.0"];
+
+fn upstream_values(version: &str) -> (String, Map<String, Value>) {
+    let path = shared().join(format!("upstream/gpu-operator/{version}/values.yaml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let values: Value = serde_saphyr::from_str(&text).expect("values.yaml parses");
+    (
+        text,
+        values
+            .as_object()
+            .cloned()
+            .expect("values.yaml is a mapping"),
+    )
+}
+
+/// The committed key trees are exactly what the generator derives from the real values.yaml.
+/// `GPUCTL_UPDATE_KEYTREES=1` rewrites them instead (this test is the generator).
+#[test]
+fn key_trees_match_upstream_values() {
+    let update = std::env::var_os("GPUCTL_UPDATE_KEYTREES").is_some();
+    for version in CHART_RELEASES {
+        let (_, values) = upstream_values(version);
+        let source = format!(
+            "NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at tag {version} \
+             (shared/upstream/gpu-operator/{version}/values.yaml)"
+        );
+        let want = gpuctl::render::chart::key_tree_file(version, &source, &values);
+        let path = root().join(format!("profiles/gpu-operator-values/{version}.yaml"));
+        if update {
+            std::fs::write(&path, &want).expect("writable profiles/");
+            continue;
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is stale: run GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values",
+            path.display()
+        );
+    }
+}
+
+/// Every render the conformance tests check: the valid examples, the v25.10.1 blueprint, and a
+/// small generated one (driver overrides, MIG, time-slicing, many tenants).
+fn renders() -> Vec<(String, gpuctl::render::RenderedSet)> {
+    let mut out: Vec<(String, gpuctl::render::RenderedSet)> = render_common::valid_blueprints()
+        .iter()
+        .map(|p| (p.display().to_string(), render_common::render_file(p)))
+        .collect();
+    out.push((
+        "V25_BLUEPRINT".into(),
+        render_common::render_text("v25.yaml", render_common::V25_BLUEPRINT),
+    ));
+    out.push((
+        "testgen".into(),
+        render_common::render_text("gen.yaml", &gpuctl::testgen::blueprint(8, 12, 2)),
+    ));
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// CRD schemas
+
+/// A CRD's structural schema as a JSON Schema that treats unknown fields as errors.
+///
+/// Conversions, and why:
+/// - `x-kubernetes-int-or-string: true` becomes `anyOf: [integer, string]` (the CRDs usually say
+///   so already; the keyword itself means nothing to JSON Schema);
+/// - `nullable: true` also admits `null` (OpenAPI 3.0 spelling; JSON Schema has no such keyword);
+/// - an object that declares `properties` and neither `additionalProperties` nor
+///   `x-kubernetes-preserve-unknown-fields` gets `additionalProperties: false`: the API server
+///   prunes unknown fields of structural schemas, and strict field validation rejects them, so an
+///   unknown field is a field gpuctl would lose;
+/// - `x-kubernetes-preserve-unknown-fields: true` keeps the object open, as the API server does;
+/// - the top-level `metadata` (just `type: object` in CRDs) is replaced by the ObjectMeta fields
+///   render writes (name, namespace, labels, annotations), closed as well;
+/// - `x-kubernetes-validations` (CEL) cannot be expressed in JSON Schema: the rules that apply to
+///   what render writes are checked by hand in [`cel_rules_hold`].
+fn structural_to_json_schema(node: &Value) -> Value {
+    match node {
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                match k.as_str() {
+                    "properties" => {
+                        let props: Map<String, Value> = v
+                            .as_object()
+                            .unwrap()
+                            .iter()
+                            .map(|(k, v)| (k.clone(), structural_to_json_schema(v)))
+                            .collect();
+                        out.insert(k.clone(), Value::Object(props));
+                    }
+                    "items" | "additionalProperties" if v.is_object() => {
+                        out.insert(k.clone(), structural_to_json_schema(v));
+                    }
+                    "anyOf" | "allOf" | "oneOf" => {
+                        let list = v.as_array().unwrap().iter().map(structural_to_json_schema);
+                        out.insert(k.clone(), Value::Array(list.collect()));
+                    }
+                    k if k.starts_with("x-kubernetes-") || k == "nullable" => {}
+                    _ => {
+                        out.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            if m.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
+                && !out.contains_key("anyOf")
+            {
+                out.remove("type");
+                out.insert(
+                    "anyOf".into(),
+                    serde_json::json!([{"type": "integer"}, {"type": "string"}]),
+                );
+            }
+            let preserve =
+                m.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+            if m.contains_key("properties") && !m.contains_key("additionalProperties") && !preserve
+            {
+                out.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            if m.get("nullable") == Some(&Value::Bool(true)) {
+                return serde_json::json!({ "anyOf": [Value::Object(out), {"type": "null"}] });
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+fn metadata_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "required": ["name"],
+        "additionalProperties": false,
+        "properties": {
+            "name": {"type": "string"},
+            "namespace": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        }
+    })
+}
+
+/// (group, kind, version) -> JSON Schema, from every CRD file under `dir`.
+fn crd_schemas(dir: &std::path::Path) -> Vec<((String, String, String), Value, Value)> {
+    let mut out = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let group = crd["spec"]["group"].as_str().unwrap().to_string();
+        let kind = crd["spec"]["names"]["kind"].as_str().unwrap().to_string();
+        for v in crd["spec"]["versions"].as_array().unwrap() {
+            let raw = v["schema"]["openAPIV3Schema"].clone();
+            let mut schema = structural_to_json_schema(&raw);
+            schema["properties"]["metadata"] = metadata_schema();
+            let version = v["name"].as_str().unwrap().to_string();
+            out.push(((group.clone(), kind.clone(), version), schema, raw));
+        }
+    }
+    out
+}
+
+fn all_schemas() -> Vec<((String, String, String), Value, Value)> {
+    let up = shared().join("upstream");
+    let mut all = crd_schemas(&up.join("kueue/v0.19.2/crds"));
+    all.extend(crd_schemas(&up.join("volcano/v1.15.1/crds")));
+    all
+}
+
+fn nvidia_driver_schema(version: &str) -> Value {
+    let dir = shared().join(format!("upstream/gpu-operator/{version}/crds"));
+    crd_schemas(&dir)
+        .into_iter()
+        .find(|((_, k, _), _, _)| k == "NVIDIADriver")
+        .map(|(_, s, _)| s)
+        .expect("NVIDIADriver CRD")
+}
+
+fn errors(schema: &Value, instance: &Value) -> Vec<String> {
+    let validator = jsonschema::validator_for(schema).expect("schema compiles");
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+/// Kinds render writes that have no CRD in ../shared/upstream (prometheus-operator's).
+const NO_SCHEMA: [&str; 2] = ["ServiceMonitor", "PrometheusRule"];
+
+#[test]
+fn every_custom_resource_validates_against_its_upstream_crd() {
+    let schemas = all_schemas();
+    let mut checked = std::collections::BTreeSet::new();
+    for (source, set) in renders() {
+        for o in &set.objects {
+            if o.group().is_empty() || o.group() == "scheduling.k8s.io" {
+                continue;
+            }
+            let schema = if o.kind == "NVIDIADriver" {
+                nvidia_driver_schema(&set.helm.version)
+            } else if NO_SCHEMA.contains(&o.kind.as_str()) {
+                continue;
+            } else {
+                schemas
+                    .iter()
+                    .find(|((g, k, v), _, _)| g == o.group() && *k == o.kind && v == o.version())
+                    .map(|(_, s, _)| s.clone())
+                    .unwrap_or_else(|| panic!("{source}: no upstream CRD for {}", o.display_id()))
+            };
+            let errs = errors(&schema, &o.manifest);
+            assert!(
+                errs.is_empty(),
+                "{source}: {} does not fit its CRD:\n{}\n{}",
+                o.display_id(),
+                errs.join("\n"),
+                serde_json::to_string_pretty(&o.manifest).unwrap()
+            );
+            checked.insert(o.kind.clone());
+        }
+    }
+    for kind in [
+        "NVIDIADriver",
+        "ResourceFlavor",
+        "Cohort",
+        "ClusterQueue",
+        "LocalQueue",
+        "WorkloadPriorityClass",
+        "Queue",
+    ] {
+        assert!(checked.contains(kind), "no rendered {kind} was checked");
+    }
+}
+
+#[test]
+fn schema_conversion_rejects_unknown_fields() {
+    let cq = all_schemas()
+        .into_iter()
+        .find(|((_, k, v), _, _)| k == "ClusterQueue" && v == "v1beta2")
+        .unwrap()
+        .1;
+    let mut obj = serde_json::json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {"cohortName": "c", "resourceGroups": []}
+    });
+    assert!(errors(&cq, &obj).is_empty());
+    obj["spec"]["cohort"] = Value::String("c".into());
+    assert!(
+        !errors(&cq, &obj).is_empty(),
+        "v1beta1's `cohort` must be refused"
+    );
+    let nvd = nvidia_driver_schema("v25.10.1");
+    let cr = serde_json::json!({
+        "apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": "d"},
+        "spec": {"driverType": "gpu", "image": "driver", "default": true}
+    });
+    assert!(
+        !errors(&nvd, &cr).is_empty(),
+        "v25.10.1 has no spec.default"
+    );
+}
+
+/// The CEL rules of the upstream CRDs that apply to what render writes, checked by hand.
+#[test]
+fn cel_rules_hold() {
+    for (source, set) in renders() {
+        for o in &set.objects {
+            let spec = &o.manifest["spec"];
+            match o.kind.as_str() {
+                // nvidiadrivers: "default NVIDIADriver must not use nodeSelector"
+                "NVIDIADriver" if spec["default"] == Value::Bool(true) => {
+                    assert!(
+                        spec.get("nodeSelector").is_none(),
+                        "{source}: {}",
+                        o.display_id()
+                    );
+                }
+                "ClusterQueue" => {
+                    // "flavors must have the same number of resources as the coveredResources"
+                    // (and, per the webhook, in the same order)
+                    for rg in spec["resourceGroups"].as_array().unwrap() {
+                        let covered: Vec<&Value> =
+                            rg["coveredResources"].as_array().unwrap().iter().collect();
+                        for f in rg["flavors"].as_array().unwrap() {
+                            let names: Vec<&Value> = f["resources"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .map(|r| &r["name"])
+                                .collect();
+                            assert_eq!(names, covered, "{source}: {}", o.display_id());
+                        }
+                    }
+                    // "borrowingLimit must be nil when cohort is empty"
+                    if spec.get("cohortName").is_none() {
+                        assert!(
+                            !o.manifest.to_string().contains("borrowingLimit"),
+                            "{source}: {}",
+                            o.display_id()
+                        );
+                    }
+                    // "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
+                    let p = &spec["preemption"];
+                    let reclaim_never = p.get("reclaimWithinCohort").is_none_or(|r| r == "Never");
+                    let borrow = p["borrowWithinCohort"]["policy"]
+                        .as_str()
+                        .unwrap_or("Never");
+                    assert!(
+                        !(reclaim_never && borrow != "Never"),
+                        "{source}: {}",
+                        o.display_id()
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Core objects
+
+fn round_trips<T: serde::de::DeserializeOwned + serde::Serialize>(
+    o: &gpuctl::render::RenderedObject,
+) {
+    let typed: T = serde_json::from_value(o.manifest.clone())
+        .unwrap_or_else(|e| panic!("{} does not deserialise: {e}", o.display_id()));
+    let back = serde_json::to_value(&typed).unwrap();
+    assert_eq!(
+        back,
+        o.manifest,
+        "{} loses fields in k8s-openapi",
+        o.display_id()
+    );
+}
+
+#[test]
+fn every_core_object_round_trips_through_k8s_openapi() {
+    use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, Namespace, ResourceQuota};
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    let mut seen = std::collections::BTreeSet::new();
+    for (_, set) in renders() {
+        for o in &set.objects {
+            match (o.api_version.as_str(), o.kind.as_str()) {
+                ("v1", "Namespace") => round_trips::<Namespace>(o),
+                ("v1", "ResourceQuota") => round_trips::<ResourceQuota>(o),
+                ("v1", "LimitRange") => round_trips::<LimitRange>(o),
+                ("v1", "ConfigMap") => round_trips::<ConfigMap>(o),
+                ("scheduling.k8s.io/v1", "PriorityClass") => round_trips::<PriorityClass>(o),
+                ("v1", kind) | ("scheduling.k8s.io/v1", kind) => {
+                    panic!("core kind {kind} has no round-trip check")
+                }
+                _ => continue,
+            }
+            seen.insert(o.kind.clone());
+        }
+    }
+    assert_eq!(seen.len(), 5, "{seen:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helm values
+
+/// Commented keys (`# name:` lines) inside the top-level section of `path`'s first segment, in
+/// order: the chart documents some keys only this way.
+fn commented_key_exists(text: &str, path: &str) -> bool {
+    let mut parts = path.split('.');
+    let top = parts.next().unwrap();
+    let rest: Vec<&str> = parts.collect();
+    let Some(start) = text.find(&format!("\n{top}:")) else {
+        return false;
+    };
+    let section: Vec<&str> = text[start + 1..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.is_empty() || l.starts_with(' ') || l.starts_with('#'))
+        .collect();
+    let keys: Vec<&str> = section
+        .iter()
+        .filter_map(|l| l.trim_start().strip_prefix('#'))
+        .filter_map(|l| l.trim_start().split_once(':').map(|(k, _)| k.trim()))
+        .collect();
+    let mut want = rest.iter();
+    let mut next = want.next();
+    for k in keys {
+        if Some(&k) == next {
+            next = want.next();
+        }
+    }
+    next.is_none()
+}
+
+fn leaf_paths(v: &Value, prefix: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, v) in m {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaf_paths(v, &p, out);
+            }
+        }
+        _ => out.push(prefix.to_string()),
+    }
+}
+
+/// Whether `path` exists in the parsed values.yaml: every segment down to a leaf (or an empty map,
+/// whose keys are the user's) is a key there.
+fn path_in_values(values: &Map<String, Value>, path: &str) -> bool {
+    let mut node = values;
+    for part in path.split('.') {
+        match node.get(part) {
+            Some(Value::Object(m)) if !m.is_empty() => node = m,
+            Some(_) => return true,
+            None => return false,
+        }
+    }
+    true
+}
+
+#[test]
+fn every_rendered_helm_value_exists_in_the_real_chart() {
+    let mut releases = std::collections::BTreeSet::new();
+    for (source, set) in renders() {
+        let version = set.helm.version.clone();
+        let (text, values) = upstream_values(&version);
+        let mut paths = Vec::new();
+        leaf_paths(&set.helm.values, "", &mut paths);
+        for p in paths {
+            assert!(
+                path_in_values(&values, &p) || commented_key_exists(&text, &p),
+                "{source}: `{p}` is not a key of the GPU Operator {version} chart values"
+            );
+        }
+        releases.insert(version);
+    }
+    assert_eq!(
+        releases.into_iter().collect::<Vec<_>>(),
+        CHART_RELEASES.to_vec(),
+        "both supported releases are rendered"
+    );
+}
+
+/// releases.yaml's hand-written facts against the real files: commented keys are documented in
+/// values.yaml, and the NVIDIADriver CRD has `spec.default` / `spec.upgradePolicy` exactly when the
+/// facts say so.
+#[test]
+fn release_facts_match_upstream_files() {
+    for version in CHART_RELEASES {
+        let r = gpuctl::render::chart::chart_release(version).unwrap();
+        let (text, values) = upstream_values(version);
+        for path in r.facts.commented_keys.keys() {
+            assert!(
+                !path_in_values(&values, path) && commented_key_exists(&text, path),
+                "{version}: `{path}` should be a commented-out key of values.yaml"
+            );
+        }
+        let dir = shared().join(format!("upstream/gpu-operator/{version}/crds"));
+        let raw = crd_schemas(&dir)
+            .into_iter()
+            .find(|((_, k, _), _, _)| k == "NVIDIADriver")
+            .unwrap()
+            .2;
+        let spec = &raw["properties"]["spec"]["properties"];
+        assert_eq!(
+            spec.get("default").is_some(),
+            r.facts.nvidia_driver_default_field,
+            "{version}"
+        );
+        assert_eq!(
+            spec.get("upgradePolicy").is_some(),
+            r.facts.nvidia_driver_upgrade_policy,
+            "{version}"
+        );
+    }
+}
