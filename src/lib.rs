@@ -4,12 +4,16 @@
 //! [`validate::ValidatedBlueprint`] --render--> objects --plan/apply--> cluster. Everything up to the
 //! plan is pure; only the cluster layer talks to an API server.
 
+pub mod apply;
 pub mod applyset;
 pub mod blueprint;
 pub mod cli;
+pub mod cluster;
+pub mod commands;
 pub mod diag;
 pub mod exit;
 pub mod output;
+pub mod plan;
 pub mod profiles;
 pub mod quantity;
 pub mod render;
@@ -116,6 +120,80 @@ where
             let _ = out.write_all(text.as_bytes());
             ExitStatus::Success
         }
+        Command::Plan {
+            blueprint,
+            cluster,
+            snapshot,
+            offline,
+            out,
+            format,
+            detailed_exitcode,
+            prune_protected,
+            parallelism,
+            verbose,
+            render,
+        } => commands::plan(commands::PlanCommand {
+            blueprint: &blueprint,
+            cluster: &cluster,
+            snapshot: snapshot.as_deref(),
+            offline,
+            out: out.as_deref(),
+            format,
+            detailed_exitcode,
+            options: plan::PlanOptions {
+                prune_protected,
+                parallelism: usize::from(parallelism),
+            },
+            verbose,
+            render: &render,
+        }),
+        Command::Apply {
+            target,
+            cluster,
+            force_conflicts,
+            prune_protected,
+            parallelism,
+            wait_timeout,
+            crd_timeout,
+            no_helm,
+            output,
+            render,
+        } => {
+            let (wait_timeout, crd_timeout) = match (
+                settings::duration("wait-timeout", &wait_timeout),
+                settings::duration("crd-timeout", &crd_timeout),
+            ) {
+                (Ok(w), Ok(c)) => (w, c),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("error: {e}");
+                    return ExitStatus::Usage;
+                }
+            };
+            commands::apply(commands::ApplyCommand {
+                target: &target,
+                cluster: &cluster,
+                plan_options: plan::PlanOptions {
+                    prune_protected,
+                    parallelism: usize::from(parallelism),
+                },
+                options: apply::ApplyOptions {
+                    force_conflicts,
+                    parallelism: usize::from(parallelism),
+                    crd_timeout,
+                    wait_timeout,
+                    run_helm: !no_helm,
+                    ..apply::ApplyOptions::default()
+                },
+                output,
+                render: &render,
+            })
+        }
+        Command::Snapshot {
+            blueprint,
+            cluster,
+            out,
+            render,
+        } => commands::snapshot(&blueprint, &cluster, &out, &render),
         Command::Render {
             blueprint,
             output,

@@ -48,6 +48,90 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ProfilesFormat::Human)]
         format: ProfilesFormat,
     },
+    /// Show what applying a blueprint would change: live (server-side dry-run), from a snapshot, or offline.
+    Plan {
+        /// Blueprint file.
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Plan against a snapshot from `gpuctl snapshot` instead of a live cluster.
+        #[arg(long, value_name = "FILE", conflicts_with = "offline")]
+        snapshot: Option<PathBuf>,
+        /// Plan without any live state (everything is a create).
+        #[arg(long)]
+        offline: bool,
+        /// Save the plan (JSON) for `gpuctl apply PLAN`.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
+        format: PlanFormat,
+        /// Exit 2 when there are changes, 0 when none, 1 on error.
+        #[arg(long)]
+        detailed_exitcode: bool,
+        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
+        #[arg(long)]
+        prune_protected: bool,
+        /// Concurrent API requests.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallelism: u16,
+        /// List unchanged objects and every field of new ones.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Apply a blueprint (planning first) or a saved plan (refused when stale).
+    Apply {
+        /// Blueprint file, or a plan saved with `gpuctl plan --out`.
+        #[arg(value_name = "BLUEPRINT|PLAN")]
+        target: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Take ownership of fields other managers own.
+        #[arg(long)]
+        force_conflicts: bool,
+        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
+        #[arg(long)]
+        prune_protected: bool,
+        /// Concurrent API requests.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallelism: u16,
+        /// Longest wait for node state such as MIG reconfiguration (e.g. 10m).
+        #[arg(long, default_value = "10m", value_name = "DURATION")]
+        wait_timeout: String,
+        /// Longest wait for a CRD to be served (e.g. 2m).
+        #[arg(long, default_value = "2m", value_name = "DURATION")]
+        crd_timeout: String,
+        /// Do not run helm even when `install: helm` and helm is on PATH.
+        #[arg(long)]
+        no_helm: bool,
+        /// Progress output.
+        #[arg(long, value_enum, default_value_t = ApplyOutput::Human)]
+        output: ApplyOutput,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Capture the live objects a blueprint touches, for offline plans in CI.
+    Snapshot {
+        /// Blueprint file.
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Where to write the snapshot.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
     /// Render every object, Helm value and runbook a blueprint implies (validates first).
     Render {
         /// Blueprint file.
@@ -88,5 +172,47 @@ pub enum ProfilesFormat {
     /// Tables.
     Human,
     /// The catalog as JSON.
+    Json,
+}
+
+/// Where the cluster is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// Settings shared by commands that render.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RenderArgs {
+    /// Directory whose templates replace the embedded ones.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+    #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+    pub today: Option<String>,
+}
+
+/// Plan output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// Terraform-like text; colour on a terminal unless NO_COLOR is set.
+    Human,
+    /// The versioned plan document (docs/plan-apply.md).
+    Json,
+    /// A PR comment: summary table, collapsed full diff, size-capped.
+    Markdown,
+}
+
+/// Apply progress output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApplyOutput {
+    /// Progress bars on a terminal, plain lines otherwise.
+    Human,
+    /// NDJSON events on stdout.
     Json,
 }

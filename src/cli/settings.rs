@@ -32,3 +32,20 @@ pub fn today(flag: Option<&str>) -> Result<Date, String> {
         None => Ok(jiff::ZonedDateTime::now().date()),
     }
 }
+
+/// Human style for stderr (diagnostics and progress).
+pub fn stderr_style() -> Style {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    if !no_color && std::io::stderr().is_terminal() {
+        Style::Rich
+    } else {
+        Style::Plain
+    }
+}
+
+/// Parses a duration flag (`10m`, `90s`).
+pub fn duration(flag: &str, text: &str) -> Result<std::time::Duration, String> {
+    crate::quantity::parse_duration_ms(text)
+        .map(std::time::Duration::from_millis)
+        .map_err(|e| format!("--{flag}: {e}"))
+}

@@ -2,6 +2,7 @@
 //! colours or terminal widths.
 
 mod human;
+pub mod plan;
 mod sarif;
 
 pub use human::human;

@@ -1,0 +1,281 @@
+//! The plan, apply and snapshot commands: glue from resolved settings to the pure stages and the
+//! cluster layer. Errors are printed here with what to do; the return value is the exit status.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::apply::{self, ApplyOptions, Progress, ProgressMode};
+use crate::cli::args::{ApplyOutput, ClusterArgs, PlanFormat, RenderArgs};
+use crate::cli::settings;
+use crate::cluster::{self, ConnectOptions, snapshot::Snapshot};
+use crate::exit::ExitStatus;
+use crate::plan::{self, Live, Plan, PlanOptions};
+use crate::render::{self, RenderedSet, Templates};
+
+/// Loads, validates and renders a blueprint; prints findings and returns the exit status on failure.
+pub fn prepare(path: &Path, args: &RenderArgs) -> Result<RenderedSet, ExitStatus> {
+    let today = settings::today(args.today.as_deref()).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitStatus::Usage
+    })?;
+    let catalog = crate::profiles::Catalog::embedded();
+    let loaded = crate::blueprint::load_file(path).map_err(|report| {
+        eprint!(
+            "{}",
+            crate::output::human(&[report], settings::stderr_style())
+        );
+        ExitStatus::Failure
+    })?;
+    let validated = crate::validate::validate(loaded, catalog, crate::validate::Options { today })
+        .map_err(|report| {
+            eprint!(
+                "{}",
+                crate::output::human(&[report], settings::stderr_style())
+            );
+            eprintln!(
+                "error: fix the findings above before planning (`gpuctl validate {}`)",
+                path.display()
+            );
+            ExitStatus::Failure
+        })?;
+    let templates = match &args.templates {
+        Some(dir) => Templates::from_dir(dir).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitStatus::Failure
+        })?,
+        None => Templates::embedded(),
+    };
+    render::render(&validated, catalog, &templates).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitStatus::Failure
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitStatus> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("error: cannot start the async runtime: {e}");
+            ExitStatus::Failure
+        })
+}
+
+fn connect_options(c: &ClusterArgs) -> ConnectOptions {
+    ConnectOptions {
+        kubeconfig: c.kubeconfig.clone(),
+        context: c.context.clone(),
+    }
+}
+
+/// Settings of `gpuctl plan`.
+pub struct PlanCommand<'a> {
+    /// Blueprint.
+    pub blueprint: &'a Path,
+    /// Connection.
+    pub cluster: &'a ClusterArgs,
+    /// Snapshot file.
+    pub snapshot: Option<&'a Path>,
+    /// Offline.
+    pub offline: bool,
+    /// Save to.
+    pub out: Option<&'a Path>,
+    /// Format.
+    pub format: PlanFormat,
+    /// Terraform-style exit codes.
+    pub detailed_exitcode: bool,
+    /// Plan options.
+    pub options: PlanOptions,
+    /// Verbose human output.
+    pub verbose: bool,
+    /// Rendering.
+    pub render: &'a RenderArgs,
+}
+
+/// `gpuctl plan`.
+pub fn plan(cmd: PlanCommand<'_>) -> ExitStatus {
+    let set = match prepare(cmd.blueprint, cmd.render) {
+        Ok(s) => s,
+        Err(status) => return status,
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(s) => return s,
+    };
+    let result = rt.block_on(async {
+        if cmd.offline {
+            return plan::plan(&set, Live::Offline, cmd.options).await.map_err(|e| e.to_string());
+        }
+        if let Some(path) = cmd.snapshot {
+            let snap = Snapshot::read(path).map_err(|e| e.to_string())?;
+            return plan::plan(&set, Live::Snapshot(&snap), cmd.options).await.map_err(|e| e.to_string());
+        }
+        let k = cluster::connect(&connect_options(cmd.cluster)).await.map_err(|e| {
+            format!("{e}\n(no cluster? plan offline with --offline, or against a snapshot with --snapshot FILE)")
+        })?;
+        plan::plan(&set, Live::Cluster(&k), cmd.options).await.map_err(|e| e.to_string())
+    });
+    let plan = match result {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::Failure;
+        }
+    };
+    if let Some(out) = cmd.out
+        && let Err(e) = std::fs::write(out, plan.to_json())
+    {
+        eprintln!("error: cannot write the plan to `{}`: {e}", out.display());
+        return ExitStatus::Failure;
+    }
+    let text = match cmd.format {
+        PlanFormat::Human => {
+            crate::output::plan::human(&plan, settings::stdout_style(), cmd.verbose)
+        }
+        PlanFormat::Json => plan.to_json(),
+        PlanFormat::Markdown => crate::output::plan::markdown(&plan),
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if plan.findings.iter().any(|f| f.severity == "error") {
+        return ExitStatus::Failure;
+    }
+    if cmd.detailed_exitcode && plan.summary.has_changes() {
+        ExitStatus::Changes
+    } else {
+        ExitStatus::Success
+    }
+}
+
+/// Settings of `gpuctl apply`.
+pub struct ApplyCommand<'a> {
+    /// Blueprint or saved plan.
+    pub target: &'a Path,
+    /// Connection.
+    pub cluster: &'a ClusterArgs,
+    /// Plan options (when planning a blueprint).
+    pub plan_options: PlanOptions,
+    /// Apply options.
+    pub options: ApplyOptions,
+    /// Progress output.
+    pub output: ApplyOutput,
+    /// Rendering.
+    pub render: &'a RenderArgs,
+}
+
+/// Reads `path` as a saved plan when it is one.
+fn saved_plan(path: &Path) -> Option<Result<Plan, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{')
+        || !trimmed.contains("\"format_version\"")
+        || !trimmed.contains("\"applyset\"")
+    {
+        return None;
+    }
+    Some(Plan::from_json(&text).map_err(|e| format!("`{}`: {e}", path.display())))
+}
+
+/// `gpuctl apply`.
+pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
+    let saved = saved_plan(cmd.target);
+    let set = match saved {
+        Some(_) => None,
+        None => match prepare(cmd.target, cmd.render) {
+            Ok(s) => Some(s),
+            Err(status) => return status,
+        },
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(s) => return s,
+    };
+    let mode = match cmd.output {
+        ApplyOutput::Json => ProgressMode::Json,
+        ApplyOutput::Human if settings::stderr_style() == settings::Style::Rich => {
+            ProgressMode::Bars
+        }
+        ApplyOutput::Human => ProgressMode::Lines,
+    };
+    let progress = Progress::new(mode);
+    let result: Result<apply::ApplyReport, String> = rt.block_on(async {
+        let k = cluster::connect(&connect_options(cmd.cluster))
+            .await
+            .map_err(|e| e.to_string())?;
+        let plan = match (saved, &set) {
+            (Some(p), _) => {
+                let p = p?;
+                apply::check_stale(&k, &p)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                p
+            }
+            (None, Some(set)) => plan::plan(set, Live::Cluster(&k), cmd.plan_options)
+                .await
+                .map_err(|e| e.to_string())?,
+            (None, None) => unreachable!("a blueprint was rendered above"),
+        };
+        if let Some(f) = plan.findings.iter().find(|f| f.severity == "error") {
+            return Err(format!(
+                "the live cluster does not match the blueprint: {}",
+                f.message
+            ));
+        }
+        apply::apply(&k, &plan, &cmd.options, &progress)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(_) => ExitStatus::Success,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitStatus::Failure
+        }
+    }
+}
+
+/// `gpuctl snapshot`.
+pub fn snapshot(
+    blueprint: &Path,
+    cluster_args: &ClusterArgs,
+    out: &Path,
+    render_args: &RenderArgs,
+) -> ExitStatus {
+    let set = match prepare(blueprint, render_args) {
+        Ok(s) => s,
+        Err(status) => return status,
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(s) => return s,
+    };
+    let result = rt.block_on(async {
+        let k = cluster::connect(&connect_options(cluster_args))
+            .await
+            .map_err(|e| e.to_string())?;
+        crate::plan::capture(&k, &set)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(snap) => match std::fs::write(out, snap.to_json()) {
+            Ok(()) => {
+                eprintln!(
+                    "wrote {} objects and {} nodes to {}",
+                    snap.objects.len(),
+                    snap.nodes.len(),
+                    out.display()
+                );
+                ExitStatus::Success
+            }
+            Err(e) => {
+                eprintln!("error: cannot write `{}`: {e}", out.display());
+                ExitStatus::Failure
+            }
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitStatus::Failure
+        }
+    }
+}

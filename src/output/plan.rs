@@ -1,0 +1,340 @@
+//! Plan output: human (Terraform-like, coloured on a terminal), and Markdown for a PR comment (size
+//! capped, full diff collapsed). JSON is `Plan::to_json`.
+
+use serde_json::Value;
+
+use crate::cli::settings::Style;
+use crate::plan::{Action, ActionKind, Plan, diff::Change};
+
+/// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
+pub const MARKDOWN_CAP: usize = 60_000;
+
+fn paint(style: Style, code: &str, text: &str) -> String {
+    match style {
+        Style::Rich => format!("\x1b[{code}m{text}\x1b[0m"),
+        Style::Plain => text.to_string(),
+    }
+}
+
+fn symbol(a: ActionKind) -> (&'static str, &'static str, &'static str) {
+    match a {
+        ActionKind::Create => ("+", "create", "32"),
+        ActionKind::CreateAfterCrd => ("+", "create*", "32"),
+        ActionKind::Update => ("~", "update", "33"),
+        ActionKind::Delete => ("-", "delete", "31"),
+        ActionKind::Conflict => ("!", "conflict", "35"),
+        ActionKind::NoOp => (" ", "no-op", "0"),
+    }
+}
+
+fn show(v: &Option<Value>) -> String {
+    match v {
+        None => "(none)".into(),
+        Some(Value::String(s)) => format!("{s:?}"),
+        Some(v) => v.to_string(),
+    }
+}
+
+fn change_line(c: &Change) -> String {
+    match (&c.before, &c.after) {
+        (None, Some(_)) => format!("+ {}: {}", c.path, show(&c.after)),
+        (Some(_), None) => format!("- {}: {}", c.path, show(&c.before)),
+        _ => format!("~ {}: {} -> {}", c.path, show(&c.before), show(&c.after)),
+    }
+}
+
+fn header(plan: &Plan) -> String {
+    let target = match (&plan.server, &plan.cluster_fingerprint) {
+        (Some(s), Some(f)) => format!(" against {s} (cluster {f})"),
+        (None, Some(f)) => format!(" against snapshot of cluster {f}"),
+        _ => String::new(),
+    };
+    format!(
+        "gpuctl plan for blueprint `{}` ({:?} mode){target}",
+        plan.blueprint, plan.mode
+    )
+    .replace("Live", "live")
+    .replace("Snapshot", "snapshot")
+    .replace("Offline", "offline")
+}
+
+fn totals(plan: &Plan) -> String {
+    let s = &plan.summary;
+    format!(
+        "Plan: {} to create, {} to update, {} to delete, {} conflict(s), {} node(s) to patch, {} unchanged.",
+        s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
+    )
+}
+
+/// Human plan. `verbose` also lists unchanged objects and every field of creates.
+pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
+    let mut out = format!("{}\n\n", header(plan));
+    for a in &plan.actions {
+        if a.action == ActionKind::NoOp && !verbose {
+            continue;
+        }
+        out.push_str(&action_block(a, style, verbose));
+    }
+    if !plan.nodes.is_empty() {
+        out.push_str("\nNodes:\n");
+        for n in &plan.nodes {
+            out.push_str(&format!(
+                "  {} Node/{} (pool {})\n",
+                paint(style, "33", "~ patch  "),
+                n.node,
+                n.pool
+            ));
+            for c in &n.labels {
+                out.push_str(&format!("      {}\n", change_line(c)));
+            }
+            for t in &n.taints {
+                out.push_str(&format!("      + taint {t}\n"));
+            }
+        }
+    }
+    if !plan.findings.is_empty() {
+        out.push_str("\nFindings from the live cluster:\n");
+        for f in &plan.findings {
+            let tag = if f.severity == "error" {
+                paint(style, "31", "error")
+            } else {
+                paint(style, "33", "warning")
+            };
+            out.push_str(&format!("  {tag}: {}\n", f.message));
+        }
+    }
+    if plan.helm.install == "helm" {
+        out.push_str(&format!(
+            "\nOperator release: helm upgrade --install {} {} --version {} -n {} (values: `gpuctl render -o DIR`)\n",
+            plan.helm.release, plan.helm.chart, plan.helm.version, plan.helm.namespace
+        ));
+    }
+    out.push_str(&format!("\n{}\n", totals(plan)));
+    if plan.summary.create > 0
+        && plan
+            .actions
+            .iter()
+            .any(|a| a.action == ActionKind::CreateAfterCrd)
+    {
+        out.push_str("(create*: the kind's CRD is not installed yet; apply waits for it.)\n");
+    }
+    out
+}
+
+fn action_block(a: &Action, style: Style, verbose: bool) -> String {
+    let (sym, word, colour) = symbol(a.action);
+    let mut out = format!(
+        "  {} {}\n",
+        paint(style, colour, &format!("{sym} {word:<8}")),
+        a.id()
+    );
+    if let Some(r) = &a.reason {
+        out.push_str(&format!("      # {r}\n"));
+    }
+    let show_fields = match a.action {
+        ActionKind::Create | ActionKind::CreateAfterCrd => verbose,
+        _ => true,
+    };
+    if show_fields {
+        for c in &a.changes {
+            out.push_str(&format!("      {}\n", change_line(c)));
+        }
+    }
+    out
+}
+
+/// Markdown for a PR comment: summary table, changed objects, full diff collapsed, capped.
+pub fn markdown(plan: &Plan) -> String {
+    let s = &plan.summary;
+    let mut out = format!(
+        "### {}\n\n| create | update | delete | conflict | nodes | unchanged |\n|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} |\n\n",
+        header(plan),
+        s.create,
+        s.update,
+        s.delete,
+        s.conflict,
+        s.nodes,
+        s.unchanged
+    );
+    let changed: Vec<&Action> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action != ActionKind::NoOp)
+        .collect();
+    if changed.is_empty() && plan.nodes.is_empty() {
+        out.push_str("No changes. The cluster matches the blueprint.\n");
+    } else {
+        out.push_str("| action | object |\n|---|---|\n");
+        let rows: Vec<String> = changed
+            .iter()
+            .map(|a| format!("| {} | `{}` |\n", symbol(a.action).1, a.id()))
+            .chain(
+                plan.nodes
+                    .iter()
+                    .map(|n| format!("| patch | `Node/{}` (pool {}) |\n", n.node, n.pool)),
+            )
+            .collect();
+        // The table gets at most half the budget; the collapsed diff gets the rest.
+        let mut shown = 0;
+        for row in &rows {
+            if out.len() + row.len() > MARKDOWN_CAP / 2 {
+                break;
+            }
+            out.push_str(row);
+            shown += 1;
+        }
+        if shown < rows.len() {
+            out.push_str(&format!(
+                "| ... | {} more (see the JSON plan) |\n",
+                rows.len() - shown
+            ));
+        }
+    }
+    if !plan.findings.is_empty() {
+        out.push_str("\n**Findings from the live cluster**\n\n");
+        for f in &plan.findings {
+            out.push_str(&format!("- {}: {}\n", f.severity, f.message));
+        }
+    }
+    let mut diff = String::new();
+    for a in &changed {
+        diff.push_str(&action_block(a, Style::Plain, false));
+    }
+    for n in &plan.nodes {
+        diff.push_str(&format!("  ~ patch    Node/{}\n", n.node));
+        for c in &n.labels {
+            diff.push_str(&format!("      {}\n", change_line(c)));
+        }
+    }
+    if !diff.is_empty() {
+        let room = MARKDOWN_CAP.saturating_sub(out.len() + 200);
+        let mut body = diff;
+        if body.len() > room {
+            let cut = body
+                .char_indices()
+                .take_while(|(i, _)| *i < room)
+                .last()
+                .map_or(0, |(i, _)| i);
+            body.truncate(cut);
+            body.push_str("\n... (truncated: the full plan is in the JSON artifact, `gpuctl plan --format json`)\n");
+        }
+        out.push_str(&format!(
+            "\n<details><summary>Full diff</summary>\n\n```diff\n{body}```\n\n</details>\n"
+        ));
+    }
+    out.push_str(&format!("\n{}\n", totals(plan)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Mode, NodeAction, PlanFinding, Summary};
+    use crate::render::{HelmRelease, Phase};
+    use serde_json::json;
+
+    fn sample(updates: usize) -> Plan {
+        let mut actions = vec![Action {
+            action: ActionKind::Conflict,
+            phase: Some(Phase::Quotas),
+            api_version: "v1".into(),
+            kind: "ResourceQuota".into(),
+            namespace: Some("team-a".into()),
+            name: "team-a-quota".into(),
+            resource_version: Some("7".into()),
+            changes: vec![],
+            reason: Some("conflict with \"kubectl-edit\": .spec.hard.pods".into()),
+            manifest: None,
+        }];
+        for i in 0..updates {
+            actions.push(Action {
+                action: ActionKind::Update,
+                phase: Some(Phase::Queues),
+                api_version: "kueue.x-k8s.io/v1beta2".into(),
+                kind: "ClusterQueue".into(),
+                namespace: None,
+                name: format!("cq-{i}"),
+                resource_version: Some("1".into()),
+                changes: vec![Change {
+                    path: "spec.x".into(),
+                    before: Some(json!("1")),
+                    after: Some(json!("2")),
+                }],
+                reason: None,
+                manifest: None,
+            });
+        }
+        Plan {
+            format_version: 1,
+            gpuctl_version: "0".into(),
+            blueprint: "bp".into(),
+            mode: Mode::Live,
+            cluster_fingerprint: Some("abc".into()),
+            server: Some("https://k".into()),
+            applyset: "applyset-x-v1".into(),
+            actions,
+            nodes: vec![NodeAction {
+                pool: "p".into(),
+                node: "n1".into(),
+                resource_version: None,
+                labels: vec![Change {
+                    path: "labels.\"nvidia.com/mig.config\"".into(),
+                    before: None,
+                    after: Some(json!("all-3g")),
+                }],
+                taints: vec!["nvidia.com/gpu=present:NoSchedule".into()],
+            }],
+            findings: vec![PlanFinding {
+                severity: "warning".into(),
+                message: "pool `p` expects 2 nodes but 1 match".into(),
+            }],
+            helm: HelmRelease {
+                release: "gpu-operator".into(),
+                chart: "nvidia/gpu-operator".into(),
+                version: "v26.7.0".into(),
+                namespace: "gpu-operator".into(),
+                install: "helm".into(),
+                values: json!({}),
+            },
+            node_patches: vec![],
+            summary: Summary {
+                update: updates,
+                conflict: 1,
+                nodes: 1,
+                ..Summary::default()
+            },
+        }
+    }
+
+    #[test]
+    fn human_names_conflicts_changes_nodes_and_findings() {
+        let text = human(&sample(1), Style::Plain, false);
+        assert!(
+            text.contains("! conflict ResourceQuota/team-a/team-a-quota"),
+            "{text}"
+        );
+        assert!(text.contains("kubectl-edit"));
+        assert!(text.contains("~ spec.x: \"1\" -> \"2\""), "{text}");
+        assert!(
+            text.contains("+ labels.\"nvidia.com/mig.config\": \"all-3g\""),
+            "{text}"
+        );
+        assert!(text.contains("+ taint nvidia.com/gpu=present:NoSchedule"));
+        assert!(text.contains("warning: pool `p` expects 2 nodes"));
+        assert!(text.contains(
+            "Plan: 0 to create, 1 to update, 0 to delete, 1 conflict(s), 1 node(s) to patch"
+        ));
+        assert!(!text.contains('\x1b'), "plain output has no escape codes");
+        assert!(human(&sample(1), Style::Rich, false).contains("\x1b[35m"));
+    }
+
+    #[test]
+    fn markdown_is_capped_and_collapses_the_diff() {
+        let md = markdown(&sample(5));
+        assert!(md.contains("<details><summary>Full diff</summary>"));
+        assert!(md.contains("| 0 | 5 | 0 | 1 | 1 | 0 |"), "{md}");
+        let big = markdown(&sample(20_000));
+        assert!(big.len() <= MARKDOWN_CAP + 2_000, "{}", big.len());
+        assert!(big.contains("truncated"));
+    }
+}

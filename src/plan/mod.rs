@@ -1,0 +1,868 @@
+//! Plans: what applying a rendered set would change, object by object and field by field, against a
+//! live cluster (server-side dry-run), a snapshot file, or nothing (offline). A plan is a versioned
+//! JSON document that `apply` can execute later, refusing it when the cluster moved since.
+
+pub mod diff;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::applyset::{self, ApplySetParent};
+use crate::cluster::{ClusterError, FIELD_MANAGER, Kube, Resolved, snapshot::Snapshot};
+use crate::render::{NodePatch, Phase, RenderedObject, RenderedSet};
+use diff::Change;
+
+/// Version of the plan JSON format (docs/plan-format.md).
+pub const PLAN_FORMAT_VERSION: u32 = 1;
+
+/// Kinds never pruned without `--prune-protected`: losing one loses everything inside or above it.
+pub const PROTECTED_KINDS: &[&str] = &[
+    "Namespace",
+    "CustomResourceDefinition",
+    "PriorityClass",
+    "Node",
+];
+
+/// Where the live state came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A live API server, with server-side dry-run.
+    Live,
+    /// A snapshot file.
+    Snapshot,
+    /// No live state: everything is a create.
+    Offline,
+}
+
+/// What happens to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionKind {
+    /// Created.
+    Create,
+    /// Created once its CRD is installed (the kind is not served yet).
+    CreateAfterCrd,
+    /// Fields change.
+    Update,
+    /// Pruned: a member of the set the blueprint no longer declares.
+    Delete,
+    /// A field gpuctl would set is owned by another manager.
+    Conflict,
+    /// Nothing to do.
+    NoOp,
+}
+
+/// One object's action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// What happens.
+    pub action: ActionKind,
+    /// Apply phase (absent for prunes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// apiVersion.
+    pub api_version: String,
+    /// kind.
+    pub kind: String,
+    /// Namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// resourceVersion of the live object when planned (absent: it did not exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// Field changes (update, delete: what goes away).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+    /// Why (conflicts name the other manager and fields; protected prunes say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The manifest to apply (create, update, conflict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<Value>,
+}
+
+impl Action {
+    /// `Kind/ns/name`.
+    pub fn id(&self) -> String {
+        crate::cluster::display_id(&self.kind, self.namespace.as_deref(), &self.name)
+    }
+}
+
+/// Label and taint changes on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeAction {
+    /// Pool.
+    pub pool: String,
+    /// Node name.
+    pub node: String,
+    /// resourceVersion when planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// Label changes (`labels."key"`).
+    pub labels: Vec<Change>,
+    /// Taints added (`key=value:Effect`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<String>,
+}
+
+/// Something the plan noticed about the live cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanFinding {
+    /// `warning` or `error`.
+    pub severity: String,
+    /// What.
+    pub message: String,
+}
+
+/// Counts per action.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Creates (including after-CRD).
+    pub create: usize,
+    /// Updates.
+    pub update: usize,
+    /// Deletes.
+    pub delete: usize,
+    /// Conflicts.
+    pub conflict: usize,
+    /// Unchanged.
+    pub unchanged: usize,
+    /// Nodes with label or taint changes.
+    pub nodes: usize,
+}
+
+impl Summary {
+    /// Whether applying would change anything.
+    pub fn has_changes(&self) -> bool {
+        self.create + self.update + self.delete + self.conflict + self.nodes > 0
+    }
+}
+
+/// A whole plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Format version.
+    pub format_version: u32,
+    /// gpuctl version that made it.
+    pub gpuctl_version: String,
+    /// Blueprint name.
+    pub blueprint: String,
+    /// Live, snapshot or offline.
+    pub mode: Mode,
+    /// Cluster fingerprint (live and snapshot modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_fingerprint: Option<String>,
+    /// Server URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// ApplySet id.
+    pub applyset: String,
+    /// Object actions, in apply order (prunes last).
+    pub actions: Vec<Action>,
+    /// Node label/taint actions.
+    pub nodes: Vec<NodeAction>,
+    /// Live-state findings (node counts, GPU models, drivers).
+    pub findings: Vec<PlanFinding>,
+    /// The operator's Helm release step.
+    pub helm: crate::render::HelmRelease,
+    /// Node patches as rendered (apply re-reads nodes).
+    pub node_patches: Vec<NodePatch>,
+    /// Totals.
+    pub summary: Summary,
+}
+
+/// Options that shape a plan.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanOptions {
+    /// Plan deletion of protected kinds too.
+    pub prune_protected: bool,
+    /// Concurrent requests.
+    pub parallelism: usize,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            prune_protected: false,
+            parallelism: 16,
+        }
+    }
+}
+
+/// Where live state comes from.
+pub enum Live<'a> {
+    /// A live cluster.
+    Cluster(&'a Kube),
+    /// A snapshot.
+    Snapshot(&'a Snapshot),
+    /// Nothing.
+    Offline,
+}
+
+/// Why a plan could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The cluster failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The rendered set is empty: gpuctl never plans pruning everything.
+    #[error("the rendered set is empty; refusing to plan a prune of every member of ApplySet {0}")]
+    EmptySet(String),
+}
+
+/// The GroupKind string of the ApplySet annotation: `Kind.group`, or `Kind` for core.
+pub fn group_kind(api_version: &str, kind: &str) -> String {
+    match api_version.rsplit_once('/') {
+        Some((group, _)) => format!("{kind}.{group}"),
+        None => kind.to_string(),
+    }
+}
+
+fn obj_key(kind: &str, namespace: Option<&str>, name: &str) -> (String, String, String) {
+    (
+        kind.to_string(),
+        namespace.unwrap_or("").to_string(),
+        name.to_string(),
+    )
+}
+
+/// The ApplySet parent of a rendered set.
+pub fn parent_of(set: &RenderedSet) -> ApplySetParent {
+    ApplySetParent::for_blueprint(&set.blueprint, &set.helm.namespace)
+}
+
+/// Builds the plan.
+pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Result<Plan, PlanError> {
+    let parent = parent_of(set);
+    let id = parent.id();
+    if set.objects.is_empty() {
+        return Err(PlanError::EmptySet(id));
+    }
+    let (fingerprint, server) = match &live {
+        Live::Cluster(k) => (Some(k.fingerprint().await?), Some(k.server.clone())),
+        Live::Snapshot(s) => (s.fingerprint.clone(), s.server.clone()),
+        Live::Offline => (None, None),
+    };
+
+    // Kinds: served or not.
+    let mut kinds: BTreeMap<(String, String), Option<Resolved>> = BTreeMap::new();
+    for o in &set.objects {
+        kinds
+            .entry((o.api_version.clone(), o.kind.clone()))
+            .or_insert(None);
+    }
+    let mut served: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for (api_version, kind) in kinds.keys().cloned().collect::<Vec<_>>() {
+        let is_served = match &live {
+            Live::Cluster(k) => {
+                let r = k.resolve(&api_version, &kind).await?;
+                let s = r.is_some();
+                kinds.insert((api_version.clone(), kind.clone()), r);
+                s
+            }
+            Live::Snapshot(s) => s.serves(&api_version, &kind),
+            Live::Offline => true,
+        };
+        served.insert((api_version, kind), is_served);
+    }
+
+    // Current members of the set (for prune), and the live copies of rendered objects.
+    let members = list_members(&live, &parent, &kinds).await?;
+    let desired_keys: BTreeSet<(String, String, String)> = set
+        .objects
+        .iter()
+        .map(|o| obj_key(&o.kind, o.namespace.as_deref(), &o.name))
+        .collect();
+    let namespaces_created: BTreeSet<&str> = set
+        .objects
+        .iter()
+        .filter(|o| o.kind == "Namespace")
+        .map(|o| o.name.as_str())
+        .collect();
+
+    let live_ref = &live;
+    let kinds_ref = &kinds;
+    let served_ref = &served;
+    let members_ref = &members;
+    let ns_created = &namespaces_created;
+    let actions: Vec<Result<Action, PlanError>> = futures::stream::iter(set.objects.iter())
+        .map(|o| async move {
+            let is_served = served_ref[&(o.api_version.clone(), o.kind.clone())];
+            if !is_served {
+                return Ok(action(
+                    ActionKind::CreateAfterCrd,
+                    o,
+                    None,
+                    vec![],
+                    Some(format!(
+                        "{} {} is not served yet; it is created once its CRD is installed",
+                        o.api_version, o.kind
+                    )),
+                ));
+            }
+            let key = obj_key(&o.kind, o.namespace.as_deref(), &o.name);
+            let current = match members_ref.get(&key) {
+                Some(v) => Some(v.clone()),
+                None => get_live(live_ref, kinds_ref, o).await?,
+            };
+            plan_object(live_ref, kinds_ref, o, current, ns_created).await
+        })
+        .buffered(opts.parallelism.max(1))
+        .collect()
+        .await;
+    let mut actions: Vec<Action> = actions.into_iter().collect::<Result<_, _>>()?;
+
+    // Prune: members the blueprint no longer declares.
+    let mut findings = Vec::new();
+    for ((kind, ns, name), obj) in &members {
+        if desired_keys.contains(&(kind.clone(), ns.clone(), name.clone())) {
+            continue;
+        }
+        let api_version = obj["apiVersion"].as_str().unwrap_or_default().to_string();
+        let protected = PROTECTED_KINDS.contains(&kind.as_str());
+        if protected && !opts.prune_protected {
+            findings.push(PlanFinding {
+                severity: "warning".into(),
+                message: format!(
+                    "{} is no longer in the blueprint but is kept: {kind} objects are pruned only with --prune-protected",
+                    crate::cluster::display_id(kind, (!ns.is_empty()).then_some(ns.as_str()), name)
+                ),
+            });
+            continue;
+        }
+        actions.push(Action {
+            action: ActionKind::Delete,
+            phase: None,
+            api_version,
+            kind: kind.clone(),
+            namespace: (!ns.is_empty()).then(|| ns.clone()),
+            name: name.clone(),
+            resource_version: obj["metadata"]["resourceVersion"]
+                .as_str()
+                .map(str::to_string),
+            changes: vec![],
+            reason: Some("no longer declared by the blueprint".into()),
+            manifest: None,
+        });
+    }
+
+    let (nodes, node_findings) = plan_nodes(&live, &set.node_patches).await?;
+    findings.extend(node_findings);
+
+    let mut summary = Summary::default();
+    for a in &actions {
+        match a.action {
+            ActionKind::Create | ActionKind::CreateAfterCrd => summary.create += 1,
+            ActionKind::Update => summary.update += 1,
+            ActionKind::Delete => summary.delete += 1,
+            ActionKind::Conflict => summary.conflict += 1,
+            ActionKind::NoOp => summary.unchanged += 1,
+        }
+    }
+    summary.nodes = nodes.len();
+    Ok(Plan {
+        format_version: PLAN_FORMAT_VERSION,
+        gpuctl_version: env!("CARGO_PKG_VERSION").to_string(),
+        blueprint: set.blueprint.clone(),
+        mode: match live {
+            Live::Cluster(_) => Mode::Live,
+            Live::Snapshot(_) => Mode::Snapshot,
+            Live::Offline => Mode::Offline,
+        },
+        cluster_fingerprint: fingerprint,
+        server,
+        applyset: id,
+        actions,
+        nodes,
+        findings,
+        helm: set.helm.clone(),
+        node_patches: set.node_patches.clone(),
+        summary,
+    })
+}
+
+fn action(
+    kind: ActionKind,
+    o: &RenderedObject,
+    rv: Option<String>,
+    changes: Vec<Change>,
+    reason: Option<String>,
+) -> Action {
+    Action {
+        action: kind,
+        phase: Some(o.phase),
+        api_version: o.api_version.clone(),
+        kind: o.kind.clone(),
+        namespace: o.namespace.clone(),
+        name: o.name.clone(),
+        resource_version: rv,
+        changes,
+        reason,
+        manifest: Some(o.manifest.clone()),
+    }
+}
+
+async fn get_live(
+    live: &Live<'_>,
+    kinds: &BTreeMap<(String, String), Option<Resolved>>,
+    o: &RenderedObject,
+) -> Result<Option<Value>, PlanError> {
+    Ok(match live {
+        Live::Cluster(k) => match &kinds[&(o.api_version.clone(), o.kind.clone())] {
+            Some(r) => k.get(r, o.namespace.as_deref(), &o.name).await?,
+            None => None,
+        },
+        Live::Snapshot(s) => s
+            .get(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name)
+            .cloned(),
+        Live::Offline => None,
+    })
+}
+
+async fn plan_object(
+    live: &Live<'_>,
+    kinds: &BTreeMap<(String, String), Option<Resolved>>,
+    o: &RenderedObject,
+    current: Option<Value>,
+    namespaces_created: &BTreeSet<&str>,
+) -> Result<Action, PlanError> {
+    let desired = &o.manifest;
+    let Some(current) = current else {
+        // Validate creates against the server where possible: strict field validation catches a
+        // bad manifest at plan time instead of half-way through apply.
+        if let Live::Cluster(k) = live
+            && let Some(r) = &kinds[&(o.api_version.clone(), o.kind.clone())]
+            && o.namespace
+                .as_deref()
+                .is_none_or(|ns| !namespaces_created.contains(ns))
+        {
+            match k.apply(r, desired, true, false).await {
+                Ok(_) => {}
+                Err(ClusterError::Conflict { message, .. }) => {
+                    return Ok(action(ActionKind::Conflict, o, None, vec![], Some(message)));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let changes = diff::diff(&Value::Null, &strip_for_display(desired));
+        return Ok(action(
+            ActionKind::Create,
+            o,
+            None,
+            flatten_create(changes),
+            None,
+        ));
+    };
+    let rv = current["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_string);
+    let removed = diff::removed_fields(&current, desired, FIELD_MANAGER);
+    let before = diff::project(&current, desired);
+    // Fast path: the live object already carries every field exactly as declared and gpuctl
+    // dropped nothing, so a server-side apply would be a no-op: skip the dry-run round trip.
+    if before == *desired && removed.is_empty() {
+        return Ok(action(ActionKind::NoOp, o, rv, vec![], None));
+    }
+    let after = match live {
+        Live::Cluster(k) => {
+            let r = kinds[&(o.api_version.clone(), o.kind.clone())]
+                .as_ref()
+                .expect("served kind is resolved");
+            match k.apply(r, desired, true, false).await {
+                Ok(v) => diff::project(&v, desired),
+                Err(ClusterError::Conflict { message, .. }) => {
+                    let changes = diff::diff(&before, desired);
+                    return Ok(action(ActionKind::Conflict, o, rv, changes, Some(message)));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // Without a server to normalise the object, assume what the API server does for every
+        // `omitempty` field: a false / zero / empty value gpuctl declares is not stored.
+        _ => diff::without_absent_zero_values(desired, &current),
+    };
+    let mut changes = diff::diff(&before, &after);
+    changes.extend(removed);
+    diff::mask_secret(&o.kind, &mut changes);
+    let kind = if changes.is_empty() {
+        ActionKind::NoOp
+    } else {
+        ActionKind::Update
+    };
+    Ok(action(kind, o, rv, changes, None))
+}
+
+/// A new object shown without apiVersion/kind noise.
+fn strip_for_display(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    v
+}
+
+fn flatten_create(changes: Vec<Change>) -> Vec<Change> {
+    // A create is one change at the root; show its fields as additions.
+    match changes.into_iter().next() {
+        Some(Change { after: Some(v), .. }) => {
+            let mut out = Vec::new();
+            leaves("", &v, &mut out);
+            out
+        }
+        _ => vec![],
+    }
+}
+
+fn leaves(path: &str, v: &Value, out: &mut Vec<Change>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, x) in m {
+                leaves(&diff::join(path, k), x, out);
+            }
+        }
+        _ => out.push(Change {
+            path: path.to_string(),
+            before: None,
+            after: Some(v.clone()),
+        }),
+    }
+}
+
+async fn list_members(
+    live: &Live<'_>,
+    parent: &ApplySetParent,
+    kinds: &BTreeMap<(String, String), Option<Resolved>>,
+) -> Result<BTreeMap<(String, String, String), Value>, PlanError> {
+    let id = parent.id();
+    let mut out = BTreeMap::new();
+    let mut insert = |v: Value| {
+        let kind = v["kind"].as_str().unwrap_or_default().to_string();
+        let ns = v["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let name = v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        out.insert((kind, ns, name), v);
+    };
+    match live {
+        Live::Offline => {}
+        Live::Snapshot(s) => s.members(&id).into_iter().cloned().for_each(&mut insert),
+        Live::Cluster(k) => {
+            let selector = format!("{}={id}", applyset::PART_OF);
+            // Kinds the set has now, plus kinds the parent recorded earlier (they may hold members
+            // the blueprint dropped).
+            let mut resolved: Vec<Resolved> = kinds.values().flatten().cloned().collect();
+            let parent_kinds = parent_group_kinds(k, parent).await?;
+            for gk in parent_kinds {
+                let (kind, group) = gk.split_once('.').unwrap_or((gk.as_str(), ""));
+                if resolved
+                    .iter()
+                    .any(|r| r.resource.kind == kind && r.resource.group == group)
+                {
+                    continue;
+                }
+                if let Some(r) = k.resolve_group_kind(group, kind).await? {
+                    resolved.push(r);
+                }
+            }
+            for r in resolved {
+                for mut v in k.list(&r, &selector).await? {
+                    // Lists omit apiVersion/kind on items.
+                    v["apiVersion"] = json!(r.resource.api_version);
+                    v["kind"] = json!(r.resource.kind);
+                    insert(v);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Group-kinds recorded on the live ApplySet parent.
+pub async fn parent_group_kinds(
+    k: &Kube,
+    parent: &ApplySetParent,
+) -> Result<Vec<String>, ClusterError> {
+    let Some(r) = k.resolve("v1", "ConfigMap").await? else {
+        return Ok(vec![]);
+    };
+    let Some(cm) = k.get(&r, Some(&parent.namespace), &parent.name).await? else {
+        return Ok(vec![]);
+    };
+    Ok(
+        cm["metadata"]["annotations"][applyset::CONTAINS_GROUP_KINDS]
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Label selector string of a pool.
+pub fn selector_string(selector: &BTreeMap<String, String>) -> String {
+    selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn node_matches(node: &Value, selector: &BTreeMap<String, String>) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| node["metadata"]["labels"][k] == *v)
+}
+
+/// Live nodes of every pool, by pool name.
+pub async fn pool_nodes(
+    live: &Live<'_>,
+    patches: &[NodePatch],
+) -> Result<BTreeMap<String, Vec<Value>>, ClusterError> {
+    let mut out = BTreeMap::new();
+    for p in patches {
+        let nodes = match live {
+            Live::Offline => vec![],
+            Live::Snapshot(s) => s
+                .nodes
+                .iter()
+                .filter(|n| node_matches(n, &p.selector))
+                .cloned()
+                .collect(),
+            Live::Cluster(k) => {
+                let r = k
+                    .resolve("v1", "Node")
+                    .await?
+                    .expect("every cluster serves Nodes");
+                k.list(&r, &selector_string(&p.selector)).await?
+            }
+        };
+        out.insert(p.pool.clone(), nodes);
+    }
+    Ok(out)
+}
+
+/// GFD's driver version label, or the deprecated triple.
+pub fn node_driver(node: &Value) -> Option<String> {
+    let l = &node["metadata"]["labels"];
+    if let Some(full) = l["nvidia.com/cuda.driver-version.full"].as_str() {
+        return Some(full.to_string());
+    }
+    let (ma, mi, rev) = (
+        l["nvidia.com/cuda.driver.major"].as_str()?,
+        l["nvidia.com/cuda.driver.minor"].as_str()?,
+        l["nvidia.com/cuda.driver.rev"].as_str().unwrap_or(""),
+    );
+    Some(if rev.is_empty() {
+        format!("{ma}.{mi}")
+    } else {
+        format!("{ma}.{mi}.{rev}")
+    })
+}
+
+fn taint_string(key: &str, value: Option<&str>, effect: &str) -> String {
+    match value {
+        Some(v) => format!("{key}={v}:{effect}"),
+        None => format!("{key}:{effect}"),
+    }
+}
+
+async fn plan_nodes(
+    live: &Live<'_>,
+    patches: &[NodePatch],
+) -> Result<(Vec<NodeAction>, Vec<PlanFinding>), ClusterError> {
+    let mut actions = Vec::new();
+    let mut findings = Vec::new();
+    if matches!(live, Live::Offline) {
+        return Ok((actions, findings));
+    }
+    let by_pool = pool_nodes(live, patches).await?;
+    for p in patches {
+        let nodes = &by_pool[&p.pool];
+        if nodes.len() != p.expected_nodes as usize {
+            findings.push(PlanFinding {
+                severity: "warning".into(),
+                message: format!(
+                    "pool `{}` expects {} nodes but {} match `{}`",
+                    p.pool,
+                    p.expected_nodes,
+                    nodes.len(),
+                    selector_string(&p.selector)
+                ),
+            });
+        }
+        for n in nodes {
+            let name = n["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let labels = &n["metadata"]["labels"];
+            if let Some(product) = labels["nvidia.com/gpu.product"].as_str()
+                && !p.expected_products.is_empty()
+                && !p
+                    .expected_products
+                    .iter()
+                    .any(|e| product == e || product.starts_with(&format!("{e}-")))
+            {
+                findings.push(PlanFinding {
+                    severity: "error".into(),
+                    message: format!(
+                        "node `{name}` of pool `{}` reports GPU `{product}`; the blueprint says {}",
+                        p.pool,
+                        p.expected_products.join(" or ")
+                    ),
+                });
+            }
+            if let Some(driver) = node_driver(n)
+                && driver != p.expected_driver
+            {
+                findings.push(PlanFinding {
+                    severity: "warning".into(),
+                    message: format!(
+                        "node `{name}` of pool `{}` runs driver {driver}; the blueprint says {} (the operator upgrades it after apply)",
+                        p.pool, p.expected_driver
+                    ),
+                });
+            }
+            let mut label_changes = Vec::new();
+            for (k, v) in &p.labels {
+                let current = labels[k].as_str();
+                if current != Some(v.as_str()) {
+                    label_changes.push(Change {
+                        path: diff::join("labels", k),
+                        before: current.map(|c| json!(c)),
+                        after: Some(json!(v)),
+                    });
+                }
+            }
+            let taints: Vec<String> = p
+                .taints
+                .iter()
+                .filter(|t| {
+                    let same = n["spec"]["taints"].as_array().and_then(|ts| {
+                        ts.iter().find(|x| {
+                            x["key"] == t.key.as_str() && x["effect"] == t.effect.as_str()
+                        })
+                    });
+                    match same {
+                        None => true,
+                        Some(x) => x["value"].as_str() != t.value.as_deref(),
+                    }
+                })
+                .map(|t| taint_string(&t.key, t.value.as_deref(), &t.effect))
+                .collect();
+            if !label_changes.is_empty() || !taints.is_empty() {
+                actions.push(NodeAction {
+                    pool: p.pool.clone(),
+                    node: name,
+                    resource_version: n["metadata"]["resourceVersion"]
+                        .as_str()
+                        .map(str::to_string),
+                    labels: label_changes,
+                    taints,
+                });
+            }
+        }
+    }
+    Ok((actions, findings))
+}
+
+impl Plan {
+    /// Versioned JSON (pretty, trailing newline).
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// Reads a saved plan, refusing unknown format versions.
+    pub fn from_json(text: &str) -> Result<Plan, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not a gpuctl plan: {e}"))?;
+        match v["format_version"].as_u64() {
+            Some(n) if n == u64::from(PLAN_FORMAT_VERSION) => {}
+            Some(n) => {
+                return Err(format!(
+                    "plan format version {n} is not {PLAN_FORMAT_VERSION}; re-run `gpuctl plan` with this gpuctl"
+                ));
+            }
+            None => return Err("not a gpuctl plan: no `format_version`".into()),
+        }
+        serde_json::from_value(v).map_err(|e| format!("not a gpuctl plan: {e}"))
+    }
+}
+
+/// Captures the live state a rendered set touches: its objects, the set's members, the pools'
+/// nodes and the kinds the cluster serves.
+pub async fn capture(k: &Kube, set: &RenderedSet) -> Result<Snapshot, PlanError> {
+    let mut snap = Snapshot {
+        format_version: crate::cluster::snapshot::SNAPSHOT_FORMAT_VERSION,
+        fingerprint: Some(k.fingerprint().await?),
+        server: Some(k.server.clone()),
+        ..Snapshot::default()
+    };
+    let mut kinds: BTreeMap<(String, String), Option<Resolved>> = BTreeMap::new();
+    for o in &set.objects {
+        let key = (o.api_version.clone(), o.kind.clone());
+        if let std::collections::btree_map::Entry::Vacant(slot) = kinds.entry(key) {
+            let r = k.resolve(&o.api_version, &o.kind).await?;
+            if r.is_some() {
+                snap.served_kinds
+                    .push(format!("{}|{}", o.api_version, o.kind));
+            }
+            slot.insert(r);
+        }
+    }
+    let live = Live::Cluster(k);
+    for o in &set.objects {
+        if let Some(v) = get_live(&live, &kinds, o).await? {
+            snap.objects.insert(
+                crate::cluster::snapshot::key(
+                    &o.api_version,
+                    &o.kind,
+                    o.namespace.as_deref(),
+                    &o.name,
+                ),
+                v,
+            );
+        }
+    }
+    for ((kind, ns, name), v) in list_members(&live, &parent_of(set), &kinds).await? {
+        let api_version = v["apiVersion"].as_str().unwrap_or_default().to_string();
+        snap.objects.insert(
+            crate::cluster::snapshot::key(
+                &api_version,
+                &kind,
+                (!ns.is_empty()).then_some(ns.as_str()),
+                &name,
+            ),
+            v,
+        );
+    }
+    for (_, nodes) in pool_nodes(&live, &set.node_patches).await? {
+        for mut n in nodes {
+            // Keep what plans read: metadata (labels) and taints; drop status (heartbeats, images).
+            if let Some(m) = n.as_object_mut() {
+                m.remove("status");
+            }
+            snap.nodes.push(n);
+        }
+    }
+    snap.nodes.sort_by(|a, b| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
+    snap.nodes.dedup();
+    Ok(snap)
+}

@@ -1,0 +1,345 @@
+//! The real `gpuctl` binary against the harness: apply an example blueprint, plan again (exit 0),
+//! edit it (exit 2 and exactly the expected action), apply a saved plan, kill an apply mid-way and
+//! re-run it, and plan from a snapshot. One test function: the example's object names are fixed,
+//! so its steps must not run in parallel with each other.
+//!
+//! Stand-ins, stated plainly: the Prometheus Operator's CRDs are not in ../shared/upstream, so the
+//! test installs permissive CRDs for ServiceMonitor and PrometheusRule; MIG Manager does not run
+//! here, so a small task plays its part and reports `nvidia.com/mig.config.state=success` once a
+//! node's `nvidia.com/mig.config` label is set, as MIG Manager does after reconfiguring.
+
+mod support;
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use serde_json::{Value, json};
+use support::cluster::{GpuNode, TestCluster};
+
+const BLUEPRINT: &str = "blueprints/dgx-h100-training.yaml";
+
+fn gpuctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn kubeconfig() -> String {
+    std::env::var(support::cluster::KUBECONFIG_ENV).expect("checked by TestCluster::connect")
+}
+
+fn assert_code(o: &Output, code: i32, what: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+async fn stand_in_monitoring_crds(client: &kube::Client) {
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    for (kind, plural) in [
+        ("ServiceMonitor", "servicemonitors"),
+        ("PrometheusRule", "prometheusrules"),
+    ] {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.monitoring.coreos.com")},
+            "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
+        crds.patch(
+            &format!("{plural}.monitoring.coreos.com"),
+            &PatchParams::apply("gpuctl-test").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("stand-in CRD");
+    }
+}
+
+/// Plays MIG Manager: a node whose `nvidia.com/mig.config` is set gets `mig.config.state=success`.
+fn mig_manager_stand_in(client: kube::Client, selector: String) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let nodes: Api<Node> = Api::all(client);
+        loop {
+            if let Ok(list) = nodes.list(&ListParams::default().labels(&selector)).await {
+                for n in list {
+                    let labels = n.metadata.labels.clone().unwrap_or_default();
+                    if labels.contains_key("nvidia.com/mig.config")
+                        && labels
+                            .get("nvidia.com/mig.config.state")
+                            .map(String::as_str)
+                            != Some("success")
+                    {
+                        let p = json!({"metadata": {"labels": {"nvidia.com/mig.config.state": "success"}}});
+                        let _ = nodes
+                            .patch(
+                                n.metadata.name.as_deref().unwrap_or_default(),
+                                &PatchParams::default(),
+                                &Patch::Merge(&p),
+                            )
+                            .await;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+}
+
+fn plan_json(args: &[&str]) -> (Output, Value) {
+    let o = gpuctl(args);
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o, v)
+}
+
+fn changed(plan: &Value) -> Vec<String> {
+    plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["action"] != "no-op")
+        .map(|a| {
+            format!(
+                "{} {}/{}",
+                a["action"].as_str().unwrap(),
+                a["kind"].as_str().unwrap(),
+                a["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
+    let Some(tc) = TestCluster::connect("cli_cycle").await else {
+        return;
+    };
+    let kc = kubeconfig();
+    stand_in_monitoring_crds(&tc.client).await;
+    for i in 0..2 {
+        tc.create_gpu_node(
+            &format!("infer{i}"),
+            &GpuNode::h100(8)
+                .driver("580.173.02", (13, 0))
+                .label("node.kubernetes.io/instance-type", "dgx-h100")
+                .label("gpuctl.dev/pool", "h100-infer"),
+        )
+        .await
+        .unwrap();
+    }
+    let mig = mig_manager_stand_in(tc.client.clone(), "gpuctl.dev/pool=h100-infer".into());
+    let dir = tempfile::tempdir().unwrap();
+    let common = ["--kubeconfig", &kc];
+
+    // Apply, then a second plan finds nothing to do.
+    let o = gpuctl(
+        &[
+            &[
+                "apply",
+                BLUEPRINT,
+                "--no-helm",
+                "--wait-timeout",
+                "60s",
+                "--crd-timeout",
+                "30s",
+            ][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 0, "first apply");
+    let o = gpuctl(&[&["plan", BLUEPRINT, "--detailed-exitcode"][..], &common[..]].concat());
+    assert_code(&o, 0, "plan after apply");
+    let nodes: Api<Node> = Api::all(tc.client.clone());
+    let n = nodes.get(&tc.name("infer0")).await.unwrap();
+    let labels = n.metadata.labels.unwrap();
+    assert_eq!(
+        labels
+            .get("nvidia.com/mig.config.state")
+            .map(String::as_str),
+        Some("success")
+    );
+    assert!(labels.contains_key("nvidia.com/mig.config"));
+
+    // An edit: one quota changes, so exactly one object updates and the exit code is 2.
+    let text = std::fs::read_to_string(BLUEPRINT).unwrap();
+    let edited = text.replace(
+        "quota: { nvidia.com/gpu: 64, pods: 200,",
+        "quota: { nvidia.com/gpu: 56, pods: 200,",
+    );
+    assert_ne!(edited, text);
+    let edited_path = dir.path().join("edited.yaml");
+    std::fs::write(&edited_path, &edited).unwrap();
+    let ep = edited_path.to_str().unwrap();
+    let (o, plan) = plan_json(
+        &[
+            &["plan", ep, "--detailed-exitcode", "--format", "json"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 2, "plan of an edit");
+    assert_eq!(
+        changed(&plan),
+        vec!["update ResourceQuota/team-a-quota".to_string()]
+    );
+
+    // Save the plan and apply it; then nothing is left to do.
+    let saved = dir.path().join("plan.json");
+    let o = gpuctl(
+        &[
+            &["plan", ep, "--out", saved.to_str().unwrap()][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 0, "plan --out");
+    let o = gpuctl(
+        &[
+            &["apply", saved.to_str().unwrap(), "--no-helm"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 0, "apply saved plan");
+    let o = gpuctl(&[&["plan", ep, "--detailed-exitcode"][..], &common[..]].concat());
+    assert_code(&o, 0, "plan after applying the saved plan");
+    // Applying the same saved plan again is refused: the quota moved since it was made.
+    let o = gpuctl(
+        &[
+            &["apply", saved.to_str().unwrap(), "--no-helm"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 1, "stale saved plan");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("stale"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // Kill an apply mid-way (SIGKILL after its first applied object), then re-run: it converges.
+    let bigger = text.replace(
+        "namespaces: [dev-test]",
+        "namespaces: [dev-test, dev-extra-1, dev-extra-2, dev-extra-3]",
+    );
+    let bigger_path = dir.path().join("bigger.yaml");
+    std::fs::write(&bigger_path, &bigger).unwrap();
+    let bp = bigger_path.to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args([
+            "apply",
+            bp,
+            "--no-helm",
+            "--parallelism",
+            "1",
+            "--kubeconfig",
+            &kc,
+        ])
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let stderr = child.stderr.take().unwrap();
+        for line in std::io::BufReader::new(stderr).lines() {
+            if line.unwrap().trim_start().starts_with("created") {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (o, mid) = plan_json(&[&["plan", bp, "--format", "json"][..], &common[..]].concat());
+    assert_code(&o, 0, "plan after the kill");
+    assert!(!changed(&mid).is_empty(), "the kill left work to do");
+    let o = gpuctl(
+        &[
+            &["apply", bp, "--no-helm", "--wait-timeout", "60s"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 0, "re-run after the kill");
+    let o = gpuctl(&[&["plan", bp, "--detailed-exitcode"][..], &common[..]].concat());
+    assert_code(&o, 0, "converged after the kill");
+
+    // A snapshot plans offline exactly like the live cluster.
+    let snap = dir.path().join("snap.json");
+    let o = gpuctl(
+        &[
+            &["snapshot", bp, "--out", snap.to_str().unwrap()][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 0, "snapshot");
+    let o = gpuctl(&[
+        "plan",
+        bp,
+        "--snapshot",
+        snap.to_str().unwrap(),
+        "--detailed-exitcode",
+    ]);
+    assert_code(&o, 0, "snapshot plan of a converged cluster");
+    let (o, p) = plan_json(&[
+        "plan",
+        ep,
+        "--snapshot",
+        snap.to_str().unwrap(),
+        "--format",
+        "json",
+        "--detailed-exitcode",
+    ]);
+    assert_code(&o, 2, "snapshot plan of an edit");
+    assert!(
+        changed(&p).contains(&"update ResourceQuota/team-a-quota".to_string()),
+        "{:?}",
+        changed(&p)
+    );
+
+    // Back to the example: the extra tenant namespaces' objects are pruned, the namespaces kept.
+    let o = gpuctl(&[&["apply", BLUEPRINT, "--no-helm"][..], &common[..]].concat());
+    assert_code(&o, 0, "apply the original again");
+    let (o, p) = plan_json(
+        &[
+            &["plan", BLUEPRINT, "--format", "json", "--detailed-exitcode"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 0, "plan after restoring");
+    assert!(
+        p["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["message"]
+                .as_str()
+                .unwrap()
+                .contains("Namespace/dev-extra-1")),
+        "{}",
+        p["findings"]
+    );
+    mig.abort();
+}

@@ -1,0 +1,708 @@
+//! `plan` and `apply` against the real kube-apiserver of the test harness (docs/testing.md), with
+//! hand-built rendered sets so each test controls exactly what changes. Every test works under a
+//! unique prefix, so tests run in parallel on one server.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use gpuctl::apply::{self, ApplyError, ApplyOptions, Progress, ProgressMode};
+use gpuctl::applyset::{self, ApplySetParent};
+use gpuctl::cluster::{self, ConnectOptions, Kube};
+use gpuctl::plan::{self, ActionKind, Live, Plan, PlanOptions};
+use gpuctl::render::{HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+use support::cluster::{GpuNode, TestCluster};
+
+async fn kube() -> Kube {
+    let path =
+        std::env::var(support::cluster::KUBECONFIG_ENV).expect("checked by TestCluster::connect");
+    cluster::connect(&ConnectOptions {
+        kubeconfig: Some(path.into()),
+        context: None,
+    })
+    .await
+    .expect("connects to the harness")
+}
+
+/// A small rendered set under `prefix`: namespace, priority class, quota, Kueue flavor/cluster
+/// queue/local queue, a Volcano queue, and one pool of nodes.
+struct Fixture {
+    prefix: String,
+    quota: u32,
+    with_volcano: bool,
+    with_limit_range: bool,
+}
+
+impl Fixture {
+    fn new(prefix: &str) -> Fixture {
+        Fixture {
+            prefix: prefix.to_string(),
+            quota: 8,
+            with_volcano: true,
+            with_limit_range: false,
+        }
+    }
+
+    fn ns(&self) -> String {
+        format!("{}-ns", self.prefix)
+    }
+
+    fn parent(&self) -> ApplySetParent {
+        ApplySetParent::for_blueprint(&self.prefix, &self.ns())
+    }
+
+    fn object(
+        &self,
+        phase: Phase,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+    ) -> RenderedObject {
+        let mut manifest = json!({
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {
+                "name": name,
+                "labels": {
+                    applyset::PART_OF: self.parent().id(),
+                    applyset::MANAGED_BY: "gpuctl",
+                    applyset::BLUEPRINT_LABEL: self.prefix,
+                },
+            },
+        });
+        if let Some(ns) = namespace {
+            manifest["metadata"]["namespace"] = json!(ns);
+        }
+        for (k, v) in body.as_object().expect("object body") {
+            manifest[k] = v.clone();
+        }
+        RenderedObject {
+            phase,
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: namespace.map(str::to_string),
+            name: name.into(),
+            manifest,
+        }
+    }
+
+    fn set(&self) -> RenderedSet {
+        let p = &self.prefix;
+        let ns = self.ns();
+        let mut objects = vec![
+            self.object(Phase::Foundation, "v1", "Namespace", None, &ns, json!({})),
+            self.object(Phase::Foundation, "scheduling.k8s.io/v1", "PriorityClass", None, &format!("{p}-pc"), json!({"value": 1000, "preemptionPolicy": "Never"})),
+            self.object(Phase::Quotas, "v1", "ResourceQuota", Some(&ns), "gpu-quota", json!({"spec": {"hard": {"requests.nvidia.com/gpu": self.quota.to_string(), "pods": "50"}}})),
+            self.object(Phase::Queues, "kueue.x-k8s.io/v1beta2", "ResourceFlavor", None, &format!("{p}-flavor"), json!({"spec": {"nodeLabels": {"gpuctl-test/pool": format!("{p}-pool")}}})),
+            self.object(Phase::Queues, "kueue.x-k8s.io/v1beta2", "ClusterQueue", None, &format!("{p}-cq"), json!({"spec": {
+                "namespaceSelector": {"matchLabels": {"gpuctl.dev/tenant": p}},
+                "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": format!("{p}-flavor"), "resources": [{"name": "nvidia.com/gpu", "nominalQuota": self.quota.to_string()}]}]}],
+            }})),
+            self.object(Phase::Queues, "kueue.x-k8s.io/v1beta2", "LocalQueue", Some(&ns), "default", json!({"spec": {"clusterQueue": format!("{p}-cq")}})),
+        ];
+        if self.with_volcano {
+            objects.push(self.object(
+                Phase::Queues,
+                "scheduling.volcano.sh/v1beta1",
+                "Queue",
+                None,
+                &format!("{p}-vq"),
+                json!({"spec": {"weight": 4, "reclaimable": true}}),
+            ));
+        }
+        if self.with_limit_range {
+            objects.push(self.object(Phase::Quotas, "v1", "LimitRange", Some(&ns), "gpu-defaults", json!({"spec": {"limits": [{"type": "Container", "default": {"nvidia.com/gpu": "1"}, "defaultRequest": {"nvidia.com/gpu": "1"}}]}})));
+        }
+        objects.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        RenderedSet {
+            blueprint: p.clone(),
+            objects,
+            node_patches: vec![NodePatch {
+                pool: format!("{p}-pool"),
+                selector: BTreeMap::from([("gpuctl-test/pool".to_string(), format!("{p}-pool"))]),
+                expected_nodes: 2,
+                labels: BTreeMap::from([(
+                    "gpu.example.com/tier".to_string(),
+                    "premium".to_string(),
+                )]),
+                taints: vec![NodeTaint {
+                    key: "nvidia.com/gpu".into(),
+                    value: Some("present".into()),
+                    effect: "NoSchedule".into(),
+                }],
+                expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
+                expected_driver: "580.105.08".into(),
+            }],
+            helm: HelmRelease {
+                release: "gpu-operator".into(),
+                chart: "nvidia/gpu-operator".into(),
+                version: "v26.7.0".into(),
+                namespace: ns,
+                install: "none".into(),
+                values: json!({}),
+            },
+            documents: BTreeMap::new(),
+        }
+    }
+}
+
+fn quiet() -> Progress {
+    Progress::new(ProgressMode::Quiet)
+}
+
+fn opts() -> ApplyOptions {
+    ApplyOptions {
+        poll: std::time::Duration::from_millis(200),
+        crd_timeout: std::time::Duration::from_secs(5),
+        wait_timeout: std::time::Duration::from_secs(20),
+        ..ApplyOptions::default()
+    }
+}
+
+async fn live_plan(k: &Kube, set: &RenderedSet) -> Plan {
+    plan::plan(set, Live::Cluster(k), PlanOptions::default())
+        .await
+        .expect("plan")
+}
+
+async fn nodes(tc: &TestCluster, prefix: &str) {
+    for i in 0..2 {
+        tc.create_gpu_node(
+            &format!("n{i}"),
+            &GpuNode::h100(8)
+                .driver("580.105.08", (13, 0))
+                .label("gpuctl-test/pool", &format!("{prefix}-pool")),
+        )
+        .await
+        .expect("node");
+    }
+}
+
+fn actions(plan: &Plan) -> Vec<(ActionKind, String)> {
+    plan.actions
+        .iter()
+        .filter(|a| a.action != ActionKind::NoOp)
+        .map(|a| (a.action, a.id()))
+        .collect()
+}
+
+#[tokio::test]
+async fn apply_then_plan_reports_no_changes() {
+    let Some(tc) = TestCluster::connect("apply_noop").await else {
+        return;
+    };
+    let k = kube().await;
+    let f = Fixture::new(&tc.name("noop"));
+    nodes(&tc, &f.prefix).await;
+    let first = live_plan(&k, &f.set()).await;
+    assert_eq!(first.summary.create, 7, "{:#?}", actions(&first));
+    assert_eq!(first.summary.nodes, 2);
+    apply::apply(&k, &first, &opts(), &quiet())
+        .await
+        .expect("apply");
+
+    let second = live_plan(&k, &f.set()).await;
+    assert!(
+        !second.summary.has_changes(),
+        "second plan: {:#?} {:#?}",
+        actions(&second),
+        second.nodes
+    );
+    assert_eq!(second.summary.unchanged, 7);
+
+    // The ApplySet parent names its kinds, so kubectl (and gpuctl's prune) find every member.
+    let cm: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(k.client(), &f.ns());
+    let parent = cm.get(&f.parent().name).await.expect("parent exists");
+    let ann = parent.metadata.annotations.unwrap();
+    let kinds = &ann[applyset::CONTAINS_GROUP_KINDS];
+    for gk in [
+        "ClusterQueue.kueue.x-k8s.io",
+        "Namespace",
+        "Queue.scheduling.volcano.sh",
+        "ResourceQuota",
+    ] {
+        assert!(
+            kinds.split(',').any(|k| k == gk),
+            "{gk} missing from {kinds}"
+        );
+    }
+    assert_eq!(
+        parent.metadata.labels.unwrap()[applyset::ID],
+        f.parent().id()
+    );
+
+    // Node labels and taints landed per key, leaving GFD's labels alone.
+    let node_api: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
+    for n in node_api
+        .list(
+            &kube::api::ListParams::default()
+                .labels(&format!("gpuctl-test/pool={}-pool", f.prefix)),
+        )
+        .await
+        .unwrap()
+    {
+        let labels = n.metadata.labels.unwrap();
+        assert_eq!(labels["gpu.example.com/tier"], "premium");
+        assert_eq!(labels["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+        let taints = n.spec.unwrap().taints.unwrap();
+        assert_eq!(
+            taints.iter().filter(|t| t.key == "nvidia.com/gpu").count(),
+            1
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_edit_yields_exactly_the_expected_actions() {
+    let Some(tc) = TestCluster::connect("apply_edit").await else {
+        return;
+    };
+    let k = kube().await;
+    let mut f = Fixture::new(&tc.name("edit"));
+    let p = live_plan(&k, &f.set()).await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply");
+
+    f.quota = 16;
+    f.with_volcano = false;
+    f.with_limit_range = true;
+    let p = live_plan(&k, &f.set()).await;
+    let mut got = actions(&p);
+    got.sort();
+    let ns = f.ns();
+    let mut want = vec![
+        (ActionKind::Create, format!("LimitRange/{ns}/gpu-defaults")),
+        (ActionKind::Update, format!("ResourceQuota/{ns}/gpu-quota")),
+        (ActionKind::Update, format!("ClusterQueue/{}-cq", f.prefix)),
+        (ActionKind::Delete, format!("Queue/{}-vq", f.prefix)),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    let quota = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "ResourceQuota")
+        .unwrap();
+    assert_eq!(quota.changes.len(), 1, "{:#?}", quota.changes);
+    assert_eq!(
+        quota.changes[0].path,
+        "spec.hard.\"requests.nvidia.com/gpu\""
+    );
+    assert_eq!(quota.changes[0].before, Some(json!("8")));
+    assert_eq!(quota.changes[0].after, Some(json!("16")));
+
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply edit");
+    let again = live_plan(&k, &f.set()).await;
+    assert!(!again.summary.has_changes(), "{:#?}", actions(&again));
+}
+
+#[tokio::test]
+async fn prune_removes_only_members() {
+    let Some(tc) = TestCluster::connect("apply_prune").await else {
+        return;
+    };
+    let k = kube().await;
+    let mut f = Fixture::new(&tc.name("prune"));
+    let p = live_plan(&k, &f.set()).await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply");
+
+    // An object that looks like ours (same gpuctl labels) but is not a member of the set.
+    let cm: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(k.client(), &f.ns());
+    let lookalike = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lookalike", "namespace": f.ns(),
+        "labels": {applyset::MANAGED_BY: "gpuctl", applyset::BLUEPRINT_LABEL: f.prefix}}});
+    cm.patch(
+        "lookalike",
+        &PatchParams::apply("someone-else"),
+        &Patch::Apply(&lookalike),
+    )
+    .await
+    .unwrap();
+
+    f.with_volcano = false;
+    let p = live_plan(&k, &f.set()).await;
+    assert_eq!(
+        actions(&p),
+        vec![(ActionKind::Delete, format!("Queue/{}-vq", f.prefix))]
+    );
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("prune");
+
+    let queues = Api::<DynamicObject>::all_with(
+        k.client(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "Queue"),
+            "queues",
+        ),
+    );
+    assert!(
+        queues
+            .get_opt(&format!("{}-vq", f.prefix))
+            .await
+            .unwrap()
+            .is_none(),
+        "member was pruned"
+    );
+    assert!(
+        cm.get_opt("lookalike").await.unwrap().is_some(),
+        "non-member survived"
+    );
+
+    // Protected kinds are kept without --prune-protected: dropping everything but the namespace
+    // and the priority class would not delete them.
+    let namespaces_before = p.summary.delete;
+    assert_eq!(namespaces_before, 1);
+}
+
+#[tokio::test]
+async fn another_managers_field_is_a_conflict() {
+    let Some(tc) = TestCluster::connect("apply_conflict").await else {
+        return;
+    };
+    let k = kube().await;
+    let mut f = Fixture::new(&tc.name("conflict"));
+    let p = live_plan(&k, &f.set()).await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply");
+
+    // Someone raises the quota by hand with their own field manager.
+    let rq: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(k.client(), &f.ns());
+    let edit = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota"}, "spec": {"hard": {"requests.nvidia.com/gpu": "12"}}});
+    rq.patch(
+        "gpu-quota",
+        &PatchParams::apply("kubectl-edit").force(),
+        &Patch::Apply(&edit),
+    )
+    .await
+    .unwrap();
+
+    f.quota = 16;
+    let p = live_plan(&k, &f.set()).await;
+    let c = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "ResourceQuota")
+        .unwrap();
+    assert_eq!(c.action, ActionKind::Conflict, "{c:#?}");
+    assert!(
+        c.reason.as_deref().unwrap().contains("kubectl-edit"),
+        "{:?}",
+        c.reason
+    );
+
+    match apply::apply(&k, &p, &opts(), &quiet()).await {
+        Err(ApplyError::Conflicts(list)) => assert!(list[0].contains("gpu-quota"), "{list:?}"),
+        other => panic!("expected a conflict refusal, got {other:?}"),
+    }
+    let forced = ApplyOptions {
+        force_conflicts: true,
+        ..opts()
+    };
+    apply::apply(&k, &p, &forced, &quiet())
+        .await
+        .expect("forced apply");
+    let now = rq.get("gpu-quota").await.unwrap();
+    assert_eq!(
+        now.spec.unwrap().hard.unwrap()["requests.nvidia.com/gpu"].0,
+        "16"
+    );
+}
+
+#[tokio::test]
+async fn a_stale_saved_plan_is_refused() {
+    let Some(tc) = TestCluster::connect("apply_stale").await else {
+        return;
+    };
+    let k = kube().await;
+    let mut f = Fixture::new(&tc.name("stale"));
+    let p = live_plan(&k, &f.set()).await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply");
+
+    f.quota = 24;
+    let saved = Plan::from_json(&live_plan(&k, &f.set()).await.to_json()).expect("round trip");
+    // The object moves after planning.
+    let rq: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(k.client(), &f.ns());
+    let touch = json!({"metadata": {"annotations": {"touched": "yes"}}});
+    rq.patch("gpu-quota", &PatchParams::default(), &Patch::Merge(&touch))
+        .await
+        .unwrap();
+
+    match apply::check_stale(&k, &saved).await {
+        Err(ApplyError::Stale(moved)) => {
+            assert_eq!(moved.len(), 1, "{moved:?}");
+            assert!(
+                moved[0].contains(&format!("ResourceQuota/{}/gpu-quota", f.ns())),
+                "{moved:?}"
+            );
+        }
+        other => panic!("expected a stale refusal, got {other:?}"),
+    }
+    // An untouched saved plan passes.
+    let fresh = Plan::from_json(&live_plan(&k, &f.set()).await.to_json()).unwrap();
+    apply::check_stale(&k, &fresh)
+        .await
+        .expect("fresh plan is not stale");
+}
+
+#[tokio::test]
+async fn node_mismatches_are_findings() {
+    let Some(tc) = TestCluster::connect("plan_nodes").await else {
+        return;
+    };
+    let k = kube().await;
+    let f = Fixture::new(&tc.name("nodes"));
+    // One node of the wrong model and an old driver; the pool expects two.
+    tc.create_gpu_node(
+        "odd",
+        &GpuNode::a100_80gb(8)
+            .driver("550.127.05", (12, 4))
+            .label("gpuctl-test/pool", &format!("{}-pool", f.prefix)),
+    )
+    .await
+    .unwrap();
+    let p = live_plan(&k, &f.set()).await;
+    let msgs: Vec<&str> = p.findings.iter().map(|x| x.message.as_str()).collect();
+    assert!(
+        msgs.iter().any(|m| m.contains("expects 2 nodes but 1")),
+        "{msgs:#?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("reports GPU `NVIDIA-A100-SXM4-80GB`")),
+        "{msgs:#?}"
+    );
+    assert!(
+        msgs.iter().any(|m| m.contains("runs driver 550.127.05")),
+        "{msgs:#?}"
+    );
+}
+
+/// The fault-injecting proxy (`tests/support/fault_proxy.py`) in front of the harness.
+struct FaultProxy {
+    child: std::process::Child,
+    kubeconfig: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl FaultProxy {
+    fn start(fail_every: u32, cut_after: u32) -> FaultProxy {
+        use std::io::BufRead;
+        let harness =
+            std::env::var("GPUCTL_HARNESS_DIR").expect("the harness env names its directory");
+        let kc = kube::config::Kubeconfig::read_from(
+            std::env::var(support::cluster::KUBECONFIG_ENV).unwrap(),
+        )
+        .unwrap();
+        let upstream = kc.clusters[0]
+            .cluster
+            .as_ref()
+            .unwrap()
+            .server
+            .clone()
+            .unwrap();
+        let pki = std::path::Path::new(&harness).join("pki");
+        let mut child = std::process::Command::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/fault_proxy.py"
+            ))
+            .args(["--upstream", &upstream])
+            .arg("--ca")
+            .arg(pki.join("ca.crt"))
+            .arg("--cert")
+            .arg(pki.join("admin.crt"))
+            .arg("--key")
+            .arg(pki.join("admin.key"))
+            .args([
+                "--fail-every",
+                &fail_every.to_string(),
+                "--cut-after",
+                &cut_after.to_string(),
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs the proxy");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line.trim().parse().expect("proxy prints its port");
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+                 users:\n- name: proxy\n  user: {{}}\ncontexts:\n- name: proxy\n  context: {{cluster: proxy, user: proxy}}\ncurrent-context: proxy\n"
+            ),
+        )
+        .unwrap();
+        FaultProxy {
+            child,
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+
+    async fn kube(&self) -> Kube {
+        cluster::connect(&ConnectOptions {
+            kubeconfig: Some(self.kubeconfig.clone()),
+            context: None,
+        })
+        .await
+        .expect("connect via proxy")
+    }
+
+    /// Stops the proxy and returns its counters.
+    fn stop(mut self) -> Value {
+        drop(self.child.stdin.take());
+        let out = self.child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        serde_json::from_str(text.lines().last().unwrap_or("{}")).unwrap_or(Value::Null)
+    }
+}
+
+#[tokio::test]
+async fn throttling_and_server_errors_are_survived() {
+    let Some(tc) = TestCluster::connect("apply_faults").await else {
+        return;
+    };
+    let proxy = FaultProxy::start(3, 0);
+    let k = proxy.kube().await;
+    let f = Fixture::new(&tc.name("faults"));
+    nodes(&tc, &f.prefix).await;
+    let p = live_plan(&k, &f.set()).await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply through 429/500/503");
+    let again = live_plan(&k, &f.set()).await;
+    assert!(!again.summary.has_changes(), "{:#?}", actions(&again));
+    let counters = proxy.stop();
+    assert!(
+        counters["faults"].as_u64().unwrap() >= 5,
+        "the proxy injected faults: {counters}"
+    );
+}
+
+#[tokio::test]
+async fn an_interrupted_apply_converges_on_rerun() {
+    let Some(tc) = TestCluster::connect("apply_interrupted").await else {
+        return;
+    };
+    let f = Fixture::new(&tc.name("cut"));
+    let direct = kube().await;
+    let p = live_plan(&direct, &f.set()).await;
+    // The API goes away after 12 forwarded requests of the apply: mid-way through its phases.
+    let proxy = FaultProxy::start(0, 12);
+    let k = proxy.kube().await;
+    let fast = ApplyOptions {
+        parallelism: 1,
+        ..opts()
+    };
+    let err = apply::apply(&k, &p, &fast, &quiet())
+        .await
+        .expect_err("the apply is cut off");
+    assert!(
+        err.to_string().contains("re-run") || err.to_string().contains("error"),
+        "{err}"
+    );
+    proxy.stop();
+
+    // Some objects exist, not all.
+    let mid = live_plan(&direct, &f.set()).await;
+    assert!(
+        mid.summary.create > 0 && mid.summary.unchanged > 0,
+        "cut mid-way: {:#?}",
+        actions(&mid)
+    );
+
+    // Re-running converges and loses nothing.
+    apply::apply(&direct, &mid, &opts(), &quiet())
+        .await
+        .expect("re-run");
+    let done = live_plan(&direct, &f.set()).await;
+    assert!(!done.summary.has_changes(), "{:#?}", actions(&done));
+    assert_eq!(done.summary.unchanged, 7);
+}
+
+#[tokio::test]
+async fn objects_of_missing_crds_wait_for_them() {
+    let Some(tc) = TestCluster::connect("apply_crd").await else {
+        return;
+    };
+    let k = kube().await;
+    let f = Fixture::new(&tc.name("crd"));
+    let mut set = f.set();
+    let group = format!("{}.example.gpuctl.dev", tc.name("g"));
+    let mut widget = f.object(
+        Phase::Queues,
+        &format!("{group}/v1"),
+        "Widget",
+        None,
+        &format!("{}-w", f.prefix),
+        json!({"spec": {"size": 3}}),
+    );
+    widget.manifest["apiVersion"] = json!(format!("{group}/v1"));
+    set.objects.push(widget);
+    let p = live_plan(&k, &set).await;
+    let w = p.actions.iter().find(|a| a.kind == "Widget").unwrap();
+    assert_eq!(w.action, ActionKind::CreateAfterCrd);
+
+    match apply::apply(&k, &p, &opts(), &quiet()).await {
+        Err(ApplyError::WaitTimeout { what, .. }) => assert!(what.contains("Widget"), "{what}"),
+        other => panic!("expected a bounded CRD wait, got {other:?}"),
+    }
+
+    // Install the CRD; apply now finishes.
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {"group": group, "scope": "Cluster", "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}});
+    let crds: Api<DynamicObject> = Api::all_with(
+        k.client(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+            ),
+            "customresourcedefinitions",
+        ),
+    );
+    crds.patch(
+        &format!("widgets.{group}"),
+        &PatchParams::apply("test"),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    k.forget_kinds();
+    let p = live_plan(&k, &set).await;
+    apply::apply(
+        &k,
+        &p,
+        &ApplyOptions {
+            crd_timeout: std::time::Duration::from_secs(30),
+            ..opts()
+        },
+        &quiet(),
+    )
+    .await
+    .expect("apply after CRD");
+    let again = live_plan(&k, &set).await;
+    assert!(!again.summary.has_changes(), "{:#?}", actions(&again));
+}
