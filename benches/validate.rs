@@ -10,6 +10,9 @@ fn largest_example() -> (String, String) {
     let mut best = (String::new(), String::new());
     for entry in std::fs::read_dir(dir).expect("blueprints/") {
         let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
         let text = std::fs::read_to_string(&path).expect("readable");
         if text.len() > best.1.len() {
             best = (path.display().to_string(), text);

@@ -484,7 +484,8 @@ async fn node_mismatches_are_findings() {
         "{msgs:#?}"
     );
     assert!(
-        msgs.iter().any(|m| m.contains("runs driver 550.127.05")),
+        msgs.iter()
+            .any(|m| m.contains("1 node(s) of pool") && m.contains("run driver 550.127.05")),
         "{msgs:#?}"
     );
 }

@@ -702,6 +702,8 @@ async fn plan_nodes(
                 ),
             });
         }
+        // Nodes on another driver, grouped so a 64-node pool gives one finding, not 64.
+        let mut old_drivers: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for n in nodes {
             let name = n["metadata"]["name"]
                 .as_str()
@@ -727,13 +729,7 @@ async fn plan_nodes(
             if let Some(driver) = node_driver(n)
                 && driver != p.expected_driver
             {
-                findings.push(PlanFinding {
-                    severity: "warning".into(),
-                    message: format!(
-                        "node `{name}` of pool `{}` runs driver {driver}; the blueprint says {} (the operator upgrades it after apply)",
-                        p.pool, p.expected_driver
-                    ),
-                });
+                old_drivers.entry(driver).or_default().push(name.clone());
             }
             let mut label_changes = Vec::new();
             for (k, v) in &p.labels {
@@ -773,6 +769,22 @@ async fn plan_nodes(
                     taints,
                 });
             }
+        }
+        for (driver, names) in old_drivers {
+            let shown = if names.len() > 3 {
+                format!("{}, ... {}", names[..2].join(", "), names[names.len() - 1])
+            } else {
+                names.join(", ")
+            };
+            findings.push(PlanFinding {
+                severity: "warning".into(),
+                message: format!(
+                    "{} node(s) of pool `{}` run driver {driver} ({shown}); the blueprint says {}: the GPU Operator moves them after apply (or use `gpuctl upgrade driver` for a blue-green rollout)",
+                    names.len(),
+                    p.pool,
+                    p.expected_driver
+                ),
+            });
         }
     }
     Ok((actions, findings))
