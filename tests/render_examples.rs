@@ -76,3 +76,18 @@ fn rendering_is_deterministic() {
         assert_eq!(a, b, "{}", path.display());
     }
 }
+
+/// Large sets are parsed on several threads; the result must not depend on it.
+#[test]
+fn large_renders_are_deterministic() {
+    let text = gpuctl::testgen::blueprint(16, 150, 2);
+    let a = render_common::render_text("gen.yaml", &text);
+    let b = render_common::render_text("gen.yaml", &text);
+    assert!(a.objects.len() > 1000, "{}", a.objects.len());
+    assert_eq!(a, b);
+    assert!(
+        a.objects
+            .windows(2)
+            .all(|w| w[0].sort_key() < w[1].sort_key())
+    );
+}

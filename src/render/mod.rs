@@ -218,6 +218,7 @@ pub fn render(
         templates,
         labels: member_labels(&name, &op_ns),
         objects: Vec::new(),
+        pending: Vec::new(),
     };
 
     let plan = nodes::plan(bp, catalog, release)?;
@@ -229,7 +230,7 @@ pub fn render(
     objects::queues(bp, &mut out)?;
     objects::monitoring(bp, &mut out)?;
 
-    let Builder { mut objects, .. } = out;
+    let mut objects = out.finish()?;
     objects.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));
     let mut seen: BTreeMap<(String, String, String, String), String> = BTreeMap::new();
     for (o, origin) in &objects {
@@ -264,12 +265,26 @@ pub fn render(
     })
 }
 
-/// Collects objects while rendering.
+/// A template's output waiting to be parsed.
+struct Pending {
+    phase: Phase,
+    template: String,
+    origin: String,
+    text: String,
+}
+
+/// Below this many objects, parsing on one thread is faster than starting more.
+const PARALLEL_PARSE_MIN: usize = 256;
+
+/// Collects objects while rendering. Templates render in order on one thread; their YAML output,
+/// which dominates render time, is parsed on every core at the end (order does not matter: objects
+/// are sorted afterwards).
 pub(crate) struct Builder<'a> {
     templates: &'a Templates,
     labels: BTreeMap<String, String>,
     /// Each object with a note of what it was rendered from (for duplicate errors).
     objects: Vec<(RenderedObject, String)>,
+    pending: Vec<Pending>,
 }
 
 impl Builder<'_> {
@@ -282,8 +297,13 @@ impl Builder<'_> {
         ctx: S,
     ) -> Result<(), RenderError> {
         let text = self.templates.render(template, ctx)?;
-        let manifest = parse_manifest(template, &text)?;
-        self.push(phase, template, origin, manifest)
+        self.pending.push(Pending {
+            phase,
+            template: template.to_string(),
+            origin,
+            text,
+        });
+        Ok(())
     }
 
     /// Adds an already built manifest.
@@ -292,36 +312,83 @@ impl Builder<'_> {
         phase: Phase,
         template: &str,
         origin: String,
-        mut manifest: Value,
+        manifest: Value,
     ) -> Result<(), RenderError> {
-        let bad = |message: &str| RenderError::TemplateOutput {
-            template: template.to_string(),
-            message: message.to_string(),
-        };
-        let field =
-            |m: &Value, ptr: &str| m.pointer(ptr).and_then(Value::as_str).map(str::to_string);
-        let api_version = field(&manifest, "/apiVersion").ok_or_else(|| bad("no `apiVersion`"))?;
-        let kind = field(&manifest, "/kind").ok_or_else(|| bad("no `kind`"))?;
-        let name = field(&manifest, "/metadata/name").ok_or_else(|| bad("no `metadata.name`"))?;
-        let namespace = field(&manifest, "/metadata/namespace");
-        add_labels(&mut manifest, &self.labels);
-        self.objects.push((
-            RenderedObject {
-                phase,
-                api_version,
-                kind,
-                namespace,
-                name,
-                manifest,
-            },
-            origin,
-        ));
+        let o = owned_object(&self.labels, phase, template, manifest)?;
+        self.objects.push((o, origin));
         Ok(())
     }
 
     pub(crate) fn templates(&self) -> &Templates {
         self.templates
     }
+
+    /// Parses what is pending and returns every object.
+    fn finish(self) -> Result<Vec<(RenderedObject, String)>, RenderError> {
+        let Builder {
+            labels,
+            mut objects,
+            pending,
+            ..
+        } = self;
+        let parse = |chunk: &[Pending]| -> Result<Vec<(RenderedObject, String)>, RenderError> {
+            chunk
+                .iter()
+                .map(|p| {
+                    let manifest = parse_manifest(&p.template, &p.text)?;
+                    let o = owned_object(&labels, p.phase, &p.template, manifest)?;
+                    Ok((o, p.origin.clone()))
+                })
+                .collect()
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        if threads < 2 || pending.len() < PARALLEL_PARSE_MIN {
+            objects.extend(parse(&pending)?);
+            return Ok(objects);
+        }
+        let size = pending.len().div_ceil(threads);
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = pending
+                .chunks(size)
+                .map(|chunk| scope.spawn(|| parse(chunk)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("parsing does not panic"))
+                .collect()
+        });
+        for r in results {
+            objects.extend(r?);
+        }
+        Ok(objects)
+    }
+}
+
+/// A parsed manifest as an owned object: identity read from it, ApplySet labels added.
+fn owned_object(
+    labels: &BTreeMap<String, String>,
+    phase: Phase,
+    template: &str,
+    mut manifest: Value,
+) -> Result<RenderedObject, RenderError> {
+    let bad = |message: &str| RenderError::TemplateOutput {
+        template: template.to_string(),
+        message: message.to_string(),
+    };
+    let field = |m: &Value, ptr: &str| m.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+    let api_version = field(&manifest, "/apiVersion").ok_or_else(|| bad("no `apiVersion`"))?;
+    let kind = field(&manifest, "/kind").ok_or_else(|| bad("no `kind`"))?;
+    let name = field(&manifest, "/metadata/name").ok_or_else(|| bad("no `metadata.name`"))?;
+    let namespace = field(&manifest, "/metadata/namespace");
+    add_labels(&mut manifest, labels);
+    Ok(RenderedObject {
+        phase,
+        api_version,
+        kind,
+        namespace,
+        name,
+        manifest,
+    })
 }
 
 /// Parses one template's YAML output into a JSON value.
