@@ -20,6 +20,7 @@ pub mod render;
 pub mod suggest;
 #[doc(hidden)]
 pub mod testgen;
+pub mod upgrade;
 pub mod validate;
 pub mod version;
 
@@ -215,6 +216,7 @@ where
                 ExitStatus::Usage
             }
         },
+        Command::Upgrade { command } => upgrade::command::run(command),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "gpuctl", &mut out);
             ExitStatus::Success

@@ -147,6 +147,12 @@ pub enum Command {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
+    /// Blue-green driver upgrades of one pool: plan, runbook, execute, resume, status, rollback.
+    Upgrade {
+        /// What to do.
+        #[command(subcommand)]
+        command: UpgradeCommand,
+    },
     /// Print a shell completion script.
     Completions {
         /// Shell.
@@ -214,5 +220,114 @@ pub enum ApplyOutput {
     /// Progress bars on a terminal, plain lines otherwise.
     Human,
     /// NDJSON events on stdout.
+    Json,
+}
+
+/// `gpuctl upgrade` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum UpgradeCommand {
+    /// Plan a pool's driver upgrade (the default), write its runbook, or run it with --execute.
+    Driver {
+        /// Blueprint file (not with --resume: the journal in the cluster has everything).
+        #[arg(
+            value_name = "BLUEPRINT",
+            required_unless_present = "resume",
+            conflicts_with = "resume"
+        )]
+        blueprint: Option<PathBuf>,
+        /// Pool to upgrade (with --resume: optional when only one upgrade is unfinished).
+        #[arg(long, value_name = "POOL", required_unless_present = "resume")]
+        pool: Option<String>,
+        /// Target driver version, e.g. 595.91.07.
+        #[arg(
+            long,
+            value_name = "VERSION",
+            required_unless_present = "resume",
+            conflicts_with = "resume"
+        )]
+        to: Option<String>,
+        /// Also write a Markdown runbook to FILE (and its SVG timeline next to it).
+        #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+        runbook: Option<PathBuf>,
+        /// Run the upgrade (without it, nothing is changed).
+        #[arg(long, conflicts_with = "resume")]
+        execute: bool,
+        /// Continue an interrupted or stopped upgrade from its journal in the cluster.
+        #[arg(long)]
+        resume: bool,
+        /// Namespace of the journal (with --resume; default: every namespace is searched).
+        #[arg(long, value_name = "NS", requires = "resume")]
+        namespace: Option<String>,
+        /// Plan output format.
+        #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
+        format: UpgradeFormat,
+        /// Waits and progress.
+        #[command(flatten)]
+        timing: UpgradeTimingArgs,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Show upgrades recorded in the cluster (journal and lease), from any machine.
+    Status {
+        /// Only this pool.
+        #[arg(long, value_name = "POOL")]
+        pool: Option<String>,
+        /// Only this namespace (default: every namespace).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
+        format: UpgradeFormat,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Move every node of an upgrade back to its old driver CR, restoring the recorded labels.
+    Rollback {
+        /// Pool (optional when only one upgrade is unfinished).
+        #[arg(long, value_name = "POOL")]
+        pool: Option<String>,
+        /// Namespace of the journal (default: every namespace is searched).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Waits and progress.
+        #[command(flatten)]
+        timing: UpgradeTimingArgs,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+}
+
+/// Waits, estimates and progress of an upgrade run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UpgradeTimingArgs {
+    /// Longest wait for a moved node to validate on its new driver (e.g. 30m).
+    #[arg(long, default_value = "30m", value_name = "DURATION")]
+    pub validate_timeout: String,
+    /// Poll interval of every wait.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub poll_interval: String,
+    /// Lease duration: how soon after a crash another run may take over.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub lease_duration: String,
+    /// Planning estimate of one node's driver swap (plan, runbook and timeline).
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub node_upgrade_estimate: String,
+    /// Progress output.
+    #[arg(long, value_enum, default_value_t = ApplyOutput::Human)]
+    pub output: ApplyOutput,
+}
+
+/// `upgrade` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UpgradeFormat {
+    /// Text.
+    Human,
+    /// JSON (the plan, or the journals).
     Json,
 }

@@ -96,6 +96,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "runbooks/troubleshooting.md.j2",
         include_str!("../../templates/runbooks/troubleshooting.md.j2"),
     ),
+    (
+        "runbooks/upgrade-driver.md.j2",
+        include_str!("../../templates/runbooks/upgrade-driver.md.j2"),
+    ),
 ];
 
 /// The compiled template set render uses.
