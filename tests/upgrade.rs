@@ -1,0 +1,916 @@
+//! Blue-green driver upgrades against the real kube-apiserver of the harness (docs/testing.md),
+//! with `support/operator_driver.rs` playing the GPU Operator, MIG Manager, the kubelet, a
+//! ReplicaSet and the disruption controller. Every test works under its own prefix (nodes, pool,
+//! NVIDIADriver CRs, namespace), so the tests run in parallel on one server; polls are 50 ms and
+//! the operator's steps 25 ms, so each test takes seconds.
+//!
+//! The bounds are checked on every event the API server sends (watches on the pool's nodes and on
+//! the service's pods), not by sampling: at most `max_unavailable` nodes cordoned or NotReady, and
+//! never fewer healthy pods than the PodDisruptionBudget's `minAvailable`.
+
+#[path = "support/operator_driver.rs"]
+mod operator_driver;
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gpuctl::apply::{Progress, ProgressMode};
+use gpuctl::cluster::{self, ConnectOptions, Kube};
+use gpuctl::upgrade::execute::{self, Cancel};
+use gpuctl::upgrade::journal::{Journal, JournalPhase, JournalStore, NodeState};
+use gpuctl::upgrade::plan::{self, UpgradePlan};
+use gpuctl::upgrade::{Timing, UpgradeError, live, preflight};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use operator_driver::{
+    DriverConfig, FailMode, Failure, Invariants, OperatorDriver, ServeWorkload, put_validator,
+};
+use serde_json::json;
+use support::cluster::{GpuNode, TestCluster};
+
+const FROM: &str = "580.173.02";
+const TO: &str = "595.91.07";
+const DRIVER_LABEL: &str = "gpuctl.dev/driver";
+const COLOR: &str = "gpuctl.dev/color";
+const VERSION: &str = "nvidia.com/cuda.driver-version.full";
+
+fn today() -> jiff::civil::Date {
+    jiff::civil::date(2026, 11, 30)
+}
+
+fn timing(validate: Duration) -> Timing {
+    Timing {
+        poll: Duration::from_millis(50),
+        validate_timeout: validate,
+        lease_duration: Duration::from_secs(1),
+        node_upgrade_estimate: Duration::from_secs(600),
+    }
+}
+
+/// Progress lines on stderr with `GPUCTL_TEST_PROGRESS=1` (for debugging), else nothing.
+fn quiet() -> Progress {
+    if std::env::var_os("GPUCTL_TEST_PROGRESS").is_some() {
+        Progress::new(ProgressMode::Lines)
+    } else {
+        Progress::new(ProgressMode::Quiet)
+    }
+}
+
+async fn kube() -> Kube {
+    let path =
+        std::env::var(support::cluster::KUBECONFIG_ENV).expect("checked by TestCluster::connect");
+    cluster::connect(&ConnectOptions {
+        kubeconfig: Some(path.into()),
+        context: None,
+    })
+    .await
+    .expect("connects to the harness")
+}
+
+/// One pool of H100 nodes on its own NVIDIADriver CR, as `gpuctl apply` leaves it, and the
+/// operator stand-in running.
+struct Fixture {
+    tc: TestCluster,
+    k: Kube,
+    _dir: tempfile::TempDir,
+    blueprint: PathBuf,
+    pool: String,
+    selector: String,
+    nodes: Vec<String>,
+    driver: OperatorDriver,
+}
+
+fn blueprint_text(prefix: &str, ns: &str, nodes: usize, version: &str, drain: &str) -> String {
+    format!(
+        r#"apiVersion: gpuctl.dev/v1alpha1
+kind: ClusterBlueprint
+metadata:
+  name: {prefix}
+spec:
+  kubernetes: {{ version: "1.34.2" }}
+  gpuOperator:
+    version: v26.7.0
+    namespace: {ns}
+    install: none
+    driver: {{ version: "{FROM}", kernelModuleType: open }}
+    dcgmExporter: {{ enabled: false }}
+  nodePools:
+    - name: {prefix}
+      role: training
+      selector: {{ gpuctl-test/pool: {prefix} }}
+      nodes: {nodes}
+      gpu: {{ model: H100-SXM5-80GB, count: 8 }}
+      driver: {{ version: "{version}" }}
+  upgrades:
+    strategy: blue-green
+    blueGreen: {{ batch: "25%", drainTimeout: {drain}, waitForJobs: true }}
+"#
+    )
+}
+
+impl Fixture {
+    async fn new(name: &str, nodes: usize, drain: &str, config: DriverConfig) -> Option<Fixture> {
+        let tc = TestCluster::connect(name).await?;
+        let k = kube().await;
+        let pool = tc.prefix.clone();
+        let dir = tempfile::tempdir().unwrap();
+        let blueprint = dir.path().join("blueprint.yaml");
+        std::fs::write(
+            &blueprint,
+            blueprint_text(&pool, &tc.namespace, nodes, FROM, drain),
+        )
+        .unwrap();
+        let blue = format!("pool-{pool}");
+        let mut names = Vec::new();
+        for i in 0..nodes {
+            let n = tc
+                .create_gpu_node(
+                    &format!("n{i}"),
+                    &GpuNode::h100(8)
+                        .driver(FROM, (13, 0))
+                        .label("gpuctl-test/pool", &pool)
+                        .label(operator_driver::OWNER, &blue)
+                        .label(operator_driver::STATE, "upgrade-done"),
+                )
+                .await
+                .unwrap();
+            names.push(n.metadata.name.unwrap());
+        }
+        // What `gpuctl apply` leaves: the pool's CR and its node labels (field manager `gpuctl`).
+        let prep = preflight::prepare(
+            &blueprint,
+            &pool,
+            TO,
+            today(),
+            &gpuctl::render::Templates::embedded(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let cr = prep
+            .rendered
+            .objects
+            .iter()
+            .find(|o| o.kind == "NVIDIADriver" && o.name == blue)
+            .expect("the pool's CR is rendered");
+        let crs = tc.dynamic(
+            "nvidia.com",
+            "v1alpha1",
+            "NVIDIADriver",
+            "nvidiadrivers",
+            false,
+        );
+        crs.patch(
+            &blue,
+            &PatchParams::apply("gpuctl").force(),
+            &Patch::Apply(&cr.manifest),
+        )
+        .await
+        .unwrap();
+        let nodes_api: Api<Node> = tc.cluster_scoped();
+        for n in &names {
+            let body = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": prep.node_patch().labels}});
+            nodes_api
+                .patch(
+                    n,
+                    &PatchParams::apply("gpuctl").force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+                .unwrap();
+            put_validator(&tc.client, &tc.namespace, n, true).await;
+        }
+        let selector = format!("gpuctl-test/pool={pool}");
+        let driver = OperatorDriver::spawn(tc.client.clone(), &tc.namespace, &selector, config);
+        Some(Fixture {
+            tc,
+            k,
+            _dir: dir,
+            blueprint,
+            pool,
+            selector,
+            nodes: names,
+            driver,
+        })
+    }
+
+    async fn plan(&self, to: &str, t: &Timing) -> UpgradePlan {
+        let prep = preflight::prepare(
+            &self.blueprint,
+            &self.pool,
+            to,
+            today(),
+            &gpuctl::render::Templates::embedded(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let view = live::read(&self.k, &prep.node_patch().selector)
+            .await
+            .unwrap();
+        let existing = JournalStore::new(&self.k, &self.tc.namespace, &self.pool)
+            .load()
+            .await
+            .unwrap();
+        plan::build(&prep, &view, existing.as_ref(), t)
+    }
+
+    async fn journal(&self) -> Option<Journal> {
+        JournalStore::new(&self.k, &self.tc.namespace, &self.pool)
+            .load()
+            .await
+            .unwrap()
+    }
+
+    async fn node(&self, name: &str) -> Node {
+        let api: Api<Node> = self.tc.cluster_scoped();
+        api.get(name).await.unwrap()
+    }
+
+    async fn labels(&self, name: &str) -> BTreeMap<String, String> {
+        self.node(name).await.metadata.labels.unwrap_or_default()
+    }
+
+    async fn cr_exists(&self, name: &str) -> bool {
+        let crs = self.tc.dynamic(
+            "nvidia.com",
+            "v1alpha1",
+            "NVIDIADriver",
+            "nvidiadrivers",
+            false,
+        );
+        crs.get_opt(name).await.unwrap().is_some()
+    }
+
+    /// Every node on `cr`, running `version`, coloured `color`, schedulable, without the steering
+    /// taint, with its recorded MIG config.
+    async fn assert_converged(&self, cr: &str, version: &str, color: Option<&str>) {
+        for n in &self.nodes {
+            let node = self.node(n).await;
+            let l = node.metadata.labels.clone().unwrap_or_default();
+            assert_eq!(
+                l.get(DRIVER_LABEL).map(String::as_str),
+                Some(cr),
+                "{n}: {l:?}"
+            );
+            assert_eq!(l.get(VERSION).map(String::as_str), Some(version), "{n}");
+            assert_eq!(l.get(COLOR).map(String::as_str), color, "{n}");
+            assert_eq!(
+                l.get("nvidia.com/mig.config").map(String::as_str),
+                Some("all-disabled"),
+                "{n}"
+            );
+            assert_eq!(
+                l.get("nvidia.com/mig.config.state").map(String::as_str),
+                Some("success"),
+                "{n}"
+            );
+            let spec = node.spec.unwrap_or_default();
+            assert!(
+                !spec.unschedulable.unwrap_or(false),
+                "{n} is still cordoned"
+            );
+            assert!(
+                !spec
+                    .taints
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|t| t.key == "gpuctl.dev/driver-upgrade"),
+                "{n} keeps the steering taint"
+            );
+        }
+    }
+}
+
+/// Runs the plan's upgrade in a task and drops it once the journal has recorded `step` steps.
+async fn run_until_step(
+    f: &Fixture,
+    task: tokio::task::JoinHandle<Result<Journal, UpgradeError>>,
+    step: u64,
+) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if task.is_finished() {
+            let r = task.await.unwrap();
+            r.unwrap_or_else(|e| panic!("the run failed before step {step}: {e}"));
+            return true;
+        }
+        if f.journal().await.is_some_and(|j| j.step >= step) {
+            task.abort();
+            let _ = task.await;
+            return false;
+        }
+        assert!(Instant::now() < deadline, "no step {step} within 60s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_nodes_upgrade_in_batches_within_every_bound() {
+    let started = Instant::now();
+    let Some(f) = Fixture::new("upgrade_batches", 8, "20s", DriverConfig::default()).await else {
+        return;
+    };
+    let t = timing(Duration::from_secs(20));
+    // A GPU service (3 replicas, PDB minAvailable 2) and a training job (waitForJobs) on the pool.
+    let serve = ServeWorkload::start(
+        f.tc.client.clone(),
+        &f.tc.namespace,
+        "serve",
+        &f.selector,
+        3,
+        2,
+        1,
+        Duration::from_millis(20),
+    )
+    .await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = f.tc.namespaced();
+    let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
+        "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "t", "image": "pytorch"}]}}},
+    })).unwrap();
+    let job = jobs.create(&PostParams::default(), &job).await.unwrap();
+    let job_node = f.nodes[7].clone();
+    let pods: Api<Pod> = f.tc.namespaced();
+    let mut train = operator_driver::serve_pod("train-0", "train", &job_node, 8);
+    train.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": job.metadata.uid, "controller": true,
+    })).unwrap()]);
+    pods.create(&PostParams::default(), &train).await.unwrap();
+    pods.patch_status(
+        "train-0",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": {"phase": "Running"}})),
+    )
+    .await
+    .unwrap();
+    // The job ends 300 ms after its node is cordoned; until then the drain must wait for it.
+    let finisher = {
+        let (nodes, pods, node) = (
+            f.tc.cluster_scoped::<Node>(),
+            pods.clone(),
+            job_node.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                let n = nodes.get(&node).await.unwrap();
+                if n.spec.and_then(|s| s.unschedulable).unwrap_or(false) {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    let p = pods.get("train-0").await.unwrap();
+                    assert!(
+                        p.metadata.deletion_timestamp.is_none(),
+                        "waitForJobs: the job pod was evicted"
+                    );
+                    pods.patch_status(
+                        "train-0",
+                        &PatchParams::default(),
+                        &Patch::Merge(&json!({"status": {"phase": "Succeeded"}})),
+                    )
+                    .await
+                    .unwrap();
+                    return Instant::now();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    let mut inv = Invariants::start(f.tc.client.clone(), &f.selector, 2).await;
+    inv.watch_service(f.tc.client.clone(), &f.tc.namespace, "serve", 2)
+        .await;
+
+    let plan = f.plan(TO, &t).await;
+    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    assert_eq!(plan.batches.len(), 4);
+    assert!(plan.batches.iter().all(|b| b.nodes.len() == 2));
+    assert_eq!(plan.policy.max_unavailable, 2);
+    assert_eq!(plan.blue_cr, format!("pool-{}", f.pool));
+    assert_eq!(plan.green_cr, format!("pool-{}-595-91-07", f.pool));
+    // Emptiest nodes first: the job and the service's nodes come last.
+    let last: Vec<&String> = plan.batches[2..].iter().flat_map(|b| &b.nodes).collect();
+    assert!(last.contains(&&job_node), "{:?}", plan.batches);
+    assert!(
+        plan.batches
+            .iter()
+            .any(|b| b.wait_for.iter().any(|w| w.pod.ends_with("/train-0")))
+    );
+
+    let run_started = Instant::now();
+    let j = execute::start(&f.k, &plan, &t, &quiet(), Cancel::never())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let run_time = run_started.elapsed();
+    assert_eq!(j.phase, JournalPhase::Completed);
+    assert!(j.nodes.values().all(|r| r.state == NodeState::Done));
+    let finished_job_at = finisher.await.unwrap();
+    assert!(
+        finished_job_at.elapsed() < run_time,
+        "the upgrade waited for the job"
+    );
+
+    f.assert_converged(&plan.green_cr, TO, Some("green")).await;
+    assert!(
+        !f.cr_exists(&plan.blue_cr).await,
+        "the blue CR served only this pool and goes"
+    );
+    assert!(f.cr_exists(&plan.green_cr).await);
+    let seen = inv.seen();
+    assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
+    assert_eq!(
+        seen.max_unavailable, 2,
+        "batches use the whole budget, never more"
+    );
+    assert!(seen.min_healthy.is_some_and(|m| m >= 2), "{seen:?}");
+    assert!(
+        *serve.created.lock().unwrap() > 3,
+        "service pods were evicted and replaced"
+    );
+    assert!(
+        f.driver.conflicts.lock().unwrap().is_empty(),
+        "{:?}",
+        f.driver.conflicts.lock().unwrap()
+    );
+    assert_eq!(f.driver.installs.lock().unwrap().len(), 8);
+    let status = gpuctl::upgrade::command::status_human(std::slice::from_ref(&j), &[None]);
+    assert!(
+        status.contains("completed") && status.contains("batch 4: done"),
+        "{status}"
+    );
+
+    // The next upgrade goes back to the name render gives the pool (ping-pong), and once the
+    // blueprint says so, what `gpuctl apply` would write equals what the nodes carry: no fight.
+    std::fs::write(
+        &f.blueprint,
+        blueprint_text(&f.pool, &f.tc.namespace, 8, TO, "20s"),
+    )
+    .unwrap();
+    let plan2 = f.plan("610.57.04", &t).await;
+    assert_eq!(plan2.errors(), 0, "{}", plan::human(&plan2));
+    assert_eq!(plan2.blue_cr, plan.green_cr);
+    assert_eq!(plan2.green_cr, format!("pool-{}", f.pool));
+    execute::start(&f.k, &plan2, &t, &quiet(), Cancel::never())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    f.assert_converged(&plan2.green_cr, "610.57.04", Some("blue"))
+        .await;
+    assert!(
+        !f.cr_exists(&plan.green_cr).await,
+        "the previous green CR was this pool's own and goes"
+    );
+    std::fs::write(
+        &f.blueprint,
+        blueprint_text(&f.pool, &f.tc.namespace, 8, "610.57.04", "20s"),
+    )
+    .unwrap();
+    let prep = preflight::prepare(
+        &f.blueprint,
+        &f.pool,
+        "620.70.06",
+        today(),
+        &gpuctl::render::Templates::embedded(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for n in &f.nodes {
+        let l = f.labels(n).await;
+        for (k, v) in &prep.node_patch().labels {
+            assert_eq!(l.get(k), Some(v), "{n}: apply would change {k}");
+        }
+    }
+    let crs = f.tc.dynamic(
+        "nvidia.com",
+        "v1alpha1",
+        "NVIDIADriver",
+        "nvidiadrivers",
+        false,
+    );
+    let live_cr: DynamicObject = crs.get(&plan2.green_cr).await.unwrap();
+    let rendered = prep
+        .rendered
+        .objects
+        .iter()
+        .find(|o| o.kind == "NVIDIADriver" && o.name == plan2.green_cr)
+        .unwrap();
+    assert_eq!(
+        live_cr.data["spec"], rendered.manifest["spec"],
+        "apply would change the CR's spec"
+    );
+    let seen = inv.seen();
+    assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
+    eprintln!(
+        "upgrade_batches: first run {:?}, whole test {:?}, {} node events, {} pod events checked",
+        run_time,
+        started.elapsed(),
+        seen.node_events,
+        seen.pod_events
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stopping_at_any_step_and_resuming_converges() {
+    let started = Instant::now();
+    let Some(f) = Fixture::new("upgrade_resume", 8, "20s", DriverConfig::default()).await else {
+        return;
+    };
+    let t = timing(Duration::from_secs(20));
+    let inv = Invariants::start(f.tc.client.clone(), &f.selector, 2).await;
+    let plan = f.plan(TO, &t).await;
+    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    // Drop the run's future (a crash as far as the cluster can tell: the lease is not released)
+    // after each of these journal steps, then resume; every step kind is hit at least once.
+    let stops = [2u64, 5, 9, 14, 20, 27, 33, 38];
+    let (k, p, tt) = (kube().await, plan.clone(), t.clone());
+    let first =
+        tokio::spawn(async move { execute::start(&k, &p, &tt, &quiet(), Cancel::never()).await });
+    let mut done = run_until_step(&f, first, stops[0]).await;
+    let mut resumes = 0;
+    for &stop in &stops[1..] {
+        if done {
+            break;
+        }
+        let status = f.journal().await.unwrap();
+        assert!(!status.phase.is_final());
+        let (k, pool, ns, tt) = (
+            kube().await,
+            f.pool.clone(),
+            f.tc.namespace.clone(),
+            t.clone(),
+        );
+        let task = tokio::spawn(async move {
+            execute::resume(&k, Some(&ns), Some(&pool), &tt, &quiet(), Cancel::never()).await
+        });
+        resumes += 1;
+        done = run_until_step(&f, task, stop).await;
+    }
+    if !done {
+        execute::resume(
+            &f.k,
+            Some(&f.tc.namespace),
+            Some(&f.pool),
+            &t,
+            &quiet(),
+            Cancel::never(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        resumes += 1;
+    }
+    let j = f.journal().await.unwrap();
+    assert_eq!(j.phase, JournalPhase::Completed, "{}", j.where_it_is());
+    assert!(
+        resumes >= 7,
+        "only {resumes} resumes: the run finished too early"
+    );
+    assert_eq!(
+        j.events
+            .iter()
+            .filter(|e| e.message.starts_with("resumed by"))
+            .count(),
+        resumes
+    );
+    f.assert_converged(&plan.green_cr, TO, Some("green")).await;
+    let seen = inv.seen();
+    assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
+    assert!(f.driver.conflicts.lock().unwrap().is_empty());
+    eprintln!(
+        "upgrade_resume: {resumes} resumes, {} journal steps, {:?}",
+        j.step,
+        started.elapsed()
+    );
+}
+
+fn gpuctl(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuctl"));
+    c.args(args)
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .env("NO_COLOR", "1");
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_of_the_binary_then_resume_converges() {
+    let Some(f) = Fixture::new("upgrade_sigkill", 4, "20s", DriverConfig::default()).await else {
+        return;
+    };
+    let kc = std::env::var(support::cluster::KUBECONFIG_ENV).unwrap();
+    let fast = [
+        "--kubeconfig",
+        &kc,
+        "--poll-interval",
+        "50ms",
+        "--lease-duration",
+        "1s",
+        "--validate-timeout",
+        "20s",
+    ];
+    let bp = f.blueprint.to_str().unwrap().to_string();
+    let mut child = gpuctl(
+        &[
+            &[
+                "upgrade",
+                "driver",
+                &bp,
+                "--pool",
+                &f.pool,
+                "--to",
+                TO,
+                "--execute",
+            ][..],
+            &fast[..],
+        ]
+        .concat(),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Mid-run: batch 2 of 4 (1 node each) has been cordoned.
+    loop {
+        if f.journal().await.is_some_and(|j| j.step >= 8) {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "gpuctl ended before it was killed"
+        );
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let j = f.journal().await.unwrap();
+    assert_eq!(j.phase, JournalPhase::Running);
+    let status = gpuctl(&[&["upgrade", "status", "--pool", &f.pool][..], &fast[..2]].concat())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.status.success() && text.contains("in progress") && text.contains("--resume"),
+        "{text}"
+    );
+    let o = gpuctl(
+        &[
+            &["upgrade", "driver", "--resume", "--pool", &f.pool][..],
+            &fast[..],
+        ]
+        .concat(),
+    )
+    .output()
+    .unwrap();
+    assert!(
+        o.status.success(),
+        "resume failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Upgrade complete"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = gpuctl(
+        &[
+            &["upgrade", "status", "--pool", &f.pool, "--format", "json"][..],
+            &fast[..2],
+        ]
+        .concat(),
+    )
+    .output()
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["journal"]["phase"], "completed");
+    f.assert_converged(&format!("pool-{}-595-91-07", f.pool), TO, Some("green"))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
+    let Some(f) = Fixture::new(
+        "upgrade_failure",
+        8,
+        "20s",
+        DriverConfig {
+            reset_mig_config: Some("all-balanced".into()),
+            ..DriverConfig::default()
+        },
+    )
+    .await
+    else {
+        return;
+    };
+    let t = timing(Duration::from_millis(1500));
+    let inv = Invariants::start(f.tc.client.clone(), &f.selector, 2).await;
+    let plan = f.plan(TO, &t).await;
+    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    let bad = plan.batches[1].nodes[0].clone();
+    f.driver.set_failures(vec![Failure {
+        node: bad.clone(),
+        version: TO.into(),
+        mode: FailMode::NeverValidates,
+    }]);
+    let before: BTreeMap<String, BTreeMap<String, String>> = {
+        let mut m = BTreeMap::new();
+        for n in &f.nodes {
+            m.insert(n.clone(), f.labels(n).await);
+        }
+        m
+    };
+    let err = execute::start(&f.k, &plan, &t, &quiet(), Cancel::never())
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&bad)
+            && msg.contains("did not validate")
+            && msg.contains("--resume")
+            && msg.contains("rollback"),
+        "{msg}"
+    );
+    let j = f.journal().await.unwrap();
+    assert_eq!(j.phase, JournalPhase::Failed);
+    assert_eq!(j.nodes[&bad].state, NodeState::Failed);
+    // Batch 1 and the bad node's peer made it, with the reset MIG config restored.
+    for n in plan.batches[0]
+        .nodes
+        .iter()
+        .chain(plan.batches[1].nodes.iter().filter(|n| **n != bad))
+    {
+        let l = f.labels(n).await;
+        assert_eq!(l[DRIVER_LABEL], plan.green_cr, "{n}");
+        assert_eq!(l[VERSION], TO, "{n}");
+        assert_eq!(
+            l["nvidia.com/mig.config"], "all-disabled",
+            "{n}: recorded MIG config restored"
+        );
+        assert_eq!(j.nodes[n].state, NodeState::Done);
+    }
+    let badn = f.node(&bad).await;
+    assert!(
+        badn.spec.unwrap().unschedulable.unwrap_or(false),
+        "the failed node stays cordoned"
+    );
+    // The rest never left the old driver.
+    for b in &plan.batches[2..] {
+        for n in &b.nodes {
+            let node = f.node(n).await;
+            let l = node.metadata.labels.clone().unwrap();
+            assert_eq!(l[DRIVER_LABEL], plan.blue_cr, "{n}");
+            assert_eq!(l[VERSION], FROM, "{n}");
+            assert_eq!(l[COLOR], "blue", "{n}");
+            assert!(!node.spec.unwrap().unschedulable.unwrap_or(false), "{n}");
+            assert_eq!(j.nodes[n].state, NodeState::Blue);
+        }
+    }
+    let status = gpuctl::upgrade::command::status_human(&[j], &[None]);
+    assert!(
+        status.contains("batch 2: failed") && status.contains("batch 3: pending"),
+        "{status}"
+    );
+
+    let j = execute::rollback(
+        &f.k,
+        Some(&f.tc.namespace),
+        Some(&f.pool),
+        &timing(Duration::from_secs(20)),
+        &quiet(),
+        Cancel::never(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(j.phase, JournalPhase::RolledBack);
+    // Every recorded label is back, the colour (absent before) is gone, nothing is cordoned.
+    for n in &f.nodes {
+        let node = f.node(n).await;
+        let l = node.metadata.labels.clone().unwrap();
+        for key in [
+            DRIVER_LABEL,
+            "nvidia.com/mig.config",
+            "nvidia.com/device-plugin.config",
+            COLOR,
+            VERSION,
+        ] {
+            assert_eq!(l.get(key), before[n].get(key), "{n}: {key}");
+        }
+        let spec = node.spec.unwrap();
+        assert!(!spec.unschedulable.unwrap_or(false), "{n}");
+        assert!(
+            !spec
+                .taints
+                .unwrap_or_default()
+                .iter()
+                .any(|t| t.key == "gpuctl.dev/driver-upgrade"),
+            "{n}"
+        );
+    }
+    assert!(
+        !f.cr_exists(&plan.green_cr).await,
+        "the green CR goes with the rollback"
+    );
+    assert!(f.cr_exists(&plan.blue_cr).await);
+    let seen = inv.seen();
+    assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
+    let Some(f) = Fixture::new("upgrade_lease_pdb", 2, "1s", DriverConfig::default()).await else {
+        return;
+    };
+    let t = timing(Duration::from_secs(20));
+    // One replica that must stay up: its budget never allows an eviction.
+    let serve = ServeWorkload::start(
+        f.tc.client.clone(),
+        &f.tc.namespace,
+        "solo",
+        &f.selector,
+        1,
+        1,
+        1,
+        Duration::from_millis(20),
+    )
+    .await;
+    let mut inv = Invariants::start(f.tc.client.clone(), &f.selector, 1).await;
+    inv.watch_service(f.tc.client.clone(), &f.tc.namespace, "solo", 1)
+        .await;
+    let plan = f.plan(TO, &t).await;
+    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    assert!(
+        plan.checks
+            .iter()
+            .any(|c| c.message.contains("allows no disruption now")),
+        "{}",
+        plan::human(&plan)
+    );
+    let (k, p, tt) = (kube().await, plan.clone(), t.clone());
+    let a =
+        tokio::spawn(async move { execute::start(&k, &p, &tt, &quiet(), Cancel::never()).await });
+    while f.journal().await.is_none() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let plan_b = f.plan(TO, &t).await;
+    assert!(
+        plan_b.errors() > 0,
+        "a second plan sees the upgrade in progress"
+    );
+    let err = execute::resume(
+        &f.k,
+        Some(&f.tc.namespace),
+        Some(&f.pool),
+        &t,
+        &quiet(),
+        Cancel::never(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, UpgradeError::Busy { .. }), "{err}");
+    let err = a.await.unwrap().unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("drain of batch 2 timed out") && msg.contains("eviction refused"),
+        "{msg}"
+    );
+    let solo = f.plan(TO, &t).await.batches.len();
+    assert_eq!(solo, 2);
+    let j = f.journal().await.unwrap();
+    assert_eq!(j.phase, JournalPhase::Failed);
+    let blocked = &plan.batches[1].nodes[0];
+    assert_eq!(j.nodes[blocked].state, NodeState::Cordoned);
+    assert_eq!(
+        f.labels(blocked).await[DRIVER_LABEL],
+        plan.blue_cr,
+        "a node that did not drain never moves"
+    );
+    let j = execute::rollback(
+        &f.k,
+        Some(&f.tc.namespace),
+        Some(&f.pool),
+        &t,
+        &quiet(),
+        Cancel::never(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(j.phase, JournalPhase::RolledBack);
+    assert!(
+        !f.node(blocked)
+            .await
+            .spec
+            .unwrap()
+            .unschedulable
+            .unwrap_or(false)
+    );
+    let seen = inv.seen();
+    assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
+    assert!(seen.min_healthy.is_none_or(|m| m >= 1), "{seen:?}");
+    assert_eq!(
+        *serve.created.lock().unwrap(),
+        1,
+        "the budget's pod was never evicted"
+    );
+    let solo: Api<Pod> = f.tc.namespaced();
+    assert!(
+        solo.get("solo-1")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+}
