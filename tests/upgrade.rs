@@ -695,7 +695,7 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
     else {
         return;
     };
-    let t = timing(Duration::from_millis(1500));
+    let t = timing(Duration::from_secs(3));
     let inv = Invariants::start(f.tc.client.clone(), &f.selector, 2).await;
     let plan = f.plan(TO, &t).await;
     assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));

@@ -386,6 +386,17 @@ impl<'a> Run<'a> {
     }
 
     async fn forward_batch(&mut self, b: usize, todo: &[String]) -> Result<(), UpgradeError> {
+        // A deleted Node cannot be upgraded: it fails, which stops the rollout here.
+        for n in self.gone(todo).await? {
+            if self.state(&n) != NodeState::Failed {
+                self.set_state(
+                    &n,
+                    NodeState::Failed,
+                    Some("the Node object is gone".into()),
+                )
+                .await?;
+            }
+        }
         if todo.iter().any(|n| self.state(n) == NodeState::Blue) {
             self.gate(b, self.j.batch(b).to_vec()).await?;
         }
@@ -503,12 +514,23 @@ impl<'a> Run<'a> {
             }
             self.progress
                 .phase(&format!("rollback batch {b}/{total}"), todo.len());
-            // Nodes that never left blue only lose the colour and the steering taint.
+            // A deleted Node has nothing left to restore.
+            for n in self.gone(&todo).await? {
+                self.set_state(
+                    &n,
+                    NodeState::RolledBack,
+                    Some("the Node object is gone".into()),
+                )
+                .await?;
+            }
+            // Nodes that never left blue only lose the colour, the steering taint and the cordon
+            // the upgrade put on them.
             for n in self.with_state(
                 &todo,
                 &[NodeState::Blue, NodeState::Cordoned, NodeState::Drained],
             ) {
-                self.release_node(&n).await?;
+                let cordoned = self.state(&n) != NodeState::Blue;
+                self.release_node(&n, cordoned).await?;
                 self.set_state(&n, NodeState::RolledBack, None).await?;
             }
             let back = self.with_state(
@@ -590,8 +612,9 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Undoes what the upgrade did to a node that never moved: cordon, colour, steering taint.
-    async fn release_node(&mut self, n: &str) -> Result<(), UpgradeError> {
+    /// Undoes what the upgrade did to a node that never moved: colour, steering taint and, when
+    /// the upgrade cordoned it, the cordon.
+    async fn release_node(&mut self, n: &str, uncordon: bool) -> Result<(), UpgradeError> {
         let labels = self.owned_labels(n, Direction::Back, true);
         nodeops::apply_owned_labels(self.k, n, &labels)
             .await
@@ -599,7 +622,7 @@ impl<'a> Run<'a> {
         nodeops::set_pending_taint(self.k, n, false)
             .await
             .map_err(|e| self.cluster(e))?;
-        if !self.initially_unschedulable(n) {
+        if uncordon && !self.initially_unschedulable(n) {
             nodeops::set_unschedulable(self.k, n, false)
                 .await
                 .map_err(|e| self.cluster(e))?;
@@ -608,6 +631,21 @@ impl<'a> Run<'a> {
     }
 
     // ---- shared steps -------------------------------------------------------------------------
+
+    /// Nodes of `nodes` whose Node object no longer exists (and that are not marked yet).
+    async fn gone(&self, nodes: &[String]) -> Result<Vec<String>, UpgradeError> {
+        let mut out = Vec::new();
+        for n in nodes {
+            if live::read_node(self.k, n)
+                .await
+                .map_err(|e| self.cluster(e))?
+                .is_none()
+            {
+                out.push(n.clone());
+            }
+        }
+        Ok(out)
+    }
 
     fn with_state(&self, nodes: &[String], states: &[NodeState]) -> Vec<String> {
         nodes
