@@ -576,6 +576,33 @@ async fn stopping_at_any_step_and_resuming_converges() {
     );
 }
 
+/// Sends `signal` to `child` once the journal has recorded `step` steps.
+async fn stop_at_step(
+    f: &Fixture,
+    mut child: std::process::Child,
+    step: u64,
+    signal: &str,
+) -> std::process::Child {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if f.journal().await.is_some_and(|j| j.step >= step) {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "gpuctl ended before step {step}"
+        );
+        assert!(Instant::now() < deadline, "no step {step} within 60s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ok = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    child
+}
+
 fn gpuctl(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpuctl"));
     c.args(args)
@@ -585,7 +612,7 @@ fn gpuctl(args: &[&str]) -> Command {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sigkill_of_the_binary_then_resume_converges() {
+async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
     let Some(f) = Fixture::new("upgrade_sigkill", 4, "20s", DriverConfig::default()).await else {
         return;
     };
@@ -601,7 +628,50 @@ async fn sigkill_of_the_binary_then_resume_converges() {
         "20s",
     ];
     let bp = f.blueprint.to_str().unwrap().to_string();
-    let mut child = gpuctl(
+    // Plan mode changes nothing and writes the runbook with its timeline beside it.
+    let runbook = f.blueprint.with_file_name("upgrade.md");
+    let o = gpuctl(
+        &[
+            &[
+                "upgrade",
+                "driver",
+                &bp,
+                "--pool",
+                &f.pool,
+                "--to",
+                TO,
+                "--runbook",
+                runbook.to_str().unwrap(),
+            ][..],
+            &fast[..2],
+        ]
+        .concat(),
+    )
+    .output()
+    .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("Nothing was changed") && out.contains("batch 4/4"),
+        "{out}"
+    );
+    let md = std::fs::read_to_string(&runbook).unwrap();
+    assert!(
+        md.contains("](upgrade.timeline.svg)") && md.contains("kubectl cordon"),
+        "{md}"
+    );
+    assert!(
+        std::fs::read_to_string(runbook.with_file_name("upgrade.timeline.svg"))
+            .unwrap()
+            .starts_with("<svg")
+    );
+    assert!(f.journal().await.is_none(), "a plan writes no journal");
+    // Ctrl-C (SIGINT) stops cleanly: the lease is released and the error says how to go on.
+    let child = gpuctl(
         &[
             &[
                 "upgrade",
@@ -621,20 +691,35 @@ async fn sigkill_of_the_binary_then_resume_converges() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    // Mid-run: batch 2 of 4 (1 node each) has been cordoned.
-    loop {
-        if f.journal().await.is_some_and(|j| j.step >= 8) {
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "gpuctl ended before it was killed"
-        );
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
+    let child = stop_at_step(&f, child, 4, "-INT").await;
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("interrupted") && err.contains("--resume"),
+        "{err}"
+    );
+    let lease = gpuctl::upgrade::journal::lease_info(&f.k, &f.tc.namespace, &f.pool)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        lease.holder.is_empty(),
+        "Ctrl-C released the lease: {lease:?}"
+    );
+    // SIGKILL mid-run (batch 2 or later of 4, one node each): the lease stays until it expires.
+    let child = gpuctl(
+        &[
+            &["upgrade", "driver", "--resume", "--pool", &f.pool][..],
+            &fast[..],
+        ]
+        .concat(),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut child = stop_at_step(&f, child, 10, "-KILL").await;
     child.wait().unwrap();
     let j = f.journal().await.unwrap();
     assert_eq!(j.phase, JournalPhase::Running);

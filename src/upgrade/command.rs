@@ -120,7 +120,7 @@ pub fn run(cmd: UpgradeCommand) -> ExitStatus {
                 };
                 let plan = plan::build(&prep, &view, existing.as_ref(), &t);
                 let text = match format {
-                    UpgradeFormat::Human => plan::human(&plan),
+                    UpgradeFormat::Human => plan::human_for(&plan, execute),
                     UpgradeFormat::Json => {
                         let mut s = serde_json::to_string_pretty(&plan).unwrap_or_default();
                         s.push('\n');

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::journal::{Journal, JournalPhase};
+use super::journal::Journal;
 use super::live::{LiveNode, LivePod, LiveView, PodRole, selector_text};
 use super::preflight::{BranchFacts, Check, CheckLevel, Prepared};
 use super::{
@@ -845,6 +845,11 @@ fn green_manifest(mut m: Value, name: &str, pool: &str) -> Value {
 
 /// The plan as text for a terminal or a log.
 pub fn human(plan: &UpgradePlan) -> String {
+    human_for(plan, false)
+}
+
+/// [`human`], ending with what happens next: the command to run it, or (`executing`) that it runs.
+pub fn human_for(plan: &UpgradePlan, executing: bool) -> String {
     let mut s = String::new();
     let p = &plan.policy;
     let _ = writeln!(
@@ -1046,6 +1051,12 @@ pub fn human(plan: &UpgradePlan) -> String {
             "{} error(s): fix them and plan again; nothing was changed.",
             plan.errors()
         );
+    } else if executing {
+        let _ = writeln!(
+            s,
+            "Executing; progress follows. Ctrl-C stops cleanly; `gpuctl upgrade driver --resume --pool {}` continues.",
+            plan.pool
+        );
     } else {
         let _ = writeln!(
             s,
@@ -1054,11 +1065,6 @@ pub fn human(plan: &UpgradePlan) -> String {
         );
     }
     s
-}
-
-/// Whether a journal phase still needs a human (`--resume` or `rollback`).
-pub fn unfinished(j: &Journal) -> bool {
-    !matches!(j.phase, JournalPhase::Completed | JournalPhase::RolledBack)
 }
 
 #[cfg(test)]
