@@ -57,13 +57,13 @@ pub async fn start(
     if plan.errors() > 0 {
         return Err(UpgradeError::Preflight(plan.errors()));
     }
-    let lease = journal::acquire(
+    let lease = acquire(
         k,
         &plan.namespace,
         &plan.pool,
-        timing.lease_duration,
-        timing.poll,
+        timing,
         progress,
+        cancel.clone(),
     )
     .await?;
     let mut store = JournalStore::new(k, &plan.namespace, &plan.pool);
@@ -125,13 +125,13 @@ pub async fn resume(
         }
         JournalPhase::Running | JournalPhase::Failed => {}
     }
-    let lease = journal::acquire(
+    let lease = acquire(
         k,
         &found.namespace,
         &found.pool,
-        timing.lease_duration,
-        timing.poll,
+        timing,
         progress,
+        cancel.clone(),
     )
     .await?;
     let pool = found.pool.clone();
@@ -176,13 +176,13 @@ pub async fn rollback(
             found.pool
         )));
     }
-    let lease = journal::acquire(
+    let lease = acquire(
         k,
         &found.namespace,
         &found.pool,
-        timing.lease_duration,
-        timing.poll,
+        timing,
         progress,
+        cancel.clone(),
     )
     .await?;
     let pool = found.pool.clone();
@@ -202,6 +202,21 @@ pub async fn rollback(
     .await;
     lease.release().await;
     result
+}
+
+/// Takes the pool's Lease; Ctrl-C while waiting for a previous run's lease to expire stops too.
+async fn acquire(
+    k: &Kube,
+    namespace: &str,
+    pool: &str,
+    timing: &Timing,
+    progress: &Progress,
+    mut cancel: Cancel,
+) -> Result<LeaseGuard, UpgradeError> {
+    tokio::select! {
+        l = journal::acquire(k, namespace, pool, timing.lease_duration, timing.poll, progress) => l,
+        () = cancel.cancelled() => Err(UpgradeError::Interrupted(pool.to_string())),
+    }
 }
 
 async fn guarded<F>(pool: &str, mut cancel: Cancel, f: F) -> Result<Journal, UpgradeError>

@@ -379,6 +379,14 @@ impl JournalStore {
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
+                // A write that succeeded but whose answer was lost (and was retried) conflicts with
+                // itself: that is our own journal, not someone else's.
+                if let Ok(Some(cm)) = self.api.get_opt(&self.name).await
+                    && parse(&self.name, &cm).is_ok_and(|stored| stored == *j)
+                {
+                    self.resource_version = cm.metadata.resource_version;
+                    return Ok(());
+                }
                 j.step -= 1;
                 Err(UpgradeError::JournalConflict(j.pool.clone()))
             }
