@@ -230,6 +230,13 @@ rules! {
         source: "docs/blueprint.md; mig-parted config format",
         example: "spec:\n  nodePools:\n    - gpu: {count: 8}\n      partitioning: {mode: mig, mig: {devices: [{gpus: [0, 8], layout: {...}}]}}\n",
     }
+    "GPU035" "mig-strategy-cluster-wide" "mig" Error {
+        checks: "Every MIG pool uses the same strategy, and no MPS pool shares a cluster with the `mixed` strategy.",
+        why: "The GPU Operator sets one MIG strategy for the device plugin on every node (`mig.strategy`), and the device plugin refuses MPS sharing under the `mixed` strategy: the MPS pool would advertise no GPUs.",
+        fix: "Give every MIG pool one strategy; with an MPS pool, use `single` (one profile per node), or time-slicing instead of MPS.",
+        source: "GPU Operator chart values (mig.strategy); k8s-device-plugin (MPS is not supported with the mixed strategy)",
+        example: "spec:\n  nodePools:\n    - partitioning: {mode: mig, mig: {strategy: mixed, layout: {...}}}\n    - partitioning: {mode: mps, mps: {replicas: 4}}\n",
+    }
     "GPU040" "sharing-replicas" "sharing" Error {
         checks: "Time-slicing and MPS use at least 2 replicas, and the mode has its section.",
         why: "The device plugin rejects `replicas` below 2 and fails to start on the node.",

@@ -387,6 +387,14 @@ fn cases() -> Vec<Case> {
             )],
         ),
         (
+            "GPU035",
+            k.clone(),
+            vec![(
+                "mode: time-slicing\n        timeSlicing: { replicas: 4 }",
+                "mode: mps\n        mps: { replicas: 4 }",
+            )],
+        ),
+        (
             "GPU040",
             k.clone(),
             vec![(

@@ -7,6 +7,7 @@ use crate::profiles::MigFitError;
 use crate::validate::Ctx;
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
+    cluster_wide_strategy(ctx);
     for (i, pool) in ctx.bp.spec.node_pools.iter().enumerate() {
         let base = format!("spec.nodePools[{i}].partitioning");
         let p = &pool.partitioning;
@@ -174,5 +175,65 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 ),
             }
         }
+    }
+}
+
+/// The operator configures one MIG strategy for the whole cluster (GPU035).
+fn cluster_wide_strategy(ctx: &mut Ctx<'_>) {
+    let pools = &ctx.bp.spec.node_pools;
+    let mig: Vec<(usize, MigStrategy)> = pools
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.partitioning.mode == PartitionMode::Mig)
+        .map(|(i, p)| {
+            (
+                i,
+                p.partitioning
+                    .mig
+                    .as_ref()
+                    .map(|m| m.strategy)
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    if let Some((first, strategy)) = mig.first().copied() {
+        for &(i, s) in &mig[1..] {
+            if s != strategy {
+                ctx.emit(
+                    "GPU035",
+                    format!("spec.nodePools[{i}].partitioning.mig.strategy"),
+                    format!(
+                        "pool `{}` uses the `{}` MIG strategy but pool `{}` uses `{}`; the operator sets one strategy for the cluster",
+                        pools[i].name,
+                        strategy_name(s),
+                        pools[first].name,
+                        strategy_name(strategy)
+                    ),
+                    "use one MIG strategy in every pool",
+                );
+            }
+        }
+    }
+    if let Some(&(mixed, _)) = mig.iter().find(|(_, s)| *s == MigStrategy::Mixed) {
+        for (i, p) in pools.iter().enumerate() {
+            if p.partitioning.mode == PartitionMode::Mps {
+                ctx.emit(
+                    "GPU035",
+                    format!("spec.nodePools[{i}].partitioning.mode"),
+                    format!(
+                        "MPS on pool `{}` does not work while pool `{}` makes the cluster's MIG strategy `mixed`: the device plugin refuses MPS under it",
+                        p.name, pools[mixed].name
+                    ),
+                    "use time-slicing on this pool, or the `single` MIG strategy (one profile per node)",
+                );
+            }
+        }
+    }
+}
+
+fn strategy_name(s: MigStrategy) -> &'static str {
+    match s {
+        MigStrategy::Single => "single",
+        MigStrategy::Mixed => "mixed",
     }
 }
