@@ -255,6 +255,12 @@ pub async fn apply(
     )
     .await?;
 
+    // Nodes move to their pool's NVIDIADriver CR by the `gpuctl.dev/driver` label: set it before
+    // the CRs exist, or the cluster-default CR installs its driver on a pool's nodes first and the
+    // pool CR reinstalls its own right after. The full label set (MIG and device-plugin configs,
+    // whose ConfigMaps the operator phase creates) follows after the operator phase.
+    driver_labels(k, plan, progress).await?;
+
     // Phase 2: the operator release, then its custom resources.
     report.helm = helm_step(plan, opts, progress);
     for phase in [
@@ -633,6 +639,41 @@ async fn nodes(
     }
 }
 
+/// Sets only `gpuctl.dev/driver` on nodes whose value changes (a merge patch; the later
+/// server-side apply of every gpuctl label takes ownership of it).
+async fn driver_labels(k: &Kube, plan: &Plan, progress: &Progress) -> Result<(), ApplyError> {
+    let path = crate::plan::diff::join("labels", crate::render::DRIVER_LABEL);
+    let moves: Vec<(&str, &Value)> = plan
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            n.labels
+                .iter()
+                .find(|c| c.path == path)
+                .and_then(|c| c.after.as_ref())
+                .map(|v| (n.node.as_str(), v))
+        })
+        .collect();
+    if moves.is_empty() {
+        return Ok(());
+    }
+    progress.phase("driver labels", moves.len());
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    for (node, value) in moves {
+        let body = json!({"metadata": {"labels": {crate::render::DRIVER_LABEL: value}}});
+        let patch = Patch::Merge(&body);
+        crate::cluster::retry(|| api.patch(node, &params, &patch))
+            .await
+            .map_err(|e| crate::cluster::classify(&format!("Node/{node}"), e))?;
+        progress.step(&format!("Node/{node}"), "labelled");
+    }
+    Ok(())
+}
+
 /// Adds or updates gpuctl's taints by key and effect, keeping every other taint; optimistic
 /// concurrency through resourceVersion (a node changed meanwhile is re-read, up to 5 times).
 async fn merge_taints(
@@ -666,7 +707,8 @@ async fn merge_taints(
             field_manager: Some(FIELD_MANAGER.to_string()),
             ..PatchParams::default()
         };
-        match api.patch(node, &params, &Patch::Merge(&body)).await {
+        let patch = Patch::Merge(&body);
+        match crate::cluster::retry(|| api.patch(node, &params, &patch)).await {
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(s)) if s.code == 409 => continue,
             Err(e) => return Err(crate::cluster::classify(&id, e)),

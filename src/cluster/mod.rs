@@ -130,6 +130,9 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Kube, ClusterError> {
         .await
         .map_err(|e| kc_err(opts.kubeconfig.clone(), Box::new(e)))?;
     config.read_timeout = Some(Duration::from_secs(30));
+    // gpuctl retries with its own bounded backoff (`retry`); kube's built-in retry of 429 would
+    // otherwise wait out a PodDisruptionBudget's Retry-After up to 15 times per call.
+    config.default_retry = false;
     config.connect_timeout = Some(Duration::from_secs(10));
     let server = config.cluster_url.to_string();
     let client =
