@@ -16,14 +16,7 @@ use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 
 async fn kube() -> Kube {
-    let path =
-        std::env::var(support::cluster::KUBECONFIG_ENV).expect("checked by TestCluster::connect");
-    cluster::connect(&ConnectOptions {
-        kubeconfig: Some(path.into()),
-        context: None,
-    })
-    .await
-    .expect("connects to the harness")
+    support::cluster::gpuctl_kube().await
 }
 
 /// A small rendered set under `prefix`: namespace, priority class, quota, Kueue flavor/cluster

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuctl::apply::{Progress, ProgressMode};
-use gpuctl::cluster::{self, ConnectOptions, Kube};
+use gpuctl::cluster::Kube;
 use gpuctl::upgrade::execute::{self, Cancel};
 use gpuctl::upgrade::journal::{Journal, JournalPhase, JournalStore, NodeState};
 use gpuctl::upgrade::plan::{self, UpgradePlan};
@@ -60,14 +60,7 @@ fn quiet() -> Progress {
 }
 
 async fn kube() -> Kube {
-    let path =
-        std::env::var(support::cluster::KUBECONFIG_ENV).expect("checked by TestCluster::connect");
-    cluster::connect(&ConnectOptions {
-        kubeconfig: Some(path.into()),
-        context: None,
-    })
-    .await
-    .expect("connects to the harness")
+    support::cluster::gpuctl_kube().await
 }
 
 /// One pool of H100 nodes on its own NVIDIADriver CR, as `gpuctl apply` leaves it, and the

@@ -640,3 +640,14 @@ fn unique_prefix(test_name: &str) -> String {
         nanos >> 12
     )
 }
+
+/// gpuctl's own cluster client for the harness (what `gpuctl plan/apply/upgrade` use).
+pub async fn gpuctl_kube() -> gpuctl::cluster::Kube {
+    let path = std::env::var(KUBECONFIG_ENV).expect("checked by TestCluster::connect");
+    gpuctl::cluster::connect(&gpuctl::cluster::ConnectOptions {
+        kubeconfig: Some(path.into()),
+        context: None,
+    })
+    .await
+    .expect("connects to the harness")
+}
