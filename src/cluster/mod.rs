@@ -165,7 +165,7 @@ impl Kube {
         kind: &str,
     ) -> Result<Option<Resolved>, ClusterError> {
         let key = (api_version.to_string(), kind.to_string());
-        if let Some(r) = self.kinds.lock().map_err(|_| poisoned())?.get(&key) {
+        if let Some(r) = self.kinds().get(&key) {
             return Ok(r.clone());
         }
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
@@ -184,18 +184,21 @@ impl Kube {
                 });
             }
         };
+        self.kinds().insert(key, resolved.clone());
+        Ok(resolved)
+    }
+
+    /// The discovery cache. A poisoned lock only means another task panicked while holding it;
+    /// every entry is still a complete discovery answer, so the cache is recovered, not refused.
+    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Option<Resolved>>> {
         self.kinds
             .lock()
-            .map_err(|_| poisoned())?
-            .insert(key, resolved.clone());
-        Ok(resolved)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Forgets discovery results (after CRDs were installed).
     pub fn forget_kinds(&self) {
-        if let Ok(mut k) = self.kinds.lock() {
-            k.clear();
-        }
+        self.kinds().clear();
     }
 
     fn api(&self, r: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -291,13 +294,6 @@ impl Kube {
         let uid = ks.metadata.uid.unwrap_or_default();
         let digest = Sha256::digest(format!("{uid}|{}", self.server));
         Ok(digest.iter().take(12).map(|b| format!("{b:02x}")).collect())
-    }
-}
-
-fn poisoned() -> ClusterError {
-    ClusterError::Api {
-        object: "discovery cache".into(),
-        source: kube::Error::LinesCodecMaxLineLengthExceeded,
     }
 }
 
