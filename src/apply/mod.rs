@@ -541,7 +541,7 @@ fn helm_step(plan: &Plan, opts: &ApplyOptions, progress: &Progress) -> String {
             &h.release,
             chart,
             "--repo",
-            "https://helm.ngc.nvidia.com/nvidia",
+            crate::render::CHART_REPOSITORY,
         ])
         .args([
             "--version",

@@ -15,8 +15,13 @@ pub enum Style {
 
 /// Human style for stdout: rich only on a terminal and when `NO_COLOR` is unset or empty.
 pub fn stdout_style() -> Style {
+    style_for(std::io::stdout().is_terminal())
+}
+
+/// Rich only on a terminal and when `NO_COLOR` is unset or empty (no-color.org).
+fn style_for(is_terminal: bool) -> Style {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    if !no_color && std::io::stdout().is_terminal() {
+    if is_terminal && !no_color {
         Style::Rich
     } else {
         Style::Plain
@@ -35,12 +40,7 @@ pub fn today(flag: Option<&str>) -> Result<Date, String> {
 
 /// Human style for stderr (diagnostics and progress).
 pub fn stderr_style() -> Style {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    if !no_color && std::io::stderr().is_terminal() {
-        Style::Rich
-    } else {
-        Style::Plain
-    }
+    style_for(std::io::stderr().is_terminal())
 }
 
 /// Parses a duration flag (`10m`, `90s`).

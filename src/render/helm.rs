@@ -16,8 +16,10 @@ use crate::quantity::parse_duration_ms;
 
 /// Helm release name gpuctl installs the operator as.
 pub const RELEASE_NAME: &str = "gpu-operator";
-/// Chart reference (`helm repo add nvidia https://helm.ngc.nvidia.com/nvidia`).
+/// Chart reference (`helm repo add nvidia <CHART_REPOSITORY>`).
 pub const CHART: &str = "nvidia/gpu-operator";
+/// NVIDIA's Helm repository that serves [`CHART`].
+pub const CHART_REPOSITORY: &str = "https://helm.ngc.nvidia.com/nvidia";
 
 /// dcgm-exporter's collection interval in milliseconds (what `DCGM_EXPORTER_INTERVAL` takes).
 pub fn dcgm_interval_ms(bp: &Blueprint) -> u64 {

@@ -24,6 +24,7 @@ use serde_json::Value;
 pub use driver::{
     DEFAULT_DRIVER_CR, DriverCr, DriverManager, driver_crs, nvidia_driver_cr, pool_driver_cr_name,
 };
+pub use helm::CHART_REPOSITORY;
 pub use model::*;
 pub use nodes::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, Toleration};
 pub use objects::{LOCAL_QUEUE, TENANT_LABEL, VOLCANO_QUEUE_ANNOTATION, quota_key};
