@@ -53,18 +53,15 @@ async fn stand_in_monitoring_crds(client: &kube::Client) {
             "customresourcedefinitions",
         ),
     );
-    for (kind, plural) in [
-        ("ServiceMonitor", "servicemonitors"),
-        ("PrometheusRule", "prometheusrules"),
-    ] {
-        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": format!("{plural}.monitoring.coreos.com")},
-            "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
-                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
-                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                    "type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
+    let text = include_str!("support/prometheus-operator-crds.yaml");
+    for doc in text.split("\n---\n") {
+        let crd: Value = serde_saphyr::from_str(doc).expect("stand-in CRD parses");
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .expect("named CRD")
+            .to_string();
         crds.patch(
-            &format!("{plural}.monitoring.coreos.com"),
+            &name,
             &PatchParams::apply("gpuctl-test").force(),
             &Patch::Apply(&crd),
         )
