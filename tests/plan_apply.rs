@@ -350,10 +350,40 @@ async fn prune_removes_only_members() {
         "non-member survived"
     );
 
-    // Protected kinds are kept without --prune-protected: dropping everything but the namespace
-    // and the priority class would not delete them.
-    let namespaces_before = p.summary.delete;
-    assert_eq!(namespaces_before, 1);
+    assert_eq!(p.summary.delete, 1, "only the dropped queue was pruned");
+
+    // Protected kinds are kept without --prune-protected: dropping the PriorityClass from the set
+    // plans no delete for it, only a finding that says so; with the flag it is pruned.
+    let mut set = f.set();
+    set.objects.retain(|o| o.kind != "PriorityClass");
+    let p = live_plan(&k, &set).await;
+    assert!(
+        !p.actions.iter().any(|a| a.kind == "PriorityClass"),
+        "{:#?}",
+        actions(&p)
+    );
+    assert!(
+        p.findings.iter().any(|x| x
+            .message
+            .contains(&format!("PriorityClass/{}-pc", f.prefix))
+            && x.message.contains("--prune-protected")),
+        "{:#?}",
+        p.findings
+    );
+    let forced = plan::plan(
+        &set,
+        Live::Cluster(&k),
+        PlanOptions {
+            prune_protected: true,
+            ..PlanOptions::default()
+        },
+    )
+    .await
+    .expect("plan");
+    assert_eq!(
+        actions(&forced),
+        vec![(ActionKind::Delete, format!("PriorityClass/{}-pc", f.prefix))]
+    );
 }
 
 #[tokio::test]
