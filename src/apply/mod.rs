@@ -40,7 +40,7 @@ impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
             force_conflicts: false,
-            parallelism: 16,
+            parallelism: usize::from(crate::cluster::DEFAULT_PARALLELISM),
             crd_timeout: Duration::from_secs(120),
             wait_timeout: Duration::from_secs(600),
             poll: Duration::from_secs(2),

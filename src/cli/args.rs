@@ -75,7 +75,7 @@ pub enum Command {
         #[arg(long)]
         prune_protected: bool,
         /// Concurrent API requests.
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+        #[arg(long, default_value_t = crate::cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
         parallelism: u16,
         /// List unchanged objects and every field of new ones.
         #[arg(long, short)]
@@ -99,7 +99,7 @@ pub enum Command {
         #[arg(long)]
         prune_protected: bool,
         /// Concurrent API requests.
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+        #[arg(long, default_value_t = crate::cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
         parallelism: u16,
         /// Longest wait for node state such as MIG reconfiguration (e.g. 10m).
         #[arg(long, default_value = "10m", value_name = "DURATION")]

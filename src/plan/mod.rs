@@ -190,7 +190,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             prune_protected: false,
-            parallelism: 16,
+            parallelism: usize::from(crate::cluster::DEFAULT_PARALLELISM),
         }
     }
 }
@@ -244,36 +244,43 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
     if set.objects.is_empty() {
         return Err(PlanError::EmptySet(id));
     }
-    let (fingerprint, server) = match &live {
-        Live::Cluster(k) => (Some(k.fingerprint().await?), Some(k.server.clone())),
-        Live::Snapshot(s) => (s.fingerprint.clone(), s.server.clone()),
-        Live::Offline => (None, None),
+    // Kinds: served or not. One discovery request per kind, all at once: on a remote cluster a
+    // sequence of round trips is what makes a plan slow, not the work behind each.
+    let kind_keys: BTreeSet<(String, String)> = set
+        .objects
+        .iter()
+        .map(|o| (o.api_version.clone(), o.kind.clone()))
+        .collect();
+    let resolve_all = futures::future::try_join_all(kind_keys.iter().map(|(api_version, kind)| {
+        let live = &live;
+        async move {
+            let r = match live {
+                Live::Cluster(k) => k.resolve(api_version, kind).await?,
+                _ => None,
+            };
+            let is_served = match live {
+                Live::Cluster(_) => r.is_some(),
+                Live::Snapshot(s) => s.serves(api_version, kind),
+                Live::Offline => true,
+            };
+            Ok::<_, ClusterError>(((api_version.clone(), kind.clone()), r, is_served))
+        }
+    }));
+    let fingerprint = async {
+        Ok::<_, ClusterError>(match &live {
+            Live::Cluster(k) => (Some(k.fingerprint().await?), Some(k.server.clone())),
+            Live::Snapshot(s) => (s.fingerprint.clone(), s.server.clone()),
+            Live::Offline => (None, None),
+        })
     };
-
-    // Kinds: served or not.
+    let (resolved, (fingerprint, server)) = futures::try_join!(resolve_all, fingerprint)?;
     let mut kinds: BTreeMap<(String, String), Option<Resolved>> = BTreeMap::new();
-    for o in &set.objects {
-        kinds
-            .entry((o.api_version.clone(), o.kind.clone()))
-            .or_insert(None);
-    }
     let mut served: BTreeMap<(String, String), bool> = BTreeMap::new();
-    for (api_version, kind) in kinds.keys().cloned().collect::<Vec<_>>() {
-        let is_served = match &live {
-            Live::Cluster(k) => {
-                let r = k.resolve(&api_version, &kind).await?;
-                let s = r.is_some();
-                kinds.insert((api_version.clone(), kind.clone()), r);
-                s
-            }
-            Live::Snapshot(s) => s.serves(&api_version, &kind),
-            Live::Offline => true,
-        };
-        served.insert((api_version, kind), is_served);
+    for (key, r, is_served) in resolved {
+        served.insert(key.clone(), is_served);
+        kinds.insert(key, r);
     }
 
-    // Current members of the set (for prune), and the live copies of rendered objects.
-    let members = list_members(&live, &parent, &kinds).await?;
     let desired_keys: BTreeSet<(String, String, String)> = set
         .objects
         .iter()
@@ -286,45 +293,17 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         .map(|o| o.name.as_str())
         .collect();
 
-    // What exists, found with few requests: one LIST of namespace names (an object in a namespace
-    // that does not exist cannot exist either) and one LIST per cluster-scoped kind with many
-    // objects. Only the rest is read one by one; a first plan of 5,000 objects otherwise costs
-    // 5,000 GETs.
-    let mut known = Known::default();
-    if let Live::Cluster(k) = &live {
-        if let Some(r) = k.resolve("v1", "Namespace").await? {
-            known.namespaces = Some(
-                k.list(&r, "")
-                    .await?
-                    .iter()
-                    .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
-                    .collect(),
-            );
-        }
-        let mut per_kind: BTreeMap<(String, String), usize> = BTreeMap::new();
-        for o in set.objects.iter().filter(|o| o.namespace.is_none()) {
-            *per_kind
-                .entry((o.api_version.clone(), o.kind.clone()))
-                .or_default() += 1;
-        }
-        for (key, count) in per_kind {
-            if count < LIST_THRESHOLD {
-                continue;
-            }
-            if let Some(Some(r)) = kinds.get(&key) {
-                for mut v in k.list(r, "").await? {
-                    v["apiVersion"] = json!(r.resource.api_version);
-                    v["kind"] = json!(r.resource.kind);
-                    let name = v["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
-                    known.objects.insert(obj_key(&key.1, None, &name), v);
-                }
-                known.listed.insert(key);
-            }
-        }
-    }
+    // Bulk reads, concurrently: the current members of the set (for prune), what exists among the
+    // rendered objects, and the pools' nodes.
+    let (members, known, (nodes, node_findings)) = futures::try_join!(
+        list_members(&live, &parent, &kinds),
+        read_known(&live, set, &kinds),
+        async {
+            plan_nodes(&live, &set.node_patches)
+                .await
+                .map_err(PlanError::from)
+        },
+    )?;
 
     let live_ref = &live;
     let kinds_ref = &kinds;
@@ -408,7 +387,6 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         });
     }
 
-    let (nodes, node_findings) = plan_nodes(&live, &set.node_patches).await?;
     findings.extend(node_findings);
 
     let mut summary = Summary::default();
@@ -462,6 +440,67 @@ struct Known {
     listed: BTreeSet<(String, String)>,
     /// Objects of listed kinds.
     objects: BTreeMap<(String, String, String), Value>,
+}
+
+/// What exists among the rendered objects, found with few requests: one LIST of namespace names
+/// (an object in a namespace that does not exist cannot exist either) and one LIST per
+/// cluster-scoped kind with many objects, all at once. Only the rest is read one by one; a first
+/// plan of 5,000 objects otherwise costs 5,000 GETs.
+async fn read_known(
+    live: &Live<'_>,
+    set: &RenderedSet,
+    kinds: &BTreeMap<(String, String), Option<Resolved>>,
+) -> Result<Known, PlanError> {
+    let mut known = Known::default();
+    let Live::Cluster(k) = live else {
+        return Ok(known);
+    };
+    let namespaces = async {
+        match k.resolve("v1", "Namespace").await? {
+            Some(r) => Ok::<_, ClusterError>(Some(
+                k.list(&r, "")
+                    .await?
+                    .iter()
+                    .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+                    .collect::<BTreeSet<String>>(),
+            )),
+            None => Ok(None),
+        }
+    };
+    let mut per_kind: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for o in set.objects.iter().filter(|o| o.namespace.is_none()) {
+        *per_kind
+            .entry((o.api_version.clone(), o.kind.clone()))
+            .or_default() += 1;
+    }
+    let listed = futures::future::try_join_all(
+        per_kind
+            .into_iter()
+            .filter(|(_, count)| *count >= LIST_THRESHOLD)
+            .filter_map(|(key, _)| match kinds.get(&key) {
+                Some(Some(r)) => Some((key, r)),
+                _ => None,
+            })
+            .map(|(key, r)| async move {
+                let items = k.list(r, "").await?;
+                Ok::<_, ClusterError>((key, r, items))
+            }),
+    );
+    let (namespaces, listed) = futures::try_join!(namespaces, listed)?;
+    known.namespaces = namespaces;
+    for (key, r, items) in listed {
+        for mut v in items {
+            v["apiVersion"] = json!(r.resource.api_version);
+            v["kind"] = json!(r.resource.kind);
+            let name = v["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            known.objects.insert(obj_key(&key.1, None, &name), v);
+        }
+        known.listed.insert(key);
+    }
+    Ok(known)
 }
 
 fn action(
@@ -653,8 +692,13 @@ async fn list_members(
                     resolved.push(r);
                 }
             }
-            for r in resolved {
-                for mut v in k.list(&r, &selector).await? {
+            let lists = futures::future::try_join_all(resolved.iter().map(|r| {
+                let selector = &selector;
+                async move { Ok::<_, ClusterError>((r, k.list(r, selector).await?)) }
+            }))
+            .await?;
+            for (r, items) in lists {
+                for mut v in items {
                     // Lists omit apiVersion/kind on items.
                     v["apiVersion"] = json!(r.resource.api_version);
                     v["kind"] = json!(r.resource.kind);
@@ -708,28 +752,36 @@ pub async fn pool_nodes(
     live: &Live<'_>,
     patches: &[NodePatch],
 ) -> Result<BTreeMap<String, Vec<Value>>, ClusterError> {
-    let mut out = BTreeMap::new();
-    for p in patches {
-        let nodes = match live {
-            Live::Offline => vec![],
-            Live::Snapshot(s) => s
-                .nodes
-                .iter()
-                .filter(|n| node_matches(n, &p.selector))
-                .cloned()
-                .collect(),
-            Live::Cluster(k) => {
-                let r = k
-                    .resolve("v1", "Node")
-                    .await?
-                    .expect("every cluster serves Nodes");
-                k.list(&r, &selector_string(&p.selector)).await?
-            }
-        };
-        out.insert(p.pool.clone(), nodes);
-    }
-    Ok(out)
+    let lists: Vec<Result<(String, Vec<Value>), ClusterError>> = futures::stream::iter(patches)
+        .map(|p| async move {
+            let nodes = match live {
+                Live::Offline => vec![],
+                Live::Snapshot(s) => s
+                    .nodes
+                    .iter()
+                    .filter(|n| node_matches(n, &p.selector))
+                    .cloned()
+                    .collect(),
+                Live::Cluster(k) => {
+                    let r = k
+                        .resolve("v1", "Node")
+                        .await?
+                        .expect("every cluster serves Nodes");
+                    k.list(&r, &selector_string(&p.selector)).await?
+                }
+            };
+            Ok((p.pool.clone(), nodes))
+        })
+        // One label-selected LIST per pool, a bounded number at a time: a 64-pool blueprint
+        // otherwise waits for 64 round trips in a row.
+        .buffered(POOL_LIST_PARALLELISM)
+        .collect()
+        .await;
+    lists.into_iter().collect()
 }
+
+/// Pools whose nodes are listed at once.
+const POOL_LIST_PARALLELISM: usize = 16;
 
 /// GFD's driver version label, or the deprecated triple.
 pub fn node_driver(node: &Value) -> Option<String> {
