@@ -207,7 +207,7 @@ pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
         let plan = match (saved, &set) {
             (Some(p), _) => {
                 let p = p?;
-                apply::check_stale(&k, &p)
+                apply::check_stale(&k, &p, cmd.options.parallelism)
                     .await
                     .map_err(|e| e.to_string())?;
                 p
@@ -217,10 +217,21 @@ pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
                 .map_err(|e| e.to_string())?,
             (None, None) => unreachable!("a blueprint was rendered above"),
         };
-        if let Some(f) = plan.findings.iter().find(|f| f.severity == "error") {
+        let errors: Vec<&str> = plan
+            .findings
+            .iter()
+            .filter(|f| f.severity == "error")
+            .map(|f| f.message.as_str())
+            .collect();
+        if !errors.is_empty() {
             return Err(format!(
-                "the live cluster does not match the blueprint: {}",
-                f.message
+                "nothing was applied; the plan has {} error finding(s):\n{}",
+                errors.len(),
+                errors
+                    .iter()
+                    .map(|m| format!("  - {m}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             ));
         }
         apply::apply(&k, &plan, &cmd.options, &progress)

@@ -462,7 +462,7 @@ async fn a_stale_saved_plan_is_refused() {
         .await
         .unwrap();
 
-    match apply::check_stale(&k, &saved).await {
+    match apply::check_stale(&k, &saved, 16).await {
         Err(ApplyError::Stale(moved)) => {
             assert_eq!(moved.len(), 1, "{moved:?}");
             assert!(
@@ -474,7 +474,7 @@ async fn a_stale_saved_plan_is_refused() {
     }
     // An untouched saved plan passes.
     let fresh = Plan::from_json(&live_plan(&k, &f.set()).await.to_json()).unwrap();
-    apply::check_stale(&k, &fresh)
+    apply::check_stale(&k, &fresh, 16)
         .await
         .expect("fresh plan is not stale");
 }

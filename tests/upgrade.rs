@@ -207,6 +207,33 @@ impl Fixture {
         plan::build(&prep, &view, existing.as_ref(), t)
     }
 
+    /// Error findings of a live `gpuctl plan` of the fixture's blueprint as it is on disk now.
+    async fn plan_errors(&self) -> Vec<String> {
+        let catalog = gpuctl::profiles::Catalog::embedded();
+        let loaded = gpuctl::blueprint::load_file(&self.blueprint)
+            .unwrap_or_else(|r| panic!("{:#?}", r.findings));
+        let v = gpuctl::validate::validate(
+            loaded,
+            catalog,
+            gpuctl::validate::Options { today: today() },
+        )
+        .unwrap_or_else(|r| panic!("{:#?}", r.findings));
+        let set = gpuctl::render::render(&v, catalog, &gpuctl::render::Templates::embedded())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let plan = gpuctl::plan::plan(
+            &set,
+            gpuctl::plan::Live::Cluster(&self.k),
+            gpuctl::plan::PlanOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        plan.findings
+            .into_iter()
+            .filter(|f| f.severity == "error")
+            .map(|f| f.message)
+            .collect()
+    }
+
     async fn journal(&self) -> Option<Journal> {
         JournalStore::new(&self.k, &self.tc.namespace, &self.pool)
             .load()
@@ -448,11 +475,25 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
         !f.cr_exists(&plan.green_cr).await,
         "the previous green CR was this pool's own and goes"
     );
+    // Until the blueprint says what the pool now runs, a plan refuses: an apply would move every
+    // node back to the declared driver.
+    let errors = f.plan_errors().await;
+    assert!(
+        errors.len() == 1
+            && errors[0].contains(&format!(
+                "pool `{}` was upgraded to driver 610.57.04",
+                f.pool
+            ))
+            && errors[0].contains("declares 595.91.07"),
+        "{errors:#?}"
+    );
     std::fs::write(
         &f.blueprint,
         blueprint_text(&f.pool, &f.tc.namespace, 8, "610.57.04", "20s"),
     )
     .unwrap();
+    let errors = f.plan_errors().await;
+    assert!(errors.is_empty(), "{errors:#?}");
     let prep = preflight::prepare(
         &f.blueprint,
         &f.pool,
@@ -836,6 +877,18 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
             assert_eq!(j.nodes[n].state, NodeState::Blue);
         }
     }
+    // A stopped upgrade still owns the pool: a plan of the blueprint is refused, naming the way out.
+    let errors = f.plan_errors().await;
+    assert!(
+        errors.len() == 1
+            && errors[0].contains(&format!(
+                "pool `{}` has a driver upgrade stopped on a failure",
+                f.pool
+            ))
+            && errors[0].contains(&format!("gpuctl upgrade driver --resume --pool {}", f.pool))
+            && errors[0].contains(&format!("gpuctl upgrade rollback --pool {}", f.pool)),
+        "{errors:#?}"
+    );
     let status = gpuctl::upgrade::command::status_human(&[j], &[None]);
     assert!(
         status.contains("batch 2: failed") && status.contains("batch 3: pending"),
@@ -853,6 +906,8 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(j.phase, JournalPhase::RolledBack);
+    let errors = f.plan_errors().await;
+    assert!(errors.is_empty(), "after the rollback: {errors:#?}");
     // Every recorded label is back, the colour (absent before) is gone, nothing is cordoned.
     for n in &f.nodes {
         let node = f.node(n).await;

@@ -93,6 +93,10 @@ pub enum ApplyError {
         /// The bound.
         seconds: u64,
     },
+    /// A driver upgrade is moving one of the plan's pools, or moved it to a driver the plan
+    /// would undo.
+    #[error("{}", .0.join("\n"))]
+    Upgrade(Vec<String>),
     /// The cluster failed outside a step.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
@@ -113,8 +117,9 @@ pub struct ApplyReport {
     pub helm: String,
 }
 
-/// Refuses a saved plan whose objects moved since planning (or that belongs to another cluster).
-pub async fn check_stale(k: &Kube, plan: &Plan) -> Result<(), ApplyError> {
+/// Refuses a saved plan whose objects moved since planning, that belongs to another cluster, or
+/// whose pools a driver upgrade is moving (or moved) since.
+pub async fn check_stale(k: &Kube, plan: &Plan, parallelism: usize) -> Result<(), ApplyError> {
     if plan.mode != plan::Mode::Live {
         return Err(ApplyError::NotLive(
             format!("{:?}", plan.mode).to_lowercase(),
@@ -129,14 +134,16 @@ pub async fn check_stale(k: &Kube, plan: &Plan) -> Result<(), ApplyError> {
             actual,
         });
     }
-    let mut moved = Vec::new();
-    for a in &plan.actions {
-        if a.action == ActionKind::CreateAfterCrd {
-            continue;
-        }
+    // Every planned object is read again, a bounded number at a time (a saved plan of 5,000
+    // objects read one by one takes minutes against a remote server).
+    let checks: Vec<Result<Option<String>, ClusterError>> = futures::stream::iter(
+        plan.actions
+            .iter()
+            .filter(|a| a.action != ActionKind::CreateAfterCrd),
+    )
+    .map(|a| async move {
         let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
-            moved.push(format!("{}: its kind is no longer served", a.id()));
-            continue;
+            return Ok(Some(format!("{}: its kind is no longer served", a.id())));
         };
         let now = k.get(&r, a.namespace.as_deref(), &a.name).await?;
         let now_rv = now.as_ref().and_then(|v| {
@@ -144,18 +151,23 @@ pub async fn check_stale(k: &Kube, plan: &Plan) -> Result<(), ApplyError> {
                 .as_str()
                 .map(str::to_string)
         });
-        match (&a.resource_version, &now_rv) {
-            (None, None) => {}
-            (None, Some(_)) => moved.push(format!(
+        Ok(match (&a.resource_version, &now_rv) {
+            (None, None) => None,
+            (None, Some(_)) => Some(format!(
                 "{}: created by someone else since the plan",
                 a.id()
             )),
-            (Some(_), None) => moved.push(format!("{}: deleted since the plan", a.id())),
-            (Some(p), Some(n)) if p != n => {
-                moved.push(format!("{}: resourceVersion {p} -> {n}", a.id()));
-            }
-            _ => {}
-        }
+            (Some(_), None) => Some(format!("{}: deleted since the plan", a.id())),
+            (Some(p), Some(n)) if p != n => Some(format!("{}: resourceVersion {p} -> {n}", a.id())),
+            _ => None,
+        })
+    })
+    .buffered(parallelism.max(1))
+    .collect()
+    .await;
+    let mut moved = Vec::new();
+    for c in checks {
+        moved.extend(c?);
     }
     if let Some(r) = k.resolve("v1", "Node").await? {
         for n in &plan.nodes {
@@ -181,10 +193,20 @@ pub async fn check_stale(k: &Kube, plan: &Plan) -> Result<(), ApplyError> {
             }
         }
     }
-    if moved.is_empty() {
+    if !moved.is_empty() {
+        return Err(ApplyError::Stale(moved));
+    }
+    let upgrades: Vec<String> =
+        plan::upgrade_findings(k, &plan.blueprint, &plan.helm.namespace, &plan.node_patches)
+            .await
+            .into_iter()
+            .filter(|f| f.severity == "error")
+            .map(|f| f.message)
+            .collect();
+    if upgrades.is_empty() {
         Ok(())
     } else {
-        Err(ApplyError::Stale(moved))
+        Err(ApplyError::Upgrade(upgrades))
     }
 }
 

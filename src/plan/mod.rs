@@ -295,13 +295,22 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
 
     // Bulk reads, concurrently: the current members of the set (for prune), what exists among the
     // rendered objects, and the pools' nodes.
-    let (members, known, (nodes, node_findings)) = futures::try_join!(
+    let (members, known, (nodes, node_findings), upgrades) = futures::try_join!(
         list_members(&live, &parent, &kinds),
         read_known(&live, set, &kinds),
         async {
             plan_nodes(&live, &set.node_patches)
                 .await
                 .map_err(PlanError::from)
+        },
+        async {
+            Ok(match &live {
+                Live::Cluster(k) => {
+                    upgrade_findings(k, &set.blueprint, &set.helm.namespace, &set.node_patches)
+                        .await
+                }
+                _ => vec![],
+            })
         },
     )?;
 
@@ -387,6 +396,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         });
     }
 
+    findings.extend(upgrades);
     findings.extend(node_findings);
 
     let mut summary = Summary::default();
@@ -440,6 +450,72 @@ struct Known {
     listed: BTreeSet<(String, String)>,
     /// Objects of listed kinds.
     objects: BTreeMap<(String, String, String), Value>,
+}
+
+/// Findings from `gpuctl upgrade` journals of this blueprint's pools (in the operator namespace):
+/// an unfinished upgrade owns its pool's driver labels, colours and taints, so an apply would
+/// fight it; a completed one moved the pool to a driver the blueprint must now declare, or an
+/// apply would move every node back. Both are errors, so `apply` refuses and says what to do.
+pub async fn upgrade_findings(
+    k: &Kube,
+    blueprint: &str,
+    namespace: &str,
+    patches: &[NodePatch],
+) -> Vec<PlanFinding> {
+    let error = |message: String| PlanFinding {
+        severity: "error".into(),
+        message,
+    };
+    let journals = match crate::upgrade::journal::list(k, Some(namespace), None).await {
+        Ok(j) => j,
+        Err(e) => {
+            return vec![error(format!(
+                "cannot read the driver upgrade journals in namespace {namespace} ({e}); gpuctl does not apply while it cannot tell whether an upgrade is moving a pool"
+            ))];
+        }
+    };
+    let mut out = Vec::new();
+    for j in journals.iter().filter(|j| j.blueprint == blueprint) {
+        let journal = format!(
+            "ConfigMap {namespace}/{}",
+            crate::upgrade::journal::object_name(&j.pool)
+        );
+        if !j.phase.is_final() {
+            out.push(error(format!(
+                "pool `{}` has a driver upgrade {} ({} -> {}, journal {journal}); applying now would move the labels it manages. Finish it with `gpuctl upgrade driver --resume --pool {0}`, or undo it with `gpuctl upgrade rollback --pool {0}`, then plan again",
+                j.pool,
+                j.phase.describe(),
+                j.from_version,
+                j.to_version,
+            )));
+            continue;
+        }
+        if j.phase != crate::upgrade::journal::JournalPhase::Completed {
+            continue;
+        }
+        let Some(p) = patches.iter().find(|p| p.pool == j.pool) else {
+            continue;
+        };
+        if !same_driver(&p.expected_driver, &j.to_version) {
+            out.push(error(format!(
+                "pool `{}` was upgraded to driver {} by `gpuctl upgrade` (journal {journal}), but the blueprint declares {}: applying it would move every node back. Make the edit the upgrade asked for ({}), then plan again",
+                j.pool, j.to_version, p.expected_driver, j.blueprint_change
+            )));
+        }
+    }
+    out
+}
+
+/// Driver versions compare as versions (`580.95.05` and `580.95.5` are one driver) when both
+/// parse, else as text.
+fn same_driver(a: &str, b: &str) -> bool {
+    match (
+        a.parse::<crate::version::DriverVersion>(),
+        b.parse::<crate::version::DriverVersion>(),
+    ) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 /// What exists among the rendered objects, found with few requests: one LIST of namespace names
