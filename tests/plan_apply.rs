@@ -442,6 +442,78 @@ async fn another_managers_field_is_a_conflict() {
 }
 
 #[tokio::test]
+async fn an_object_of_another_blueprint_is_a_conflict() {
+    let Some(tc) = TestCluster::connect("apply_other_set").await else {
+        return;
+    };
+    let k = kube().await;
+    let a = Fixture::new(&tc.name("own-a"));
+    let p = live_plan(&k, &a.set()).await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply a");
+
+    // Blueprint b also declares a's quota. Both apply as field manager `gpuctl`, so server-side
+    // apply cannot see a conflict: b's apply would silently replace a's fields.
+    let b = Fixture::new(&tc.name("own-b"));
+    let mut set = b.set();
+    set.objects.push(b.object(
+        Phase::Quotas,
+        "v1",
+        "ResourceQuota",
+        Some(&a.ns()),
+        "gpu-quota",
+        json!({"spec": {"hard": {"pods": "10"}}}),
+    ));
+    set.objects.sort_by(|x, y| x.sort_key().cmp(&y.sort_key()));
+    let p = live_plan(&k, &set).await;
+    let rq_id = format!("ResourceQuota/{}/gpu-quota", a.ns());
+    let c = p.actions.iter().find(|x| x.id() == rq_id).unwrap();
+    assert_eq!(c.action, ActionKind::Conflict, "{c:#?}");
+    let reason = c.reason.as_deref().unwrap();
+    assert!(
+        reason.contains(&format!("blueprint `{}`", a.prefix)) && reason.contains(&a.parent().id()),
+        "{reason}"
+    );
+    assert_eq!(
+        p.summary.conflict,
+        1,
+        "only the shared object: {:#?}",
+        actions(&p)
+    );
+
+    // Refused before anything is written: b's own namespace is not created either.
+    match apply::apply(&k, &p, &opts(), &quiet()).await {
+        Err(ApplyError::Conflicts(list)) => {
+            assert!(list.len() == 1 && list[0].contains(&rq_id), "{list:?}")
+        }
+        other => panic!("expected a conflict refusal, got {other:?}"),
+    }
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(k.client());
+    assert!(namespaces.get_opt(&b.ns()).await.unwrap().is_none());
+
+    // Forced, the quota moves to b's set, and now a's plan reports it as b's.
+    let forced = ApplyOptions {
+        force_conflicts: true,
+        ..opts()
+    };
+    apply::apply(&k, &p, &forced, &quiet())
+        .await
+        .expect("forced apply");
+    let p = live_plan(&k, &a.set()).await;
+    let c = p.actions.iter().find(|x| x.id() == rq_id).unwrap();
+    assert_eq!(c.action, ActionKind::Conflict, "{c:#?}");
+    assert!(
+        c.reason
+            .as_deref()
+            .unwrap()
+            .contains(&format!("blueprint `{}`", b.prefix)),
+        "{:?}",
+        c.reason
+    );
+}
+
+#[tokio::test]
 async fn a_stale_saved_plan_is_refused() {
     let Some(tc) = TestCluster::connect("apply_stale").await else {
         return;

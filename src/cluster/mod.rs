@@ -393,16 +393,24 @@ impl Kube {
         group: &str,
         kind: &str,
     ) -> Result<Option<Resolved>, ClusterError> {
-        let discovery = retry(|| {
+        let discovery = match retry(|| {
             kube::discovery::Discovery::new(self.client.clone())
                 .filter(&[group])
                 .run()
         })
         .await
-        .map_err(|source| ClusterError::Api {
-            object: format!("discovery of {kind}.{group}"),
-            source,
-        })?;
+        {
+            Ok(d) => d,
+            // A group whose CRD was just created or deleted is listed before (or after) its
+            // versions are served: not served.
+            Err(e) if is_not_served(&e) => return Ok(None),
+            Err(source) => {
+                return Err(ClusterError::Api {
+                    object: format!("discovery of {kind}.{group}"),
+                    source,
+                });
+            }
+        };
         for g in discovery.groups() {
             if let Some((resource, caps)) = g.recommended_kind(kind) {
                 return Ok(Some(Resolved {

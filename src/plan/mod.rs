@@ -320,6 +320,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
     let members_ref = &members;
     let known_ref = &known;
     let ns_created = &namespaces_created;
+    let set_id = id.as_str();
     let actions: Vec<Result<Action, PlanError>> = futures::stream::iter(set.objects.iter())
         .map(|o| async move {
             let is_served = served_ref[&(o.api_version.clone(), o.kind.clone())];
@@ -355,7 +356,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
                 }
                 None => get_live(live_ref, kinds_ref, o).await?,
             };
-            plan_object(live_ref, kinds_ref, o, current, ns_created).await
+            plan_object(live_ref, kinds_ref, o, current, ns_created, set_id).await
         })
         .buffered(opts.parallelism.max(1))
         .collect()
@@ -623,6 +624,7 @@ async fn plan_object(
     o: &RenderedObject,
     current: Option<Value>,
     namespaces_created: &BTreeSet<&str>,
+    set_id: &str,
 ) -> Result<Action, PlanError> {
     let desired = &o.manifest;
     let Some(current) = current else {
@@ -655,6 +657,27 @@ async fn plan_object(
     let rv = current["metadata"]["resourceVersion"]
         .as_str()
         .map(str::to_string);
+    // A member of another ApplySet (another blueprint, or another tool's set) is not adopted
+    // silently: applying would move it out of that set, whose next prune or plan would then fight
+    // this one over it (KEP-3659 asks tools not to take over other sets' objects).
+    let labels = &current["metadata"]["labels"];
+    if let Some(other) = labels[applyset::PART_OF].as_str()
+        && other != set_id
+    {
+        let owner = match labels[applyset::BLUEPRINT_LABEL].as_str() {
+            Some(bp) => format!("blueprint `{bp}` (ApplySet {other})"),
+            None => format!("ApplySet {other}"),
+        };
+        return Ok(action(
+            ActionKind::Conflict,
+            o,
+            rv,
+            vec![],
+            Some(format!(
+                "already managed by {owner}; two blueprints must not declare the same object: remove it from one of them, or apply with --force-conflicts to move it to this blueprint"
+            )),
+        ));
+    }
     let removed = diff::removed_fields(&current, desired, FIELD_MANAGER);
     let before = diff::project(&current, desired);
     // Fast path: the live object already carries every field exactly as declared and gpuctl
