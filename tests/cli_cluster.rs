@@ -23,12 +23,35 @@ use support::cluster::{GpuNode, TestCluster};
 const BLUEPRINT: &str = "blueprints/dgx-h100-training.yaml";
 
 fn gpuctl(args: &[&str]) -> Output {
+    gpuctl_with(args, &[])
+}
+
+fn gpuctl_with(args: &[&str], env: &[(&str, String)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuctl"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("GPUCTL_TODAY", "2026-11-30")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
         .expect("gpuctl runs")
+}
+
+/// A PATH whose `helm` is `support/fake-helm` (helm is not installed here; the stand-in stores
+/// the release as helm's Secret driver does and logs its arguments to `log`).
+fn fake_helm_env(dir: &std::path::Path, log: &std::path::Path) -> Vec<(&'static str, String)> {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/fake-helm"),
+        bin.join("helm"),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    vec![("PATH", path), ("FAKE_HELM_LOG", log.display().to_string())]
 }
 
 fn kubeconfig() -> String {
@@ -145,25 +168,53 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let common = ["--kubeconfig", &kc];
 
-    // Apply, then a second plan finds nothing to do.
-    let o = gpuctl(
+    // Apply (helm played by a stand-in), then a second plan finds nothing to do.
+    let helm_log = dir.path().join("helm.log");
+    let helm_env = fake_helm_env(dir.path(), &helm_log);
+    let apply_args = [
         &[
-            &[
-                "apply",
-                BLUEPRINT,
-                "--no-helm",
-                "--wait-timeout",
-                "60s",
-                "--crd-timeout",
-                "30s",
-            ][..],
-            &common[..],
-        ]
-        .concat(),
-    );
+            "apply",
+            BLUEPRINT,
+            "--wait-timeout",
+            "60s",
+            "--crd-timeout",
+            "30s",
+        ][..],
+        &common[..],
+    ]
+    .concat();
+    let o = gpuctl_with(&apply_args, &helm_env);
     assert_code(&o, 0, "first apply");
+    // helm ran once, against the cluster gpuctl used (kubeconfig and context passed on).
+    let calls: Vec<Vec<String>> = std::fs::read_to_string(&helm_log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let call = calls[0].join(" ");
+    assert!(
+        call.starts_with("upgrade --install gpu-operator gpu-operator --repo ")
+            && call.contains("--version v26.7.0 --namespace gpu-operator --values ")
+            && call.contains(&format!("--kubeconfig {kc}"))
+            && call.contains("--kube-context "),
+        "{call}"
+    );
     let o = gpuctl(&[&["plan", BLUEPRINT, "--detailed-exitcode"][..], &common[..]].concat());
     assert_code(&o, 0, "plan after apply");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Operator release: unchanged."),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // A second apply leaves the unchanged release alone: no new helm revision.
+    let o = gpuctl_with(&apply_args, &helm_env);
+    assert_code(&o, 0, "second apply");
+    assert_eq!(
+        std::fs::read_to_string(&helm_log).unwrap().lines().count(),
+        1,
+        "helm ran again for an unchanged release"
+    );
     let nodes: Api<Node> = Api::all(tc.client.clone());
     let n = nodes.get(&tc.name("infer0")).await.unwrap();
     let labels = n.metadata.labels.unwrap();

@@ -513,6 +513,173 @@ async fn an_object_of_another_blueprint_is_a_conflict() {
     );
 }
 
+/// Writes revision `revision` of release `gpu-operator` the way Helm 3's Secret storage driver does
+/// (helm `pkg/storage/driver`: JSON, gzip, base64, in `data.release` of a labelled Secret). This
+/// plays helm, which is not installed here; gpuctl only reads what helm writes.
+async fn put_helm_release(
+    k: &Kube,
+    namespace: &str,
+    revision: u64,
+    status: &str,
+    chart_version: &str,
+    values: Value,
+) {
+    use base64::Engine;
+    use std::io::Write;
+    let release = json!({"name": "gpu-operator", "namespace": namespace, "version": revision,
+        "info": {"status": status, "description": "test"},
+        "chart": {"metadata": {"name": "gpu-operator", "version": chart_version}},
+        "config": values, "manifest": "---\n"});
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&serde_json::to_vec(&release).unwrap())
+        .unwrap();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+        "metadata": {"name": format!("sh.helm.release.v1.gpu-operator.v{revision}"), "namespace": namespace,
+            "labels": {"owner": "helm", "name": "gpu-operator", "version": revision.to_string(), "status": status}},
+        "data": {"release": base64::engine::general_purpose::STANDARD.encode(encoded)},
+    }))
+    .unwrap();
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(k.client(), namespace);
+    api.patch(
+        secret.metadata.name.as_deref().unwrap(),
+        &PatchParams::apply("helm").force(),
+        &Patch::Apply(&secret),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_operator_release_is_diffed_against_its_live_values() {
+    let Some(tc) = TestCluster::connect("apply_helm").await else {
+        return;
+    };
+    let k = kube().await;
+    let f = Fixture::new(&tc.name("helm"));
+    let mut set = f.set();
+    set.helm.install = "helm".into();
+    set.helm.values =
+        json!({"driver": {"version": "580.95.05"}, "dcgmExporter": {"enabled": true}});
+    let no_helm = ApplyOptions {
+        run_helm: false,
+        ..opts()
+    };
+
+    // No release yet: an install, and the plan says so.
+    let p = live_plan(&k, &set).await;
+    let hp = p.helm_release.as_ref().expect("helm part of the plan");
+    assert_eq!(hp.action, plan::HelmAction::Install);
+    assert_eq!(p.summary.helm, 1);
+    apply::apply(&k, &p, &no_helm, &quiet())
+        .await
+        .expect("apply");
+
+    // Someone installed an older chart with other values, one of them a credential.
+    put_helm_release(&k, &f.ns(), 1, "deployed", "v25.10.1",
+        json!({"driver": {"version": "570.195.03"}, "dcgmExporter": {"enabled": true}, "ngc": {"apiKey": "s3cr3t-key"}})).await;
+    let p = live_plan(&k, &set).await;
+    let hp = p.helm_release.as_ref().unwrap();
+    assert_eq!(hp.action, plan::HelmAction::Upgrade);
+    assert_eq!(hp.revision, Some(1));
+    assert_eq!(hp.chart_version_before.as_deref(), Some("v25.10.1"));
+    let changes: Vec<(String, Option<Value>, Option<Value>)> = hp
+        .changes
+        .iter()
+        .map(|c| (c.path.clone(), c.before.clone(), c.after.clone()))
+        .collect();
+    assert_eq!(
+        changes,
+        vec![
+            (
+                "driver.version".to_string(),
+                Some(json!("570.195.03")),
+                Some(json!("580.95.05"))
+            ),
+            (
+                "ngc".to_string(),
+                Some(json!({"apiKey": "(sensitive)"})),
+                None
+            ),
+        ],
+        "exactly the value changes, the credential masked"
+    );
+    assert!(!p.to_json().contains("s3cr3t"));
+    let text = gpuctl::output::plan::human(&p, gpuctl::cli::settings::Style::Plain, false);
+    assert!(
+        text.contains(&format!("~ upgrade  HelmRelease/{}/gpu-operator", f.ns()))
+            && text.contains("revision 1 (deployed), chart nvidia/gpu-operator v25.10.1 -> v26.7.0, 2 value(s) change")
+            && !text.contains("s3cr3t"),
+        "{text}"
+    );
+    // A saved plan is stale once the release moves on.
+    put_helm_release(
+        &k,
+        &f.ns(),
+        2,
+        "deployed",
+        "v26.7.0",
+        set.helm.values.clone(),
+    )
+    .await;
+    match apply::check_stale(&k, &p, 16).await {
+        Err(ApplyError::Stale(moved)) => assert!(
+            moved
+                .iter()
+                .any(|m| m.contains("gpu-operator: revision 1 -> 2")),
+            "{moved:?}"
+        ),
+        other => panic!("expected a stale refusal, got {other:?}"),
+    }
+
+    // Revision 2 has this chart and exactly these values: nothing to do, and apply skips helm.
+    let p = live_plan(&k, &set).await;
+    let hp = p.helm_release.as_ref().unwrap();
+    assert_eq!(hp.action, plan::HelmAction::NoOp, "{hp:#?}");
+    assert!(!p.summary.has_changes(), "{:#?}", actions(&p));
+    let report = apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply");
+    assert!(
+        report.helm.contains("up to date (revision 2"),
+        "{}",
+        report.helm
+    );
+
+    // A snapshot carries the release, so CI plans see the same.
+    let snap = plan::capture(&k, &set).await.expect("snapshot");
+    assert_eq!(snap.helm_release.as_ref().map(|r| r.revision), Some(2));
+    let from_snapshot = plan::plan(&set, Live::Snapshot(&snap), PlanOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(from_snapshot.helm_release, p.helm_release);
+
+    // A release stuck mid-operation is upgraded again, with a warning that says why.
+    put_helm_release(
+        &k,
+        &f.ns(),
+        3,
+        "pending-upgrade",
+        "v26.7.0",
+        set.helm.values.clone(),
+    )
+    .await;
+    let p = live_plan(&k, &set).await;
+    assert_eq!(
+        p.helm_release.as_ref().unwrap().action,
+        plan::HelmAction::Upgrade
+    );
+    assert!(
+        p.findings
+            .iter()
+            .any(|f| f.severity == "warning"
+                && f.message.contains("revision 3 is `pending-upgrade`")),
+        "{:#?}",
+        p.findings
+    );
+}
+
 #[tokio::test]
 async fn a_stale_saved_plan_is_refused() {
     let Some(tc) = TestCluster::connect("apply_stale").await else {

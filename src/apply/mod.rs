@@ -193,6 +193,21 @@ pub async fn check_stale(k: &Kube, plan: &Plan, parallelism: usize) -> Result<()
             }
         }
     }
+    if let Some(hp) = &plan.helm_release {
+        let now = crate::cluster::helm::read_release(k, &plan.helm.namespace, &plan.helm.release)
+            .await?
+            .map(|r| r.revision);
+        if now != hp.revision {
+            let show = |r: Option<u64>| r.map_or("none".to_string(), |r| r.to_string());
+            moved.push(format!(
+                "HelmRelease/{}/{}: revision {} -> {}",
+                plan.helm.namespace,
+                plan.helm.release,
+                show(hp.revision),
+                show(now)
+            ));
+        }
+    }
     if !moved.is_empty() {
         return Err(ApplyError::Stale(moved));
     }
@@ -284,7 +299,7 @@ pub async fn apply(
     driver_labels(k, plan, progress).await?;
 
     // Phase 2: the operator release, then its custom resources.
-    report.helm = helm_step(plan, opts, progress);
+    report.helm = helm_step(k, plan, opts, progress);
     for phase in [
         Phase::Operator,
         Phase::Quotas,
@@ -529,14 +544,35 @@ fn providers(needed: &BTreeSet<(String, String)>) -> String {
     names.into_iter().collect::<Vec<_>>().join("; ")
 }
 
-fn helm_step(plan: &Plan, opts: &ApplyOptions, progress: &Progress) -> String {
+fn helm_step(k: &Kube, plan: &Plan, opts: &ApplyOptions, progress: &Progress) -> String {
     let h = &plan.helm;
     if h.install != "helm" {
         return format!("skipped (install: {})", h.install);
     }
+    // Like helmfile's diff-before-sync: an unchanged release gets no new revision.
+    if let Some(hp) = &plan.helm_release
+        && hp.action == plan::HelmAction::NoOp
+    {
+        let msg = format!(
+            "helm release {}/{} is up to date (revision {}, chart {}); helm not run",
+            h.namespace,
+            h.release,
+            hp.revision.unwrap_or_default(),
+            h.version
+        );
+        progress.note(&msg);
+        return msg;
+    }
     let command = format!(
-        "helm upgrade --install {} {} --version {} --namespace {} --values <rendered values>",
-        h.release, h.chart, h.version, h.namespace
+        "helm upgrade --install {} {} --version {} --namespace {} --values <rendered values>{}",
+        h.release,
+        h.chart,
+        h.version,
+        h.namespace,
+        k.context
+            .as_deref()
+            .map(|c| format!(" --kube-context {c}"))
+            .unwrap_or_default()
     );
     let helm = which("helm");
     if !opts.run_helm || helm.is_none() {
@@ -546,7 +582,8 @@ fn helm_step(plan: &Plan, opts: &ApplyOptions, progress: &Progress) -> String {
         progress.note(&msg);
         return msg;
     }
-    let values = serde_saphyr::to_string(&h.values).unwrap_or_default();
+    // JSON is YAML, and helm reads values files as YAML: no second serialiser to trust.
+    let values = serde_json::to_string_pretty(&h.values).unwrap_or_default();
     let path = std::env::temp_dir().join(format!("gpuctl-values-{}.yaml", std::process::id()));
     if let Err(e) = std::fs::write(&path, values) {
         return format!("failed to write the values file: {e}");
@@ -573,11 +610,25 @@ fn helm_step(plan: &Plan, opts: &ApplyOptions, progress: &Progress) -> String {
             "--values",
         ])
         .arg(&path)
+        // The cluster gpuctl talks to, not whatever helm's own defaults would pick.
+        .args(
+            k.kubeconfig
+                .iter()
+                .flat_map(|p| [std::ffi::OsStr::new("--kubeconfig"), p.as_os_str()]),
+        )
+        .args(
+            k.context
+                .iter()
+                .flat_map(|c| ["--kube-context", c.as_str()]),
+        )
         .output();
     let _ = std::fs::remove_file(&path);
     let msg = match out {
         Ok(o) if o.status.success() => {
-            format!("helm release {} upgraded to {}", h.release, h.version)
+            format!(
+                "helm release {} installed or upgraded to {}",
+                h.release, h.version
+            )
         }
         Ok(o) => format!("helm failed: {}", String::from_utf8_lossy(&o.stderr).trim()),
         Err(e) => format!("helm could not run: {e}"),

@@ -2,6 +2,7 @@
 //! discovery of the kinds a rendered set uses, reads, server-side apply (real or dry-run), deletes,
 //! with retries on transient errors. `snapshot.rs` is the offline stand-in for CI without credentials.
 
+pub mod helm;
 pub mod snapshot;
 
 use std::collections::HashMap;
@@ -108,6 +109,10 @@ pub struct Kube {
     kinds: Mutex<HashMap<(String, String), Option<Resolved>>>,
     /// Server URL from the kubeconfig.
     pub server: String,
+    /// Kubeconfig context in use (`--context`, else the kubeconfig's current context).
+    pub context: Option<String>,
+    /// `--kubeconfig`, when given (otherwise `KUBECONFIG` or `~/.kube/config`, as for kubectl).
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// Server-side apply parameters: field manager `gpuctl`, strict field validation.
@@ -129,6 +134,11 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Kube, ClusterError> {
         Some(p) => Kubeconfig::read_from(p).map_err(|e| kc_err(Some(p.clone()), Box::new(e)))?,
         None => Kubeconfig::read().map_err(|e| kc_err(None, Box::new(e)))?,
     };
+    // The context actually used, so tools gpuctl runs (helm) talk to the same cluster.
+    let context = opts
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone());
     let options = KubeConfigOptions {
         context: opts.context.clone(),
         ..KubeConfigOptions::default()
@@ -148,6 +158,8 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Kube, ClusterError> {
         client,
         kinds: Mutex::new(HashMap::new()),
         server,
+        context,
+        kubeconfig: opts.kubeconfig.clone(),
     })
 }
 

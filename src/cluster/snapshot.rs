@@ -7,8 +7,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Version of the snapshot file format.
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 1;
+/// Version of the snapshot file format. 2 added `helm_release`; a version 1 snapshot did not
+/// capture it, so its plans cannot say what the Helm step changes.
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
 
 /// Live state as captured.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -29,6 +30,10 @@ pub struct Snapshot {
     /// Nodes (metadata and spec.taints only).
     #[serde(default)]
     pub nodes: Vec<Value>,
+    /// The operator's Helm release (chart, status and the values it was given), when the
+    /// blueprint installs it with helm and it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_release: Option<super::helm::LiveRelease>,
 }
 
 /// Why a snapshot could not be used.

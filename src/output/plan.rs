@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::cli::settings::Style;
-use crate::plan::{Action, ActionKind, Plan, diff::Change};
+use crate::plan::{Action, ActionKind, HelmAction, Plan, diff::Change};
 
 /// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
 pub const MARKDOWN_CAP: usize = 60_000;
@@ -60,8 +60,14 @@ fn header(plan: &Plan) -> String {
 
 fn totals(plan: &Plan) -> String {
     let s = &plan.summary;
+    let release = match plan.helm_release.as_ref().map(|h| h.action) {
+        Some(HelmAction::Install) => " Operator release: install.",
+        Some(HelmAction::Upgrade) => " Operator release: upgrade.",
+        Some(HelmAction::NoOp) => " Operator release: unchanged.",
+        None => "",
+    };
     format!(
-        "Plan: {} to create, {} to update, {} to delete, {} conflict(s), {} node(s) to patch, {} unchanged.",
+        "Plan: {} to create, {} to update, {} to delete, {} conflict(s), {} node(s) to patch, {} unchanged.{release}",
         s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
     )
 }
@@ -103,12 +109,7 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
             out.push_str(&format!("  {tag}: {}\n", f.message));
         }
     }
-    if plan.helm.install == "helm" {
-        out.push_str(&format!(
-            "\nOperator release: helm upgrade --install {} {} --version {} -n {} (values: `gpuctl render -o DIR`)\n",
-            plan.helm.release, plan.helm.chart, plan.helm.version, plan.helm.namespace
-        ));
-    }
+    out.push_str(&helm_block(plan, style, verbose));
     out.push_str(&format!("\n{}\n", totals(plan)));
     if plan.summary.create > 0
         && plan
@@ -117,6 +118,54 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
             .any(|a| a.action == ActionKind::CreateAfterCrd)
     {
         out.push_str("(create*: the kind's CRD is not installed yet; apply waits for it.)\n");
+    }
+    out
+}
+
+/// The operator's Helm release: what `helm upgrade --install` would change, when the live release
+/// is known; the command alone otherwise.
+fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
+    let h = &plan.helm;
+    if h.install != "helm" {
+        return String::new();
+    }
+    let command = format!(
+        "helm upgrade --install {} {} --version {} -n {} (values: `gpuctl render -o DIR`)",
+        h.release, h.chart, h.version, h.namespace
+    );
+    let Some(hp) = &plan.helm_release else {
+        return format!("\nOperator release: {command}\n");
+    };
+    let id = format!("HelmRelease/{}/{}", h.namespace, h.release);
+    let (sym, word, colour) = match hp.action {
+        HelmAction::Install => ("+", "install", "32"),
+        HelmAction::Upgrade => ("~", "upgrade", "33"),
+        HelmAction::NoOp => (" ", "no-op", "0"),
+    };
+    let mut out = format!(
+        "\nOperator release:\n  {} {id}\n",
+        paint(style, colour, &format!("{sym} {word:<8}"))
+    );
+    match (hp.revision, &hp.status) {
+        (Some(rev), Some(status)) => {
+            let chart = match &hp.chart_version_before {
+                Some(before) => format!("chart {} {before} -> {}", h.chart, h.version),
+                None => format!("chart {} {}", h.chart, h.version),
+            };
+            let values = match hp.changes.len() {
+                0 => "values unchanged".to_string(),
+                n => format!("{n} value(s) change"),
+            };
+            out.push_str(&format!(
+                "      # revision {rev} ({status}), {chart}, {values}\n"
+            ));
+        }
+        _ => out.push_str(&format!("      # {command}\n")),
+    }
+    if hp.action != HelmAction::Install || verbose {
+        for c in &hp.changes {
+            out.push_str(&format!("      {}\n", change_line(c)));
+        }
     }
     out
 }
@@ -161,13 +210,28 @@ pub fn markdown(plan: &Plan) -> String {
         .iter()
         .filter(|a| a.action != ActionKind::NoOp)
         .collect();
-    if changed.is_empty() && plan.nodes.is_empty() {
+    let release_row = plan.helm_release.as_ref().and_then(|h| match h.action {
+        HelmAction::NoOp => None,
+        HelmAction::Install => Some("install"),
+        HelmAction::Upgrade => Some("upgrade"),
+    });
+    if changed.is_empty() && plan.nodes.is_empty() && release_row.is_none() {
         out.push_str("No changes. The cluster matches the blueprint.\n");
     } else {
         out.push_str("| action | object |\n|---|---|\n");
-        let rows: Vec<String> = changed
-            .iter()
-            .map(|a| format!("| {} | `{}` |\n", symbol(a.action).1, a.id()))
+        let rows: Vec<String> = release_row
+            .map(|word| {
+                format!(
+                    "| {word} | `HelmRelease/{}/{}` (chart {}) |\n",
+                    plan.helm.namespace, plan.helm.release, plan.helm.version
+                )
+            })
+            .into_iter()
+            .chain(
+                changed
+                    .iter()
+                    .map(|a| format!("| {} | `{}` |\n", symbol(a.action).1, a.id())),
+            )
             .chain(
                 plan.nodes
                     .iter()
@@ -197,6 +261,11 @@ pub fn markdown(plan: &Plan) -> String {
         }
     }
     let mut diff = String::new();
+    if release_row.is_some() {
+        diff.push_str(
+            helm_block(plan, Style::Plain, false).trim_start_matches("\nOperator release:\n"),
+        );
+    }
     for a in &changed {
         diff.push_str(&action_block(a, Style::Plain, false));
     }
@@ -296,6 +365,7 @@ mod tests {
                 install: "helm".into(),
                 values: json!({}),
             },
+            helm_release: None,
             node_patches: vec![],
             summary: Summary {
                 update: updates,

@@ -135,13 +135,46 @@ pub struct Summary {
     pub unchanged: usize,
     /// Nodes with label or taint changes.
     pub nodes: usize,
+    /// 1 when the operator's Helm release would be installed or upgraded.
+    #[serde(default)]
+    pub helm: usize,
 }
 
 impl Summary {
     /// Whether applying would change anything.
     pub fn has_changes(&self) -> bool {
-        self.create + self.update + self.delete + self.conflict + self.nodes > 0
+        self.create + self.update + self.delete + self.conflict + self.nodes + self.helm > 0
     }
+}
+
+/// What `helm upgrade --install` would do to the operator's release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HelmAction {
+    /// No release yet.
+    Install,
+    /// Another chart version, other values, or a release not in `deployed` state.
+    Upgrade,
+    /// Same chart version and values, deployed: apply skips helm.
+    NoOp,
+}
+
+/// The operator release's part of a plan (`install: helm` only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelmPlan {
+    /// What happens.
+    pub action: HelmAction,
+    /// Live revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// Live Helm status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Live chart version, when it differs from the blueprint's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_version_before: Option<String>,
+    /// Value changes (every value for an install), sensitive-looking keys masked.
+    pub changes: Vec<Change>,
 }
 
 /// A whole plan.
@@ -171,6 +204,9 @@ pub struct Plan {
     pub findings: Vec<PlanFinding>,
     /// The operator's Helm release step.
     pub helm: crate::render::HelmRelease,
+    /// What that step would change, from the live release (live and snapshot modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_release: Option<HelmPlan>,
     /// Node patches as rendered (apply re-reads nodes).
     pub node_patches: Vec<NodePatch>,
     /// Totals.
@@ -313,6 +349,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
             })
         },
     )?;
+    let (helm_release, helm_findings) = plan_helm(&live, &set.helm).await;
 
     let live_ref = &live;
     let kinds_ref = &kinds;
@@ -398,6 +435,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
     }
 
     findings.extend(upgrades);
+    findings.extend(helm_findings);
     findings.extend(node_findings);
 
     let mut summary = Summary::default();
@@ -411,6 +449,11 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         }
     }
     summary.nodes = nodes.len();
+    summary.helm = usize::from(
+        helm_release
+            .as_ref()
+            .is_some_and(|h| h.action != HelmAction::NoOp),
+    );
     Ok(Plan {
         format_version: PLAN_FORMAT_VERSION,
         gpuctl_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -427,6 +470,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         nodes,
         findings,
         helm: set.helm.clone(),
+        helm_release,
         node_patches: set.node_patches.clone(),
         summary,
     })
@@ -517,6 +561,105 @@ fn same_driver(a: &str, b: &str) -> bool {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
     }
+}
+
+/// The operator release's plan: the live release (read from Helm's storage, or from the
+/// snapshot) against the rendered chart version and values. Reading failures are warnings: the
+/// release step still runs `helm upgrade --install`, which is right whatever the live state.
+async fn plan_helm(
+    live: &Live<'_>,
+    helm: &crate::render::HelmRelease,
+) -> (Option<HelmPlan>, Vec<PlanFinding>) {
+    if helm.install != "helm" {
+        return (None, vec![]);
+    }
+    let current = match live {
+        Live::Offline => return (None, vec![]),
+        Live::Snapshot(s) if s.format_version < 2 => return (None, vec![]),
+        Live::Snapshot(s) => s.helm_release.clone(),
+        Live::Cluster(k) => {
+            match crate::cluster::helm::read_release(k, &helm.namespace, &helm.release).await {
+                Ok(r) => r,
+                Err(e) => {
+                    return (
+                        None,
+                        vec![PlanFinding {
+                            severity: "warning".into(),
+                            message: format!(
+                                "cannot read the live Helm release {}/{} ({e}); the plan cannot say whether `helm upgrade --install` changes it",
+                                helm.namespace, helm.release
+                            ),
+                        }],
+                    );
+                }
+            }
+        }
+    };
+    helm_plan(helm, current.as_ref())
+}
+
+/// [`plan_helm`] once the live release is known.
+pub fn helm_plan(
+    helm: &crate::render::HelmRelease,
+    current: Option<&crate::cluster::helm::LiveRelease>,
+) -> (Option<HelmPlan>, Vec<PlanFinding>) {
+    let mut findings = Vec::new();
+    let Some(cur) = current else {
+        let mut changes = flatten_create(diff::diff(&Value::Null, &helm.values));
+        diff::mask_sensitive_values(&mut changes);
+        return (
+            Some(HelmPlan {
+                action: HelmAction::Install,
+                revision: None,
+                status: None,
+                chart_version_before: None,
+                changes,
+            }),
+            findings,
+        );
+    };
+    let chart = helm
+        .chart
+        .rsplit_once('/')
+        .map_or(helm.chart.as_str(), |(_, c)| c);
+    if !cur.chart.is_empty() && cur.chart != chart {
+        findings.push(PlanFinding {
+            severity: "warning".into(),
+            message: format!(
+                "Helm release {}/{} is chart `{}`, the blueprint installs `{chart}` under that name: the upgrade replaces one chart with the other",
+                helm.namespace, helm.release, cur.chart
+            ),
+        });
+    }
+    let version_changes =
+        cur.chart_version.trim_start_matches('v') != helm.version.trim_start_matches('v');
+    let mut changes = diff::diff(&cur.values, &helm.values);
+    diff::mask_sensitive_values(&mut changes);
+    let deployed = cur.status == "deployed";
+    if !deployed {
+        findings.push(PlanFinding {
+            severity: "warning".into(),
+            message: format!(
+                "Helm release {}/{} revision {} is `{}`, not `deployed`: apply runs `helm upgrade --install` again; if a helm operation is still running, wait for it (`helm history {} -n {}`)",
+                helm.namespace, helm.release, cur.revision, cur.status, helm.release, helm.namespace
+            ),
+        });
+    }
+    let action = if version_changes || !changes.is_empty() || !deployed {
+        HelmAction::Upgrade
+    } else {
+        HelmAction::NoOp
+    };
+    (
+        Some(HelmPlan {
+            action,
+            revision: Some(cur.revision),
+            status: Some(cur.status.clone()),
+            chart_version_before: version_changes.then(|| cur.chart_version.clone()),
+            changes,
+        }),
+        findings,
+    )
 }
 
 /// What exists among the rendered objects, found with few requests: one LIST of namespace names
@@ -1065,18 +1208,31 @@ pub async fn capture(k: &Kube, set: &RenderedSet) -> Result<Snapshot, PlanError>
         }
     }
     let live = Live::Cluster(k);
-    for o in &set.objects {
-        if let Some(v) = get_live(&live, &kinds, o).await? {
-            snap.objects.insert(
-                crate::cluster::snapshot::key(
-                    &o.api_version,
-                    &o.kind,
-                    o.namespace.as_deref(),
-                    &o.name,
-                ),
-                v,
-            );
+    let (live_ref, kinds_ref) = (&live, &kinds);
+    let objects: Vec<Result<Option<(String, Value)>, PlanError>> =
+        futures::stream::iter(set.objects.iter())
+            .map(|o| async move {
+                Ok(get_live(live_ref, kinds_ref, o).await?.map(|v| {
+                    let key = crate::cluster::snapshot::key(
+                        &o.api_version,
+                        &o.kind,
+                        o.namespace.as_deref(),
+                        &o.name,
+                    );
+                    (key, v)
+                }))
+            })
+            .buffered(usize::from(crate::cluster::DEFAULT_PARALLELISM))
+            .collect()
+            .await;
+    for o in objects {
+        if let Some((key, v)) = o? {
+            snap.objects.insert(key, v);
         }
+    }
+    if set.helm.install == "helm" {
+        snap.helm_release =
+            crate::cluster::helm::read_release(k, &set.helm.namespace, &set.helm.release).await?;
     }
     for ((kind, ns, name), v) in list_members(&live, &parent_of(set), &kinds).await? {
         let api_version = v["apiVersion"].as_str().unwrap_or_default().to_string();
