@@ -163,6 +163,8 @@ pub struct ApplyCommand<'a> {
     pub output: ApplyOutput,
     /// Rendering.
     pub render: &'a RenderArgs,
+    /// Apply without asking on a terminal.
+    pub yes: bool,
 }
 
 /// Reads `path` as a saved plan when it is one.
@@ -200,7 +202,8 @@ pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
         ApplyOutput::Human => ProgressMode::Lines,
     };
     let progress = Progress::new(mode);
-    let result: Result<apply::ApplyReport, String> = rt.block_on(async {
+    let from_blueprint = set.is_some();
+    let planned: Result<(cluster::Kube, Plan), String> = rt.block_on(async {
         let k = cluster::connect(&connect_options(cmd.cluster))
             .await
             .map_err(|e| e.to_string())?;
@@ -217,27 +220,51 @@ pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
                 .map_err(|e| e.to_string())?,
             (None, None) => unreachable!("a blueprint was rendered above"),
         };
-        let errors: Vec<&str> = plan
-            .findings
-            .iter()
-            .filter(|f| f.severity == "error")
-            .map(|f| f.message.as_str())
-            .collect();
-        if !errors.is_empty() {
-            return Err(format!(
-                "nothing was applied; the plan has {} error finding(s):\n{}",
-                errors.len(),
-                errors
-                    .iter()
-                    .map(|m| format!("  - {m}"))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            ));
-        }
-        apply::apply(&k, &plan, &cmd.options, &progress)
-            .await
-            .map_err(|e| e.to_string())
+        Ok((k, plan))
     });
+    let (k, plan) = match planned {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::Failure;
+        }
+    };
+    let errors: Vec<&str> = plan
+        .findings
+        .iter()
+        .filter(|f| f.severity == "error")
+        .map(|f| f.message.as_str())
+        .collect();
+    if !errors.is_empty() {
+        eprintln!(
+            "error: nothing was applied; the plan has {} error finding(s):\n{}",
+            errors.len(),
+            errors
+                .iter()
+                .map(|m| format!("  - {m}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        return ExitStatus::Failure;
+    }
+    if !plan.summary.has_changes() {
+        eprintln!("No changes. The cluster matches the blueprint.");
+        return ExitStatus::Success;
+    }
+    // A blueprint is planned and applied in one go: show what is about to happen (saved plans
+    // were reviewed when they were made). A person at a terminal confirms it; pipelines, which
+    // have no terminal, proceed as `kubectl apply` does, and log the plan.
+    if from_blueprint && cmd.output == ApplyOutput::Human {
+        eprint!(
+            "{}",
+            crate::output::plan::human(&plan, settings::stderr_style(), false)
+        );
+        if !cmd.yes && interactive() && !confirm(&plan, &k) {
+            eprintln!("Apply cancelled; nothing was changed.");
+            return ExitStatus::Failure;
+        }
+    }
+    let result = rt.block_on(apply::apply(&k, &plan, &cmd.options, &progress));
     match result {
         Ok(_) => ExitStatus::Success,
         Err(e) => {
@@ -245,6 +272,28 @@ pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
             ExitStatus::Failure
         }
     }
+}
+
+/// Both ends a person would use are terminals.
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks on the terminal; only `yes` goes ahead (as Terraform asks).
+fn confirm(plan: &Plan, k: &cluster::Kube) -> bool {
+    let context = k
+        .context
+        .as_deref()
+        .map(|c| format!(" (context {c})"))
+        .unwrap_or_default();
+    eprint!(
+        "\nApply these changes to {}{context}? Only 'yes' is accepted: ",
+        plan.server.as_deref().unwrap_or(&k.server)
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && answer.trim() == "yes"
 }
 
 /// `gpuctl snapshot`.

@@ -157,6 +157,7 @@ where
             wait_timeout,
             crd_timeout,
             no_helm,
+            yes,
             output,
             render,
         } => {
@@ -187,6 +188,7 @@ where
                 },
                 output,
                 render: &render,
+                yes,
             })
         }
         Command::Snapshot {

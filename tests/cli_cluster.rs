@@ -164,9 +164,47 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         .await
         .unwrap();
     }
+    // The example's names are fixed: forget a Helm release an earlier run on this server left.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(tc.client.clone(), "gpu-operator");
+    let _ = secrets
+        .delete_collection(
+            &kube::api::DeleteParams::default(),
+            &ListParams::default().labels("owner=helm,name=gpu-operator"),
+        )
+        .await;
     let mig = mig_manager_stand_in(tc.client.clone(), "gpuctl.dev/pool=h100-infer".into());
     let dir = tempfile::tempdir().unwrap();
     let common = ["--kubeconfig", &kc];
+
+    // At a terminal, apply shows the plan and asks; any answer but `yes` changes nothing.
+    let summary = || {
+        let (o, plan) =
+            plan_json(&[&["plan", BLUEPRINT, "--format", "json"][..], &common[..]].concat());
+        assert_code(&o, 0, "plan");
+        plan["summary"].clone()
+    };
+    let before = summary();
+    let o = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/pty-run"
+        ))
+        .args(["no", "Only 'yes' is accepted", env!("CARGO_BIN_EXE_gpuctl")])
+        .args(["apply", BLUEPRINT, "--kubeconfig", &kc, "--no-helm"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .output()
+        .expect("python3 runs");
+    assert_code(&o, 1, "apply answered `no`");
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        shown.contains(&format!("Node/{}", tc.name("infer0")))
+            && shown.contains("Apply these changes to https://127.0.0.1:")
+            && shown.contains("Apply cancelled; nothing was changed."),
+        "{shown}"
+    );
+    assert_eq!(summary(), before, "a cancelled apply changed the cluster");
 
     // Apply (helm played by a stand-in), then a second plan finds nothing to do.
     let helm_log = dir.path().join("helm.log");

@@ -110,6 +110,9 @@ pub enum Command {
         /// Do not run helm even when `install: helm` and helm is on PATH.
         #[arg(long)]
         no_helm: bool,
+        /// Do not ask for confirmation on a terminal (runs without a terminal never ask).
+        #[arg(long, short = 'y', alias = "auto-approve")]
+        yes: bool,
         /// Progress output.
         #[arg(long, value_enum, default_value_t = ApplyOutput::Human)]
         output: ApplyOutput,
