@@ -1,6 +1,7 @@
 //! Changing one blueprint field changes exactly the rendered objects that depend on it (issue 3,
 //! "Done means"): the cluster driver version, a pool's MIG layout and a tenant's quota, each edited
-//! in `blueprints/dgx-h100-training.yaml`.
+//! in `blueprints/dgx-h100-training.yaml`; and a pool's own driver version, whose CR is named after
+//! it with blue-green upgrades and keeps its name with rolling ones.
 
 mod render_common;
 
@@ -109,4 +110,69 @@ fn tenant_quota_changes_that_tenants_resource_quota_only() {
     assert_eq!(rq.manifest["spec"]["hard"]["requests.nvidia.com/gpu"], "32");
     assert_eq!(a.helm, b.helm);
     assert_eq!(a.node_patches, b.node_patches);
+}
+
+/// The blueprint with pool `h100-train` on its own driver `version`, under `strategy`.
+fn own_driver(version: &str, strategy: &str) -> RenderedSet {
+    let text = edited(
+        "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os:",
+        &format!(
+            "      gpu: {{ model: H100-SXM5-80GB, count: 8 }}\n      driver: {{ version: \"{version}\" }}\n      os:"
+        ),
+    );
+    assert_eq!(text.matches("strategy: blue-green").count(), 1);
+    let text = text.replacen("strategy: blue-green", strategy, 1);
+    render_text("own.yaml", &text)
+}
+
+fn driver_label(set: &RenderedSet, pool: &str) -> String {
+    let p = set.node_patches.iter().find(|p| p.pool == pool).unwrap();
+    p.labels[gpuctl::render::DRIVER_LABEL].clone()
+}
+
+#[test]
+fn a_blue_green_pools_driver_cr_is_named_after_its_version_and_replaced_on_a_change() {
+    // With blue-green upgrades a CR never changes version: a new driver is a new CR (the one
+    // `gpuctl upgrade driver` moves the pool to), and the pool's nodes name it.
+    let a = own_driver("580.173.02", "strategy: blue-green");
+    let b = own_driver("595.91.07", "strategy: blue-green");
+    assert_eq!(driver_label(&a, "h100-train"), "pool-h100-train-580-173-02");
+    assert_eq!(driver_label(&b, "h100-train"), "pool-h100-train-595-91-07");
+    assert_eq!(
+        changed_objects(&a, &b),
+        ids(&[
+            "NVIDIADriver/pool-h100-train-580-173-02",
+            "NVIDIADriver/pool-h100-train-595-91-07"
+        ])
+    );
+    let cr = b
+        .objects
+        .iter()
+        .find(|o| o.display_id() == "NVIDIADriver/pool-h100-train-595-91-07")
+        .unwrap();
+    assert_eq!(cr.manifest["spec"]["version"], "595.91.07");
+    assert_eq!(
+        cr.manifest["spec"]["nodeSelector"][gpuctl::render::DRIVER_LABEL],
+        "pool-h100-train-595-91-07"
+    );
+    // The other pool stays on the cluster default CR.
+    assert_eq!(driver_label(&b, "h100-infer"), "cluster-default");
+}
+
+#[test]
+fn a_rolling_pools_driver_cr_keeps_its_name_and_changes_version_in_place() {
+    // With rolling upgrades the operator upgrades the CR in place under its upgradePolicy; a new
+    // name per version would move every node at once.
+    let a = own_driver("580.173.02", "strategy: rolling");
+    let b = own_driver("595.91.07", "strategy: rolling");
+    assert_eq!(driver_label(&a, "h100-train"), "pool-h100-train");
+    assert_eq!(driver_label(&b, "h100-train"), "pool-h100-train");
+    assert_eq!(
+        changed_objects(&a, &b),
+        ids(&["NVIDIADriver/pool-h100-train"])
+    );
+    assert_eq!(a.node_patches.len(), b.node_patches.len());
+    for (pa, pb) in a.node_patches.iter().zip(&b.node_patches) {
+        assert_eq!((&pa.labels, &pa.taints), (&pb.labels, &pb.taints));
+    }
 }

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use gpuctl::apply::{Progress, ProgressMode};
 use gpuctl::cluster::Kube;
+use gpuctl::plan::ActionKind;
 use gpuctl::upgrade::execute::{self, Cancel};
 use gpuctl::upgrade::journal::{Journal, JournalPhase, JournalStore, NodeState};
 use gpuctl::upgrade::plan::{self, UpgradePlan};
@@ -63,8 +64,9 @@ async fn kube() -> Kube {
     support::cluster::gpuctl_kube().await
 }
 
-/// One pool of H100 nodes on its own NVIDIADriver CR, as `gpuctl apply` leaves it, and the
-/// operator stand-in running.
+/// One pool of H100 nodes on its own NVIDIADriver CR, as `gpuctl apply` leaves it (render's name,
+/// `pool-<pool>-580-173-02`; with [`Fixture::legacy`] `pool-<pool>`, as an apply from before
+/// blue-green CR names carried the version left it), and the operator stand-in running.
 struct Fixture {
     tc: TestCluster,
     k: Kube,
@@ -106,6 +108,26 @@ spec:
 
 impl Fixture {
     async fn new(name: &str, nodes: usize, drain: &str, config: DriverConfig) -> Option<Fixture> {
+        Fixture::create(name, nodes, drain, config, false).await
+    }
+
+    /// The pool on the CR `pool-<pool>`.
+    async fn legacy(
+        name: &str,
+        nodes: usize,
+        drain: &str,
+        config: DriverConfig,
+    ) -> Option<Fixture> {
+        Fixture::create(name, nodes, drain, config, true).await
+    }
+
+    async fn create(
+        name: &str,
+        nodes: usize,
+        drain: &str,
+        config: DriverConfig,
+        legacy: bool,
+    ) -> Option<Fixture> {
         let tc = TestCluster::connect(name).await?;
         let k = kube().await;
         let pool = tc.prefix.clone();
@@ -116,7 +138,11 @@ impl Fixture {
             blueprint_text(&pool, &tc.namespace, nodes, FROM, drain),
         )
         .unwrap();
-        let blue = format!("pool-{pool}");
+        let blue = if legacy {
+            format!("pool-{pool}")
+        } else {
+            format!("pool-{pool}-580-173-02")
+        };
         let mut names = Vec::new();
         for i in 0..nodes {
             let n = tc
@@ -141,12 +167,25 @@ impl Fixture {
             &gpuctl::render::Templates::embedded(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let cr = prep
+        assert_eq!(
+            prep.declared_cr(),
+            format!("pool-{pool}-580-173-02"),
+            "render names the pool's CR after its driver"
+        );
+        let mut cr = prep
             .rendered
             .objects
             .iter()
-            .find(|o| o.kind == "NVIDIADriver" && o.name == blue)
-            .expect("the pool's CR is rendered");
+            .find(|o| o.kind == "NVIDIADriver" && o.name == prep.declared_cr())
+            .expect("the pool's CR is rendered")
+            .manifest
+            .clone();
+        let mut labels = prep.node_patch().labels.clone();
+        if legacy {
+            cr["metadata"]["name"] = json!(blue);
+            cr["spec"]["nodeSelector"] = json!({ DRIVER_LABEL: blue });
+            labels.insert(DRIVER_LABEL.to_string(), blue.clone());
+        }
         let crs = tc.dynamic(
             "nvidia.com",
             "v1alpha1",
@@ -157,13 +196,13 @@ impl Fixture {
         crs.patch(
             &blue,
             &PatchParams::apply("gpuctl").force(),
-            &Patch::Apply(&cr.manifest),
+            &Patch::Apply(&cr),
         )
         .await
         .unwrap();
         let nodes_api: Api<Node> = tc.cluster_scoped();
         for n in &names {
-            let body = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": prep.node_patch().labels}});
+            let body = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": labels}});
             nodes_api
                 .patch(
                     n,
@@ -207,8 +246,8 @@ impl Fixture {
         plan::build(&prep, &view, existing.as_ref(), t)
     }
 
-    /// Error findings of a live `gpuctl plan` of the fixture's blueprint as it is on disk now.
-    async fn plan_errors(&self) -> Vec<String> {
+    /// The fixture's blueprint as it is on disk now, rendered.
+    fn render(&self) -> gpuctl::render::RenderedSet {
         let catalog = gpuctl::profiles::Catalog::embedded();
         let loaded = gpuctl::blueprint::load_file(&self.blueprint)
             .unwrap_or_else(|r| panic!("{:#?}", r.findings));
@@ -218,8 +257,13 @@ impl Fixture {
             gpuctl::validate::Options { today: today() },
         )
         .unwrap_or_else(|r| panic!("{:#?}", r.findings));
-        let set = gpuctl::render::render(&v, catalog, &gpuctl::render::Templates::embedded())
-            .unwrap_or_else(|e| panic!("{e}"));
+        gpuctl::render::render(&v, catalog, &gpuctl::render::Templates::embedded())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A live `gpuctl plan` of the fixture's blueprint as it is on disk now.
+    async fn live_plan(&self) -> (gpuctl::render::RenderedSet, gpuctl::plan::Plan) {
+        let set = self.render();
         let plan = gpuctl::plan::plan(
             &set,
             gpuctl::plan::Live::Cluster(&self.k),
@@ -227,11 +271,94 @@ impl Fixture {
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-        plan.findings
+        (set, plan)
+    }
+
+    /// Error findings of a live `gpuctl plan` of the fixture's blueprint as it is on disk now.
+    async fn plan_errors(&self) -> Vec<String> {
+        self.live_plan()
+            .await
+            .1
+            .findings
             .into_iter()
             .filter(|f| f.severity == "error")
             .map(|f| f.message)
             .collect()
+    }
+
+    /// Once the blueprint declares the driver the pool's nodes run on NVIDIADriver `cr`, `gpuctl
+    /// apply` agrees with the cluster: render names the pool's CR `cr`, with the live CR's spec,
+    /// and labels the nodes `gpuctl.dev/driver=cr` (every declared label is on every node already);
+    /// a live plan has no error, moves no node to another CR, and creates, prunes or respecifies
+    /// no CR of the pool.
+    async fn assert_apply_agrees(&self, cr: &str) {
+        let (set, plan) = self.live_plan().await;
+        let patch = set
+            .node_patches
+            .iter()
+            .find(|p| p.pool == self.pool)
+            .expect("the pool's node patch");
+        assert_eq!(
+            patch.labels.get(DRIVER_LABEL).map(String::as_str),
+            Some(cr),
+            "render labels the nodes with another CR"
+        );
+        let pool_crs: Vec<&str> = set
+            .objects
+            .iter()
+            .filter(|o| o.kind == "NVIDIADriver" && o.name != "cluster-default")
+            .map(|o| o.name.as_str())
+            .collect();
+        assert_eq!(pool_crs, [cr], "render names the pool's CR differently");
+        for n in &self.nodes {
+            let l = self.labels(n).await;
+            for (k, v) in &patch.labels {
+                assert_eq!(l.get(k), Some(v), "{n}: apply would change {k}");
+            }
+        }
+        let crs = self.tc.dynamic(
+            "nvidia.com",
+            "v1alpha1",
+            "NVIDIADriver",
+            "nvidiadrivers",
+            false,
+        );
+        let live_cr: DynamicObject = crs.get(cr).await.unwrap();
+        let rendered = set
+            .objects
+            .iter()
+            .find(|o| o.kind == "NVIDIADriver" && o.name == cr)
+            .unwrap();
+        assert_eq!(
+            live_cr.data["spec"], rendered.manifest["spec"],
+            "apply would change the CR's spec"
+        );
+        let errors: Vec<&str> = plan
+            .findings
+            .iter()
+            .filter(|f| f.severity == "error")
+            .map(|f| f.message.as_str())
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let moves: Vec<&str> = plan
+            .nodes
+            .iter()
+            .filter(|a| a.labels.iter().any(|c| c.path.contains(DRIVER_LABEL)))
+            .map(|a| a.node.as_str())
+            .collect();
+        assert!(moves.is_empty(), "apply would move {moves:?} to another CR");
+        for a in plan
+            .actions
+            .iter()
+            .filter(|a| a.kind == "NVIDIADriver" && a.name != "cluster-default")
+        {
+            assert_eq!(a.name, cr, "apply would touch another CR: {a:?}");
+            assert!(
+                matches!(a.action, ActionKind::Update | ActionKind::NoOp)
+                    && !a.changes.iter().any(|c| c.path.starts_with("spec")),
+                "apply would recreate or respecify {cr}: {a:?}"
+            );
+        }
     }
 
     async fn journal(&self) -> Option<Journal> {
@@ -327,7 +454,10 @@ async fn run_until_step(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     let started = Instant::now();
-    let Some(f) = Fixture::new("upgrade_batches", 8, "20s", DriverConfig::default()).await else {
+    // The pool is on `pool-<pool>`, as an apply from before blue-green CR names carried the
+    // driver version left it: the upgrade moves it to the versioned name like any other.
+    let Some(f) = Fixture::legacy("upgrade_batches", 8, "20s", DriverConfig::default()).await
+    else {
         return;
     };
     let t = timing(Duration::from_secs(20));
@@ -404,6 +534,15 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     assert_eq!(plan.policy.max_unavailable, 2);
     assert_eq!(plan.blue_cr, format!("pool-{}", f.pool));
     assert_eq!(plan.green_cr, format!("pool-{}-595-91-07", f.pool));
+    assert!(plan.remove_blue_cr, "the legacy CR is the pool's own");
+    assert!(
+        plan.checks.iter().any(|c| c.message.contains(&format!(
+            "the blueprint renders `pool-{}-580-173-02`",
+            f.pool
+        ))),
+        "{}",
+        plan::human(&plan)
+    );
     // Emptiest nodes first: the job and the service's nodes come last.
     let last: Vec<&String> = plan.batches[2..].iter().flat_map(|b| &b.nodes).collect();
     assert!(last.contains(&&job_node), "{:?}", plan.batches);
@@ -455,17 +594,49 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
         "{status}"
     );
 
-    // The next upgrade goes back to the name render gives the pool (ping-pong), and once the
-    // blueprint says so, what `gpuctl apply` would write equals what the nodes carry: no fight.
+    // Once the blueprint declares the new driver, render names the pool's CR and its nodes'
+    // driver label after it: exactly the green CR the nodes run on, so `gpuctl apply` moves
+    // nothing.
     std::fs::write(
         &f.blueprint,
         blueprint_text(&f.pool, &f.tc.namespace, 8, TO, "20s"),
     )
     .unwrap();
+    f.assert_apply_agrees(&plan.green_cr).await;
+    // Upgrading again to the driver the nodes run already is refused, even though the blueprint
+    // said otherwise: green would be blue.
+    std::fs::write(
+        &f.blueprint,
+        blueprint_text(&f.pool, &f.tc.namespace, 8, FROM, "20s"),
+    )
+    .unwrap();
+    let again = f.plan(TO, &t).await;
+    assert_eq!(again.blue_cr, again.green_cr);
+    assert!(
+        again
+            .checks
+            .iter()
+            .any(|c| c.level == preflight::CheckLevel::Error
+                && c.message
+                    .contains(&format!("are on NVIDIADriver `{}` already", plan.green_cr))),
+        "{}",
+        plan::human(&again)
+    );
+    std::fs::write(
+        &f.blueprint,
+        blueprint_text(&f.pool, &f.tc.namespace, 8, TO, "20s"),
+    )
+    .unwrap();
+    // The next upgrade moves the pool to the next version's CR, which the blueprint renders once
+    // it declares that version.
     let plan2 = f.plan("610.57.04", &t).await;
     assert_eq!(plan2.errors(), 0, "{}", plan::human(&plan2));
     assert_eq!(plan2.blue_cr, plan.green_cr);
-    assert_eq!(plan2.green_cr, format!("pool-{}", f.pool));
+    assert_eq!(plan2.green_cr, format!("pool-{}-610-57-04", f.pool));
+    assert!(
+        plan2.remove_blue_cr,
+        "the previous green CR is the pool's own"
+    );
     execute::start(&f.k, &plan2, &t, &quiet(), Cancel::never())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -494,38 +665,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     .unwrap();
     let errors = f.plan_errors().await;
     assert!(errors.is_empty(), "{errors:#?}");
-    let prep = preflight::prepare(
-        &f.blueprint,
-        &f.pool,
-        "620.70.06",
-        today(),
-        &gpuctl::render::Templates::embedded(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    for n in &f.nodes {
-        let l = f.labels(n).await;
-        for (k, v) in &prep.node_patch().labels {
-            assert_eq!(l.get(k), Some(v), "{n}: apply would change {k}");
-        }
-    }
-    let crs = f.tc.dynamic(
-        "nvidia.com",
-        "v1alpha1",
-        "NVIDIADriver",
-        "nvidiadrivers",
-        false,
-    );
-    let live_cr: DynamicObject = crs.get(&plan2.green_cr).await.unwrap();
-    let rendered = prep
-        .rendered
-        .objects
-        .iter()
-        .find(|o| o.kind == "NVIDIADriver" && o.name == plan2.green_cr)
-        .unwrap();
-    assert_eq!(
-        live_cr.data["spec"], rendered.manifest["spec"],
-        "apply would change the CR's spec"
-    );
+    f.assert_apply_agrees(&plan2.green_cr).await;
     let seen = inv.seen();
     assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
     eprintln!(
@@ -547,6 +687,10 @@ async fn stopping_at_any_step_and_resuming_converges() {
     let inv = Invariants::start(f.tc.client.clone(), &f.selector, 2).await;
     let plan = f.plan(TO, &t).await;
     assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    // The pool is on render's CR for its driver; green is render's CR for the target.
+    assert_eq!(plan.blue_cr, format!("pool-{}-580-173-02", f.pool));
+    assert_eq!(plan.green_cr, format!("pool-{}-595-91-07", f.pool));
+    assert!(plan.remove_blue_cr, "the blue CR is the pool's own");
     // Drop the run's future (a crash as far as the cluster can tell: the lease is not released)
     // after each of these journal steps, then resume; every step kind is hit at least once.
     let stops = [2u64, 5, 9, 14, 20, 27, 33, 38];
@@ -600,9 +744,19 @@ async fn stopping_at_any_step_and_resuming_converges() {
         resumes
     );
     f.assert_converged(&plan.green_cr, TO, Some("green")).await;
+    assert!(
+        !f.cr_exists(&plan.blue_cr).await,
+        "the blue CR served only this pool and goes"
+    );
     let seen = inv.seen();
     assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
     assert!(f.driver.conflicts.lock().unwrap().is_empty());
+    std::fs::write(
+        &f.blueprint,
+        blueprint_text(&f.pool, &f.tc.namespace, 8, TO, "20s"),
+    )
+    .unwrap();
+    f.assert_apply_agrees(&plan.green_cr).await;
     eprintln!(
         "upgrade_resume: {resumes} resumes, {} journal steps, {:?}",
         j.step,

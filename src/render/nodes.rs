@@ -349,7 +349,7 @@ pub fn plan(
                 model: p.gpu.model.clone(),
             })?;
         let cr = match &p.driver {
-            Some(_) => driver::pool_driver_cr_name(&p.name),
+            Some(d) => driver::pool_driver_cr_name(&p.name, &d.version, bp.spec.upgrades.strategy),
             None => driver::DEFAULT_DRIVER_CR.to_string(),
         };
         driver_cr.insert(p.name.clone(), cr.clone());

@@ -17,7 +17,7 @@ use super::{
     PENDING_TAINT_VALUE, Timing, UPGRADE_DONE, UPGRADE_POOL_LABEL, UPGRADE_STATE_LABEL,
     human_duration,
 };
-use crate::blueprint::{Blueprint, IntOrString};
+use crate::blueprint::{Blueprint, IntOrString, UpgradeStrategy};
 use crate::quantity::parse_duration_ms;
 use crate::render::{
     DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, TENANT_LABEL, pool_driver_cr_name,
@@ -235,24 +235,21 @@ pub fn policy(bp: &Blueprint, total: usize) -> Policy {
     }
 }
 
-/// The green CR's name: what render calls the pool's own CR, unless the pool is on that CR
-/// already; then the target version is appended, so blue and green never share a name.
-pub fn green_cr_name(pool: &str, blue: &str, target: &str) -> String {
-    let own = pool_driver_cr_name(pool);
-    if own != blue {
-        return own;
-    }
-    let slug: String = target
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    format!("{own}-{slug}")
+/// The green CR's name: what render names the pool's own CR once the blueprint declares `target`
+/// (blue-green names carry the version), so after the upgrade and that blueprint edit `gpuctl
+/// apply` writes the CR and the driver label the nodes already have. Never the blue CR's name:
+/// pre-flight refuses a target the blueprint already declares, [`build`] refuses nodes already on
+/// the target's CR, and the blue CR of a pool on its own CR is either versioned with another
+/// version or `pool-<pool>` (named before versions were part of the name).
+pub fn green_cr_name(pool: &str, target: &str) -> String {
+    pool_driver_cr_name(pool, target, UpgradeStrategy::BlueGreen)
+}
+
+/// `pool-<pool>`: render's name for a pool's own CR before blue-green names carried the driver
+/// version (and still its name with `strategy: rolling`, which ignores the version). Pools applied
+/// then are on it; their upgrade moves them to the versioned name like any other.
+fn legacy_cr_name(pool: &str) -> String {
+    pool_driver_cr_name(pool, "", UpgradeStrategy::Rolling)
 }
 
 /// The queue and tenant of a pod, from Kueue's label or the tenant owning its namespace.
@@ -402,16 +399,36 @@ pub fn build(
             .hint("`gpuctl apply` the blueprint first, so each pool's nodes name their NVIDIADriver CR"),
         );
     } else if blue_cr != prep.declared_cr() && total > 0 {
+        let why = if pool.driver.is_some() && blue_cr == legacy_cr_name(&pool.name) {
+            " (the name before blue-green driver CRs carried their version; the upgrade moves the pool to the versioned name)"
+        } else {
+            ""
+        };
         checks.push(cluster(
             CheckLevel::Warning,
             format!(
-                "the pool's nodes are on NVIDIADriver `{blue_cr}`, the blueprint renders `{}`",
+                "the pool's nodes are on NVIDIADriver `{blue_cr}`, the blueprint renders `{}`{why}",
                 prep.declared_cr()
             ),
         ));
     }
     let to_version = prep.target.to_string();
-    let green_cr = green_cr_name(&pool.name, &blue_cr, &to_version);
+    let green_cr = green_cr_name(&pool.name, &to_version);
+    if blue_cr == green_cr {
+        checks.push(
+            cluster(
+                CheckLevel::Error,
+                format!(
+                    "the nodes of pool `{}` are on NVIDIADriver `{green_cr}` already, the CR of driver {to_version}",
+                    pool.name
+                ),
+            )
+            .hint(format!(
+                "an earlier upgrade moved them there: make the blueprint say so ({}) and `gpuctl plan` again instead of upgrading",
+                prep.blueprint_change
+            )),
+        );
+    }
 
     let mut from_version = prep.declared.to_string();
     let mut green_cr_exists = false;
@@ -429,10 +446,14 @@ pub fn build(
                 Some(b) => {
                     from_version = b.version.clone();
                     // Removed at the end only when it is this pool's own CR (no other pool, not the
-                    // default): other pools may share a CR.
+                    // default): other pools may share a CR. The pool's own CR is the one render
+                    // names for it, or `pool-<pool>`, its name before blue-green names carried the
+                    // version (still render's name with `strategy: rolling`).
+                    let own = pool.driver.is_some() && blue_cr == prep.declared_cr()
+                        || blue_cr == legacy_cr_name(&pool.name);
                     remove_blue_cr = !b.default
                         && b.node_selector.get(DRIVER_LABEL) == Some(&blue_cr)
-                        && blue_cr == pool_driver_cr_name(&pool.name)
+                        && own
                         || b.labels.get(UPGRADE_POOL_LABEL) == Some(&pool.name);
                 }
                 None if blue_cr != "(none)" && total > 0 => checks.push(
@@ -1085,14 +1106,22 @@ mod tests {
 
     #[test]
     fn green_never_takes_the_blue_name() {
-        assert_eq!(green_cr_name("a", "cluster-default", "595.91.07"), "pool-a");
+        // Green is render's name for the pool on the target: from the default CR, from a legacy
+        // `pool-<pool>` and from the versioned CR of the declared driver alike.
+        assert_eq!(green_cr_name("a", "595.91.07"), "pool-a-595-91-07");
         assert_eq!(
-            green_cr_name("a", "pool-a", "595.91.07"),
-            "pool-a-595-91-07"
+            green_cr_name("a", "595.91.07"),
+            pool_driver_cr_name("a", "595.91.07", UpgradeStrategy::BlueGreen)
         );
-        assert_eq!(
-            green_cr_name("a", "pool-a-595-91-07", "610.57.04"),
-            "pool-a"
+        for blue in ["cluster-default", "pool-a", "pool-a-580-173-02"] {
+            for target in ["595.91.07", "610.57.04"] {
+                assert_ne!(green_cr_name("a", target), blue, "{blue} -> {target}");
+            }
+        }
+        assert_eq!(legacy_cr_name("a"), "pool-a");
+        assert_ne!(
+            green_cr_name("a", "595.91.07"),
+            green_cr_name("a", "610.57.04")
         );
     }
 }

@@ -149,7 +149,8 @@ impl Prepared {
         &self.rendered.node_patches[self.pool_index]
     }
 
-    /// The CR render gives the pool today (`cluster-default` or `pool-<pool>`).
+    /// The CR render gives the pool today (`cluster-default`, or `pool-<pool>-<version>` for a pool
+    /// with its own driver).
     pub fn declared_cr(&self) -> String {
         self.node_patch()
             .labels
@@ -312,7 +313,9 @@ pub fn prepare_loaded(
         match validate::validate(target_loaded, catalog, opts) {
             Ok(tv) => {
                 let set = render::render(&tv, catalog, templates).map_err(PrepareError::Render)?;
-                let name = pool_driver_cr_name(pool);
+                // Render's name for the pool's CR on the target: the green CR's name.
+                let name =
+                    pool_driver_cr_name(pool, &target.to_string(), bp.spec.upgrades.strategy);
                 set.objects
                     .into_iter()
                     .find(|o| o.kind == "NVIDIADriver" && o.name == name)
@@ -386,10 +389,10 @@ mod tests {
         );
         assert_eq!(p.declared_cr(), "cluster-default");
         let m = p.green_manifest.expect("green CR rendered");
-        assert_eq!(m["metadata"]["name"], "pool-h100-train");
+        assert_eq!(m["metadata"]["name"], "pool-h100-train-595-91-07");
         assert_eq!(m["spec"]["version"], "595.91.07");
         assert_eq!(
-            m["spec"]["nodeSelector"][DRIVER_LABEL], "pool-h100-train",
+            m["spec"]["nodeSelector"][DRIVER_LABEL], "pool-h100-train-595-91-07",
             "selector disjoint from the default CR"
         );
         assert!(m["metadata"]["labels"].get(PART_OF).is_none());
@@ -431,6 +434,36 @@ mod tests {
         assert!(
             p.green_manifest.is_none(),
             "nothing to create for a refused target"
+        );
+    }
+
+    #[test]
+    fn a_green_cr_name_longer_than_a_label_value_is_an_error_of_the_upgrade() {
+        // A 49-character pool on the default CR is fine as written; on its own CR for the target,
+        // `pool-<pool>-595-91-07` would be 64 characters, too long for `gpuctl.dev/driver`.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("blueprints/dgx-h100-training.yaml");
+        let long = format!("h100-train{}", "-x".repeat(19) + "y");
+        assert_eq!(long.len(), 49);
+        let text = std::fs::read_to_string(path)
+            .unwrap()
+            .replace("h100-train\n", &format!("{long}\n"));
+        let loaded = blueprint::load_str("long.yaml", &text).expect("loads");
+        let p = prepare_loaded(loaded, &long, "595.91.07", today(), &Templates::embedded())
+            .expect("prepares");
+        let c = p
+            .checks
+            .iter()
+            .find(|c| c.rule.as_deref() == Some("GPU017"))
+            .unwrap_or_else(|| panic!("{:#?}", p.checks));
+        assert_eq!(c.level, CheckLevel::Error);
+        assert!(
+            c.message.contains("-595-91-07` (64 characters)"),
+            "{}",
+            c.message
+        );
+        assert!(
+            p.green_manifest.is_none(),
+            "no green CR under an invalid name"
         );
     }
 

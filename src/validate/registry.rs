@@ -125,6 +125,13 @@ rules! {
         source: "docs/blueprint.md",
         example: "spec:\n  scheduling:\n    queueing: kueue   # but only a volcano section follows\n",
     }
+    "GPU017" "driver-cr-name" "structure" Error {
+        checks: "The NVIDIADriver CR of a pool with its own driver gets a valid name: `pool-<pool>-<driver version>` with `upgrades.strategy: blue-green` (the default; `pool-h100-train-595-91-07`), `pool-<pool>` with `rolling`. The pool's nodes carry that name as the value of the label `gpuctl.dev/driver`, so it is a DNS-1123 label of at most 63 characters.",
+        why: "The API server rejects a label value longer than 63 characters, so apply would fail half way, after the CRs and other nodes changed. Blue-green CRs carry their version so that the CR a driver upgrade moves a pool to is exactly the one the blueprint renders once it declares the new driver.",
+        fix: "Shorten the pool name to the length the finding gives (63 minus `pool-` and, with blue-green, `-<version>`).",
+        source: "profiles/limits.yaml (Kubernetes object names); docs/render.md (NVIDIADriver CRs)",
+        example: "spec:\n  nodePools:\n    - name: h100-sxm5-80gb-training-pool-for-the-foundation-model-team\n      driver: {version: \"595.91.07\"}\n",
+    }
     "GPU020" "driver-version" "compatibility" Error {
         checks: "Driver versions parse and belong to a known data center driver branch.",
         why: "A version the catalog does not know cannot be checked against CUDA, GPUs or the operator.",

@@ -268,6 +268,24 @@ fn cases() -> Vec<Case> {
             vec![("queueing: kueue", "queueing: volcano")],
         ),
         (
+            "GPU017",
+            k.clone(),
+            vec![
+                (
+                    "    - name: train\n",
+                    "    - name: h100-sxm5-80gb-training-pool-for-the-foundation-team\n",
+                ),
+                (
+                    "gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                    "gpu: { model: H100-SXM5-80GB, count: 8 }\n      driver: { version: \"595.91.07\" }\n",
+                ),
+                (
+                    "- pool: train\n",
+                    "- pool: h100-sxm5-80gb-training-pool-for-the-foundation-team\n",
+                ),
+            ],
+        ),
+        (
             "GPU020",
             k.clone(),
             vec![("version: \"595.91.07\"", "version: \"999.1.1\"")],
@@ -705,6 +723,66 @@ fn limits_extended_message_says_what_to_write() {
             .unwrap()
             .contains("requests.nvidia.com/gpu")
     );
+}
+
+/// The pool `train` renamed to `len` characters, with its own driver, under `strategy`.
+fn long_pool(len: usize, strategy: &str) -> String {
+    let name = format!("t{}", "x".repeat(len - 1));
+    let text = edit(
+        KUEUE_BASE,
+        &[
+            ("    - name: train\n", "    - name: @\n"),
+            (
+                "gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                "gpu: { model: H100-SXM5-80GB, count: 8 }\n      driver: { version: \"595.91.07\" }\n",
+            ),
+            ("- pool: train\n", "- pool: @\n"),
+            ("strategy: blue-green", strategy),
+        ],
+    );
+    text.replace('@', &name)
+}
+
+#[test]
+fn driver_cr_names_fit_a_label_value() {
+    // blue-green: `pool-` + name + `-595-91-07` is 15 characters more than the pool name.
+    let r = run(&long_pool(48, "strategy: blue-green"));
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    let r = run(&long_pool(49, "strategy: blue-green"));
+    assert_eq!(rules(&r), ["GPU017"], "{:#?}", r.findings);
+    let f = &r.findings[0];
+    assert_eq!(f.path, "spec.nodePools[0].name");
+    assert!(
+        f.message.contains("-595-91-07` (64 characters)")
+            && f.message.contains("gpuctl.dev/driver"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.hint.as_deref().unwrap().contains("at most 48 characters"),
+        "{:?}",
+        f.hint
+    );
+    // rolling: `pool-` + name, whatever the version.
+    let r = run(&long_pool(58, "strategy: rolling"));
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    let r = run(&long_pool(59, "strategy: rolling"));
+    assert_eq!(rules(&r), ["GPU017"], "{:#?}", r.findings);
+    assert!(
+        r.findings[0]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("at most 58 characters"),
+        "{:?}",
+        r.findings[0].hint
+    );
+    // A pool on the cluster default CR gets no CR of its own: nothing to check.
+    let text = edit(
+        &long_pool(49, "strategy: blue-green"),
+        &[("      driver: { version: \"595.91.07\" }\n", "")],
+    );
+    assert!(run(&text).findings.is_empty());
 }
 
 #[test]

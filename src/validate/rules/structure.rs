@@ -1,10 +1,11 @@
-//! Structure: names, duplicates, references, pool selectors, label keys, GPU models, queueing shape.
-//! (GPU010-GPU016; GPU001-GPU005 are found by the loader.)
+//! Structure: names, duplicates, references, pool selectors, label keys, GPU models, queueing shape,
+//! driver CR names. (GPU010-GPU017; GPU001-GPU005 are found by the loader.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{is_dns_label, is_dns_subdomain, is_label_key, is_label_value};
-use crate::blueprint::Queueing;
+use crate::blueprint::{Queueing, UpgradeStrategy};
+use crate::render::{DRIVER_LABEL, pool_driver_cr_name};
 use crate::suggest;
 use crate::validate::Ctx;
 
@@ -16,6 +17,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     labels(ctx);
     gpu_models(ctx);
     queueing(ctx);
+    driver_cr_names(ctx);
 }
 
 fn names(ctx: &mut Ctx<'_>) {
@@ -551,5 +553,51 @@ fn queueing(ctx: &mut Ctx<'_>) {
                 "set `scheduling.queueing` to `kueue` or `volcano`, or remove the queue",
             );
         }
+    }
+}
+
+/// A pool with its own driver gets an NVIDIADriver CR named by render's `pool_driver_cr_name`
+/// (`pool-<pool>-<version>` with blue-green upgrades, `pool-<pool>` with rolling ones), and its
+/// nodes carry that name as the value of `gpuctl.dev/driver`: it must be a label value, so a
+/// DNS-1123 label of at most 63 characters. Pools whose name (GPU010) or driver version (GPU020)
+/// is invalid are left to those rules.
+fn driver_cr_names(ctx: &mut Ctx<'_>) {
+    let label_max = ctx
+        .catalog
+        .limits()
+        .kubernetes_names
+        .dns1123_label_max_length;
+    let strategy = ctx.bp.spec.upgrades.strategy;
+    for (i, p) in ctx.bp.spec.node_pools.iter().enumerate() {
+        let Some(d) = &p.driver else { continue };
+        if !is_dns_label(&p.name, label_max)
+            || d.version.parse::<crate::version::DriverVersion>().is_err()
+        {
+            continue;
+        }
+        let name = pool_driver_cr_name(&p.name, &d.version, strategy);
+        if is_dns_label(&name, label_max) {
+            continue;
+        }
+        let added = name.len() - p.name.len();
+        let what = match strategy {
+            UpgradeStrategy::BlueGreen => {
+                "`pool-` before it and, with `upgrades.strategy: blue-green`, `-<driver version>` after it"
+            }
+            UpgradeStrategy::Rolling => "`pool-` before it",
+        };
+        ctx.emit(
+            "GPU017",
+            format!("spec.nodePools[{i}].name"),
+            format!(
+                "pool `{}`'s NVIDIADriver CR would be `{name}` ({} characters), which its nodes carry as `{DRIVER_LABEL}`; a label value has at most {label_max}",
+                p.name,
+                name.len()
+            ),
+            format!(
+                "shorten the pool name to at most {} characters (the CR name adds {what})",
+                label_max.saturating_sub(added)
+            ),
+        );
     }
 }
