@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use gpuctl::apply::{self, ApplyError, ApplyOptions, Progress, ProgressMode};
 use gpuctl::applyset::{self, ApplySetParent};
 use gpuctl::cluster::{self, ConnectOptions, Kube};
-use gpuctl::plan::{self, ActionKind, Live, Plan, PlanOptions};
+use gpuctl::plan::{self, ActionKind, Live, Plan, PlanFinding, PlanOptions};
 use gpuctl::render::{HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -129,6 +129,7 @@ impl Fixture {
                 }],
                 expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
                 expected_driver: "580.105.08".into(),
+                blue_green: false,
             }],
             helm: HelmRelease {
                 release: "gpu-operator".into(),
@@ -750,6 +751,50 @@ async fn node_mismatches_are_findings() {
             .any(|m| m.contains("1 node(s) of pool") && m.contains("run driver 550.127.05")),
         "{msgs:#?}"
     );
+    assert!(
+        !msgs.iter().any(|m| m.contains("would move")),
+        "a node without a driver label moves nowhere: {msgs:#?}"
+    );
+
+    // A node on one NVIDIADriver CR that the blueprint assigns to another: every driver pod of
+    // the pool would restart at once. An error when the blueprint upgrades blue-green (that is
+    // `gpuctl upgrade driver`'s job), a warning under the operator's rolling upgrades.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
+    let odd = tc.name("odd");
+    let label = json!({"metadata": {"labels": {"gpuctl.dev/driver": "pool-old"}}});
+    nodes
+        .patch(&odd, &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    let mut set = f.set();
+    set.node_patches[0]
+        .labels
+        .insert("gpuctl.dev/driver".into(), "pool-new".into());
+    for (blue_green, severity) in [(true, "error"), (false, "warning")] {
+        set.node_patches[0].blue_green = blue_green;
+        let p = live_plan(&k, &set).await;
+        let moves: Vec<&PlanFinding> = p
+            .findings
+            .iter()
+            .filter(|x| x.message.contains("would move"))
+            .collect();
+        assert_eq!(moves.len(), 1, "{:#?}", p.findings);
+        assert_eq!(moves[0].severity, severity);
+        assert!(
+            moves[0].message.contains(&format!(
+                "1 node(s) of pool `{}-pool` ({odd}) would move from NVIDIADriver `pool-old` to `pool-new`",
+                f.prefix
+            )),
+            "{}",
+            moves[0].message
+        );
+        assert_eq!(
+            moves[0]
+                .message
+                .contains("gpuctl upgrade driver BLUEPRINT --pool"),
+            blue_green
+        );
+    }
 }
 
 /// The fault-injecting proxy (`tests/support/fault_proxy.py`) in front of the harness.

@@ -331,7 +331,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
 
     // Bulk reads, concurrently: the current members of the set (for prune), what exists among the
     // rendered objects, and the pools' nodes.
-    let (members, known, (nodes, node_findings), upgrades) = futures::try_join!(
+    let (members, known, (nodes, node_findings, cr_moves), upgrades) = futures::try_join!(
         list_members(&live, &parent, &kinds),
         read_known(&live, set, &kinds),
         async {
@@ -342,8 +342,13 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         async {
             Ok(match &live {
                 Live::Cluster(k) => {
-                    upgrade_findings(k, &set.blueprint, &set.helm.namespace, &set.node_patches)
-                        .await
+                    upgrade_findings_by_pool(
+                        k,
+                        &set.blueprint,
+                        &set.helm.namespace,
+                        &set.node_patches,
+                    )
+                    .await
                 }
                 _ => vec![],
             })
@@ -434,7 +439,14 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         });
     }
 
-    findings.extend(upgrades);
+    let explained: BTreeSet<&str> = upgrades.iter().filter_map(|(p, _)| p.as_deref()).collect();
+    findings.extend(
+        cr_moves
+            .into_iter()
+            .filter(|(pool, _)| !explained.contains(pool.as_str()))
+            .flat_map(|(_, f)| f),
+    );
+    findings.extend(upgrades.into_iter().map(|(_, f)| f));
     findings.extend(helm_findings);
     findings.extend(node_findings);
 
@@ -507,6 +519,20 @@ pub async fn upgrade_findings(
     namespace: &str,
     patches: &[NodePatch],
 ) -> Vec<PlanFinding> {
+    upgrade_findings_by_pool(k, blueprint, namespace, patches)
+        .await
+        .into_iter()
+        .map(|(_, f)| f)
+        .collect()
+}
+
+/// [`upgrade_findings`] with the pool each is about (`None`: about every pool).
+async fn upgrade_findings_by_pool(
+    k: &Kube,
+    blueprint: &str,
+    namespace: &str,
+    patches: &[NodePatch],
+) -> Vec<(Option<String>, PlanFinding)> {
     let error = |message: String| PlanFinding {
         severity: "error".into(),
         message,
@@ -514,9 +540,12 @@ pub async fn upgrade_findings(
     let journals = match crate::upgrade::journal::list(k, Some(namespace), None).await {
         Ok(j) => j,
         Err(e) => {
-            return vec![error(format!(
-                "cannot read the driver upgrade journals in namespace {namespace} ({e}); gpuctl does not apply while it cannot tell whether an upgrade is moving a pool"
-            ))];
+            return vec![(
+                None,
+                error(format!(
+                    "cannot read the driver upgrade journals in namespace {namespace} ({e}); gpuctl does not apply while it cannot tell whether an upgrade is moving a pool"
+                )),
+            )];
         }
     };
     let mut out = Vec::new();
@@ -526,13 +555,13 @@ pub async fn upgrade_findings(
             crate::upgrade::journal::object_name(&j.pool)
         );
         if !j.phase.is_final() {
-            out.push(error(format!(
+            out.push((Some(j.pool.clone()), error(format!(
                 "pool `{}` has a driver upgrade {} ({} -> {}, journal {journal}); applying now would move the labels it manages. Finish it with `gpuctl upgrade driver --resume --pool {0}`, or undo it with `gpuctl upgrade rollback --pool {0}`, then plan again",
                 j.pool,
                 j.phase.describe(),
                 j.from_version,
                 j.to_version,
-            )));
+            ))));
             continue;
         }
         if j.phase != crate::upgrade::journal::JournalPhase::Completed {
@@ -542,10 +571,10 @@ pub async fn upgrade_findings(
             continue;
         };
         if !same_driver(&p.expected_driver, &j.to_version) {
-            out.push(error(format!(
+            out.push((Some(j.pool.clone()), error(format!(
                 "pool `{}` was upgraded to driver {} by `gpuctl upgrade` (journal {journal}), but the blueprint declares {}: applying it would move every node back. Make the edit the upgrade asked for ({}), then plan again",
                 j.pool, j.to_version, p.expected_driver, j.blueprint_change
-            )));
+            ))));
         }
     }
     out
@@ -1022,6 +1051,15 @@ pub async fn pool_nodes(
     lists.into_iter().collect()
 }
 
+/// Node names for a message: all of up to three, else the first two and the last.
+fn shown_names(names: &[String]) -> String {
+    if names.len() > 3 {
+        format!("{}, ... {}", names[..2].join(", "), names[names.len() - 1])
+    } else {
+        names.join(", ")
+    }
+}
+
 /// Pools whose nodes are listed at once.
 const POOL_LIST_PARALLELISM: usize = 16;
 
@@ -1050,14 +1088,20 @@ fn taint_string(key: &str, value: Option<&str>, effect: &str) -> String {
     }
 }
 
-async fn plan_nodes(
-    live: &Live<'_>,
-    patches: &[NodePatch],
-) -> Result<(Vec<NodeAction>, Vec<PlanFinding>), ClusterError> {
+/// Node actions, findings, and the findings about nodes moving between NVIDIADriver CRs by pool
+/// (kept apart: a pool an upgrade journal already explains gets that finding instead).
+type NodePlan = (
+    Vec<NodeAction>,
+    Vec<PlanFinding>,
+    BTreeMap<String, Vec<PlanFinding>>,
+);
+
+async fn plan_nodes(live: &Live<'_>, patches: &[NodePatch]) -> Result<NodePlan, ClusterError> {
     let mut actions = Vec::new();
     let mut findings = Vec::new();
+    let mut moves: BTreeMap<String, Vec<PlanFinding>> = BTreeMap::new();
     if matches!(live, Live::Offline) {
-        return Ok((actions, findings));
+        return Ok((actions, findings, moves));
     }
     let by_pool = pool_nodes(live, patches).await?;
     for p in patches {
@@ -1076,6 +1120,8 @@ async fn plan_nodes(
         }
         // Nodes on another driver, grouped so a 64-node pool gives one finding, not 64.
         let mut old_drivers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // Nodes that would leave one NVIDIADriver CR for another, by (from, to).
+        let mut cr_moves: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
         for n in nodes {
             let name = n["metadata"]["name"]
                 .as_str()
@@ -1106,6 +1152,15 @@ async fn plan_nodes(
             let mut label_changes = Vec::new();
             for (k, v) in &p.labels {
                 let current = labels[k].as_str();
+                if k == crate::render::DRIVER_LABEL
+                    && let Some(from) = current
+                    && from != v
+                {
+                    cr_moves
+                        .entry((from.to_string(), v.clone()))
+                        .or_default()
+                        .push(name.clone());
+                }
                 if current != Some(v.as_str()) {
                     label_changes.push(Change {
                         path: diff::join("labels", k),
@@ -1142,12 +1197,30 @@ async fn plan_nodes(
                 });
             }
         }
-        for (driver, names) in old_drivers {
-            let shown = if names.len() > 3 {
-                format!("{}, ... {}", names[..2].join(", "), names[names.len() - 1])
+        for ((from, to), names) in cr_moves {
+            let shown = shown_names(&names);
+            let what = format!(
+                "{} node(s) of pool `{}` ({shown}) would move from NVIDIADriver `{from}` to `{to}` all at once: the driver pod on every one of them restarts, and nothing cordons or drains them first",
+                names.len(),
+                p.pool
+            );
+            moves.entry(p.pool.clone()).or_default().push(if p.blue_green {
+                PlanFinding {
+                    severity: "error".into(),
+                    message: format!(
+                        "{what}. The blueprint upgrades drivers blue-green: move them with `gpuctl upgrade driver BLUEPRINT --pool {} --to VERSION` (batched, drained, resumable; if the blueprint already names the new version, put the old one back until the upgrade finishes), or set `upgrades.strategy: rolling` to let the operator replace drivers in place",
+                        p.pool
+                    ),
+                }
             } else {
-                names.join(", ")
-            };
+                PlanFinding {
+                    severity: "warning".into(),
+                    message: format!("{what}; apply when the pool can take that"),
+                }
+            });
+        }
+        for (driver, names) in old_drivers {
+            let shown = shown_names(&names);
             findings.push(PlanFinding {
                 severity: "warning".into(),
                 message: format!(
@@ -1159,7 +1232,7 @@ async fn plan_nodes(
             });
         }
     }
-    Ok((actions, findings))
+    Ok((actions, findings, moves))
 }
 
 impl Plan {

@@ -101,6 +101,10 @@ pub struct NodePatch {
     pub expected_products: Vec<String>,
     /// Expected driver version on the pool.
     pub expected_driver: String,
+    /// The blueprint upgrades drivers blue-green (`upgrades.strategy`): moving nodes between
+    /// NVIDIADriver CRs is `gpuctl upgrade driver`'s job, never a plain apply's.
+    #[serde(default)]
+    pub blue_green: bool,
 }
 
 /// A taint gpuctl manages.

@@ -376,6 +376,7 @@ pub fn plan(
             taints: node_taints(p),
             expected_products: gpu.gfd_products.clone(),
             expected_driver,
+            blue_green: bp.spec.upgrades.strategy == crate::blueprint::UpgradeStrategy::BlueGreen,
         });
     }
 
