@@ -274,16 +274,35 @@ impl Fixture {
         (set, plan)
     }
 
-    /// Error findings of a live `gpuctl plan` of the fixture's blueprint as it is on disk now.
+    /// Error findings of a live `gpuctl plan` of the fixture's blueprint as it is on disk now,
+    /// after checking that a plan against a snapshot taken now (what CI plans against) has the
+    /// same.
     async fn plan_errors(&self) -> Vec<String> {
-        self.live_plan()
+        let errors = |plan: gpuctl::plan::Plan| -> Vec<String> {
+            plan.findings
+                .into_iter()
+                .filter(|f| f.severity == "error")
+                .map(|f| f.message)
+                .collect()
+        };
+        let (set, plan) = self.live_plan().await;
+        let snap = gpuctl::plan::capture(&self.k, &set)
             .await
-            .1
-            .findings
-            .into_iter()
-            .filter(|f| f.severity == "error")
-            .map(|f| f.message)
-            .collect()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let from_snapshot = gpuctl::plan::plan(
+            &set,
+            gpuctl::plan::Live::Snapshot(&snap),
+            gpuctl::plan::PlanOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        let live = errors(plan);
+        assert_eq!(
+            errors(from_snapshot),
+            live,
+            "a snapshot plan sees what a live plan sees"
+        );
+        live
     }
 
     /// Once the blueprint declares the driver the pool's nodes run on NVIDIADriver `cr`, `gpuctl

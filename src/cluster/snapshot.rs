@@ -7,8 +7,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Version of the snapshot file format. 2 added `helm_release`; a version 1 snapshot did not
-/// capture it, so its plans cannot say what the Helm step changes.
+/// Version of the snapshot file format. 2 added `helm_release` and `upgrade_journals`; a version 1
+/// snapshot did not capture them, so its plans cannot say what the Helm step changes or see
+/// driver upgrades.
 pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
 
 /// Live state as captured.
@@ -34,6 +35,10 @@ pub struct Snapshot {
     /// blueprint installs it with helm and it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm_release: Option<super::helm::LiveRelease>,
+    /// The blueprint's `gpuctl upgrade` journals, so snapshot plans refuse what live plans refuse
+    /// (a pool an upgrade is moving, or moved to a driver the blueprint does not declare yet).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upgrade_journals: Vec<crate::upgrade::journal::Journal>,
 }
 
 /// Why a snapshot could not be used.

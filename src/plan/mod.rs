@@ -247,6 +247,9 @@ pub enum PlanError {
     /// The cluster failed.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    /// The driver upgrade journals could not be read (snapshot capture).
+    #[error("cannot read the driver upgrade journals: {0}")]
+    Journals(String),
     /// The rendered set is empty: gpuctl never plans pruning everything.
     #[error("the rendered set is empty; refusing to plan a prune of every member of ApplySet {0}")]
     EmptySet(String),
@@ -350,7 +353,13 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
                     )
                     .await
                 }
-                _ => vec![],
+                Live::Snapshot(s) => journal_findings(
+                    &s.upgrade_journals,
+                    &set.blueprint,
+                    &set.helm.namespace,
+                    &set.node_patches,
+                ),
+                Live::Offline => vec![],
             })
         },
     )?;
@@ -537,16 +546,27 @@ async fn upgrade_findings_by_pool(
         severity: "error".into(),
         message,
     };
-    let journals = match crate::upgrade::journal::list(k, Some(namespace), None).await {
-        Ok(j) => j,
-        Err(e) => {
-            return vec![(
-                None,
-                error(format!(
-                    "cannot read the driver upgrade journals in namespace {namespace} ({e}); gpuctl does not apply while it cannot tell whether an upgrade is moving a pool"
-                )),
-            )];
-        }
+    match crate::upgrade::journal::list(k, Some(namespace), None).await {
+        Ok(journals) => journal_findings(&journals, blueprint, namespace, patches),
+        Err(e) => vec![(
+            None,
+            error(format!(
+                "cannot read the driver upgrade journals in namespace {namespace} ({e}); gpuctl does not apply while it cannot tell whether an upgrade is moving a pool"
+            )),
+        )],
+    }
+}
+
+/// [`upgrade_findings`] for journals already read (live, or captured in a snapshot).
+fn journal_findings(
+    journals: &[crate::upgrade::journal::Journal],
+    blueprint: &str,
+    namespace: &str,
+    patches: &[NodePatch],
+) -> Vec<(Option<String>, PlanFinding)> {
+    let error = |message: String| PlanFinding {
+        severity: "error".into(),
+        message,
     };
     let mut out = Vec::new();
     for j in journals.iter().filter(|j| j.blueprint == blueprint) {
@@ -1303,6 +1323,12 @@ pub async fn capture(k: &Kube, set: &RenderedSet) -> Result<Snapshot, PlanError>
             snap.objects.insert(key, v);
         }
     }
+    snap.upgrade_journals = crate::upgrade::journal::list(k, Some(&set.helm.namespace), None)
+        .await
+        .map_err(|e| PlanError::Journals(e.to_string()))?
+        .into_iter()
+        .filter(|j| j.blueprint == set.blueprint)
+        .collect();
     if set.helm.install == "helm" {
         snap.helm_release =
             crate::cluster::helm::read_release(k, &set.helm.namespace, &set.helm.release).await?;
