@@ -57,18 +57,7 @@ pub async fn start(
     if plan.errors() > 0 {
         return Err(UpgradeError::Preflight(plan.errors()));
     }
-    let lease = acquire(
-        k,
-        &plan.namespace,
-        &plan.pool,
-        timing,
-        progress,
-        cancel.clone(),
-    )
-    .await?;
-    let mut store = JournalStore::new(k, &plan.namespace, &plan.pool);
-    store.guard(&lease);
-    let result = guarded(&plan.pool, cancel, async {
+    with_lease(k, &plan.namespace, &plan.pool, timing, progress, cancel, async |mut store, lease| {
         if let Some(old) = store.load().await?
             && !old.phase.is_final()
         {
@@ -85,13 +74,11 @@ pub async fn start(
             j.pool, j.from_version, j.blue_cr, j.to_version, j.green_cr, lease.holder
         ));
         store.save(&mut j).await?;
-        let mut run = Run::new(k, j, store, timing, progress, &lease);
+        let mut run = Run::new(k, j, store, timing, progress, lease);
         run.forward().await?;
         Ok(run.j)
     })
-    .await;
-    lease.release().await;
-    result
+    .await
 }
 
 /// Continues the upgrade of `pool` (or the only unfinished one) from its journal.
@@ -125,23 +112,10 @@ pub async fn resume(
         }
         JournalPhase::Running | JournalPhase::Failed => {}
     }
-    let lease = acquire(
-        k,
-        &found.namespace,
-        &found.pool,
-        timing,
-        progress,
-        cancel.clone(),
-    )
-    .await?;
     let pool = found.pool.clone();
-    let mut store = JournalStore::new(k, &found.namespace, &found.pool);
-    store.guard(&lease);
-    let result = guarded(&pool, cancel, async {
+    with_lease(k, &found.namespace, &found.pool, timing, progress, cancel, async |mut store, lease| {
         // Read again under the Lease: the journal may have moved while we waited for it.
-        let mut j = store.load().await?.ok_or_else(|| {
-            UpgradeError::NoJournal(format!("the journal of pool `{pool}` disappeared"))
-        })?;
+        let mut j = load_under_lease(&mut store, &pool).await?;
         if j.phase != JournalPhase::Running && j.phase != JournalPhase::Failed {
             return Err(UpgradeError::Refused(format!(
                 "the upgrade of pool `{pool}` is {} now; see `gpuctl upgrade status --pool {pool}`",
@@ -151,13 +125,11 @@ pub async fn resume(
         j.phase = JournalPhase::Running;
         j.event(format!("resumed by {}", lease.holder));
         store.save(&mut j).await?;
-        let mut run = Run::new(k, j, store, timing, progress, &lease);
+        let mut run = Run::new(k, j, store, timing, progress, lease);
         run.forward().await?;
         Ok(run.j)
     })
-    .await;
-    lease.release().await;
-    result
+    .await
 }
 
 /// Moves every node of `pool`'s upgrade back to where it was, batch by batch in reverse order.
@@ -176,32 +148,52 @@ pub async fn rollback(
             found.pool
         )));
     }
-    let lease = acquire(
+    let pool = found.pool.clone();
+    with_lease(
         k,
         &found.namespace,
         &found.pool,
         timing,
         progress,
-        cancel.clone(),
+        cancel,
+        async |mut store, lease| {
+            let mut j = load_under_lease(&mut store, &pool).await?;
+            j.phase = JournalPhase::RollingBack;
+            j.event(format!("rollback started by {}", lease.holder));
+            store.save(&mut j).await?;
+            let mut run = Run::new(k, j, store, timing, progress, lease);
+            run.backward().await?;
+            Ok(run.j)
+        },
     )
-    .await?;
-    let pool = found.pool.clone();
-    let mut store = JournalStore::new(k, &found.namespace, &found.pool);
+    .await
+}
+
+/// Runs `f` holding `pool`'s Lease, with a journal store that checks it still holds it; Ctrl-C
+/// stops `f`, and the Lease is released however `f` ends.
+async fn with_lease(
+    k: &Kube,
+    namespace: &str,
+    pool: &str,
+    timing: &Timing,
+    progress: &Progress,
+    cancel: Cancel,
+    f: impl AsyncFnOnce(JournalStore, &LeaseGuard) -> Result<Journal, UpgradeError>,
+) -> Result<Journal, UpgradeError> {
+    let lease = acquire(k, namespace, pool, timing, progress, cancel.clone()).await?;
+    let mut store = JournalStore::new(k, namespace, pool);
     store.guard(&lease);
-    let result = guarded(&pool, cancel, async {
-        let mut j = store.load().await?.ok_or_else(|| {
-            UpgradeError::NoJournal(format!("the journal of pool `{pool}` disappeared"))
-        })?;
-        j.phase = JournalPhase::RollingBack;
-        j.event(format!("rollback started by {}", lease.holder));
-        store.save(&mut j).await?;
-        let mut run = Run::new(k, j, store, timing, progress, &lease);
-        run.backward().await?;
-        Ok(run.j)
-    })
-    .await;
+    let result = guarded(pool, cancel, f(store, &lease)).await;
     lease.release().await;
     result
+}
+
+/// The journal, read again once the Lease is held.
+async fn load_under_lease(store: &mut JournalStore, pool: &str) -> Result<Journal, UpgradeError> {
+    store
+        .load()
+        .await?
+        .ok_or_else(|| UpgradeError::NoJournal(format!("the journal of pool `{pool}` disappeared")))
 }
 
 /// Takes the pool's Lease; Ctrl-C while waiting for a previous run's lease to expire stops too.
