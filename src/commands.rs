@@ -38,13 +38,10 @@ pub fn prepare(path: &Path, args: &RenderArgs) -> Result<RenderedSet, ExitStatus
             );
             ExitStatus::Failure
         })?;
-    let templates = match &args.templates {
-        Some(dir) => Templates::from_dir(dir).map_err(|e| {
-            eprintln!("error: {e}");
-            ExitStatus::Failure
-        })?,
-        None => Templates::embedded(),
-    };
+    let templates = Templates::load(args.templates.as_deref()).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitStatus::Failure
+    })?;
     render::render(&validated, catalog, &templates).map_err(|e| {
         eprintln!("error: {e}");
         ExitStatus::Failure

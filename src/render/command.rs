@@ -55,15 +55,12 @@ pub fn run(cmd: RenderCommand<'_>, out: &mut dyn Write) -> ExitStatus {
         };
         eprint!("{}", crate::output::human(&[report], cmd.style));
     }
-    let templates = match cmd.templates {
-        Some(dir) => match Templates::from_dir(dir) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitStatus::Failure;
-            }
-        },
-        None => Templates::embedded(),
+    let templates = match Templates::load(cmd.templates) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::Failure;
+        }
     };
     let set = match super::render(&validated, catalog, &templates) {
         Ok(s) => s,

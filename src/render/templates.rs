@@ -115,6 +115,11 @@ impl Templates {
         Templates::build(Vec::new(), &[]).expect("embedded templates compile (render tests)")
     }
 
+    /// The templates of `--templates DIR` when given, else the embedded ones.
+    pub fn load(dir: Option<&Path>) -> Result<Templates, RenderError> {
+        dir.map_or_else(|| Ok(Templates::embedded()), Templates::from_dir)
+    }
+
     /// The embedded templates, with every file found under `dir` (same relative path, e.g.
     /// `objects/resourcequota.yaml.j2`) replacing its embedded namesake. A file there that names
     /// no template is an error, so a misspelt override is never silently ignored.

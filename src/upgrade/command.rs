@@ -71,15 +71,12 @@ pub fn run(cmd: UpgradeCommand) -> ExitStatus {
                     return ExitStatus::Usage;
                 }
             };
-            let templates = match &render.templates {
-                Some(dir) => match Templates::from_dir(dir) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return ExitStatus::Failure;
-                    }
-                },
-                None => Templates::embedded(),
+            let templates = match Templates::load(render.templates.as_deref()) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitStatus::Failure;
+                }
             };
             let prep = match preflight::prepare(&blueprint, &pool, &to, today, &templates) {
                 Ok(p) => p,
