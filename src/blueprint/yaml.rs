@@ -136,9 +136,11 @@ impl SourceTree {
     }
 }
 
-/// Joins a mapping key onto a path, quoting keys that would make the path ambiguous.
+/// Joins a mapping key onto a path, quoting keys that would make the path ambiguous or hard to
+/// read (`spec.hard."requests.nvidia.com/gpu"`). Blueprint diagnostics and plan diffs both write
+/// paths with this.
 pub fn join(path: &str, key: &str) -> String {
-    let needs_quote = key.is_empty() || key.contains(['.', '[', ']', '"']);
+    let needs_quote = key.is_empty() || key.contains(['.', '[', ']', '"', '/', ' ']);
     let key = if needs_quote {
         format!("\"{}\"", key.replace('"', "\\\""))
     } else {

@@ -87,19 +87,8 @@ fn walk(path: &str, before: Option<&Value>, after: Option<&Value>, out: &mut Vec
     }
 }
 
-/// Appends a key to a path, quoting keys with dots or slashes.
-pub fn join(path: &str, key: &str) -> String {
-    let key = if key.contains(['.', '/', '[', ']', ' ']) || key.is_empty() {
-        format!("\"{key}\"")
-    } else {
-        key.to_string()
-    };
-    if path.is_empty() {
-        key
-    } else {
-        format!("{path}.{key}")
-    }
-}
+/// Paths in diffs are written like blueprint paths.
+pub use crate::blueprint::yaml::join;
 
 /// Object-key paths gpuctl owns in `live` according to its `managedFields` entry (operation Apply,
 /// manager `manager`). List entries (`k:`, `v:`, `i:`) end a path: the list is owned as a whole.
