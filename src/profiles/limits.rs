@@ -43,6 +43,10 @@ pub struct KubernetesNameLimits {
     pub dns1123_label_max_length: usize,
     /// Longest DNS-1123 subdomain (253).
     pub dns1123_subdomain_max_length: usize,
+    /// Longest name part of a label key (63).
+    pub label_name_max_length: usize,
+    /// Longest label value (63).
+    pub label_value_max_length: usize,
     /// Kinds whose names must be DNS-1123 labels.
     pub label_names: Vec<String>,
     /// Kinds whose names must be DNS-1123 subdomains.

@@ -11,6 +11,7 @@ mod structure;
 mod volcano;
 
 use super::Ctx;
+use crate::profiles::KubernetesNameLimits;
 
 pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     structure::check(ctx);
@@ -34,15 +35,19 @@ pub(crate) fn is_dns_label(s: &str, max: usize) -> bool {
         && !s.ends_with('-')
 }
 
-/// DNS-1123 subdomain: dot-separated labels, at most `max` chars.
-pub(crate) fn is_dns_subdomain(s: &str, max: usize) -> bool {
-    !s.is_empty() && s.len() <= max && s.split('.').all(|l| is_dns_label(l, 63))
+/// DNS-1123 subdomain: dot-separated DNS-1123 labels, within the catalog's limits.
+pub(crate) fn is_dns_subdomain(s: &str, n: &KubernetesNameLimits) -> bool {
+    !s.is_empty()
+        && s.len() <= n.dns1123_subdomain_max_length
+        && s.split('.')
+            .all(|l| is_dns_label(l, n.dns1123_label_max_length))
 }
 
-/// Kubernetes label name part: alphanumerics, `-`, `_`, `.`, alphanumeric at both ends, <= 63.
-pub(crate) fn is_label_name(s: &str) -> bool {
+/// Kubernetes label name part (and label value): alphanumerics, `-`, `_`, `.`, alphanumeric at
+/// both ends, 1..=max chars.
+fn is_label_name(s: &str, max: usize) -> bool {
     !s.is_empty()
-        && s.len() <= 63
+        && s.len() <= max
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && s.as_bytes()[0].is_ascii_alphanumeric()
@@ -50,14 +55,16 @@ pub(crate) fn is_label_name(s: &str) -> bool {
 }
 
 /// A qualified label key `[prefix/]name`.
-pub(crate) fn is_label_key(s: &str) -> bool {
+pub(crate) fn is_label_key(s: &str, n: &KubernetesNameLimits) -> bool {
     match s.split_once('/') {
-        Some((prefix, name)) => is_dns_subdomain(prefix, 253) && is_label_name(name),
-        None => is_label_name(s),
+        Some((prefix, name)) => {
+            is_dns_subdomain(prefix, n) && is_label_name(name, n.label_name_max_length)
+        }
+        None => is_label_name(s, n.label_name_max_length),
     }
 }
 
-/// A label value: empty, or a label name.
-pub(crate) fn is_label_value(s: &str) -> bool {
-    s.is_empty() || is_label_name(s)
+/// A label value: empty, or the characters of a label name within the value limit.
+pub(crate) fn is_label_value(s: &str, n: &KubernetesNameLimits) -> bool {
+    s.is_empty() || is_label_name(s, n.label_value_max_length)
 }

@@ -27,11 +27,7 @@ fn names(ctx: &mut Ctx<'_>) {
         .limits()
         .kubernetes_names
         .dns1123_label_max_length;
-    let subdomain_max = ctx
-        .catalog
-        .limits()
-        .kubernetes_names
-        .dns1123_subdomain_max_length;
+    let name_limits = &ctx.catalog.limits().kubernetes_names;
     let mut labels: Vec<(String, &str, &str)> =
         vec![("metadata.name".into(), &bp.metadata.name, "blueprint name")];
     for (i, p) in bp.spec.node_pools.iter().enumerate() {
@@ -86,7 +82,7 @@ fn names(ctx: &mut Ctx<'_>) {
         }
     }
     for (i, pc) in bp.spec.priority_classes.iter().enumerate() {
-        if !is_dns_subdomain(&pc.name, subdomain_max) {
+        if !is_dns_subdomain(&pc.name, name_limits) {
             ctx.emit(
                 "GPU010",
                 format!("spec.priorityClasses[{i}].name"),
@@ -398,6 +394,7 @@ fn selectors(ctx: &mut Ctx<'_>) {
 }
 
 fn labels(ctx: &mut Ctx<'_>) {
+    let n = &ctx.catalog.limits().kubernetes_names;
     let owned = ctx
         .catalog
         .limits()
@@ -431,13 +428,13 @@ fn labels(ctx: &mut Ctx<'_>) {
             ));
         }
         for (path, key, value, written) in keys {
-            if !is_label_key(key) {
-                ctx.emit_at_key("GPU014", path.clone(), format!("`{key}` is not a valid label or taint key"), "use `[prefix/]name` with a DNS subdomain prefix and a name of at most 63 characters");
+            if !is_label_key(key, n) {
+                ctx.emit_at_key("GPU014", path.clone(), format!("`{key}` is not a valid label or taint key"), format!("use `[prefix/]name` with a DNS subdomain prefix and a name of at most {} characters", n.label_name_max_length));
             }
             if let Some(v) = value
-                && !is_label_value(v)
+                && !is_label_value(v, n)
             {
-                ctx.emit("GPU014", path.clone(), format!("`{v}` is not a valid label value for `{key}`"), "use at most 63 alphanumerics, `-`, `_` or `.`, starting and ending with an alphanumeric");
+                ctx.emit("GPU014", path.clone(), format!("`{v}` is not a valid label value for `{key}`"), format!("use at most {} alphanumerics, `-`, `_` or `.`, starting and ending with an alphanumeric", n.label_value_max_length));
             }
             if written && let Some(prefix) = owned.iter().find(|p| key.starts_with(p.as_str())) {
                 ctx.emit_at_key(
@@ -457,7 +454,7 @@ fn labels(ctx: &mut Ctx<'_>) {
         .as_ref()
         .map(|b| b.color_label.clone());
     if let Some(l) = bg_label
-        && !is_label_key(&l)
+        && !is_label_key(&l, &ctx.catalog.limits().kubernetes_names)
     {
         ctx.emit(
             "GPU095",
@@ -562,11 +559,9 @@ fn queueing(ctx: &mut Ctx<'_>) {
 /// DNS-1123 label of at most 63 characters. Pools whose name (GPU010) or driver version (GPU020)
 /// is invalid are left to those rules.
 fn driver_cr_names(ctx: &mut Ctx<'_>) {
-    let label_max = ctx
-        .catalog
-        .limits()
-        .kubernetes_names
-        .dns1123_label_max_length;
+    // The name is a label value, and a DNS-1123 label (lower case) as an object name.
+    let n = &ctx.catalog.limits().kubernetes_names;
+    let label_max = n.label_value_max_length.min(n.dns1123_label_max_length);
     let strategy = ctx.bp.spec.upgrades.strategy;
     for (i, p) in ctx.bp.spec.node_pools.iter().enumerate() {
         let Some(d) = &p.driver else { continue };
