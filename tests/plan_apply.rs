@@ -679,6 +679,41 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
         "{:#?}",
         p.findings
     );
+
+    // A newest revision that is not helm's encoding: a warning naming the Secret and what to run.
+    let garbage: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "sh.helm.release.v1.gpu-operator.v4", "namespace": f.ns(),
+            "labels": {"owner": "helm", "name": "gpu-operator", "version": "4", "status": "deployed"}},
+        "data": {"release": "bm90IGEgcmVsZWFzZQ=="},
+    }))
+    .unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(k.client(), &f.ns());
+    secrets
+        .patch(
+            "sh.helm.release.v1.gpu-operator.v4",
+            &PatchParams::apply("test"),
+            &Patch::Apply(&garbage),
+        )
+        .await
+        .unwrap();
+    let p = live_plan(&k, &set).await;
+    assert!(p.helm_release.is_none());
+    let w = p
+        .findings
+        .iter()
+        .find(|f| f.message.contains("cannot read the live Helm release"))
+        .unwrap_or_else(|| panic!("{:#?}", p.findings));
+    assert!(
+        w.message.contains(&format!(
+            "Secret/{}/sh.helm.release.v1.gpu-operator.v4 cannot be read",
+            f.ns()
+        )) && w
+            .message
+            .contains(&format!("helm history gpu-operator -n {}", f.ns())),
+        "{}",
+        w.message
+    );
 }
 
 #[tokio::test]

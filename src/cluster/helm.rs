@@ -59,18 +59,18 @@ pub async fn read_release(
         return Ok(None);
     };
     let name = secret.metadata.name.clone().unwrap_or_default();
+    let unreadable = |what: String| ClusterError::Unreadable {
+        object: format!("Secret/{namespace}/{name}"),
+        message: format!(
+            "{what}; it is labelled as revision {revision} of Helm release {release}: check it with `helm history {release} -n {namespace}` (a release stored by another tool under helm's labels is not one gpuctl can compare)"
+        ),
+    };
     let data = secret
         .data
         .as_ref()
         .and_then(|d| d.get("release"))
-        .ok_or_else(|| ClusterError::Invalid {
-            object: format!("Secret/{namespace}/{name}"),
-            message: "a Helm release Secret without a `release` key".into(),
-        })?;
-    let json = decode(&data.0).map_err(|message| ClusterError::Invalid {
-        object: format!("Secret/{namespace}/{name}"),
-        message: format!("cannot decode the Helm release: {message}"),
-    })?;
+        .ok_or_else(|| unreadable("it has no `release` key".into()))?;
+    let json = decode(&data.0).map_err(|m| unreadable(format!("its `release` key is {m}")))?;
     Ok(Some(from_release_json(revision, &json)))
 }
 

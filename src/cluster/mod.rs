@@ -59,6 +59,14 @@ pub enum ClusterError {
         /// The server's words.
         message: String,
     },
+    /// An object gpuctl reads but does not write (a Helm release) has content it cannot decode.
+    #[error("{object} cannot be read: {message}")]
+    Unreadable {
+        /// `Kind/ns/name`.
+        object: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
     /// Server-side apply found fields owned by another manager.
     #[error("{object}: {message}")]
     Conflict {
