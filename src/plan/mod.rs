@@ -1325,7 +1325,13 @@ pub async fn capture(k: &Kube, set: &RenderedSet) -> Result<Snapshot, PlanError>
     }
     snap.upgrade_journals = crate::upgrade::journal::list(k, Some(&set.helm.namespace), None)
         .await
-        .map_err(|e| PlanError::Journals(e.to_string()))?
+        .map_err(|e| {
+            PlanError::Journals(format!(
+                "{e}; a snapshot records them so CI plans see driver upgrades: gpuctl needs to list ConfigMaps labelled `{}` in namespace {}",
+                crate::upgrade::UPGRADE_POOL_LABEL,
+                set.helm.namespace
+            ))
+        })?
         .into_iter()
         .filter(|j| j.blueprint == set.blueprint)
         .collect();
