@@ -701,13 +701,11 @@ impl Invariants {
     /// Checks that at most `max_unavailable` nodes of `node_selector` are cordoned or NotReady.
     pub async fn start(client: Client, node_selector: &str, max_unavailable: usize) -> Invariants {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let nodes: Api<Node> = Api::all(client);
-        let sel = node_selector.to_string();
         let s = seen.clone();
-        let ready = Arc::new(tokio::sync::Notify::new());
-        let r = ready.clone();
-        let task = tokio::spawn(async move {
-            let unavailable = |n: &Node| {
+        let task = watch_states(
+            Api::<Node>::all(client),
+            node_selector.to_string(),
+            |n: &Node| {
                 n.spec
                     .as_ref()
                     .and_then(|s| s.unschedulable)
@@ -717,57 +715,23 @@ impl Invariants {
                         .as_ref()
                         .and_then(|s| s.conditions.as_ref())
                         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            };
-            let mut first = true;
-            loop {
-                let Ok(list) = nodes.list(&ListParams::default().labels(&sel)).await else {
-                    continue;
-                };
-                let mut state: BTreeMap<String, bool> = list
-                    .items
-                    .iter()
-                    .map(|n| (n.metadata.name.clone().unwrap_or_default(), unavailable(n)))
-                    .collect();
-                let rv = list.metadata.resource_version.clone().unwrap_or_default();
-                if first {
-                    r.notify_one();
-                    first = false;
+            },
+            move |state| {
+                let down: Vec<&String> =
+                    state.iter().filter(|(_, u)| **u).map(|(n, _)| n).collect();
+                let mut g = s.lock().unwrap();
+                g.node_events += 1;
+                g.max_unavailable = g.max_unavailable.max(down.len());
+                if down.len() > max_unavailable {
+                    let v = format!(
+                        "{} nodes unavailable (bound {max_unavailable}): {down:?}",
+                        down.len()
+                    );
+                    g.violations.push(v);
                 }
-                let Ok(stream) = nodes
-                    .watch(&WatchParams::default().labels(&sel).timeout(60), &rv)
-                    .await
-                else {
-                    continue;
-                };
-                let mut stream = stream.boxed();
-                while let Some(ev) = stream.next().await {
-                    let (n, deleted) = match ev {
-                        Ok(WatchEvent::Added(n) | WatchEvent::Modified(n)) => (n, false),
-                        Ok(WatchEvent::Deleted(n)) => (n, true),
-                        _ => continue,
-                    };
-                    let name = n.metadata.name.clone().unwrap_or_default();
-                    if deleted {
-                        state.remove(&name);
-                    } else {
-                        state.insert(name, unavailable(&n));
-                    }
-                    let down: Vec<&String> =
-                        state.iter().filter(|(_, u)| **u).map(|(n, _)| n).collect();
-                    let mut g = s.lock().unwrap();
-                    g.node_events += 1;
-                    g.max_unavailable = g.max_unavailable.max(down.len());
-                    if down.len() > max_unavailable {
-                        let v = format!(
-                            "{} nodes unavailable (bound {max_unavailable}): {down:?}",
-                            down.len()
-                        );
-                        g.violations.push(v);
-                    }
-                }
-            }
-        });
-        ready.notified().await;
+            },
+        )
+        .await;
         Invariants {
             tasks: vec![task],
             seen,
@@ -783,63 +747,29 @@ impl Invariants {
         app: &str,
         min_healthy: usize,
     ) {
-        let pods: Api<Pod> = Api::namespaced(client, namespace);
         let sel = format!("app={app}");
         let s = self.seen.clone();
-        let ready = Arc::new(tokio::sync::Notify::new());
-        let r = ready.clone();
-        let task = tokio::spawn(async move {
-            let mut first = true;
-            loop {
-                let Ok(list) = pods.list(&ListParams::default().labels(&sel)).await else {
-                    continue;
-                };
-                let mut state: BTreeMap<String, bool> = list
-                    .items
-                    .iter()
-                    .map(|p| (p.metadata.name.clone().unwrap_or_default(), healthy(p)))
-                    .collect();
-                let rv = list.metadata.resource_version.clone().unwrap_or_default();
-                if first {
-                    r.notify_one();
-                    first = false;
+        let task = watch_states(
+            Api::<Pod>::namespaced(client, namespace),
+            sel.clone(),
+            healthy,
+            move |state| {
+                // A replacement that is created but not yet Running is not healthy: that is
+                // fine; only a drop below the budget is a violation.
+                let up = state.values().filter(|h| **h).count();
+                let mut g = s.lock().unwrap();
+                g.pod_events += 1;
+                g.min_healthy = Some(g.min_healthy.map_or(up, |m| m.min(up)));
+                if up < min_healthy {
+                    let v = format!(
+                        "{up} healthy `{}` pods (budget {min_healthy}): {state:?}",
+                        sel
+                    );
+                    g.violations.push(v);
                 }
-                let Ok(stream) = pods
-                    .watch(&WatchParams::default().labels(&sel).timeout(60), &rv)
-                    .await
-                else {
-                    continue;
-                };
-                let mut stream = stream.boxed();
-                while let Some(ev) = stream.next().await {
-                    let (p, deleted) = match ev {
-                        Ok(WatchEvent::Added(p) | WatchEvent::Modified(p)) => (p, false),
-                        Ok(WatchEvent::Deleted(p)) => (p, true),
-                        _ => continue,
-                    };
-                    let name = p.metadata.name.clone().unwrap_or_default();
-                    if deleted {
-                        state.remove(&name);
-                    } else {
-                        state.insert(name, healthy(&p));
-                    }
-                    // A replacement that is created but not yet Running is not healthy: that is
-                    // fine; only a drop below the budget is a violation.
-                    let up = state.values().filter(|h| **h).count();
-                    let mut g = s.lock().unwrap();
-                    g.pod_events += 1;
-                    g.min_healthy = Some(g.min_healthy.map_or(up, |m| m.min(up)));
-                    if up < min_healthy {
-                        let v = format!(
-                            "{up} healthy `{}` pods (budget {min_healthy}): {state:?}",
-                            sel
-                        );
-                        g.violations.push(v);
-                    }
-                }
-            }
-        });
-        ready.notified().await;
+            },
+        )
+        .await;
         self.tasks.push(task);
     }
 
@@ -847,4 +777,62 @@ impl Invariants {
     pub fn seen(&self) -> Seen {
         self.seen.lock().unwrap().clone()
     }
+}
+
+/// Lists the objects `selector` matches, then watches them (again whenever a watch ends),
+/// keeping `flag(object)` per name, and calls `check` with the whole state after every event,
+/// so a bound is checked on each change the API server reports, not by sampling. Returns once
+/// the first list is in.
+async fn watch_states<K>(
+    api: Api<K>,
+    selector: String,
+    flag: fn(&K) -> bool,
+    mut check: impl FnMut(&BTreeMap<String, bool>) + Send + 'static,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let ready = Arc::new(tokio::sync::Notify::new());
+    let r = ready.clone();
+    let task = tokio::spawn(async move {
+        let mut first = true;
+        loop {
+            let Ok(list) = api.list(&ListParams::default().labels(&selector)).await else {
+                continue;
+            };
+            let mut state: BTreeMap<String, bool> = list
+                .items
+                .iter()
+                .map(|o| (o.meta().name.clone().unwrap_or_default(), flag(o)))
+                .collect();
+            let rv = list.metadata.resource_version.clone().unwrap_or_default();
+            if first {
+                r.notify_one();
+                first = false;
+            }
+            let Ok(stream) = api
+                .watch(&WatchParams::default().labels(&selector).timeout(60), &rv)
+                .await
+            else {
+                continue;
+            };
+            let mut stream = stream.boxed();
+            while let Some(ev) = stream.next().await {
+                let (o, deleted) = match ev {
+                    Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)) => (o, false),
+                    Ok(WatchEvent::Deleted(o)) => (o, true),
+                    _ => continue,
+                };
+                let name = o.meta().name.clone().unwrap_or_default();
+                if deleted {
+                    state.remove(&name);
+                } else {
+                    state.insert(name, flag(&o));
+                }
+                check(&state);
+            }
+        }
+    });
+    ready.notified().await;
+    task
 }
