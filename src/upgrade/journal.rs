@@ -603,8 +603,11 @@ pub async fn acquire(
                 let i = info(&l);
                 if i.live() {
                     let renew = l.spec.as_ref().and_then(|s| s.renew_time.clone());
-                    // Renewed since we started waiting: its holder is alive.
-                    if seen_renew.as_ref().is_some_and(|r| *r != renew) {
+                    // Renewed since we started waiting (its holder is alive), or held longer than
+                    // its own duration allows: busy either way.
+                    let renewed = seen_renew.as_ref().is_some_and(|r| *r != renew);
+                    let bound = Duration::from_secs(u64::try_from(i.duration_s).unwrap_or(0)) + poll * 2;
+                    if renewed || started.elapsed() > bound {
                         return Err(UpgradeError::Busy {
                             pool: pool.to_string(),
                             holder: i.holder,
@@ -616,17 +619,6 @@ pub async fn acquire(
                     }
                     if seen_renew.is_none() {
                         seen_renew = Some(renew);
-                    }
-                    let bound = Duration::from_secs(u64::try_from(i.duration_s).unwrap_or(0)) + poll * 2;
-                    if started.elapsed() > bound {
-                        return Err(UpgradeError::Busy {
-                            pool: pool.to_string(),
-                            holder: i.holder,
-                            namespace: namespace.to_string(),
-                            lease: name,
-                            age_s: i.age_s,
-                            duration_s: i.duration_s,
-                        });
                     }
                     progress.waiting(
                         &format!(
