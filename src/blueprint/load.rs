@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::model::{API_VERSION, Blueprint, KIND};
-use super::yaml::{Pos, SourceTree};
+use super::yaml::{Pos, Segment, SourceTree, split_path};
 use crate::diag::{FileReport, Finding, Severity};
 use crate::suggest;
 
@@ -11,6 +11,10 @@ use crate::suggest;
 const MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Structural findings collected before giving up on a badly broken file.
 const MAX_STRUCTURAL: usize = 100;
+/// Each structural finding costs one more deserialisation pass over the document; the passes may
+/// visit this many nodes in all, so a huge broken document costs a bounded time (a few passes)
+/// while an ordinary one still gets every finding.
+const STRUCTURAL_WORK: usize = 10_000_000;
 
 /// A blueprint that parsed and deserialised, with its source kept for positions.
 #[derive(Debug, Clone)]
@@ -65,6 +69,8 @@ pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
 
 /// Loads a blueprint from text; `file` names it in findings.
 pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
+    // A UTF-8 byte order mark is not content; dropped here, positions and snippets agree.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let fail = |findings: Vec<Finding>| FileReport {
         file: file.to_string(),
         source: text.to_string(),
@@ -102,8 +108,9 @@ pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
     // as "missing" next time: that is where the loop stops, as later errors would be noise.
     let mut value = tree.value.clone();
     let mut removed: Vec<String> = Vec::new();
-    for _ in 0..MAX_STRUCTURAL {
-        match serde_path_to_error::deserialize::<_, Blueprint>(&value) {
+    let passes = (STRUCTURAL_WORK / node_count(&value).max(1)).clamp(2, MAX_STRUCTURAL);
+    for _ in 0..passes {
+        match serde_path_to_error::deserialize::<_, Blueprint>(super::strict::Strict(&value)) {
             Ok(blueprint) if findings.is_empty() => {
                 return Ok(Loaded {
                     file: file.to_string(),
@@ -129,6 +136,15 @@ pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
     }
     findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     Err(fail(findings))
+}
+
+/// Nodes in a value (a deserialisation pass visits each once).
+fn node_count(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Array(items) => 1 + items.iter().map(node_count).sum::<usize>(),
+        serde_json::Value::Object(map) => 1 + map.values().map(node_count).sum::<usize>(),
+        _ => 1,
+    }
 }
 
 fn finding(
@@ -251,7 +267,7 @@ fn classify(
         (format!("`{name}` is not an accepted value"), hint)
     } else {
         (
-            message.replace(", expected", "; expected"),
+            readable_type_error(message),
             "write a value of the expected type".into(),
         )
     };
@@ -299,47 +315,22 @@ fn remove_path(value: &mut serde_json::Value, path: &str) -> bool {
     }
 }
 
-enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-fn split_path(path: &str) -> Vec<Segment> {
-    let mut out = Vec::new();
-    let mut chars = path.chars().peekable();
-    let mut key = String::new();
-    let mut in_quote = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => in_quote = !in_quote,
-            '\\' if in_quote => {
-                if let Some(n) = chars.next() {
-                    key.push(n);
-                }
-            }
-            '.' if !in_quote => {
-                if !key.is_empty() {
-                    out.push(Segment::Key(std::mem::take(&mut key)));
-                }
-            }
-            '[' if !in_quote => {
-                if !key.is_empty() {
-                    out.push(Segment::Key(std::mem::take(&mut key)));
-                }
-                let mut digits = String::new();
-                for d in chars.by_ref() {
-                    if d == ']' {
-                        break;
-                    }
-                    digits.push(d);
-                }
-                out.push(Segment::Index(digits.parse().unwrap_or(usize::MAX)));
-            }
-            _ => key.push(c),
-        }
+/// serde's type errors name Rust types (`struct Metadata`, `u32`); say what the YAML should be.
+fn readable_type_error(message: &str) -> String {
+    let mut m = message.replace(", expected", "; expected");
+    if let Some(i) = m.find("expected struct ") {
+        m.replace_range(i.., "expected a mapping");
     }
-    if !key.is_empty() {
-        out.push(Segment::Key(key));
+    for (rust, yaml) in [
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u64", "expected a whole, non-negative number"),
+        ("expected i64", "expected a whole number"),
+        ("expected a boolean", "expected `true` or `false`"),
+    ] {
+        m = m.replace(rust, yaml);
     }
-    out
+    m
 }

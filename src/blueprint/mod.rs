@@ -3,6 +3,7 @@
 mod load;
 pub mod model;
 pub mod resources;
+mod strict;
 pub mod yaml;
 
 pub use load::{Loaded, load_file, load_str};

@@ -36,8 +36,14 @@ impl Pos {
 
 /// Deepest nesting accepted; real blueprints stay below 12.
 const MAX_DEPTH: usize = 64;
-/// Most nodes an input may expand to (aliases included); guards against alias bombs.
+/// Most nodes an input may expand to (aliases included); guards against alias bombs. A blueprint
+/// with 10,000 tenants has about 150,000.
 const MAX_NODES: usize = 1_000_000;
+/// Most nodes aliases may add in all. Aliases share small snippets (tolerations, a quota); more than
+/// this is an expansion attack, and every expanded node costs each later pass over the document.
+const MAX_ALIAS_NODES: usize = 100_000;
+/// Longest mapping key. Kubernetes' longest keys (label and annotation keys) are 317 characters.
+const MAX_KEY_BYTES: usize = 1024;
 
 /// Why a document could not be read as YAML at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,74 +72,224 @@ struct Node {
 }
 
 /// A parsed YAML document: its JSON value and the position of every path in it.
+///
+/// Positions are kept in a tree shaped like the document (one small record per node), not in a map
+/// from path strings: a path string per node grows with the depth and the key lengths above it,
+/// which made a 260 KB file of long, deeply nested keys cost gigabytes. Lookups walk the tree.
 #[derive(Debug, Clone)]
 pub struct SourceTree {
     /// The document as a JSON value, ready for typed deserialisation.
     pub value: serde_json::Value,
-    /// Position of the value at each path (`spec.nodePools[0].gpu.model`).
-    values: BTreeMap<String, Pos>,
-    /// Position of the key of each mapping entry, by the entry's path.
-    keys: BTreeMap<String, Pos>,
+    positions: PosNode,
+}
+
+/// Where a node and its children are.
+#[derive(Debug, Clone)]
+struct PosNode {
+    pos: Pos,
+    children: PosChildren,
+}
+
+#[derive(Debug, Clone)]
+enum PosChildren {
+    Leaf,
+    Seq(Vec<PosNode>),
+    /// Entries in document order: key, the key's position, the value's positions.
+    Map(Vec<(String, Pos, PosNode)>),
 }
 
 impl SourceTree {
     /// Parses one YAML document. Multi-document input, duplicate keys, non-string keys, tags other
     /// than the core schema's, deep nesting and alias expansion past the limits are refused.
     pub fn parse(text: &str) -> Result<SourceTree, SyntaxError> {
+        check_directives(text)?;
         let root = Builder::default().build(text)?;
-        let mut tree = SourceTree {
-            value: serde_json::Value::Null,
-            values: BTreeMap::new(),
-            keys: BTreeMap::new(),
-        };
-        tree.value = tree.index(&root, String::new());
-        Ok(tree)
+        let (value, positions) = convert(root);
+        Ok(SourceTree { value, positions })
     }
 
-    fn index(&mut self, node: &Node, path: String) -> serde_json::Value {
-        use serde_json::Value;
-        self.values.insert(path.clone(), node.pos);
-        match &node.kind {
-            Kind::Null => Value::Null,
-            Kind::Bool(b) => Value::Bool(*b),
-            Kind::Int(i) => Value::from(*i),
-            Kind::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
-            Kind::Str(s) => Value::String(s.clone()),
-            Kind::Seq(items) => Value::Array(
-                items
+    /// The deepest node on `path` that exists, and whether all of `path` was found.
+    fn walk(&self, path: &str) -> (&PosNode, Option<&Pos>, bool) {
+        let mut node = &self.positions;
+        let mut key_pos = None;
+        for seg in split_path(path) {
+            let next = match (&node.children, &seg) {
+                (PosChildren::Seq(items), Segment::Index(i)) => items.get(*i).map(|n| (n, None)),
+                (PosChildren::Map(entries), Segment::Key(k)) => entries
                     .iter()
-                    .enumerate()
-                    .map(|(i, item)| self.index(item, format!("{path}[{i}]")))
-                    .collect(),
-            ),
-            Kind::Map(entries) => {
-                let mut map = serde_json::Map::new();
-                for (key, key_pos, value) in entries {
-                    let child = join(&path, key);
-                    self.keys.insert(child.clone(), *key_pos);
-                    let v = self.index(value, child);
-                    map.insert(key.clone(), v);
+                    .find(|(key, _, _)| key == k)
+                    .map(|(_, kp, n)| (n, Some(kp))),
+                _ => None,
+            };
+            match next {
+                Some((n, kp)) => {
+                    node = n;
+                    key_pos = kp;
                 }
-                Value::Object(map)
+                None => return (node, None, false),
             }
         }
+        (node, key_pos, true)
     }
 
     /// Position of the value at `path`, or of its nearest ancestor that exists.
     pub fn pos(&self, path: &str) -> Option<Pos> {
-        let mut p = path;
-        loop {
-            if let Some(pos) = self.values.get(p) {
-                return Some(*pos);
-            }
-            p = parent(p)?;
-        }
+        Some(self.walk(path).0.pos)
     }
 
     /// Position of the key of the entry at `path` (falls back to its value's position).
     pub fn key_pos(&self, path: &str) -> Option<Pos> {
-        self.keys.get(path).copied().or_else(|| self.pos(path))
+        match self.walk(path) {
+            (_, Some(kp), true) => Some(*kp),
+            (node, _, _) => Some(node.pos),
+        }
     }
+}
+
+/// Splits the builder's tree into the JSON value and the position tree, moving strings (no copy).
+fn convert(node: Node) -> (serde_json::Value, PosNode) {
+    use serde_json::Value;
+    let pos = node.pos;
+    let leaf = |v: Value| {
+        (
+            v,
+            PosNode {
+                pos,
+                children: PosChildren::Leaf,
+            },
+        )
+    };
+    match node.kind {
+        Kind::Null => leaf(Value::Null),
+        Kind::Bool(b) => leaf(Value::Bool(b)),
+        Kind::Int(i) => leaf(Value::from(i)),
+        Kind::Float(f) => leaf(serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        Kind::Str(s) => leaf(Value::String(s)),
+        Kind::Seq(items) => {
+            let mut values = Vec::with_capacity(items.len());
+            let mut positions = Vec::with_capacity(items.len());
+            for item in items {
+                let (v, p) = convert(item);
+                values.push(v);
+                positions.push(p);
+            }
+            (
+                Value::Array(values),
+                PosNode {
+                    pos,
+                    children: PosChildren::Seq(positions),
+                },
+            )
+        }
+        Kind::Map(entries) => {
+            let mut map = serde_json::Map::with_capacity(entries.len());
+            let mut positions = Vec::with_capacity(entries.len());
+            for (key, key_pos, value) in entries {
+                let (v, p) = convert(value);
+                map.insert(key.clone(), v);
+                positions.push((key, key_pos, p));
+            }
+            (
+                Value::Object(map),
+                PosNode {
+                    pos,
+                    children: PosChildren::Map(positions),
+                },
+            )
+        }
+    }
+}
+
+/// A step of a path as [`join`] writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index.
+    Index(usize),
+}
+
+/// Splits a path written by [`join`] (`a."b.c"[0].d`) into its steps.
+pub fn split_path(path: &str) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut chars = path.chars().peekable();
+    let mut key = String::new();
+    let mut in_quote = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => in_quote = !in_quote,
+            '\\' if in_quote => {
+                if let Some(n) = chars.next() {
+                    key.push(n);
+                }
+            }
+            '.' if !in_quote => {
+                if !key.is_empty() {
+                    out.push(Segment::Key(std::mem::take(&mut key)));
+                }
+            }
+            '[' if !in_quote => {
+                if !key.is_empty() {
+                    out.push(Segment::Key(std::mem::take(&mut key)));
+                }
+                let mut digits = String::new();
+                for d in chars.by_ref() {
+                    if d == ']' {
+                        break;
+                    }
+                    digits.push(d);
+                }
+                out.push(Segment::Index(digits.parse().unwrap_or(usize::MAX)));
+            }
+            _ => key.push(c),
+        }
+    }
+    if !key.is_empty() {
+        out.push(Segment::Key(key));
+    }
+    out
+}
+
+/// `%YAML` and `%TAG` directives. saphyr accepts any `%YAML 1.x` and user tag handles; a blueprint
+/// is YAML 1.2 with the core schema only, so anything else is refused before parsing. Directives
+/// stand at the start of a line before the document's `---`; a `%` cannot start a plain scalar, so
+/// a line starting with `%` before any content is a directive.
+fn check_directives(text: &str) -> Result<(), SyntaxError> {
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start_matches('\u{feff}');
+        if t.starts_with("---") || !(t.is_empty() || t.starts_with('#') || t.starts_with('%')) {
+            return Ok(());
+        }
+        let pos = Pos {
+            line: i + 1,
+            column: 1,
+        };
+        let mut words = t.split_whitespace();
+        match words.next() {
+            Some("%YAML") => match words.next() {
+                Some("1.2") => {}
+                v => {
+                    return Err(SyntaxError {
+                        pos,
+                        message: format!(
+                            "`%YAML {}` is not supported: a blueprint is YAML 1.2; remove the directive or write `%YAML 1.2`",
+                            v.unwrap_or("")
+                        ),
+                    });
+                }
+            },
+            Some(d) if d.starts_with('%') => {
+                return Err(SyntaxError {
+                    pos,
+                    message: format!(
+                        "directive `{d}` is not supported (a blueprint uses only the YAML 1.2 core schema); remove it"
+                    ),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Joins a mapping key onto a path, quoting keys that would make the path ambiguous or hard to
@@ -153,33 +309,26 @@ pub fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// The parent path of `path` (`a.b[0]` -> `a.b` -> `a` -> ``), or `None` for the root.
-fn parent(path: &str) -> Option<&str> {
-    if path.is_empty() {
-        return None;
-    }
-    let bytes = path.as_bytes();
-    let mut in_quote = false;
-    let mut cut = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'"' => in_quote = !in_quote,
-            b'.' | b'[' if !in_quote => cut = i,
-            _ => {}
-        }
-    }
-    Some(&path[..cut])
-}
-
 #[derive(Default)]
 struct Builder {
     anchors: BTreeMap<usize, Node>,
     nodes: usize,
+    alias_nodes: usize,
+}
+
+/// A mapping being built: its entries, the first position of each key (duplicate detection in
+/// O(log n), not a scan per key), and a key waiting for its value.
+struct MapFrame {
+    pos: Pos,
+    anchor: usize,
+    entries: Vec<(String, Pos, Node)>,
+    seen: BTreeMap<String, Pos>,
+    pending: Option<(String, Pos)>,
 }
 
 enum Frame {
     Seq(Pos, usize, Vec<Node>),
-    Map(Pos, usize, Vec<(String, Pos, Node)>, Option<(String, Pos)>),
+    Map(MapFrame),
 }
 
 impl Builder {
@@ -222,32 +371,34 @@ impl Builder {
                 }
                 Event::Scalar(text, style, anchor, tag) => {
                     self.nodes += 1;
-                    if let Some(tag) = &tag
-                        && !tag.is_yaml_core_schema()
-                    {
-                        return Err(SyntaxError {
-                            pos,
-                            message: format!(
-                                "tag `{}{}` is not supported; remove it",
-                                tag.handle, tag.suffix
-                            ),
-                        });
-                    }
-                    let kind = resolve_scalar(&text, style, tag.as_deref().map(|t| &*t.suffix));
+                    let tag = core_tag(
+                        tag.as_deref(),
+                        &["str", "int", "float", "bool", "null"],
+                        pos,
+                    )?;
+                    let kind = resolve_scalar(&text, style, tag, pos)?;
                     Some((Node { kind, pos }, anchor))
                 }
-                Event::SequenceStart(anchor, _) => {
+                Event::SequenceStart(anchor, tag) => {
+                    core_tag(tag.as_deref(), &["seq"], pos)?;
                     if stack.len() >= MAX_DEPTH {
                         return Err(too_deep(pos));
                     }
                     stack.push(Frame::Seq(pos, anchor, Vec::new()));
                     None
                 }
-                Event::MappingStart(anchor, _) => {
+                Event::MappingStart(anchor, tag) => {
+                    core_tag(tag.as_deref(), &["map"], pos)?;
                     if stack.len() >= MAX_DEPTH {
                         return Err(too_deep(pos));
                     }
-                    stack.push(Frame::Map(pos, anchor, Vec::new(), None));
+                    stack.push(Frame::Map(MapFrame {
+                        pos,
+                        anchor,
+                        entries: Vec::new(),
+                        seen: BTreeMap::new(),
+                        pending: None,
+                    }));
                     None
                 }
                 Event::SequenceEnd => match stack.pop() {
@@ -261,12 +412,12 @@ impl Builder {
                     _ => return Err(unbalanced(pos)),
                 },
                 Event::MappingEnd => match stack.pop() {
-                    Some(Frame::Map(pos, anchor, entries, _)) => Some((
+                    Some(Frame::Map(m)) => Some((
                         Node {
-                            kind: Kind::Map(entries),
-                            pos,
+                            kind: Kind::Map(m.entries),
+                            pos: m.pos,
                         },
-                        anchor,
+                        m.anchor,
                     )),
                     _ => return Err(unbalanced(pos)),
                 },
@@ -287,33 +438,49 @@ impl Builder {
             match stack.last_mut() {
                 None => root = Some(node),
                 Some(Frame::Seq(_, _, items)) => items.push(node),
-                Some(Frame::Map(_, _, entries, pending)) => match pending.take() {
+                Some(Frame::Map(m)) => match m.pending.take() {
                     None => {
                         let key = match node.kind {
                             Kind::Str(s) => s,
-                            Kind::Int(i) => i.to_string(),
-                            Kind::Bool(b) => b.to_string(),
-                            Kind::Float(f) => f.to_string(),
-                            Kind::Null => "null".to_string(),
-                            Kind::Seq(_) | Kind::Map(_) => {
+                            other => {
+                                let shown = match other {
+                                    Kind::Int(i) => format!("`{i}` is a number"),
+                                    Kind::Float(f) => format!("`{f}` is a number"),
+                                    Kind::Bool(b) => format!("`{b}` is a boolean"),
+                                    Kind::Null => "an empty (null) key".to_string(),
+                                    _ => "a sequence or mapping".to_string(),
+                                };
                                 return Err(SyntaxError {
                                     pos: node.pos,
-                                    message: "mapping keys must be plain strings".into(),
+                                    message: format!(
+                                        "mapping keys must be strings, and {shown}; quote the key if you mean the text"
+                                    ),
                                 });
                             }
                         };
-                        if let Some((_, first, _)) = entries.iter().find(|(k, _, _)| *k == key) {
+                        if key.len() > MAX_KEY_BYTES {
                             return Err(SyntaxError {
                                 pos: node.pos,
                                 message: format!(
-                                    "duplicate key `{key}` (first at line {}); keep one",
+                                    "a mapping key of {} bytes; keys are at most {MAX_KEY_BYTES} bytes (Kubernetes' longest, label keys, are 317)",
+                                    key.len()
+                                ),
+                            });
+                        }
+                        if let Some(first) = m.seen.get(&key) {
+                            return Err(SyntaxError {
+                                pos: node.pos,
+                                message: format!(
+                                    "duplicate key `{}` (first at line {}); keep one",
+                                    shorten(&key),
                                     first.line
                                 ),
                             });
                         }
-                        *pending = Some((key, node.pos));
+                        m.seen.insert(key.clone(), node.pos);
+                        m.pending = Some((key, node.pos));
                     }
-                    Some((key, key_pos)) => entries.push((key, key_pos, node)),
+                    Some((key, key_pos)) => m.entries.push((key, key_pos, node)),
                 },
             }
         }
@@ -334,13 +501,15 @@ impl Builder {
                 _ => 1,
             }
         }
-        self.nodes = self.nodes.saturating_add(size(node));
-        if self.nodes > MAX_NODES {
+        let added = size(node);
+        self.nodes = self.nodes.saturating_add(added);
+        self.alias_nodes = self.alias_nodes.saturating_add(added);
+        if self.nodes > MAX_NODES || self.alias_nodes > MAX_ALIAS_NODES {
             return Err(SyntaxError {
                 pos,
                 message: format!(
-                    "document expands to more than {MAX_NODES} nodes through aliases; write the \
-                     values out"
+                    "aliases expand the document past {MAX_ALIAS_NODES} nodes (or {MAX_NODES} in \
+                     all); write the values out"
                 ),
             });
         }
@@ -362,16 +531,75 @@ fn unbalanced(pos: Pos) -> SyntaxError {
     }
 }
 
-/// YAML 1.2 core schema resolution for a scalar.
-fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Kind {
-    match tag {
-        Some("str") => return Kind::Str(text.to_string()),
-        Some("null") => return Kind::Null,
-        _ => {}
+/// The suffix of a YAML 1.2 core schema tag allowed on this node (`!!str` on a scalar, `!!map` on a
+/// mapping), or an error: other tags (`!!python/object`, `!custom`, `!!binary`) carry meaning a
+/// blueprint cannot have, and silently dropping them would read the value differently than the
+/// writer intended.
+fn core_tag<'t>(
+    tag: Option<&'t saphyr_parser::Tag>,
+    allowed: &[&str],
+    pos: Pos,
+) -> Result<Option<&'t str>, SyntaxError> {
+    let Some(tag) = tag else { return Ok(None) };
+    if tag.is_yaml_core_schema() && allowed.contains(&tag.suffix.as_str()) {
+        return Ok(Some(tag.suffix.as_str()));
     }
-    if style != ScalarStyle::Plain {
-        return Kind::Str(text.to_string());
+    let shown = if tag.is_yaml_core_schema() {
+        format!("!!{}", tag.suffix)
+    } else {
+        tag.to_string()
+    };
+    Err(SyntaxError {
+        pos,
+        message: format!(
+            "tag `{}` is not supported here; a blueprint uses untagged YAML 1.2 core values (allowed here: {}); remove the tag",
+            shorten(&shown),
+            allowed
+                .iter()
+                .map(|a| format!("`!!{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// YAML 1.2 core schema resolution for a scalar; an explicit core tag must fit the text
+/// (`!!bool 16` is an error, not the string "16").
+fn resolve_scalar(
+    text: &str,
+    style: ScalarStyle,
+    tag: Option<&str>,
+    pos: Pos,
+) -> Result<Kind, SyntaxError> {
+    let tag = match tag {
+        None if style != ScalarStyle::Plain => return Ok(Kind::Str(text.to_string())),
+        None => return Ok(resolve_plain(text)),
+        Some("str") => return Ok(Kind::Str(text.to_string())),
+        Some(t) => t,
+    };
+    let kind = resolve_plain(text);
+    let fits = matches!(
+        (tag, &kind),
+        ("null", Kind::Null)
+            | ("bool", Kind::Bool(_))
+            | ("int", Kind::Int(_))
+            | ("float", Kind::Float(_))
+    );
+    match (tag, kind) {
+        (_, kind) if fits => Ok(kind),
+        ("float", Kind::Int(i)) => Ok(Kind::Float(i as f64)),
+        _ => Err(SyntaxError {
+            pos,
+            message: format!(
+                "`{}` is not a valid `!!{tag}` value; remove the tag or fix the value",
+                shorten(text)
+            ),
+        }),
     }
+}
+
+/// Core schema resolution of an untagged plain scalar.
+fn resolve_plain(text: &str) -> Kind {
     match text {
         "" | "~" | "null" | "Null" | "NULL" => return Kind::Null,
         "true" | "True" | "TRUE" => return Kind::Bool(true),
@@ -388,6 +616,15 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Kind {
         return Kind::Float(f);
     }
     Kind::Str(text.to_string())
+}
+
+/// At most 80 characters of `text` for a message, so a hostile value cannot flood the output.
+pub fn shorten(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        None => text.to_string(),
+        Some((i, _)) => format!("{}... ({} bytes)", &text[..i], text.len()),
+    }
 }
 
 fn parse_int(text: &str) -> Option<i64> {
@@ -502,14 +739,101 @@ mod tests {
     }
 
     #[test]
-    fn parent_paths_respect_quoted_keys() {
-        assert_eq!(parent("a.\"x.y\".b"), Some("a.\"x.y\""));
-        assert_eq!(parent("a.\"x.y\""), Some("a"));
-        assert_eq!(parent("a[0]"), Some("a"));
-        assert_eq!(parent("a"), Some(""));
+    fn paths_respect_quoted_keys() {
+        let key = |k: &str| Segment::Key(k.to_string());
+        assert_eq!(
+            split_path("a.\"x.y\".b"),
+            vec![key("a"), key("x.y"), key("b")]
+        );
+        assert_eq!(split_path("a[0]"), vec![key("a"), Segment::Index(0)]);
+        assert_eq!(split_path(""), vec![]);
         assert_eq!(
             join("labels", "gpu.example.com/tier"),
             "labels.\"gpu.example.com/tier\""
         );
+    }
+
+    #[test]
+    fn only_core_tags_that_fit_their_value() {
+        for bad in [
+            "a: !!python/object x\n",
+            "a: !custom x\n",
+            "a: !!bool 16\n",
+            "a: !!int abc\n",
+            "a: !!binary aGk=\n",
+            "a: !!python/object {b: 1}\n",
+            "a: !!map [1]\n",
+            "!foo\nb: 1\n",
+        ] {
+            let e = SourceTree::parse(bad).unwrap_err();
+            assert!(
+                e.message.contains("tag") || e.message.contains("!!"),
+                "{bad}: {}",
+                e.message
+            );
+        }
+        let t =
+            SourceTree::parse("a: !!str 16\nb: !!int 16\nc: !!float 1\nd: !!map {x: 1}\n").unwrap();
+        assert_eq!(t.value["a"], "16");
+        assert_eq!(t.value["b"], 16);
+        assert_eq!(t.value["c"], 1.0);
+        assert_eq!(t.value["d"]["x"], 1);
+    }
+
+    #[test]
+    fn only_yaml_1_2_directives() {
+        let e = SourceTree::parse("%YAML 9.9\n---\na: 1\n").unwrap_err();
+        assert!(e.message.contains("%YAML 9.9"), "{}", e.message);
+        let e = SourceTree::parse("%TAG !e! tag:example.com,2000:\n---\na: 1\n").unwrap_err();
+        assert!(e.message.contains("%TAG"), "{}", e.message);
+        assert!(SourceTree::parse("# c\n%YAML 1.2\n---\na: 1\n").is_ok());
+        // `%` inside content is text, not a directive.
+        assert!(SourceTree::parse("a: |\n  %YAML 9.9\n").is_ok());
+    }
+
+    #[test]
+    fn keys_are_short_strings() {
+        for bad in [
+            "1: x\n",
+            "true: x\n",
+            "? \n: x\n",
+            "? [a]\n: x\n",
+            "1.5: x\n",
+        ] {
+            let e = SourceTree::parse(bad).unwrap_err();
+            assert!(
+                e.message.contains("keys must be strings"),
+                "{bad}: {}",
+                e.message
+            );
+        }
+        assert!(SourceTree::parse("\"1\": x\n").is_ok());
+        let long = format!("? {}\n: x\n", "k".repeat(2000));
+        let e = SourceTree::parse(&long).unwrap_err();
+        assert!(e.message.contains("at most 1024 bytes"), "{}", e.message);
+    }
+
+    #[test]
+    fn many_keys_and_deep_long_keys_stay_linear() {
+        // 20,000 keys in one mapping: duplicate detection must not scan every earlier key.
+        let mut many = String::new();
+        for i in 0..20_000 {
+            many.push_str(&format!("k{i}: {i}\n"));
+        }
+        let t = SourceTree::parse(&many).unwrap();
+        assert_eq!(t.pos("k19999").map(|p| p.line), Some(20_000));
+        // Long keys nested deep: positions are a tree, so no path string per node.
+        let key = "x".repeat(1000);
+        let mut deep = String::new();
+        for d in 0..60 {
+            deep.push_str(&format!("{}{key}{d}:\n", " ".repeat(d)));
+        }
+        deep.push_str(&format!("{}leaf: 1\n", " ".repeat(60)));
+        let t = SourceTree::parse(&deep).unwrap();
+        let mut path = String::new();
+        for d in 0..60 {
+            path = join(&path, &format!("{key}{d}"));
+        }
+        assert_eq!(t.pos(&join(&path, "leaf")).map(|p| p.line), Some(61));
     }
 }
