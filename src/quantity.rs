@@ -71,6 +71,16 @@ pub fn parse_milli(text: &str) -> Result<i128, String> {
     Ok(sign * v)
 }
 
+/// A non-negative quantity in milli-units: quotas, limits, borrowing and lending limits, weights.
+/// The API server, Kueue and Volcano reject negative amounts, so a blueprint must not carry one.
+pub fn parse_nonneg_milli(text: &str) -> Result<i128, String> {
+    let m = parse_milli(text)?;
+    if m < 0 {
+        return Err(format!("`{text}` is negative; amounts are at least 0"));
+    }
+    Ok(m)
+}
+
 /// A whole, non-negative count (GPU amounts), or why not.
 pub fn parse_count(text: &str) -> Result<u64, String> {
     let milli = parse_milli(text)?;

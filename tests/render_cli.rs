@@ -210,9 +210,8 @@ fn unknown_chart_value_paths_are_errors_naming_the_path() {
         "    values:\n      drivr: { version: x }\n      dcgmExporter: { serviceMonitor: { intervall: 10s } }\n    dcgmExporter:\n",
         1,
     );
-    let err = try_render(&text, &Templates::embedded()).unwrap_err();
-    let msg = err.to_string();
-    assert!(matches!(err, RenderError::UnknownChartKeys { .. }), "{msg}");
+    // Validate reports it first (GPU019, with positions), so render never sees such values.
+    let msg = validation_errors(&text, "GPU019");
     assert!(
         msg.contains("`drivr`") && msg.contains("did you mean `driver`"),
         "{msg}"
@@ -224,15 +223,31 @@ fn unknown_chart_value_paths_are_errors_naming_the_path() {
     assert!(msg.contains("v26.7.0"), "{msg}");
 }
 
+/// The error findings of `rule` as text, each with its line; panics when validation passes.
+fn validation_errors(text: &str, rule: &str) -> String {
+    let catalog = gpuctl::profiles::Catalog::embedded();
+    let loaded = gpuctl::blueprint::load_str("t.yaml", text).unwrap();
+    let report = gpuctl::validate::validate(loaded, catalog, opts()).unwrap_err();
+    let found: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == rule)
+        .map(|f| {
+            assert!(f.pos.is_some(), "{f:?} has no position");
+            format!("{} {}", f.path, f.message)
+        })
+        .collect();
+    assert!(!found.is_empty(), "{:#?}", report.findings);
+    found.join("\n")
+}
+
 #[test]
 fn a_release_without_a_key_tree_is_a_clear_error() {
     let text = std::fs::read_to_string(root().join("blueprints/seed000-mixed-lab-fixed.yaml"))
         .unwrap()
         .replacen("version: v26.7.0", "version: v26.3.3", 1)
         .replacen("\"580.173.02\"", "\"580.159.04\"", 1);
-    let err = try_render(&text, &Templates::embedded()).unwrap_err();
-    let msg = err.to_string();
-    assert!(matches!(err, RenderError::NoChartKeyTree { .. }), "{msg}");
+    let msg = validation_errors(&text, "GPU019");
     assert!(
         msg.contains("v26.3.3") && msg.contains("v25.10.1, v26.7.0"),
         "{msg}"

@@ -69,20 +69,27 @@ pub fn per_node(pool: &NodePool) -> BTreeMap<String, u64> {
                 _ => (1, false),
             };
             let name = if rename { GPU_SHARED } else { GPU };
-            out.insert(name.to_string(), count * u64::from(replicas.max(1)));
+            out.insert(
+                name.to_string(),
+                count.saturating_mul(u64::from(replicas.max(1))),
+            );
         }
         PartitionMode::Mig => {
             let strategy = p.mig.as_ref().map(|m| m.strategy).unwrap_or_default();
             for gpu in mig_layout_per_gpu(pool) {
                 match gpu {
-                    None => *out.entry(GPU.to_string()).or_insert(0) += 1,
+                    None => {
+                        let n = out.entry(GPU.to_string()).or_insert(0);
+                        *n = n.saturating_add(1);
+                    }
                     Some(layout) => {
                         for (profile, n) in layout {
                             let name = match strategy {
                                 MigStrategy::Single => GPU.to_string(),
                                 MigStrategy::Mixed => mig_resource(&profile),
                             };
-                            *out.entry(name).or_insert(0) += u64::from(n);
+                            let e = out.entry(name).or_insert(0);
+                            *e = e.saturating_add(u64::from(n));
                         }
                     }
                 }

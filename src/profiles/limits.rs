@@ -26,6 +26,8 @@ pub struct Limits {
     pub kueue: KueueLimits,
     /// Volcano queue limits.
     pub volcano: VolcanoLimits,
+    /// Counts a node pool can have.
+    pub node_pools: NodePoolLimits,
     /// NVIDIA device-plugin sharing limits.
     pub device_plugin: DevicePluginLimits,
     /// dcgm-exporter limits.
@@ -198,6 +200,24 @@ pub struct VolcanoLimits {
     pub max_queue_depth: usize,
     /// Queues the scheduler creates itself and that cannot be deleted.
     pub reserved_queues: Vec<String>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// Counts a node pool can have: checked before anything is allocated or multiplied from them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodePoolLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Most GPUs the NVIDIA driver supports in one system (32).
+    pub max_gpus_per_node: u32,
+    /// Most nodes in one Kubernetes cluster (5,000).
+    pub max_nodes_per_cluster: u32,
+    /// Most time-slicing or MPS replicas per GPU gpuctl accepts (1,024).
+    pub max_sharing_replicas: u32,
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,

@@ -93,6 +93,8 @@ pub struct ChartRelease {
 pub struct KeyProblem {
     /// Dotted path, e.g. `driver.verison`.
     pub path: String,
+    /// The same path as blueprint diagnostics write it (keys with dots quoted), for positions.
+    pub yaml_path: String,
     /// What is wrong and what to do.
     pub message: String,
 }
@@ -107,7 +109,7 @@ impl ChartRelease {
     /// Every key path in `values` that this release's chart does not have.
     pub fn unknown_paths(&self, values: &Map<String, Value>) -> Vec<KeyProblem> {
         let mut out = Vec::new();
-        check_tree(values, &self.keys, "", &mut out);
+        check_tree(values, &self.keys, "", "", &mut out);
         out
     }
 
@@ -198,10 +200,12 @@ fn check_tree(
     values: &Map<String, Value>,
     tree: &Map<String, Value>,
     prefix: &str,
+    yaml_prefix: &str,
     out: &mut Vec<KeyProblem>,
 ) {
     for (key, value) in values {
         let path = join(prefix, key);
+        let yaml_path = crate::blueprint::yaml::join(yaml_prefix, key);
         let Some(node) = tree.get(key) else {
             let hint = crate::suggest::did_you_mean(key, tree.keys().map(String::as_str));
             let hint = if hint.is_empty() {
@@ -214,6 +218,7 @@ fn check_tree(
             };
             out.push(KeyProblem {
                 path,
+                yaml_path,
                 message: hint,
             });
             continue;
@@ -221,9 +226,10 @@ fn check_tree(
         match (node, value) {
             // `null` removes a key in Helm: allowed anywhere the key exists.
             (_, Value::Null) => {}
-            (Value::Object(sub), Value::Object(v)) => check_tree(v, sub, &path, out),
+            (Value::Object(sub), Value::Object(v)) => check_tree(v, sub, &path, &yaml_path, out),
             (Value::Object(_), _) => out.push(KeyProblem {
                 path,
+                yaml_path,
                 message: "is a mapping in the chart; give it keys".to_string(),
             }),
             (Value::String(kind), v) => match kind.as_str() {
@@ -231,10 +237,12 @@ fn check_tree(
                 LIST if v.is_array() => {}
                 LIST => out.push(KeyProblem {
                     path,
+                    yaml_path,
                     message: "is a list in the chart".to_string(),
                 }),
                 _ if v.is_object() || v.is_array() => out.push(KeyProblem {
                     path,
+                    yaml_path,
                     message: "is a single value in the chart, not a mapping or list".to_string(),
                 }),
                 _ => {}

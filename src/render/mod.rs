@@ -381,6 +381,30 @@ fn owned_object(
     let kind = field(&manifest, "/kind").ok_or_else(|| bad("no `kind`"))?;
     let name = field(&manifest, "/metadata/name").ok_or_else(|| bad("no `metadata.name`"))?;
     let namespace = field(&manifest, "/metadata/namespace");
+    // Names reach the API server and, through `render -o`, file names: a template override can
+    // write any name, so check them as the API server would (validate checks the blueprint's).
+    let limits = &crate::profiles::Catalog::embedded()
+        .limits()
+        .kubernetes_names;
+    let name_ok = if kind == "Namespace" {
+        crate::validate::is_dns_label(&name, limits.dns1123_label_max_length)
+    } else {
+        crate::validate::is_dns_subdomain(&name, limits)
+    };
+    if !name_ok {
+        return Err(bad(&format!(
+            "`metadata.name` `{}` of a {kind} is not a valid Kubernetes name",
+            crate::blueprint::yaml::shorten(&name)
+        )));
+    }
+    if let Some(ns) = &namespace
+        && !crate::validate::is_dns_label(ns, limits.dns1123_label_max_length)
+    {
+        return Err(bad(&format!(
+            "`metadata.namespace` `{}` is not a DNS-1123 label",
+            crate::blueprint::yaml::shorten(ns)
+        )));
+    }
     add_labels(&mut manifest, labels);
     Ok(RenderedObject {
         phase,

@@ -6,6 +6,8 @@
 pub mod registry;
 mod rules;
 
+pub(crate) use rules::{is_dns_label, is_dns_subdomain};
+
 use jiff::civil::Date;
 
 use crate::blueprint::{Blueprint, Loaded, yaml::SourceTree};
@@ -88,6 +90,17 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Whether the pool's counts are within the catalog's bounds (GPU018): only then may a rule
+    /// compute its capacity, which allocates per GPU and multiplies counts.
+    pub fn pool_in_bounds(&self, pool: &crate::blueprint::NodePool) -> bool {
+        let l = &self.catalog.limits().node_pools;
+        let replicas_ok = |r: Option<u32>| r.is_none_or(|r| r <= l.max_sharing_replicas);
+        pool.gpu.count <= l.max_gpus_per_node
+            && pool.nodes <= l.max_nodes_per_cluster
+            && replicas_ok(pool.partitioning.time_slicing.as_ref().map(|t| t.replicas))
+            && replicas_ok(pool.partitioning.mps.as_ref().map(|m| m.replicas))
+    }
+
     /// Reports a finding of `rule` at `path` (the value's position), with a hint saying what to do.
     pub fn emit(
         &mut self,

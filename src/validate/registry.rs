@@ -77,14 +77,14 @@ rules! {
         example: "apiVersion: gpuctl.dev/v1\nkind: ClusterBlueprint\n",
     }
     "GPU010" "invalid-name" "structure" Error {
-        checks: "Names that become Kubernetes object names or label values are DNS-1123 labels (lower case alphanumerics and `-`, at most 63 characters); PriorityClass names are DNS-1123 subdomains.",
+        checks: "Names that become Kubernetes object names, namespaces, file names or label values (blueprint, operator namespace, pools, tenants, namespaces, cohorts, queues) are DNS-1123 labels (lower case alphanumerics and `-`, at most 63 characters); PriorityClass names are DNS-1123 subdomains.",
         why: "The API server rejects such objects at apply time, after other objects were already changed.",
         fix: "Rename to lower case letters, digits and `-`, starting and ending with an alphanumeric.",
         source: "profiles/limits.yaml (Kubernetes object names)",
         example: "spec:\n  tenants:\n    - name: Team_A\n",
     }
     "GPU011" "duplicate-name" "structure" Error {
-        checks: "Pools, tenants, priority classes, cohorts, cluster queues and Volcano queues have unique names, and no namespace belongs to two tenants.",
+        checks: "Pools, tenants, priority classes, cohorts, cluster queues and Volcano queues have unique names, no namespace belongs to two tenants or to a tenant and the GPU Operator, and no pool declares one taint (key and effect) twice.",
         why: "Two declarations of one object overwrite each other; a namespace shared by two tenants gets two quotas and two LocalQueues.",
         fix: "Rename or merge the duplicates.",
         source: "docs/blueprint.md",
@@ -119,7 +119,7 @@ rules! {
         example: "spec:\n  nodePools:\n    - gpu: {model: A100-80GB, count: 8}\n",
     }
     "GPU016" "queueing-config" "structure" Error {
-        checks: "`scheduling.queueing` has its section (`kueue` or `volcano`), and tenants name a queue only when a queueing system is chosen.",
+        checks: "`scheduling.queueing` has its section (`kueue` or `volcano`), the section's `version` is a release version (`v0.19.2`), and tenants name a queue only when a queueing system is chosen.",
         why: "Queues declared for the other system are never rendered, and tenants bound to them are never admitted.",
         fix: "Set `scheduling.queueing` to the system whose section you wrote, or remove the other section.",
         source: "docs/blueprint.md",
@@ -131,6 +131,20 @@ rules! {
         fix: "Shorten the pool name to the length the finding gives (63 minus `pool-` and, with blue-green, `-<version>`).",
         source: "profiles/limits.yaml (Kubernetes object names); docs/render.md (NVIDIADriver CRs)",
         example: "spec:\n  nodePools:\n    - name: h100-sxm5-80gb-training-pool-for-the-foundation-model-team\n      driver: {version: \"595.91.07\"}\n",
+    }
+    "GPU018" "count-bounds" "structure" Error {
+        checks: "GPUs per node, nodes per pool and in all, and time-slicing or MPS replicas stay within what can exist: at most 32 GPUs in one system (the NVIDIA driver's limit), 5,000 nodes in one cluster (Kubernetes' tested maximum), 1,024 replicas per GPU (gpuctl's bound).",
+        why: "Capacity, MIG layouts and device-plugin configs are computed from these counts; a typo such as `count: 4294967295` would otherwise be taken at its word, and capacity arithmetic would overflow.",
+        fix: "Write the pool's real counts; split a fleet larger than one cluster into several blueprints.",
+        source: "profiles/limits.yaml (node_pools)",
+        example: "spec:\n  nodePools:\n    - name: a\n      gpu: {model: H100-SXM5-80GB, count: 4294967295}\n",
+    }
+    "GPU019" "operator-chart-values" "structure" Error {
+        checks: "gpuctl has the chart's key tree for the blueprint's GPU Operator release, and every key path under `gpuOperator.values` exists in that chart.",
+        why: "Helm silently ignores values the chart does not have, so a misspelt key (`drivr`) changes nothing on the cluster; render refuses such values, and validate reports them first, with their position.",
+        fix: "Use the key the finding suggests, a key from `helm show values nvidia/gpu-operator --version <release>`, or a release gpuctl renders.",
+        source: "profiles/gpu-operator-values/ (key trees generated from each chart's values.yaml)",
+        example: "spec:\n  gpuOperator:\n    values: {drivr: {enabled: false}}\n",
     }
     "GPU020" "driver-version" "compatibility" Error {
         checks: "Driver versions parse and belong to a known data center driver branch.",
@@ -273,7 +287,7 @@ rules! {
         example: "spec:\n  tenants:\n    - quota: {limits.nvidia.com/gpu: 16}\n",
     }
     "GPU051" "quota-key" "quota" Error {
-        checks: "Quota keys are ResourceQuota keys or resource names, and amounts are valid Kubernetes quantities.",
+        checks: "Quota keys are ResourceQuota keys or resource names, and amounts (tenant quotas and defaults, queue quotas and limits, Volcano queue amounts) are valid, non-negative Kubernetes quantities.",
         why: "The API server rejects the whole ResourceQuota for one bad key or amount.",
         fix: "Use keys such as `pods`, `requests.cpu`, `limits.memory`, or an extended resource name; amounts such as `200`, `500m`, `12Ti`.",
         source: "profiles/limits.yaml (ResourceQuota keys)",
@@ -307,6 +321,13 @@ rules! {
         source: "docs/blueprint.md (capacity of a pool = nodes x per-node amount)",
         example: "spec:\n  nodePools:\n    - {nodes: 2, gpu: {count: 8}}\n  tenants:\n    - quota: {nvidia.com/gpu: 32}\n",
     }
+    "GPU056" "gpu-resource-typo" "quota" Error {
+        checks: "Extended resource names in tenant quotas and defaults are not near misses of a GPU resource (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, or a MIG resource a pool provides).",
+        why: "The API server accepts any well-formed resource name: a quota on `n4idia.com/gpu` limits nothing, and a default of it makes every pod request a device no node has, so it stays Pending.",
+        fix: "Use the suggested resource name.",
+        source: "docs/blueprint.md (resource names follow the partitioning)",
+        example: "spec:\n  tenants:\n    - defaults: {n4idia.com/gpu: 1}\n",
+    }
     "GPU060" "priority-value" "priority" Error {
         checks: "PriorityClass values are at most 1,000,000,000 (higher is reserved for system classes) and not below the int32 minimum.",
         why: "The API server rejects the PriorityClass.",
@@ -329,7 +350,7 @@ rules! {
         example: "spec:\n  priorityClasses:\n    - {name: a, value: 10, globalDefault: true}\n    - {name: b, value: 20, globalDefault: true}\n",
     }
     "GPU070" "kueue-limits" "kueue" Error {
-        checks: "A ClusterQueue stays within Kueue's limits: resource groups, flavors per group and resources per group; each resource belongs to one resource group (flavors that share a resource must cover the same resources).",
+        checks: "A ClusterQueue stays within Kueue's limits: resource groups, flavors per group and resources per group; each resource belongs to one resource group (flavors that share a resource must cover the same resources); fair-sharing weights of cohorts and queues are non-negative quantities.",
         why: "The ClusterQueue CRD validation rejects the object.",
         fix: "Give pools used by one queue the same resource names, or split the queue.",
         source: "profiles/limits.yaml (Kueue v1beta2 ClusterQueue)",

@@ -207,6 +207,144 @@ fn cases() -> Vec<Case> {
             k.clone(),
             vec![("name: team-a\n", "name: Team_A\n")],
         ),
+        // Issue 10: hostile values that loaded, validated and then failed or escaped later.
+        (
+            "GPU010",
+            k.clone(),
+            vec![(
+                "    version: v26.7.0\n",
+                "    version: v26.7.0\n    namespace: \"/../../tmp/x/ESCAPED\"\n",
+            )],
+        ),
+        (
+            "GPU011",
+            k.clone(),
+            vec![(
+                "      namespaces: [dev]\n",
+                "      namespaces: [gpu-operator]\n",
+            )],
+        ),
+        (
+            "GPU011",
+            k.clone(),
+            vec![(
+                "        - { key: nvidia.com/gpu, value: present, effect: NoSchedule }\n",
+                "        - { key: nvidia.com/gpu, value: present, effect: NoSchedule }\n        - { key: nvidia.com/gpu, value: other, effect: NoSchedule }\n",
+            )],
+        ),
+        (
+            "GPU016",
+            k.clone(),
+            vec![("version: v0.19.2", "version: latest")],
+        ),
+        (
+            "GPU016",
+            k.clone(),
+            vec![("version: v0.19.2", "version: .nan")],
+        ),
+        (
+            "GPU018",
+            k.clone(),
+            vec![(
+                "count: 8 }\n      labels",
+                "count: 4294967295 }\n      labels",
+            )],
+        ),
+        (
+            "GPU018",
+            k.clone(),
+            vec![("      nodes: 4\n", "      nodes: 5001\n")],
+        ),
+        (
+            "GPU018",
+            k.clone(),
+            vec![(
+                "timeSlicing: { replicas: 4 }",
+                "timeSlicing: { replicas: 4294967295 }",
+            )],
+        ),
+        (
+            "GPU019",
+            k.clone(),
+            vec![(
+                "    dcgmExporter: { enabled: true, interval: 30s }\n",
+                "    dcgmExporter: { enabled: true, interval: 30s }\n    values: { drivr: { enabled: false } }\n",
+            )],
+        ),
+        (
+            "GPU051",
+            k.clone(),
+            vec![("pods: 50, requests.cpu", "pods: -1, requests.cpu")],
+        ),
+        (
+            "GPU051",
+            k.clone(),
+            vec![(
+                "borrowingLimit: { nvidia.com/gpu: 8 }",
+                "borrowingLimit: { cpu: -10 }",
+            )],
+        ),
+        (
+            "GPU070",
+            k.clone(),
+            vec![(
+                "- { name: all }",
+                "- { name: all, fairSharingWeight: \"x\" }",
+            )],
+        ),
+        (
+            "GPU070",
+            k.clone(),
+            vec![("- { name: all }", "- { name: all, fairSharingWeight: -80 }")],
+        ),
+        ("GPU003", k.clone(), vec![("  name: base\n", "  - base\n")]),
+        (
+            "GPU056",
+            k.clone(),
+            vec![(
+                "defaults: { nvidia.com/gpu: 1 }",
+                "defaults: { n4idia.com/gpu: 1 }",
+            )],
+        ),
+        (
+            "GPU056",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16 }",
+                "quota: { nvidia.com/gpus: 16 }",
+            )],
+        ),
+        (
+            "GPU003",
+            k.clone(),
+            vec![("gpu: { model: L4, count: 4 }", "gpu: [L4, 4]")],
+        ),
+        (
+            "GPU001",
+            k.clone(),
+            vec![("  name: base\n", "  name: !!python/object base\n")],
+        ),
+        (
+            "GPU001",
+            k.clone(),
+            vec![("nodes: 4\n", "nodes: !!bool 16\n")],
+        ),
+        (
+            "GPU001",
+            k.clone(),
+            vec![(
+                "apiVersion: gpuctl.dev/v1alpha1\n",
+                "%YAML 9.9\n---\napiVersion: gpuctl.dev/v1alpha1\n",
+            )],
+        ),
+        (
+            "GPU001",
+            k.clone(),
+            vec![(
+                "  labels: { gpu.example.com/tier: premium }",
+                "  labels: { 5: premium }",
+            )],
+        ),
         (
             "GPU011",
             k.clone(),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::quota::gpu_resource_of_key;
 use crate::blueprint::resources::{is_gpu_resource, pool_capacity};
 use crate::blueprint::{ClusterQueue, Queueing};
-use crate::quantity::{parse_count, parse_milli};
+use crate::quantity::{parse_count, parse_nonneg_milli};
 use crate::validate::Ctx;
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
@@ -16,6 +16,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     let Some(kueue) = ctx.bp.spec.scheduling.kueue.as_ref() else {
         return;
     };
+    weights(ctx, kueue);
     // pool -> resource -> (nominal total, path of last contributor)
     let mut nominal: BTreeMap<String, BTreeMap<String, (u64, String)>> = BTreeMap::new();
     for (qi, q) in kueue.cluster_queues.iter().enumerate() {
@@ -23,12 +24,19 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
         resource_groups(ctx, &base, q);
         for (ri, r) in q.resources.iter().enumerate() {
             let rbase = format!("{base}.resources[{ri}]");
-            let pool = ctx.bp.spec.node_pools.iter().find(|p| p.name == r.pool);
+            // A pool whose counts are out of bounds (GPU018) has no capacity to compare with.
+            let pool = ctx
+                .bp
+                .spec
+                .node_pools
+                .iter()
+                .find(|p| p.name == r.pool)
+                .filter(|p| ctx.pool_in_bounds(p));
             let cap = pool.map(pool_capacity).unwrap_or_default();
             let mut nominal_milli: BTreeMap<&str, i128> = BTreeMap::new();
             for (res, amount) in &r.quota {
                 let path = crate::blueprint::yaml::join(&format!("{rbase}.quota"), res);
-                match parse_milli(&amount.0) {
+                match parse_nonneg_milli(&amount.0) {
                     Err(e) => ctx.emit(
                         "GPU051",
                         path.clone(),
@@ -88,7 +96,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 }
                 for (res, amount) in limits {
                     let path = crate::blueprint::yaml::join(&format!("{rbase}.{field}"), res);
-                    let limit = match parse_milli(&amount.0) {
+                    let limit = match parse_nonneg_milli(&amount.0) {
                         Ok(m) => m,
                         Err(e) => {
                             ctx.emit("GPU051", path, e, "write a quantity");
@@ -123,6 +131,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
         let Some(pool) = ctx.bp.spec.node_pools.iter().find(|p| p.name == pool_name) else {
             continue;
         };
+        if !ctx.pool_in_bounds(pool) {
+            continue;
+        }
         let cap = pool_capacity(pool);
         for (res, (total, path)) in resources {
             if let Some(c) = cap.get(&res)
@@ -298,5 +309,38 @@ fn tenants(ctx: &mut Ctx<'_>) {
                 );
             }
         }
+    }
+}
+
+/// Fair-sharing weights are non-negative quantities (Kueue's `FairSharing.weight` is a
+/// `resource.Quantity`; the webhook refuses negatives), rendered as written, so `"x"` or `-80`
+/// would reach the API server (GPU070).
+fn weights(ctx: &mut Ctx<'_>, kueue: &crate::blueprint::Kueue) {
+    let cohorts = kueue.cohorts.iter().enumerate().map(|(i, c)| {
+        (
+            format!("spec.scheduling.kueue.cohorts[{i}].fairSharingWeight"),
+            c.fair_sharing_weight.as_ref(),
+        )
+    });
+    let queues = kueue.cluster_queues.iter().enumerate().map(|(i, q)| {
+        (
+            format!("spec.scheduling.kueue.clusterQueues[{i}].fairSharingWeight"),
+            q.fair_sharing_weight.as_ref(),
+        )
+    });
+    let found: Vec<(String, String)> = cohorts
+        .chain(queues)
+        .filter_map(|(path, w)| {
+            let w = w?;
+            parse_nonneg_milli(&w.0).err().map(|e| (path, e))
+        })
+        .collect();
+    for (path, e) in found {
+        ctx.emit(
+            "GPU070",
+            path,
+            format!("fair-sharing weight: {e}"),
+            "write a non-negative number such as `1` or `0.5`",
+        );
     }
 }

@@ -2,16 +2,22 @@
 
 use std::collections::BTreeMap;
 
-use crate::blueprint::resources::{is_extended_resource, is_gpu_resource, pool_capacity};
-use crate::quantity::{parse_count, parse_milli};
+use crate::blueprint::resources::{
+    GPU, GPU_SHARED, is_extended_resource, is_gpu_resource, pool_capacity,
+};
+use crate::quantity::{parse_count, parse_nonneg_milli};
 use crate::validate::Ctx;
 
 /// Capacity of every pool together, per resource.
 pub(crate) fn cluster_capacity(ctx: &Ctx<'_>) -> BTreeMap<String, u64> {
     let mut total = BTreeMap::new();
     for p in &ctx.bp.spec.node_pools {
+        if !ctx.pool_in_bounds(p) {
+            continue;
+        }
         for (k, v) in pool_capacity(p) {
-            *total.entry(k).or_insert(0u64) += v;
+            let t = total.entry(k).or_insert(0u64);
+            *t = t.saturating_add(v);
         }
     }
     total
@@ -26,6 +32,8 @@ pub(crate) fn gpu_resource_of_key(key: &str) -> Option<&str> {
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
     let capacity = cluster_capacity(ctx);
+    // With a pool out of bounds (GPU018) the cluster's capacity is unknown: say nothing about it.
+    let bounded = ctx.bp.spec.node_pools.iter().all(|p| ctx.pool_in_bounds(p));
     let provided: Vec<String> = capacity.keys().cloned().collect();
     let limits = ctx.catalog.limits();
     let standard = limits.resource_quota.standard_keys.clone();
@@ -69,13 +77,16 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 );
                 continue;
             }
-            if let Err(e) = parse_milli(&amount.0) {
+            if let Err(e) = parse_nonneg_milli(&amount.0) {
                 ctx.emit(
                     "GPU051",
                     path.clone(),
                     e,
                     "write a quantity such as `200`, `500m` or `12Ti`",
                 );
+                continue;
+            }
+            if misspelt_gpu_resource(ctx, &path, resource, &provided) {
                 continue;
             }
             if let Some(r) = gpu_resource_of_key(key) {
@@ -87,7 +98,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                         "GPUs are whole devices; share them with MIG or time-slicing",
                     ),
                     Ok(n) => {
-                        if !capacity.contains_key(r) {
+                        if bounded && !capacity.contains_key(r) {
                             ctx.emit_at_key(
                                 "GPU053",
                                 path.clone(),
@@ -118,7 +129,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
         }
         for (res, amount) in &t.defaults {
             let path = crate::blueprint::yaml::join(&format!("{base}.defaults"), res);
-            if let Err(e) = parse_milli(&amount.0) {
+            if let Err(e) = parse_nonneg_milli(&amount.0) {
                 ctx.emit(
                     "GPU051",
                     path,
@@ -127,7 +138,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 );
                 continue;
             }
-            if !is_gpu_resource(res) {
+            if misspelt_gpu_resource(ctx, &path, res, &provided) || !is_gpu_resource(res) {
                 continue;
             }
             match parse_count(&amount.0) {
@@ -138,7 +149,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                     "GPUs are whole devices",
                 ),
                 Ok(n) => {
-                    if !capacity.contains_key(res.as_str()) {
+                    if bounded && !capacity.contains_key(res.as_str()) {
                         ctx.emit_at_key(
                             "GPU053",
                             path.clone(),
@@ -161,7 +172,11 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
         }
     }
     for (r, (total, path, _)) in promised {
-        let cap = capacity.get(&r).copied().unwrap_or(0);
+        let cap = if bounded {
+            capacity.get(&r).copied().unwrap_or(0)
+        } else {
+            0
+        };
         if cap > 0 && total > cap {
             ctx.emit(
                 "GPU055",
@@ -171,4 +186,39 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             );
         }
     }
+}
+
+/// An extended resource that is not a GPU resource but is a near miss of one (`n4idia.com/gpu`,
+/// `nvidia.com/gpus`): the API server accepts any well-formed name, so such a quota or default
+/// silently limits nothing, or makes every pod ask for a device that no node has (GPU056).
+pub(crate) fn misspelt_gpu_resource(
+    ctx: &mut Ctx<'_>,
+    path: &str,
+    resource: &str,
+    provided: &[String],
+) -> bool {
+    if !is_extended_resource(resource) || is_gpu_resource(resource) {
+        return false;
+    }
+    let candidates = [GPU, GPU_SHARED]
+        .into_iter()
+        .chain(provided.iter().map(String::as_str));
+    // Edit distance, not similarity: `nvidia.com/hostdev` or `nvidia.com/rdma_shared_a` share a
+    // long prefix with `nvidia.com/gpu` and are real resources of other device plugins.
+    let Some(near) = candidates
+        .filter(|c| strsim::levenshtein(resource, c) <= 2)
+        .min_by_key(|c| strsim::levenshtein(resource, c))
+    else {
+        return false;
+    };
+    ctx.emit_at_key(
+        "GPU056",
+        path.to_string(),
+        format!(
+            "`{}` looks like a misspelt GPU resource; no device plugin advertises it",
+            crate::blueprint::yaml::shorten(resource)
+        ),
+        format!("did you mean `{near}`?"),
+    );
+    true
 }

@@ -10,6 +10,7 @@ use crate::suggest;
 use crate::validate::Ctx;
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
+    bounds(ctx);
     names(ctx);
     duplicates(ctx);
     references(ctx);
@@ -18,6 +19,48 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     gpu_models(ctx);
     queueing(ctx);
     driver_cr_names(ctx);
+    operator_chart(ctx);
+}
+
+/// Render needs the chart's key tree of the blueprint's operator release and refuses values the
+/// chart does not have; validate says so first, with positions (GPU019), so that nothing
+/// validate accepts fails in render.
+fn operator_chart(ctx: &mut Ctx<'_>) {
+    let op = &ctx.bp.spec.gpu_operator;
+    let known = op
+        .version
+        .parse::<crate::version::OperatorVersion>()
+        .ok()
+        .and_then(|v| ctx.catalog.operator_release(&v));
+    if known.is_none() {
+        return; // GPU027 reports a release the catalog does not know
+    }
+    let Some(release) = crate::render::chart::chart_release(&op.version) else {
+        ctx.emit(
+            "GPU019",
+            "spec.gpuOperator.version",
+            format!(
+                "gpuctl cannot render GPU Operator {}: it has the chart's key tree only for {}",
+                op.version,
+                crate::render::chart::known_releases().join(", ")
+            ),
+            "use one of those releases",
+        );
+        return;
+    };
+    for problem in release.unknown_paths(&op.values) {
+        ctx.emit_at_key(
+            "GPU019",
+            format!("spec.gpuOperator.values.{}", problem.yaml_path),
+            format!(
+                "`{}` {} (GPU Operator {} chart)",
+                crate::blueprint::yaml::shorten(&problem.path),
+                problem.message,
+                release.version
+            ),
+            "use a key of the chart (`helm show values nvidia/gpu-operator --version <release>`), or remove it",
+        );
+    }
 }
 
 fn names(ctx: &mut Ctx<'_>) {
@@ -28,8 +71,14 @@ fn names(ctx: &mut Ctx<'_>) {
         .kubernetes_names
         .dns1123_label_max_length;
     let name_limits = &ctx.catalog.limits().kubernetes_names;
-    let mut labels: Vec<(String, &str, &str)> =
-        vec![("metadata.name".into(), &bp.metadata.name, "blueprint name")];
+    let mut labels: Vec<(String, &str, &str)> = vec![
+        ("metadata.name".into(), &bp.metadata.name, "blueprint name"),
+        (
+            "spec.gpuOperator.namespace".into(),
+            &bp.spec.gpu_operator.namespace,
+            "operator namespace",
+        ),
+    ];
     for (i, p) in bp.spec.node_pools.iter().enumerate() {
         labels.push((format!("spec.nodePools[{i}].name"), &p.name, "pool name"));
     }
@@ -73,7 +122,10 @@ fn names(ctx: &mut Ctx<'_>) {
             ctx.emit(
                 "GPU010",
                 path,
-                format!("{what} `{name}` is not a DNS-1123 label"),
+                format!(
+                    "{what} `{}` is not a DNS-1123 label",
+                    crate::blueprint::yaml::shorten(name)
+                ),
                 format!(
                     "use at most {label_max} lower-case letters, digits and `-`, starting and ending with a letter or digit{}",
                     suggestion_for(name)
@@ -88,7 +140,7 @@ fn names(ctx: &mut Ctx<'_>) {
                 format!("spec.priorityClasses[{i}].name"),
                 format!(
                     "priority class name `{}` is not a DNS-1123 subdomain",
-                    pc.name
+                    crate::blueprint::yaml::shorten(&pc.name)
                 ),
                 format!(
                     "use lower-case letters, digits, `-` and `.`{}",
@@ -151,18 +203,34 @@ fn duplicates(ctx: &mut Ctx<'_>) {
         ),
         (
             "namespace",
-            bp.spec
-                .tenants
-                .iter()
-                .enumerate()
-                .flat_map(|(i, t)| {
-                    t.namespaces.iter().enumerate().map(move |(j, ns)| {
-                        (format!("spec.tenants[{i}].namespaces[{j}]"), ns.clone())
-                    })
-                })
-                .collect(),
+            std::iter::once((
+                "spec.gpuOperator.namespace".to_string(),
+                bp.spec.gpu_operator.namespace.clone(),
+            ))
+            .chain(bp.spec.tenants.iter().enumerate().flat_map(|(i, t)| {
+                t.namespaces
+                    .iter()
+                    .enumerate()
+                    .map(move |(j, ns)| (format!("spec.tenants[{i}].namespaces[{j}]"), ns.clone()))
+            }))
+            .collect(),
         ),
     ];
+    for (i, p) in bp.spec.node_pools.iter().enumerate() {
+        groups.push((
+            "taint",
+            p.taints
+                .iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    (
+                        format!("spec.nodePools[{i}].taints[{j}]"),
+                        format!("{}:{:?}", t.key, t.effect),
+                    )
+                })
+                .collect(),
+        ));
+    }
     if let Some(k) = &bp.spec.scheduling.kueue {
         groups.push((
             "cohort",
@@ -216,9 +284,18 @@ fn duplicates(ctx: &mut Ctx<'_>) {
                         .pos(first_path)
                         .map(|p| format!(" (line {})", p.line))
                         .unwrap_or_default();
-                    let msg = if what == "namespace" {
+                    let name = crate::blueprint::yaml::shorten(name);
+                    let msg = if what == "namespace" && first_path.starts_with("spec.gpuOperator") {
+                        format!(
+                            "namespace `{name}` is the GPU Operator's namespace ({first_path}{line}); a tenant cannot share it"
+                        )
+                    } else if what == "namespace" {
                         format!(
                             "namespace `{name}` belongs to two tenants; first at {first_path}{line}"
+                        )
+                    } else if what == "taint" {
+                        format!(
+                            "taint `{name}` is declared twice on this pool; first at {first_path}{line}"
                         )
                     } else {
                         format!("{what} `{name}` is declared twice; first at {first_path}{line}")
@@ -465,6 +542,70 @@ fn labels(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// Counts stay within what can exist (GPUs per node, nodes per cluster, sharing replicas) before
+/// any rule or render step allocates or multiplies by them (GPU018).
+fn bounds(ctx: &mut Ctx<'_>) {
+    let l = &ctx.catalog.limits().node_pools;
+    let (max_gpus, max_nodes, max_replicas) = (
+        l.max_gpus_per_node,
+        l.max_nodes_per_cluster,
+        l.max_sharing_replicas,
+    );
+    let mut total: u64 = 0;
+    for (i, p) in ctx.bp.spec.node_pools.iter().enumerate() {
+        total = total.saturating_add(u64::from(p.nodes));
+        if p.gpu.count > max_gpus {
+            ctx.emit(
+                "GPU018",
+                format!("spec.nodePools[{i}].gpu.count"),
+                format!(
+                    "{} GPUs per node; the NVIDIA driver supports at most {max_gpus} in one system",
+                    p.gpu.count
+                ),
+                "set `gpu.count` to the GPUs one node of the pool has",
+            );
+        }
+        if p.nodes > max_nodes {
+            ctx.emit(
+                "GPU018",
+                format!("spec.nodePools[{i}].nodes"),
+                format!(
+                    "{} nodes; Kubernetes supports at most {max_nodes} nodes in one cluster",
+                    p.nodes
+                ),
+                "set `nodes` to the pool's node count, or split the fleet into several clusters",
+            );
+        }
+        let part = &p.partitioning;
+        for (field, replicas) in [
+            (
+                "timeSlicing",
+                part.time_slicing.as_ref().map(|t| t.replicas),
+            ),
+            ("mps", part.mps.as_ref().map(|m| m.replicas)),
+        ] {
+            if let Some(r) = replicas
+                && r > max_replicas
+            {
+                ctx.emit(
+                    "GPU018",
+                    format!("spec.nodePools[{i}].partitioning.{field}.replicas"),
+                    format!("{r} replicas per GPU; gpuctl accepts at most {max_replicas}"),
+                    "use fewer replicas: each is one device the plugin advertises and kubelet tracks",
+                );
+            }
+        }
+    }
+    if total > u64::from(max_nodes) && ctx.bp.spec.node_pools.iter().all(|p| p.nodes <= max_nodes) {
+        ctx.emit(
+            "GPU018",
+            "spec.nodePools",
+            format!("the pools have {total} nodes together; Kubernetes supports at most {max_nodes} nodes in one cluster"),
+            "split the fleet into several clusters, one blueprint each",
+        );
+    }
+}
+
 fn gpu_models(ctx: &mut Ctx<'_>) {
     let keys: Vec<String> = ctx.catalog.gpus().map(|g| g.key.clone()).collect();
     for (i, p) in ctx.bp.spec.node_pools.iter().enumerate() {
@@ -529,6 +670,25 @@ fn queueing(ctx: &mut Ctx<'_>) {
                 format!("spec.scheduling.{name}"),
                 format!("`scheduling.{name}` is declared but `queueing` is not `{name}`, so none of it is rendered"),
                 format!("set `queueing: {name}` or remove the section"),
+            );
+        }
+    }
+    let versions = [
+        ("kueue", s.kueue.as_ref().map(|k| k.version.as_str())),
+        ("volcano", s.volcano.as_ref().map(|v| v.version.as_str())),
+    ];
+    for (name, version) in versions {
+        if let Some(v) = version
+            && semver::Version::parse(v.strip_prefix('v').unwrap_or(v)).is_err()
+        {
+            ctx.emit(
+                "GPU016",
+                format!("spec.scheduling.{name}.version"),
+                format!(
+                    "`{}` is not a {name} release version",
+                    crate::blueprint::yaml::shorten(v)
+                ),
+                "write the release you run, such as `v0.19.2` (Kueue) or `v1.15.1` (Volcano)",
             );
         }
     }

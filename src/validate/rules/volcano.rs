@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::blueprint::{Queueing, VolcanoQueue};
-use crate::quantity::parse_milli;
+use crate::quantity::parse_nonneg_milli;
 use crate::validate::Ctx;
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
@@ -44,7 +44,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
          -> BTreeMap<String, i128> {
             let mut out = BTreeMap::new();
             for (k, a) in m {
-                match parse_milli(&a.0) {
+                match parse_nonneg_milli(&a.0) {
                     Ok(x) => {
                         out.insert(k.clone(), x);
                     }
@@ -85,8 +85,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
         // A child may not be capable of more than its parent.
         if let Some(parent) = q.parent.as_deref().and_then(|p| by_name.get(p)) {
             for (res, amount) in &q.capability {
-                if let (Some(pa), Ok(c)) = (parent.1.capability.get(res), parse_milli(&amount.0))
-                    && let Ok(p) = parse_milli(&pa.0)
+                if let (Some(pa), Ok(c)) =
+                    (parent.1.capability.get(res), parse_nonneg_milli(&amount.0))
+                    && let Ok(p) = parse_nonneg_milli(&pa.0)
                     && c > p
                 {
                     ctx.emit(
