@@ -14,7 +14,7 @@ const MAX_STRUCTURAL: usize = 100;
 /// Each structural finding costs one more deserialisation pass over the document; the passes may
 /// visit this many nodes in all, so a huge broken document costs a bounded time (a few passes)
 /// while an ordinary one still gets every finding.
-const STRUCTURAL_WORK: usize = 10_000_000;
+const STRUCTURAL_WORK: usize = 3_000_000;
 
 /// A blueprint that parsed and deserialised, with its source kept for positions.
 #[derive(Debug, Clone)]
