@@ -89,13 +89,46 @@ fn render_writes_a_tree_and_replaces_only_its_own() {
     for line in kustomization.lines().filter_map(|l| l.strip_prefix("- ")) {
         assert!(tree.join(line).is_file(), "{line} listed but not written");
     }
-    // A stale file of an earlier render disappears; a user's file beside the tree stays.
-    std::fs::write(tree.join("40-queues/queue_gone.yaml"), "x").unwrap();
-    std::fs::write(tree.join("README.md"), "mine").unwrap();
+    let manifest = std::fs::read_to_string(tree.join(".gpuctl-render-manifest")).unwrap();
+    assert!(
+        manifest.contains("\n40-queues/queue_serving-online.yaml\n"),
+        "{manifest}"
+    );
+    // Files the user adds anywhere in the tree survive a re-render (issue 10).
+    let mine = [
+        ("README.md", "mine"),
+        ("helm/my-extra-values.yaml", "extra: 1\n"),
+        (
+            "10-foundation/custom-networkpolicy.yaml",
+            "kind: NetworkPolicy\n",
+        ),
+        ("runbooks/team/oncall.md", "# on call\n"),
+    ];
+    std::fs::create_dir(tree.join("runbooks/team")).unwrap();
+    for (f, text) in mine {
+        std::fs::write(tree.join(f), text).unwrap();
+    }
     let out = gpuctl(&["render", "blueprints/inference-mig.yaml", "-o", t]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(!tree.join("40-queues/queue_gone.yaml").exists());
-    assert!(tree.join("README.md").exists());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (f, text) in mine {
+        assert_eq!(std::fs::read_to_string(tree.join(f)).unwrap(), text, "{f}");
+    }
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("kept 4 files gpuctl did not write"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Nothing is left beside the tree.
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, ["tree"]);
     // A non-empty directory that is not a gpuctl tree is refused.
     let other = dir.path().join("other");
     std::fs::create_dir(&other).unwrap();
@@ -277,5 +310,134 @@ fn pools_with_different_mig_strategies_are_refused() {
         f.message.contains("mig-single") && f.message.contains("h100-infer"),
         "{}",
         f.message
+    );
+}
+
+/// A snapshot of every file under `dir` (relative path -> content; directories and symlinks by
+/// kind), not following symlinks.
+fn snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    fn walk(
+        root: &std::path::Path,
+        rel: &std::path::Path,
+        out: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        for e in std::fs::read_dir(root.join(rel)).unwrap() {
+            let e = e.unwrap();
+            let r = rel.join(e.file_name());
+            let ft = e.file_type().unwrap();
+            let value = if ft.is_dir() {
+                walk(root, &r, out);
+                "<dir>".to_string()
+            } else if ft.is_symlink() {
+                format!("-> {}", std::fs::read_link(e.path()).unwrap().display())
+            } else {
+                std::fs::read_to_string(e.path()).unwrap()
+            };
+            out.insert(r.display().to_string(), value);
+        }
+    }
+    let mut out = Default::default();
+    walk(dir, std::path::Path::new(""), &mut out);
+    out
+}
+
+#[test]
+fn issue_10_a_template_override_naming_a_file_outside_the_tree_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let templates = dir.path().join("templates");
+    std::fs::create_dir_all(templates.join("objects")).unwrap();
+    let tree = dir.path().join("tree");
+    for name in ["../../../ESCAPED", "sub/ESCAPED"] {
+        std::fs::write(
+            templates.join("objects/resourcequota.yaml.j2"),
+            format!(
+                "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: \"{name}\"\n  namespace: {{{{ namespace }}}}\nspec:\n  hard: {{{{ hard }}}}\n"
+            ),
+        )
+        .unwrap();
+        let before = snapshot(dir.path());
+        let out = gpuctl(&[
+            "render",
+            "blueprints/dgx-h100-training.yaml",
+            "--templates",
+            templates.to_str().unwrap(),
+            "-o",
+            tree.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("refusing to write")
+                && stderr.contains("name is not a plain file name"),
+            "{stderr}"
+        );
+        assert_eq!(snapshot(dir.path()), before, "{name}");
+        assert!(!root().join("ESCAPED").exists());
+    }
+}
+
+#[test]
+fn issue_10_a_failed_rerender_leaves_the_old_tree_and_the_next_one_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let t = tree.to_str().unwrap();
+    let render = || gpuctl(&["render", "blueprints/inference-mig.yaml", "-o", t]);
+    assert_eq!(render().status.code(), Some(0));
+    // A directory where render writes a file (a failure root's permissions cannot cause): the new
+    // tree is already half written when the collision is found.
+    std::fs::remove_file(tree.join("helm/release.yaml")).unwrap();
+    std::fs::create_dir(tree.join("helm/release.yaml")).unwrap();
+    std::fs::write(tree.join("helm/release.yaml/notes"), "x").unwrap();
+    std::fs::write(tree.join("helm/my-extra-values.yaml"), "extra: 1\n").unwrap();
+    let before = snapshot(dir.path());
+    let out = render();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`helm/release.yaml` was not written by"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(dir.path()), before);
+
+    // A run killed while writing its new tree leaves a temporary directory: it does not stop the
+    // next run, which removes it.
+    std::fs::remove_dir_all(tree.join("helm/release.yaml")).unwrap();
+    let leftover = dir.path().join(".tree.gpuctl-new-999999");
+    std::fs::create_dir_all(leftover.join("10-foundation")).unwrap();
+    std::fs::write(leftover.join("10-foundation/half.yaml"), "apiVers").unwrap();
+    let out = render();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("left by an interrupted render"), "{stderr}");
+    assert!(!leftover.exists());
+    assert!(tree.join("helm/release.yaml").is_file());
+    assert_eq!(
+        std::fs::read_to_string(tree.join("helm/my-extra-values.yaml")).unwrap(),
+        "extra: 1\n"
+    );
+}
+
+#[test]
+fn issue_10_rendering_into_the_working_directory_is_refused_with_what_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let bp = root().join("blueprints/inference-mig.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(["render", bp.to_str().unwrap(), "-o", tree.to_str().unwrap()])
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(["render", bp.to_str().unwrap(), "-o", "."])
+        .current_dir(&tree)
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("current directory") && stderr.contains("-o tree"),
+        "{stderr}"
     );
 }

@@ -71,12 +71,29 @@ pub fn run(cmd: RenderCommand<'_>, out: &mut dyn Write) -> ExitStatus {
     };
     match cmd.out_dir {
         Some(dir) => match set.write_tree(dir) {
-            Ok(()) => {
+            Ok(written) => {
+                for note in &written.notes {
+                    eprintln!("note: {note}");
+                }
                 eprintln!(
                     "wrote {} objects, the Helm values, node patches and runbooks to {}",
                     set.objects.len(),
                     dir.display()
                 );
+                if !written.removed.is_empty() {
+                    eprintln!(
+                        "removed {} generated files the blueprint no longer renders: {}",
+                        written.removed.len(),
+                        listing(&written.removed)
+                    );
+                }
+                if !written.kept.is_empty() {
+                    eprintln!(
+                        "kept {} files gpuctl did not write: {}",
+                        written.kept.len(),
+                        listing(&written.kept)
+                    );
+                }
                 ExitStatus::Success
             }
             Err(e) => {
@@ -89,4 +106,19 @@ pub fn run(cmd: RenderCommand<'_>, out: &mut dyn Write) -> ExitStatus {
             Err(_) => ExitStatus::Failure,
         },
     }
+}
+
+/// Up to ten paths, then how many more.
+fn listing(paths: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = paths
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    text
 }

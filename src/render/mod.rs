@@ -15,6 +15,7 @@ mod objects;
 mod output;
 mod runbook;
 mod templates;
+mod tree;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +30,7 @@ pub use model::*;
 pub use nodes::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, Toleration};
 pub use objects::{LOCAL_QUEUE, TENANT_LABEL, VOLCANO_QUEUE_ANNOTATION, quota_key};
 pub use templates::Templates;
+pub use tree::{MANIFEST, TREE_MARKER, TreeError, TreeWritten};
 
 use crate::applyset::{ApplySetParent, BLUEPRINT_LABEL, MANAGED_BY, PART_OF};
 use crate::profiles::Catalog;
