@@ -122,11 +122,15 @@ pub fn plan(cmd: PlanCommand<'_>) -> ExitStatus {
             return ExitStatus::Failure;
         }
     };
-    if let Some(out) = cmd.out
-        && let Err(e) = std::fs::write(out, plan.to_json())
-    {
-        eprintln!("error: cannot write the plan to `{}`: {e}", out.display());
-        return ExitStatus::Failure;
+    if let Some(out) = cmd.out {
+        if let Err(e) = write_owner_only(out, plan.to_saved_json().as_bytes()) {
+            eprintln!("error: cannot write the plan to `{}`: {e}", out.display());
+            return ExitStatus::Failure;
+        }
+        eprintln!(
+            "wrote the plan to {} (mode 0600): it holds the rendered Helm values and manifests unmasked, because apply sends them; keep it out of PR comments and public CI artifacts (the printed plan is masked)",
+            out.display()
+        );
     }
     let text = match cmd.format {
         PlanFormat::Human => {
@@ -143,6 +147,35 @@ pub fn plan(cmd: PlanCommand<'_>) -> ExitStatus {
         ExitStatus::Changes
     } else {
         ExitStatus::Success
+    }
+}
+
+/// Writes `bytes` to `path` readable by its owner only: a saved plan carries credentials. The
+/// file is created 0600 under a temporary name next to `path` and renamed over it, so the
+/// credentials are never readable by others, not even for an instant, and an existing file's
+/// wider mode is not kept (`OpenOptions::mode` applies only when a file is created).
+pub fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let written = open.open(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
 }
 

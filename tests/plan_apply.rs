@@ -729,7 +729,8 @@ async fn a_stale_saved_plan_is_refused() {
         .expect("apply");
 
     f.quota = 24;
-    let saved = Plan::from_json(&live_plan(&k, &f.set()).await.to_json()).expect("round trip");
+    let saved =
+        Plan::from_json(&live_plan(&k, &f.set()).await.to_saved_json()).expect("round trip");
     // The object moves after planning.
     let rq: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(k.client(), &f.ns());
     let touch = json!({"metadata": {"annotations": {"touched": "yes"}}});
@@ -748,7 +749,7 @@ async fn a_stale_saved_plan_is_refused() {
         other => panic!("expected a stale refusal, got {other:?}"),
     }
     // An untouched saved plan passes.
-    let fresh = Plan::from_json(&live_plan(&k, &f.set()).await.to_json()).unwrap();
+    let fresh = Plan::from_json(&live_plan(&k, &f.set()).await.to_saved_json()).unwrap();
     apply::check_stale(&k, &fresh, 16)
         .await
         .expect("fresh plan is not stale");

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::cli::settings::Style;
-use crate::plan::{Action, ActionKind, HelmAction, Plan, diff::Change};
+use crate::plan::{Action, ActionKind, HelmAction, Plan, diff::Change, redact};
 
 /// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
 pub const MARKDOWN_CAP: usize = 60_000;
@@ -36,6 +36,11 @@ fn show(v: &Option<Value>) -> String {
 }
 
 fn change_line(c: &Change) -> String {
+    // Plans mask their changes when they are made; masking again here covers plans read from a
+    // file or built by hand (masking is idempotent).
+    let mut masked = [c.clone()];
+    redact::redact_change_values(&mut masked);
+    let [c] = masked;
     match (&c.before, &c.after) {
         (None, Some(_)) => format!("+ {}: {}", c.path, show(&c.after)),
         (Some(_), None) => format!("- {}: {}", c.path, show(&c.before)),
@@ -367,6 +372,7 @@ mod tests {
             },
             helm_release: None,
             node_patches: vec![],
+            redacted: false,
             summary: Summary {
                 update: updates,
                 conflict: 1,

@@ -217,116 +217,10 @@ pub fn removed_fields(live: &Value, desired: &Value, manager: &str) -> Vec<Chang
         .collect()
 }
 
-/// Replaces values under `data` / `stringData` of Secrets so they never reach output.
-pub fn mask_secret(kind: &str, changes: &mut [Change]) {
-    if kind != "Secret" {
-        return;
-    }
-    for c in changes {
-        if c.path.starts_with("data") || c.path.starts_with("stringData") {
-            let masked = Value::String("(sensitive)".into());
-            c.before = c.before.as_ref().map(|_| masked.clone());
-            c.after = c.after.as_ref().map(|_| masked.clone());
-        }
-    }
-}
-
-/// Masks values under keys that look like credentials (`password`, `token`, `secret`, `apiKey`,
-/// `privateKey`, `credentials`), at the change's path or nested inside an added or removed
-/// subtree: Helm values are free-form, and a plan is printed to terminals, CI logs and PR
-/// comments. A change stays visible as a change; only the values are hidden.
-pub fn mask_sensitive_values(changes: &mut [Change]) {
-    for c in changes {
-        let last = c
-            .path
-            .rsplit('.')
-            .next()
-            .unwrap_or(&c.path)
-            .trim_matches('"');
-        if is_sensitive_key(last) {
-            let masked = Value::String("(sensitive)".into());
-            c.before = c.before.as_ref().map(|_| masked.clone());
-            c.after = c.after.as_ref().map(|_| masked.clone());
-        } else {
-            for v in [&mut c.before, &mut c.after].into_iter().flatten() {
-                mask_nested(v);
-            }
-        }
-    }
-}
-
-fn mask_nested(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for (k, child) in m.iter_mut() {
-                if is_sensitive_key(k) {
-                    *child = Value::String("(sensitive)".into());
-                } else {
-                    mask_nested(child);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(mask_nested),
-        _ => {}
-    }
-}
-
-/// `secretName`-style keys name a Secret; they are not one.
-fn is_sensitive_key(key: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "password",
-        "passwd",
-        "token",
-        "secret",
-        "apikey",
-        "api_key",
-        "privatekey",
-        "private_key",
-        "credentials",
-    ];
-    let lower = key.to_ascii_lowercase();
-    !lower.ends_with("name") && !lower.ends_with("ref") && WORDS.iter().any(|w| lower.contains(w))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn credentials_are_masked_at_the_path_and_inside_subtrees() {
-        let mut changes = vec![
-            Change {
-                path: "ngc.apiKey".into(),
-                before: Some(json!("k1")),
-                after: Some(json!("k2")),
-            },
-            Change {
-                path: "registry".into(),
-                before: None,
-                after: Some(json!({"user": "u", "password": "p", "list": [{"token": "t"}]})),
-            },
-            Change {
-                path: "driver.secretName".into(),
-                before: None,
-                after: Some(json!("pull-secret")),
-            },
-        ];
-        mask_sensitive_values(&mut changes);
-        assert_eq!(changes[0].before, Some(json!("(sensitive)")));
-        assert_eq!(changes[0].after, Some(json!("(sensitive)")));
-        assert_eq!(
-            changes[1].after,
-            Some(
-                json!({"user": "u", "password": "(sensitive)", "list": [{"token": "(sensitive)"}]})
-            )
-        );
-        assert_eq!(
-            changes[2].after,
-            Some(json!("pull-secret")),
-            "a reference is not a secret"
-        );
-    }
 
     #[test]
     fn defaults_and_foreign_fields_are_not_changes() {
@@ -372,17 +266,5 @@ mod tests {
         let after = without_absent_zero_values(&desired, &live);
         assert_eq!(after, json!({"value": 10, "spec": {"y": true}}));
         assert_eq!(diff(&project(&live, &after), &after).len(), 1);
-    }
-
-    #[test]
-    fn secrets_are_masked() {
-        let mut c = vec![Change {
-            path: "data.token".into(),
-            before: Some(json!("abc")),
-            after: Some(json!("def")),
-        }];
-        mask_secret("Secret", &mut c);
-        assert_eq!(c[0].after, Some(json!("(sensitive)")));
-        assert_eq!(c[0].before, Some(json!("(sensitive)")));
     }
 }

@@ -3,6 +3,7 @@
 //! JSON document that `apply` can execute later, refusing it when the cluster moved since.
 
 pub mod diff;
+pub mod redact;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,8 +16,10 @@ use crate::cluster::{ClusterError, FIELD_MANAGER, Kube, Resolved, snapshot::Snap
 use crate::render::{NodePatch, Phase, RenderedObject, RenderedSet};
 use diff::Change;
 
-/// Version of the plan JSON format (docs/plan-format.md).
-pub const PLAN_FORMAT_VERSION: u32 = 1;
+/// Version of the plan JSON format (docs/plan-apply.md). 2: printed plans are masked and say so
+/// (`redacted`, and `apply` refuses them); an older gpuctl, which knows only version 1, must
+/// refuse them too rather than apply `(sensitive)` as a password.
+pub const PLAN_FORMAT_VERSION: u32 = 2;
 
 /// Kinds never pruned without `--prune-protected`: losing one loses everything inside or above it.
 pub const PROTECTED_KINDS: &[&str] = &[
@@ -76,13 +79,13 @@ pub struct Action {
     /// resourceVersion of the live object when planned (absent: it did not exist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
-    /// Field changes (update, delete: what goes away).
+    /// Field changes (update, delete: what goes away), credentials masked (`redact`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
     /// Why (conflicts name the other manager and fields; protected prunes say so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The manifest to apply (create, update, conflict).
+    /// The manifest to apply (create, update, conflict); masked only in a printed plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<Value>,
 }
@@ -173,7 +176,7 @@ pub struct HelmPlan {
     /// Live chart version, when it differs from the blueprint's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_version_before: Option<String>,
-    /// Value changes (every value for an install), sensitive-looking keys masked.
+    /// Value changes (every value for an install), credentials masked (`redact`).
     pub changes: Vec<Change>,
 }
 
@@ -211,6 +214,9 @@ pub struct Plan {
     pub node_patches: Vec<NodePatch>,
     /// Totals.
     pub summary: Summary,
+    /// Credentials in `helm.values` and manifests are masked: the plan can be shown, not applied.
+    #[serde(default)]
+    pub redacted: bool,
 }
 
 /// Options that shape a plan.
@@ -494,6 +500,7 @@ pub async fn plan(set: &RenderedSet, live: Live<'_>, opts: PlanOptions) -> Resul
         helm_release,
         node_patches: set.node_patches.clone(),
         summary,
+        redacted: false,
     })
 }
 
@@ -655,7 +662,7 @@ pub fn helm_plan(
     let mut findings = Vec::new();
     let Some(cur) = current else {
         let mut changes = flatten_create(diff::diff(&Value::Null, &helm.values));
-        diff::mask_sensitive_values(&mut changes);
+        redact::redact_changes(&mut changes, &Value::Null, &helm.values);
         return (
             Some(HelmPlan {
                 action: HelmAction::Install,
@@ -682,8 +689,9 @@ pub fn helm_plan(
     }
     let version_changes =
         cur.chart_version.trim_start_matches('v') != helm.version.trim_start_matches('v');
+    // Diffed raw, masked after: two different passwords must still make an upgrade.
     let mut changes = diff::diff(&cur.values, &helm.values);
-    diff::mask_sensitive_values(&mut changes);
+    redact::redact_changes(&mut changes, &cur.values, &helm.values);
     let deployed = cur.status == "deployed";
     if !deployed {
         findings.push(PlanFinding {
@@ -837,14 +845,9 @@ async fn plan_object(
                 Err(e) => return Err(e.into()),
             }
         }
-        let changes = diff::diff(&Value::Null, &strip_for_display(desired));
-        return Ok(action(
-            ActionKind::Create,
-            o,
-            None,
-            flatten_create(changes),
-            None,
-        ));
+        let mut changes = flatten_create(diff::diff(&Value::Null, &strip_for_display(desired)));
+        redact::redact_changes(&mut changes, &Value::Null, desired);
+        return Ok(action(ActionKind::Create, o, None, changes, None));
     };
     let rv = current["metadata"]["resourceVersion"]
         .as_str()
@@ -870,7 +873,8 @@ async fn plan_object(
             )),
         ));
     }
-    let removed = diff::removed_fields(&current, desired, FIELD_MANAGER);
+    let mut removed = diff::removed_fields(&current, desired, FIELD_MANAGER);
+    redact::redact_changes(&mut removed, &current, &Value::Null);
     let before = diff::project(&current, desired);
     // Fast path: the live object already carries every field exactly as declared and gpuctl
     // dropped nothing, so a server-side apply would be a no-op: skip the dry-run round trip.
@@ -885,7 +889,8 @@ async fn plan_object(
             match k.apply(r, desired, true, false).await {
                 Ok(v) => diff::project(&v, desired),
                 Err(ClusterError::Conflict { message, .. }) => {
-                    let changes = diff::diff(&before, desired);
+                    let mut changes = diff::diff(&before, desired);
+                    redact::redact_changes(&mut changes, &before, desired);
                     return Ok(action(ActionKind::Conflict, o, rv, changes, Some(message)));
                 }
                 Err(e) => return Err(e.into()),
@@ -896,8 +901,8 @@ async fn plan_object(
         _ => diff::without_absent_zero_values(desired, &current),
     };
     let mut changes = diff::diff(&before, &after);
+    redact::redact_changes(&mut changes, &before, &after);
     changes.extend(removed);
-    diff::mask_secret(&o.kind, &mut changes);
     let kind = if changes.is_empty() {
         ActionKind::NoOp
     } else {
@@ -1256,14 +1261,39 @@ async fn plan_nodes(live: &Live<'_>, patches: &[NodePatch]) -> Result<NodePlan, 
 }
 
 impl Plan {
-    /// Versioned JSON (pretty, trailing newline).
+    /// Versioned JSON for people and CI logs (`--format json`; pretty, trailing newline):
+    /// credentials in Helm values, manifests and changes are masked, and `redacted` is true, so
+    /// `apply` refuses it.
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
-        s.push('\n');
-        s
+        let mut shown = self.clone();
+        shown.redact();
+        to_pretty(&shown)
     }
 
-    /// Reads a saved plan, refusing unknown format versions.
+    /// Versioned JSON for `apply` (`--out`): the Helm values and manifests as rendered, which
+    /// apply sends, so credentials in them are in the clear (changes stay masked). Written with
+    /// owner-only permissions; never printed.
+    pub fn to_saved_json(&self) -> String {
+        to_pretty(self)
+    }
+
+    /// Masks credentials everywhere in the plan (changes are masked when planned; this also
+    /// covers the values and manifests apply needs, and hand-made plans).
+    pub fn redact(&mut self) {
+        redact::redact_value(&mut self.helm.values);
+        for a in &mut self.actions {
+            if let Some(m) = &mut a.manifest {
+                redact::redact_value(m);
+            }
+            redact::redact_change_values(&mut a.changes);
+        }
+        if let Some(h) = &mut self.helm_release {
+            redact::redact_change_values(&mut h.changes);
+        }
+        self.redacted = true;
+    }
+
+    /// Reads a saved plan, refusing unknown format versions and masked plans.
     pub fn from_json(text: &str) -> Result<Plan, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("not a gpuctl plan: {e}"))?;
         match v["format_version"].as_u64() {
@@ -1275,8 +1305,17 @@ impl Plan {
             }
             None => return Err("not a gpuctl plan: no `format_version`".into()),
         }
+        if v["redacted"] == true {
+            return Err("this plan was printed with its credentials masked (`--format json`) and cannot be applied; save one with `gpuctl plan --out FILE`".into());
+        }
         serde_json::from_value(v).map_err(|e| format!("not a gpuctl plan: {e}"))
     }
+}
+
+fn to_pretty(plan: &Plan) -> String {
+    let mut s = serde_json::to_string_pretty(plan).unwrap_or_default();
+    s.push('\n');
+    s
 }
 
 /// Captures the live state a rendered set touches: its objects, the set's members, the pools'
