@@ -350,10 +350,12 @@ pub fn snapshot(
             .map_err(|e| e.to_string())
     });
     match result {
-        Ok(snap) => match std::fs::write(out, snap.to_json()) {
+        // A snapshot holds the live Helm release's values unmasked (plans diff them): owner-only,
+        // like a saved plan.
+        Ok(snap) => match write_owner_only(out, snap.to_json().as_bytes()) {
             Ok(()) => {
                 eprintln!(
-                    "wrote {} objects and {} nodes to {}",
+                    "wrote {} objects and {} nodes to {} (mode 0600: it holds the live Helm values unmasked)",
                     snap.objects.len(),
                     snap.nodes.len(),
                     out.display()

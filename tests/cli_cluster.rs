@@ -380,6 +380,12 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         .concat(),
     );
     assert_code(&o, 0, "snapshot");
+    {
+        // Issue 10: the snapshot holds the live Helm values unmasked, so it is owner-only.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&snap).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "snapshot file mode {mode:o}");
+    }
     let o = gpuctl(&[
         "plan",
         bp,
