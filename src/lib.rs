@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod commands;
 pub mod diag;
 pub mod exit;
+pub mod input;
 pub mod output;
 pub mod plan;
 pub mod profiles;

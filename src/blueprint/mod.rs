@@ -5,5 +5,5 @@ pub mod model;
 pub mod resources;
 pub mod yaml;
 
-pub use load::{Loaded, load_file, load_str};
+pub use load::{Loaded, load_bytes, load_file, load_str};
 pub use model::*;
