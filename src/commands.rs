@@ -5,21 +5,34 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::apply::{self, ApplyOptions, Progress, ProgressMode};
+use crate::blueprint::Loaded;
 use crate::cli::args::{ApplyOutput, ClusterArgs, PlanFormat, RenderArgs};
 use crate::cli::settings;
 use crate::cluster::{self, ConnectOptions, snapshot::Snapshot};
+use crate::diag::FileReport;
 use crate::exit::ExitStatus;
 use crate::plan::{self, Live, Plan, PlanOptions};
 use crate::render::{self, RenderedSet, Templates};
 
-/// Loads, validates and renders a blueprint; prints findings and returns the exit status on failure.
+/// Loads, validates and renders a blueprint (standard input for `-`); prints findings and returns
+/// the exit status on failure.
 pub fn prepare(path: &Path, args: &RenderArgs) -> Result<RenderedSet, ExitStatus> {
     let today = settings::today(args.today.as_deref()).map_err(|e| {
         eprintln!("error: {e}");
         ExitStatus::Usage
     })?;
+    prepare_loaded(crate::blueprint::load_file(path), path, today, args)
+}
+
+/// [`prepare`] of a blueprint already read; `path` is what the user named, for the hint.
+fn prepare_loaded(
+    loaded: Result<Loaded, FileReport>,
+    path: &Path,
+    today: jiff::civil::Date,
+    args: &RenderArgs,
+) -> Result<RenderedSet, ExitStatus> {
     let catalog = crate::profiles::Catalog::embedded();
-    let loaded = crate::blueprint::load_file(path).map_err(|report| {
+    let loaded = loaded.map_err(|report| {
         eprint!(
             "{}",
             crate::output::human(&[report], settings::stderr_style())
@@ -181,7 +194,7 @@ pub fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Settings of `gpuctl apply`.
 pub struct ApplyCommand<'a> {
-    /// Blueprint or saved plan.
+    /// Blueprint or saved plan (`-`: either, from standard input).
     pub target: &'a Path,
     /// Connection.
     pub cluster: &'a ClusterArgs,
@@ -197,28 +210,65 @@ pub struct ApplyCommand<'a> {
     pub yes: bool,
 }
 
-/// Reads `path` as a saved plan when it is one.
-fn saved_plan(path: &Path) -> Option<Result<Plan, String>> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let trimmed = text.trim_start();
-    if !trimmed.starts_with('{')
-        || !trimmed.contains("\"format_version\"")
-        || !trimmed.contains("\"applyset\"")
-    {
-        return None;
+/// What `gpuctl apply` was given.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per run, moved once; boxing buys nothing"
+)]
+enum Target {
+    /// A plan saved with `gpuctl plan --out` (or why it is not a usable one).
+    Plan(Result<Plan, String>),
+    /// A blueprint, loaded from the text already read.
+    Blueprint(Result<Loaded, FileReport>),
+}
+
+/// Reads the target once (it may be standard input, which cannot be read twice) and tells a
+/// saved plan from a blueprint. Saved plans are accepted on standard input as blueprints are: the
+/// stale check against the cluster protects an apply whatever the plan came through.
+fn read_target(path: &Path) -> Result<Target, ExitStatus> {
+    let name = crate::input::name(path);
+    let bytes = crate::input::read(path, &crate::input::BLUEPRINT_OR_PLAN).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitStatus::Failure
+    })?;
+    let looks_like_plan = std::str::from_utf8(&bytes).is_ok_and(|text| {
+        text.trim_start().starts_with('{')
+            && text.contains("\"format_version\"")
+            && text.contains("\"applyset\"")
+    });
+    if !looks_like_plan {
+        return Ok(Target::Blueprint(crate::blueprint::load_bytes(
+            &name, bytes,
+        )));
     }
-    Some(Plan::from_json(&text).map_err(|e| format!("`{}`: {e}", path.display())))
+    let text = String::from_utf8(bytes).unwrap_or_default();
+    Ok(Target::Plan(
+        Plan::from_json(&text).map_err(|e| format!("saved plan `{name}`: {e}")),
+    ))
 }
 
 /// `gpuctl apply`.
 pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
-    let saved = saved_plan(cmd.target);
-    let set = match saved {
-        Some(_) => None,
-        None => match prepare(cmd.target, cmd.render) {
-            Ok(s) => Some(s),
-            Err(status) => return status,
-        },
+    let (saved, set) = match read_target(cmd.target) {
+        Err(status) => return status,
+        Ok(Target::Plan(Err(e))) => {
+            eprintln!("error: {e}");
+            return ExitStatus::Failure;
+        }
+        Ok(Target::Plan(Ok(p))) => (Some(p), None),
+        Ok(Target::Blueprint(loaded)) => {
+            let today = match settings::today(cmd.render.today.as_deref()) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitStatus::Usage;
+                }
+            };
+            match prepare_loaded(loaded, cmd.target, today, cmd.render) {
+                Ok(s) => (None, Some(s)),
+                Err(status) => return status,
+            }
+        }
     };
     let rt = match runtime() {
         Ok(r) => r,
@@ -239,7 +289,6 @@ pub fn apply(cmd: ApplyCommand<'_>) -> ExitStatus {
             .map_err(|e| e.to_string())?;
         let plan = match (saved, &set) {
             (Some(p), _) => {
-                let p = p?;
                 apply::check_stale(&k, &p, cmd.options.parallelism)
                     .await
                     .map_err(|e| e.to_string())?;

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod commands;
 pub mod diag;
 pub mod exit;
+pub mod input;
 pub mod output;
 pub mod plan;
 pub mod profiles;
@@ -59,6 +60,12 @@ where
             strict,
             today,
         } => {
+            if files.iter().filter(|f| input::is_stdin(f)).count() > 1 {
+                eprintln!(
+                    "error: `-` (standard input) can be given once; name the other blueprints as files"
+                );
+                return ExitStatus::Usage;
+            }
             let today = match settings::today(today.as_deref()) {
                 Ok(d) => d,
                 Err(e) => {
@@ -133,21 +140,29 @@ where
             parallelism,
             verbose,
             render,
-        } => commands::plan(commands::PlanCommand {
-            blueprint: &blueprint,
-            cluster: &cluster,
-            snapshot: snapshot.as_deref(),
-            offline,
-            out: out.as_deref(),
-            format,
-            detailed_exitcode,
-            options: plan::PlanOptions {
-                prune_protected,
-                parallelism: usize::from(parallelism),
-            },
-            verbose,
-            render: &render,
-        }),
+        } => {
+            if input::is_stdin(&blueprint) && snapshot.as_deref().is_some_and(input::is_stdin) {
+                eprintln!(
+                    "error: the blueprint and --snapshot cannot both be `-` (standard input); give the snapshot as a file"
+                );
+                return ExitStatus::Usage;
+            }
+            commands::plan(commands::PlanCommand {
+                blueprint: &blueprint,
+                cluster: &cluster,
+                snapshot: snapshot.as_deref(),
+                offline,
+                out: out.as_deref(),
+                format,
+                detailed_exitcode,
+                options: plan::PlanOptions {
+                    prune_protected,
+                    parallelism: usize::from(parallelism),
+                },
+                verbose,
+                render: &render,
+            })
+        }
         Command::Apply {
             target,
             cluster,
@@ -228,7 +243,7 @@ where
     status
 }
 
-/// Loads and validates one file into a report of every finding.
+/// Loads and validates one file (standard input for `-`) into a report of every finding.
 pub fn validate_file(path: &std::path::Path, opts: validate::Options) -> FileReport {
     match blueprint::load_file(path) {
         Ok(loaded) => validate::check(&loaded, profiles::Catalog::embedded(), opts),

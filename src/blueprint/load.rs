@@ -7,8 +7,6 @@ use super::yaml::{Pos, Segment, SourceTree, split_path};
 use crate::diag::{FileReport, Finding, Severity};
 use crate::suggest;
 
-/// Largest blueprint accepted; real ones are a few hundred KiB at most.
-const MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Structural findings collected before giving up on a badly broken file.
 const MAX_STRUCTURAL: usize = 100;
 /// Each structural finding costs one more deserialisation pass over the document; the passes may
@@ -29,20 +27,46 @@ pub struct Loaded {
     pub blueprint: Blueprint,
 }
 
-/// Reads and loads a blueprint file. An unreadable file is a single finding.
+/// Reads and loads a blueprint file, or standard input for `-` (named `<stdin>`), under
+/// [`crate::input::BLUEPRINT`]. An unreadable, oversized or special file is a single finding.
 pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
-    let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| FileReport {
+    let file = crate::input::name(path);
+    let bytes = crate::input::read(path, &crate::input::BLUEPRINT).map_err(|e| FileReport {
         file: file.clone(),
         source: String::new(),
         findings: vec![finding(
             "GPU001",
             "",
             None,
-            format!("cannot read the file: {e}"),
-            Some("check the path and permissions".into()),
+            e.problem.to_string(),
+            Some(e.problem.hint(&e.limit)),
         )],
     })?;
+    load_bytes(&file, bytes)
+}
+
+/// Loads a blueprint already read (e.g. by `gpuctl apply`, which reads its target once to tell a
+/// saved plan from a blueprint); `file` names it in findings. Refuses what [`load_file`] refuses.
+pub fn load_bytes(file: &str, bytes: Vec<u8>) -> Result<Loaded, FileReport> {
+    let limit = crate::input::BLUEPRINT;
+    if bytes.len() as u64 > limit.bytes {
+        return Err(FileReport {
+            file: file.to_string(),
+            source: String::new(),
+            findings: vec![finding(
+                "GPU001",
+                "",
+                None,
+                crate::input::Problem::TooLarge {
+                    what: limit.what,
+                    size: bytes.len().to_string(),
+                    limit: limit.bytes,
+                }
+                .to_string(),
+                Some(limit.hint.into()),
+            )],
+        });
+    }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -50,7 +74,7 @@ pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
             let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
             let column = valid.iter().rev().take_while(|b| **b != b'\n').count() + 1;
             return Err(FileReport {
-                file,
+                file: file.to_string(),
                 source: String::new(),
                 findings: vec![finding(
                     "GPU001",
@@ -64,7 +88,7 @@ pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
             });
         }
     };
-    load_str(&file, &text)
+    load_str(file, &text)
 }
 
 /// Loads a blueprint from text; `file` names it in findings.
@@ -76,16 +100,20 @@ pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
         source: text.to_string(),
         findings,
     };
-    if text.len() > MAX_BYTES {
+    // Text handed in directly (tests, callers of the library) meets the limit the readers use.
+    let limit = crate::input::BLUEPRINT;
+    if text.len() as u64 > limit.bytes {
         return Err(fail(vec![finding(
             "GPU001",
             "",
             None,
             format!(
-                "the file is {} bytes; blueprints over {MAX_BYTES} bytes are refused",
-                text.len()
+                "the {} is {} bytes; over {} bytes is refused",
+                limit.what,
+                text.len(),
+                limit.bytes
             ),
-            Some("split the cluster into several blueprints".into()),
+            Some(limit.hint.into()),
         )]));
     }
     let tree = SourceTree::parse(text).map_err(|e| {

@@ -6,5 +6,5 @@ pub mod resources;
 mod strict;
 pub mod yaml;
 
-pub use load::{Loaded, load_file, load_str};
+pub use load::{Loaded, load_bytes, load_file, load_str};
 pub use model::*;

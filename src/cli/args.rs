@@ -18,7 +18,7 @@ pub struct Cli {
 pub enum Command {
     /// Check blueprints against the facts catalog and report every finding.
     Validate {
-        /// Blueprint files.
+        /// Blueprint files (`-`: standard input, once).
         #[arg(required = true, value_name = "BLUEPRINT")]
         files: Vec<PathBuf>,
         /// Output format.
@@ -50,7 +50,7 @@ pub enum Command {
     },
     /// Show what applying a blueprint would change: live (server-side dry-run), from a snapshot, or offline.
     Plan {
-        /// Blueprint file.
+        /// Blueprint file (`-`: standard input).
         #[arg(value_name = "BLUEPRINT")]
         blueprint: PathBuf,
         /// Cluster connection.
@@ -86,7 +86,7 @@ pub enum Command {
     },
     /// Apply a blueprint (planning first) or a saved plan (refused when stale).
     Apply {
-        /// Blueprint file, or a plan saved with `gpuctl plan --out`.
+        /// Blueprint file, or a plan saved with `gpuctl plan --out` (`-`: either, from standard input).
         #[arg(value_name = "BLUEPRINT|PLAN")]
         target: PathBuf,
         /// Cluster connection.
@@ -122,7 +122,7 @@ pub enum Command {
     },
     /// Capture the live objects a blueprint touches, for offline plans in CI.
     Snapshot {
-        /// Blueprint file.
+        /// Blueprint file (`-`: standard input).
         #[arg(value_name = "BLUEPRINT")]
         blueprint: PathBuf,
         /// Cluster connection.
@@ -137,7 +137,7 @@ pub enum Command {
     },
     /// Render every object, Helm value and runbook a blueprint implies (validates first).
     Render {
-        /// Blueprint file.
+        /// Blueprint file (`-`: standard input).
         #[arg(value_name = "BLUEPRINT")]
         blueprint: PathBuf,
         /// Write a kustomize-ready tree to DIR instead of printing YAML.
@@ -231,7 +231,7 @@ pub enum ApplyOutput {
 pub enum UpgradeCommand {
     /// Plan a pool's driver upgrade (the default), write its runbook, or run it with --execute.
     Driver {
-        /// Blueprint file (not with --resume: the journal in the cluster has everything).
+        /// Blueprint file, `-` for standard input (not with --resume: the journal in the cluster has everything).
         #[arg(
             value_name = "BLUEPRINT",
             required_unless_present = "resume",

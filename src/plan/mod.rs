@@ -1295,7 +1295,12 @@ impl Plan {
 
     /// Reads a saved plan, refusing unknown format versions and masked plans.
     pub fn from_json(text: &str) -> Result<Plan, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("not a gpuctl plan: {e}"))?;
+        let not_a_plan = |e: &dyn std::fmt::Display| {
+            format!(
+                "not a gpuctl plan ({e}); save one with `gpuctl plan BLUEPRINT --out FILE`, or apply the blueprint"
+            )
+        };
+        let v: Value = serde_json::from_str(text).map_err(|e| not_a_plan(&e))?;
         match v["format_version"].as_u64() {
             Some(n) if n == u64::from(PLAN_FORMAT_VERSION) => {}
             Some(n) => {
@@ -1303,12 +1308,12 @@ impl Plan {
                     "plan format version {n} is not {PLAN_FORMAT_VERSION}; re-run `gpuctl plan` with this gpuctl"
                 ));
             }
-            None => return Err("not a gpuctl plan: no `format_version`".into()),
+            None => return Err(not_a_plan(&"no `format_version`")),
         }
         if v["redacted"] == true {
             return Err("this plan was printed with its credentials masked (`--format json`) and cannot be applied; save one with `gpuctl plan --out FILE`".into());
         }
-        serde_json::from_value(v).map_err(|e| format!("not a gpuctl plan: {e}"))
+        serde_json::from_value(v).map_err(|e| not_a_plan(&e))
     }
 }
 

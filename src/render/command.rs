@@ -13,7 +13,7 @@ use crate::exit::ExitStatus;
 /// What `gpuctl render` was asked to do.
 #[derive(Debug, Clone, Copy)]
 pub struct RenderCommand<'a> {
-    /// Blueprint file.
+    /// Blueprint file, or `-` for standard input.
     pub blueprint: &'a Path,
     /// `-o DIR`: write the tree there instead of printing YAML.
     pub out_dir: Option<&'a Path>,
@@ -35,6 +35,8 @@ pub fn run(cmd: RenderCommand<'_>, out: &mut dyn Write) -> ExitStatus {
             return ExitStatus::Failure;
         }
     };
+    // Warnings are shown with the text already read: the blueprint may have come from stdin.
+    let source = loaded.source.clone();
     let opts = crate::validate::Options { today: cmd.today };
     let validated = match crate::validate::validate(loaded, catalog, opts) {
         Ok(v) => v,
@@ -51,7 +53,7 @@ pub fn run(cmd: RenderCommand<'_>, out: &mut dyn Write) -> ExitStatus {
         let report = crate::diag::FileReport {
             file: validated.file().to_string(),
             findings: validated.warnings().to_vec(),
-            source: std::fs::read_to_string(cmd.blueprint).unwrap_or_default(),
+            source,
         };
         eprint!("{}", crate::output::human(&[report], cmd.style));
     }

@@ -29,7 +29,7 @@ pub use helm::CHART_REPOSITORY;
 pub use model::*;
 pub use nodes::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, Toleration};
 pub use objects::{LOCAL_QUEUE, TENANT_LABEL, VOLCANO_QUEUE_ANNOTATION, quota_key};
-pub use templates::Templates;
+pub use templates::{TEMPLATE_FUEL, Templates};
 pub use tree::{MANIFEST, TREE_MARKER, TreeError, TreeWritten};
 
 use crate::applyset::{ApplySetParent, BLUEPRINT_LABEL, MANAGED_BY, PART_OF};
@@ -75,6 +75,31 @@ pub enum RenderError {
         /// The IO error.
         #[source]
         source: std::io::Error,
+    },
+    /// A `--templates` file that is not a regular file or is over [`crate::input::TEMPLATE`].
+    #[error("template override {0}")]
+    TemplateFile(#[source] crate::input::InputError),
+    /// A `--templates` directory whose files together are over [`crate::input::TEMPLATE_DIR_BYTES`].
+    #[error(
+        "the templates in `{path}` are over {limit} bytes together; keep only the templates you change there"
+    )]
+    TemplateDirTooLarge {
+        /// The directory.
+        path: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// A template did more work than any render needs ([`TEMPLATE_FUEL`]): a loop that does
+    /// not end, or one over far more items than a blueprint has.
+    #[error(
+        "template `{template}` ran out of fuel (more than {fuel} steps); the shipped templates need \
+         a small fraction of that, so check the loops of this template (`--templates` overrides)"
+    )]
+    OutOfFuel {
+        /// Template name.
+        template: String,
+        /// The fuel it had.
+        fuel: u64,
     },
     /// A file in a `--templates` directory replaces no embedded template.
     #[error("`{path}` names no template; {hint}see `templates/` for the names")]

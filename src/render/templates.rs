@@ -4,6 +4,10 @@
 //! Templates run with strict undefined (a misspelt variable is an error, never an empty string).
 //! Templates named `*.yaml.j2` escape every `{{ value }}` as JSON, which is also valid YAML, so a
 //! value can never break the document's structure whatever it contains.
+//!
+//! Overrides come from pull requests in CI, so they are bounded: each file by
+//! [`crate::input::TEMPLATE`], the directory by [`crate::input::TEMPLATE_DIR_BYTES`], and every
+//! render by [`TEMPLATE_FUEL`], so a template that loops forever fails instead of hanging the pipeline.
 
 use std::path::{Path, PathBuf};
 
@@ -102,6 +106,15 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
 ];
 
+/// Fuel of one template render (minijinja charges about one per instruction and one per 64 bytes
+/// of data made). Measured, the heaviest single render of the shipped templates takes 1,072 fuel
+/// for the example blueprints (987 for the largest, `blueprints/dgx-h100-training.yaml`) and
+/// 51,289 for the 5,000-object benchmark blueprint (`testgen::large_blueprint`, 64 pools), which
+/// grows with the number of pools. 2,000,000 is 39 times the benchmark (room for ~2,500 pools)
+/// and still bounds what a runaway `--templates` override can do: about a second of work and
+/// 128 MB of data (64 bytes per fuel) before it fails.
+pub const TEMPLATE_FUEL: u64 = 2_000_000;
+
 /// The compiled template set render uses.
 #[derive(Debug)]
 pub struct Templates {
@@ -131,6 +144,7 @@ impl Templates {
         })?;
         files.sort();
         let mut overrides = Vec::new();
+        let mut total = 0u64;
         for rel in files {
             let name = rel
                 .components()
@@ -144,11 +158,19 @@ impl Templates {
                     hint: crate::suggest::did_you_mean(&name, known),
                 });
             }
-            let text = std::fs::read_to_string(dir.join(&rel)).map_err(|source| {
-                RenderError::TemplateDir {
-                    path: dir.join(&rel).display().to_string(),
-                    source,
-                }
+            let path = dir.join(&rel);
+            let bytes = crate::input::read(&path, &crate::input::TEMPLATE)
+                .map_err(RenderError::TemplateFile)?;
+            total += bytes.len() as u64;
+            if total > crate::input::TEMPLATE_DIR_BYTES {
+                return Err(RenderError::TemplateDirTooLarge {
+                    path: dir.display().to_string(),
+                    limit: crate::input::TEMPLATE_DIR_BYTES,
+                });
+            }
+            let text = String::from_utf8(bytes).map_err(|_| RenderError::TemplateDir {
+                path: path.display().to_string(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
             })?;
             overrides.push((name, text));
         }
@@ -157,8 +179,19 @@ impl Templates {
     }
 
     fn build(overrides: Vec<(String, String)>, names: &[String]) -> Result<Templates, RenderError> {
+        Templates::build_with_fuel(overrides, names, TEMPLATE_FUEL)
+    }
+
+    fn build_with_fuel(
+        overrides: Vec<(String, String)>,
+        names: &[String],
+        fuel: u64,
+    ) -> Result<Templates, RenderError> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // minijinja's recursion limit (500 levels of nesting, includes and macros) stays as it
+        // is: it bounds the stack, fuel bounds the work.
+        env.set_fuel(Some(fuel));
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
@@ -183,6 +216,12 @@ impl Templates {
         })
     }
 
+    /// The embedded templates with `fuel` per render instead of [`TEMPLATE_FUEL`].
+    #[cfg(test)]
+    pub(crate) fn embedded_with_fuel(fuel: u64) -> Templates {
+        Templates::build_with_fuel(Vec::new(), &[], fuel).expect("embedded templates compile")
+    }
+
     /// Template names replaced from a `--templates` directory.
     pub fn overridden(&self) -> &[String] {
         &self.overridden
@@ -194,8 +233,16 @@ impl Templates {
             .env
             .get_template(name)
             .map_err(|e| RenderError::template(name, e))?;
-        tpl.render(Value::from(Serde(ctx)))
-            .map_err(|e| RenderError::template(name, e))
+        tpl.render(Value::from(Serde(ctx))).map_err(|e| {
+            if e.kind() == minijinja::ErrorKind::OutOfFuel {
+                RenderError::OutOfFuel {
+                    template: name.to_string(),
+                    fuel: self.env.fuel().unwrap_or_default(),
+                }
+            } else {
+                RenderError::template(name, e)
+            }
+        })
     }
 }
 
@@ -210,4 +257,84 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Re
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render_with(text: &str, templates: &Templates) -> Result<(), RenderError> {
+        let catalog = crate::profiles::Catalog::embedded();
+        let loaded = crate::blueprint::load_str("bp.yaml", text).expect("loads");
+        let opts = crate::validate::Options {
+            today: jiff::civil::date(2026, 11, 30),
+        };
+        let v = crate::validate::validate(loaded, catalog, opts).expect("valid");
+        crate::render::render(&v, catalog, templates).map(|_| ())
+    }
+
+    fn example(name: &str) -> String {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("blueprints")
+            .join(name);
+        std::fs::read_to_string(p).expect("example")
+    }
+
+    // Guards the headroom of TEMPLATE_FUEL: templates that grew heavier fail here, long before a
+    // real cluster's render runs out.
+    #[test]
+    fn the_benchmark_blueprint_renders_with_a_tenth_of_the_fuel() {
+        let tenth = Templates::embedded_with_fuel(TEMPLATE_FUEL / 10);
+        render_with(&crate::testgen::large_blueprint(), &tenth).expect("renders");
+        let little = Templates::embedded_with_fuel(1_000);
+        let e = render_with(&example("inference-mig.yaml"), &little).unwrap_err();
+        assert!(matches!(e, RenderError::OutOfFuel { .. }), "{e}");
+    }
+
+    // Issue 10 item 5: a nested loop in an override never ended.
+    #[test]
+    fn an_override_that_loops_for_ever_runs_out_of_fuel_naming_the_template() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("objects")).unwrap();
+        std::fs::write(
+            dir.path().join("objects/operator-namespace.yaml.j2"),
+            "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        let templates = Templates::from_dir(dir.path()).expect("compiles");
+        let e = render_with(&example("dgx-h100-training.yaml"), &templates)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("template `objects/operator-namespace.yaml.j2` ran out of fuel (more than 2000000 steps)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn override_files_are_bounded_one_by_one_and_together() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("objects")).unwrap();
+        let big = dir.path().join("objects/configmap.yaml.j2");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(crate::input::TEMPLATE.bytes + 1).unwrap();
+        let e = Templates::from_dir(dir.path()).unwrap_err().to_string();
+        assert!(e.starts_with("template override `"), "{e}");
+        assert!(
+            e.contains("a template over 1048576 bytes is refused"),
+            "{e}"
+        );
+        // Nine files of 1 MiB each (sparse: no disk is used) are over the 8 MiB of a directory.
+        std::fs::remove_file(&big).unwrap();
+        for (name, _) in EMBEDDED
+            .iter()
+            .filter(|(n, _)| n.starts_with("objects/"))
+            .take(9)
+        {
+            let f = std::fs::File::create(dir.path().join(name)).unwrap();
+            f.set_len(crate::input::TEMPLATE.bytes).unwrap();
+        }
+        let e = Templates::from_dir(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("are over 8388608 bytes together"), "{e}");
+    }
 }

@@ -1082,7 +1082,9 @@ pub fn human_for(plan: &UpgradePlan, executing: bool) -> String {
         let _ = writeln!(
             s,
             "Nothing was changed. Run it with: gpuctl upgrade driver {} --pool {} --to {} --execute",
-            plan.file, plan.pool, plan.to_version
+            crate::input::as_argument(&plan.file),
+            plan.pool,
+            plan.to_version
         );
     }
     s

@@ -106,7 +106,8 @@ impl std::fmt::Display for PrepareError {
             PrepareError::Blueprint(r) => write!(
                 f,
                 "{} has error findings; fix them first (`gpuctl validate {}`)",
-                r.file, r.file
+                r.file,
+                crate::input::as_argument(&r.file)
             ),
             PrepareError::Refused(m) => f.write_str(m),
             PrepareError::Render(e) => write!(f, "{e}"),
