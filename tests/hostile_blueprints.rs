@@ -187,3 +187,25 @@ fn columns_agree_after_a_byte_order_mark_and_multibyte_text() {
     let human = gpuctl::output::human(&[report], gpuctl::cli::settings::Style::Plain);
     assert!(human.contains("[t.yaml:43:68]"), "{human}");
 }
+
+#[test]
+fn names_validate_accepts_render_accepts() {
+    // A 63-character tenant gives a 69-character ResourceQuota name: a valid DNS-1123 subdomain
+    // (the API server limits the whole name to 253, not each dot-separated part to 63).
+    let tenant = "d".repeat(63);
+    let text = edited("    - name: dev\n", &format!("    - name: {tenant}\n"));
+    assert!(errors(&text).is_empty(), "{:#?}", errors(&text));
+    let catalog = gpuctl::profiles::Catalog::embedded();
+    let v = gpuctl::validate::validate(
+        gpuctl::blueprint::load_str("t.yaml", &text).unwrap(),
+        catalog,
+        opts(),
+    )
+    .unwrap();
+    let set = gpuctl::render::render(&v, catalog, &Templates::embedded()).unwrap();
+    assert!(
+        set.objects
+            .iter()
+            .any(|o| o.kind == "ResourceQuota" && o.name == format!("{tenant}-quota"))
+    );
+}

@@ -35,12 +35,14 @@ pub(crate) fn is_dns_label(s: &str, max: usize) -> bool {
         && !s.ends_with('-')
 }
 
-/// DNS-1123 subdomain: dot-separated DNS-1123 labels, within the catalog's limits.
+/// DNS-1123 subdomain as the API server checks it (apimachinery `IsDNS1123Subdomain`):
+/// dot-separated parts of the label alphabet, at most the catalog's length in all. The parts have no
+/// length limit of their own there, so neither do they here (`<63-char tenant>-quota` is a valid
+/// ResourceQuota name).
 pub(crate) fn is_dns_subdomain(s: &str, n: &KubernetesNameLimits) -> bool {
     !s.is_empty()
         && s.len() <= n.dns1123_subdomain_max_length
-        && s.split('.')
-            .all(|l| is_dns_label(l, n.dns1123_label_max_length))
+        && s.split('.').all(|l| is_dns_label(l, usize::MAX))
 }
 
 /// Kubernetes label name part (and label value): alphanumerics, `-`, `_`, `.`, alphanumeric at
