@@ -609,6 +609,16 @@ fn resolve_plain(text: &str) -> Kind {
     if let Some(i) = parse_int(text) {
         return Kind::Int(i);
     }
+    // An integer too large for 64 bits keeps its digits (quantities accept it; a count field then
+    // reports the text as written, not a rounded float).
+    if text
+        .strip_prefix(['-', '+'])
+        .unwrap_or(text)
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+    {
+        return Kind::Str(text.to_string());
+    }
     if is_float(text)
         && let Ok(f) = text.parse::<f64>()
         && f.is_finite()
