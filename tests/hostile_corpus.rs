@@ -24,7 +24,8 @@
 //! Failures are collected, grouped by kind, shrunk to a small reproducer (written to
 //! `target/tmp/hostile-corpus/`) and printed; the test then fails with the count.
 //! `GPUCTL_CORPUS_ONLY=N` reruns blueprint input N alone; `GPUCTL_CORPUS_SKIP=N,M` leaves inputs out
-//! (to see past a hang); `GPUCTL_CORPUS_SEED` changes the corpus.
+//! (to see past a hang); `GPUCTL_CORPUS_LIST=1` lists the inputs without running them;
+//! `GPUCTL_CORPUS_SEED` changes the corpus.
 
 mod hostile;
 
@@ -880,6 +881,10 @@ fn hostile_corpus() {
             input.seed,
             input.mutations.join("; ")
         );
+        if std::env::var_os("GPUCTL_CORPUS_LIST").is_some() {
+            eprintln!("{origin}");
+            continue;
+        }
         watch(started, &origin);
         let t = Instant::now();
         let out = env.blueprint(&input.seed, &input.bytes);
