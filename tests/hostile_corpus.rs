@@ -376,8 +376,9 @@ impl Env {
         stage(out, "output::plan::markdown", || {
             gpuctl::output::plan::markdown(plan)
         });
+        // The saved form (`--out`) is the one apply reads; the printed JSON is masked and refused.
         let back = stage(out, "plan JSON round trip", || {
-            Plan::from_json(&plan.to_json())
+            Plan::from_json(&plan.to_saved_json())
         });
         if let Some(Err(e)) = back {
             out.failures.push((
@@ -450,10 +451,14 @@ fn message_shape(message: &str) -> String {
     first_chars(&out, 70)
 }
 
-/// Problems of the whole file have no position: the size limit and an unreadable file.
+/// Problems of the whole file have no position: the size limit, an unreadable file, a file that
+/// is not a regular file (messages of `gpuctl::input` and the loader's own size check).
 fn whole_file(f: &gpuctl::diag::Finding) -> bool {
     f.rule == "GPU001"
-        && (f.message.contains("blueprints over") || f.message.starts_with("cannot read"))
+        && (f.message.contains(" bytes; over ")
+            || f.message.contains(" bytes is refused")
+            || f.message.starts_with("cannot read")
+            || f.message.contains("not a regular file"))
 }
 
 /// Lines as YAML counts them (`\r\n`, `\r` and `\n` end a line), in characters.

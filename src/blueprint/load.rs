@@ -72,7 +72,10 @@ pub fn load_bytes(file: &str, bytes: Vec<u8>) -> Result<Loaded, FileReport> {
         Err(e) => {
             let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
-            let column = valid.iter().rev().take_while(|b| **b != b'\n').count() + 1;
+            // Columns count characters, as the parser's do; the prefix is valid UTF-8.
+            let column = std::str::from_utf8(valid).map_or(0, |t| {
+                t.rsplit('\n').next().map_or(0, |l| l.chars().count())
+            }) + 1;
             return Err(FileReport {
                 file: file.to_string(),
                 source: String::new(),

@@ -103,7 +103,9 @@ impl SourceTree {
     /// than the core schema's, deep nesting and alias expansion past the limits are refused.
     pub fn parse(text: &str) -> Result<SourceTree, SyntaxError> {
         check_directives(text)?;
-        let root = Builder::default().build(text)?;
+        let root = Builder::default()
+            .build(text)
+            .map_err(|e| clamp_to_text(e, text))?;
         let (value, positions) = convert(root);
         Ok(SourceTree { value, positions })
     }
@@ -248,6 +250,37 @@ pub fn split_path(path: &str) -> Vec<Segment> {
         out.push(Segment::Key(key));
     }
     out
+}
+
+/// The parser reports errors at the end of the stream one line past the last one of a file without
+/// a final newline; name the end of the last line instead, which exists.
+fn clamp_to_text(mut e: SyntaxError, text: &str) -> SyntaxError {
+    let mut lines: Vec<usize> = vec![0];
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' | '\n' => {
+                if c == '\r' && chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                lines.push(0);
+            }
+            _ => *lines.last_mut().unwrap_or(&mut 0) += 1,
+        }
+    }
+    if e.pos.line > lines.len() {
+        e.pos = Pos {
+            line: lines.len(),
+            column: lines.last().copied().unwrap_or(0) + 1,
+        };
+    }
+    let len = lines
+        .get(e.pos.line.saturating_sub(1))
+        .copied()
+        .unwrap_or(0);
+    e.pos.column = e.pos.column.clamp(1, len + 1);
+    e.pos.line = e.pos.line.max(1);
+    e
 }
 
 /// `%YAML` and `%TAG` directives. saphyr accepts any `%YAML 1.x` and user tag handles; a blueprint
