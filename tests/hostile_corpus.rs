@@ -661,6 +661,24 @@ fn special_cases() -> Vec<(&'static str, Vec<u8>)> {
             vec![0xff, 0xfe, b'a', 0, b':', 0, b' ', 0, b'1', 0],
         ),
         ("NUL bytes", vec![0; 64]),
+        // Issue 10: the position index kept a path string per node, so leaves under a deep chain
+        // of long explicit keys cost key length x depth each (a 260 KB file aborted at 2 GB).
+        ("leaves under deep, long explicit keys", {
+            let mut b = String::from(header);
+            b.push_str("metadata: {name: x}\nspec:\n  gpuOperator:\n    values:\n");
+            for d in 0..40 {
+                b.push_str(&format!(
+                    "{}? {}{d}\n{}:\n",
+                    " ".repeat(6 + 2 * d),
+                    "k".repeat(1000),
+                    " ".repeat(6 + 2 * d)
+                ));
+            }
+            b.push_str(&format!("{}leaves: [", " ".repeat(6 + 2 * 40)));
+            b.push_str(&vec!["1"; 20_000].join(","));
+            b.push_str("]\n");
+            b.into_bytes()
+        }),
         ("over the size limit", {
             let mut b = header.as_bytes().to_vec();
             b.extend(std::iter::repeat_n(b'#', 17 * 1024 * 1024));
