@@ -1,4 +1,5 @@
-//! Runbooks: seed 004 §8.5's failure tables with this blueprint's pools, resource names, label keys
+//! Runbooks: the GPU failure tables (scheduling, container start, runtime, node and hardware) with
+//! this blueprint's pools, resource names, label keys
 //! and namespaces filled in (`templates/runbooks/troubleshooting.md.j2`).
 
 use std::collections::BTreeMap;

@@ -155,7 +155,7 @@ rules! {
     }
     "GPU021" "cuda-driver-minimum" "compatibility" Error {
         checks: "The driver on every pool a tenant can use is at least the minimum for each CUDA version the tenant declares, even with minor-version compatibility.",
-        why: "Containers built for a newer CUDA fail at start (`libcudart.so` missing or `CUDA driver version is insufficient`) while the scheduler still places them (seed 000, section 2.2).",
+        why: "Containers built for a newer CUDA fail at start (`libcudart.so` missing or `CUDA driver version is insufficient`) while the scheduler still places them; teams have spent days finding this.",
         fix: "Raise the pool's driver, or rebuild the tenant's images for an older CUDA.",
         source: "profiles/cuda.yaml",
         example: "spec:\n  gpuOperator: {driver: {version: \"525.60.13\"}}\n  tenants:\n    - {name: a, namespaces: [a], cuda: [\"13.0\"]}\n",
@@ -169,7 +169,7 @@ rules! {
     }
     "GPU023" "driver-architecture" "compatibility" Error {
         checks: "The driver branch supports the pool's GPU architecture and SKU (e.g. Volta last supported by R580; Blackwell needs R570 or newer).",
-        why: "The driver loads but does not see the GPU, so the device plugin registers nothing (seed 000: a V100 node with zero `nvidia.com/gpu`).",
+        why: "The driver loads but does not see the GPU, so the device plugin registers nothing (for example a V100 node that advertises zero `nvidia.com/gpu`).",
         fix: "Pick a driver branch inside the architecture's supported range, per pool if pools differ.",
         source: "profiles/architectures.yaml, profiles/gpus.yaml",
         example: "spec:\n  gpuOperator: {driver: {version: \"590.44.01\"}}\n  nodePools:\n    - gpu: {model: V100-SXM2-32GB, count: 8}\n",
@@ -267,9 +267,9 @@ rules! {
     }
     "GPU041" "sharing-inference" "sharing" Warning {
         checks: "Time-slicing on a pool whose role is `inference`.",
-        why: "Time-sliced GPUs have no memory or fault isolation and context-switch latency; latency-sensitive serving misses its P99 (seed 004, section 8.4: use MIG for inference).",
+        why: "Time-sliced GPUs have no memory or fault isolation and context-switch latency; latency-sensitive serving misses its P99; MIG gives inference isolated slices.",
         fix: "Use MIG on MIG-capable GPUs, or MPS, for inference pools.",
-        source: "seed 004 section 8.4; k8s-device-plugin docs",
+        source: "NVIDIA k8s-device-plugin docs (time-slicing and MPS sharing); NVIDIA MIG user guide",
         example: "spec:\n  nodePools:\n    - role: inference\n      partitioning: {mode: time-slicing, timeSlicing: {replicas: 4}}\n",
     }
     "GPU042" "sharing-config-shape" "sharing" Error {
@@ -281,7 +281,7 @@ rules! {
     }
     "GPU050" "quota-limits-extended" "quota" Error {
         checks: "Tenant quotas do not use `limits.<extended resource>` (such as `limits.nvidia.com/gpu`).",
-        why: "The API server accepts the key but never enforces it: extended resources are quota-limited only as `requests.<name>` (seed 004 section 8.3 shows this mistake).",
+        why: "The API server accepts the key but never enforces it: extended resources are quota-limited only as `requests.<name>`, a common mistake in GPU quota examples.",
         fix: "Write the bare name (`nvidia.com/gpu: 16`); gpuctl renders `requests.nvidia.com/gpu`.",
         source: "profiles/limits.yaml (ResourceQuota extended resources)",
         example: "spec:\n  tenants:\n    - quota: {limits.nvidia.com/gpu: 16}\n",
@@ -302,7 +302,7 @@ rules! {
     }
     "GPU053" "quota-no-capacity" "quota" Error {
         checks: "Every GPU resource named in a tenant quota, tenant default or queue quota is provided by some pool (by the pool named, for queues).",
-        why: "Quota for a resource no node advertises admits nothing: pods stay Pending with `Insufficient nvidia.com/mig-...` (seed 000).",
+        why: "Quota for a resource no node advertises admits nothing: pods stay Pending with `Insufficient nvidia.com/mig-...`.",
         fix: "Use the resource names the pools advertise (`gpuctl capacity`): `nvidia.com/gpu`, or `nvidia.com/mig-<profile>` under the mixed MIG strategy.",
         source: "docs/blueprint.md (resource names follow the partitioning)",
         example: "spec:\n  nodePools:\n    - {partitioning: {mode: none}, ...}\n  tenants:\n    - quota: {nvidia.com/mig-1g.10gb: 4}\n",
