@@ -3,11 +3,18 @@
 //! Written here because k8s-openapi's `Quantity` is an unparsed string and no maintained crate parses
 //! the grammar exactly; the grammar is small and fixed (apimachinery `resource.ParseQuantity`).
 
+/// A value from a blueprint as a message shows it: at most 80 characters, so a hostile value
+/// cannot flood a terminal, a CI log or a PR comment.
+fn shown(text: &str) -> String {
+    crate::blueprint::yaml::shorten(text)
+}
+
 /// Parses a quantity into milli-units (`1` -> 1000, `500m` -> 500, `1Ki` -> 1_024_000).
 pub fn parse_milli(text: &str) -> Result<i128, String> {
     let bad = || {
         format!(
-            "`{text}` is not a Kubernetes quantity (examples: `8`, `500m`, `1.5`, `12Ti`, `64Gi`)"
+            "`{}` is not a Kubernetes quantity (examples: `8`, `500m`, `1.5`, `12Ti`, `64Gi`)",
+            shown(text)
         )
     };
     let t = text.trim();
@@ -92,7 +99,12 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
 
 /// Parses a Go duration (`100ms`, `30s`, `1m30s`, `2h`) into milliseconds.
 pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
-    let bad = || format!("`{text}` is not a duration (examples: `100ms`, `30s`, `30m`, `1h30m`)");
+    let bad = || {
+        format!(
+            "`{}` is not a duration (examples: `100ms`, `30s`, `30m`, `1h30m`)",
+            shown(text)
+        )
+    };
     let mut rest = text.trim();
     if rest.is_empty() {
         return Err(bad());

@@ -31,16 +31,13 @@ pub struct Loaded {
 /// [`crate::input::BLUEPRINT`]. An unreadable, oversized or special file is a single finding.
 pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
     let file = crate::input::name(path);
-    let bytes = crate::input::read(path, &crate::input::BLUEPRINT).map_err(|e| FileReport {
-        file: file.clone(),
-        source: String::new(),
-        findings: vec![finding(
-            "GPU001",
-            "",
+    let bytes = crate::input::read(path, &crate::input::BLUEPRINT).map_err(|e| {
+        single(
+            &file,
             None,
             e.problem.to_string(),
-            Some(e.problem.hint(&e.limit)),
-        )],
+            &e.problem.hint(&e.limit),
+        )
     })?;
     load_bytes(&file, bytes)
 }
@@ -48,24 +45,8 @@ pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
 /// Loads a blueprint already read (e.g. by `gpuctl apply`, which reads its target once to tell a
 /// saved plan from a blueprint); `file` names it in findings. Refuses what [`load_file`] refuses.
 pub fn load_bytes(file: &str, bytes: Vec<u8>) -> Result<Loaded, FileReport> {
-    let limit = crate::input::BLUEPRINT;
-    if bytes.len() as u64 > limit.bytes {
-        return Err(FileReport {
-            file: file.to_string(),
-            source: String::new(),
-            findings: vec![finding(
-                "GPU001",
-                "",
-                None,
-                crate::input::Problem::TooLarge {
-                    what: limit.what,
-                    size: bytes.len().to_string(),
-                    limit: limit.bytes,
-                }
-                .to_string(),
-                Some(limit.hint.into()),
-            )],
-        });
+    if let Some(report) = too_large(file, bytes.len()) {
+        return Err(report);
     }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
@@ -76,19 +57,12 @@ pub fn load_bytes(file: &str, bytes: Vec<u8>) -> Result<Loaded, FileReport> {
             let column = std::str::from_utf8(valid).map_or(0, |t| {
                 t.rsplit('\n').next().map_or(0, |l| l.chars().count())
             }) + 1;
-            return Err(FileReport {
-                file: file.to_string(),
-                source: String::new(),
-                findings: vec![finding(
-                    "GPU001",
-                    "",
-                    Some(Pos { line, column }),
-                    "the file is not UTF-8 text".into(),
-                    Some(
-                        "a blueprint is a YAML text file; check that this is the right file".into(),
-                    ),
-                )],
-            });
+            return Err(single(
+                file,
+                Some(Pos { line, column }),
+                "the file is not UTF-8 text".into(),
+                "a blueprint is a YAML text file; check that this is the right file",
+            ));
         }
     };
     load_str(file, &text)
@@ -104,20 +78,8 @@ pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
         findings,
     };
     // Text handed in directly (tests, callers of the library) meets the limit the readers use.
-    let limit = crate::input::BLUEPRINT;
-    if text.len() as u64 > limit.bytes {
-        return Err(fail(vec![finding(
-            "GPU001",
-            "",
-            None,
-            format!(
-                "the {} is {} bytes; over {} bytes is refused",
-                limit.what,
-                text.len(),
-                limit.bytes
-            ),
-            Some(limit.hint.into()),
-        )]));
+    if let Some(report) = too_large(file, text.len()) {
+        return Err(report);
     }
     let tree = SourceTree::parse(text).map_err(|e| {
         fail(vec![finding(
@@ -167,6 +129,28 @@ pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
     }
     findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     Err(fail(findings))
+}
+
+/// A report of one whole-file problem (GPU001).
+fn single(file: &str, pos: Option<Pos>, message: String, hint: &str) -> FileReport {
+    FileReport {
+        file: file.to_string(),
+        source: String::new(),
+        findings: vec![finding("GPU001", "", pos, message, Some(hint.into()))],
+    }
+}
+
+/// The blueprint size limit of `crate::input`, for text that did not come through its reader.
+fn too_large(file: &str, len: usize) -> Option<FileReport> {
+    let limit = crate::input::BLUEPRINT;
+    (len as u64 > limit.bytes).then(|| {
+        let problem = crate::input::Problem::TooLarge {
+            what: limit.what,
+            size: len.to_string(),
+            limit: limit.bytes,
+        };
+        single(file, None, problem.to_string(), limit.hint)
+    })
 }
 
 /// Nodes in a value (a deserialisation pass visits each once).
