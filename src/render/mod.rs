@@ -420,7 +420,7 @@ fn owned_object(
     };
     if !name_ok {
         return Err(bad(&format!(
-            "`metadata.name` `{}` of a {kind} is not a valid Kubernetes name",
+            "`metadata.name` `{}` of a {kind} is not a valid Kubernetes name; make the template write lower-case letters, digits, `-` and `.` only",
             crate::blueprint::yaml::shorten(&name)
         )));
     }
@@ -428,7 +428,7 @@ fn owned_object(
         && !crate::validate::is_dns_label(ns, limits.dns1123_label_max_length)
     {
         return Err(bad(&format!(
-            "`metadata.namespace` `{}` is not a DNS-1123 label",
+            "`metadata.namespace` `{}` is not a DNS-1123 label; make the template write lower-case letters, digits and `-` only",
             crate::blueprint::yaml::shorten(ns)
         )));
     }
