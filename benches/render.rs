@@ -6,18 +6,18 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gpuctl::render::{Templates, render};
+use gpuctl_core::render::{Templates, render};
 
-fn opts() -> gpuctl::validate::Options {
-    gpuctl::validate::Options {
+fn opts() -> gpuctl_core::validate::Options {
+    gpuctl_core::validate::Options {
         today: jiff::civil::date(2026, 11, 30),
     }
 }
 
-fn load_validate_render(text: &str, templates: &Templates) -> gpuctl::render::RenderedSet {
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let loaded = gpuctl::blueprint::load_str("scale.yaml", text).expect("loads");
-    let v = gpuctl::validate::validate(loaded, catalog, opts()).expect("validates");
+fn load_validate_render(text: &str, templates: &Templates) -> gpuctl_core::render::RenderedSet {
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let loaded = gpuctl_core::blueprint::load_str("scale.yaml", text).expect("loads");
+    let v = gpuctl_core::validate::validate(loaded, catalog, opts()).expect("validates");
     render(&v, catalog, templates).expect("renders")
 }
 
@@ -29,7 +29,7 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 fn bench(c: &mut Criterion) {
-    let text = gpuctl::testgen::large_blueprint();
+    let text = gpuctl_core::testgen::large_blueprint();
     let templates = Templates::embedded();
 
     // One cold run first: its time and the process's peak memory are the figures the issue asks for
@@ -49,16 +49,16 @@ fn bench(c: &mut Criterion) {
     c.bench_function("load+validate+render 64 pools, 1000 namespaces", |b| {
         b.iter(|| black_box(load_validate_render(black_box(&text), &templates)))
     });
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let loaded = gpuctl::blueprint::load_str("scale.yaml", &text).expect("loads");
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let loaded = gpuctl_core::blueprint::load_str("scale.yaml", &text).expect("loads");
     c.bench_function("load+validate 64 pools, 1000 namespaces", |b| {
         b.iter(|| {
             let loaded =
-                gpuctl::blueprint::load_str("scale.yaml", black_box(&text)).expect("loads");
-            black_box(gpuctl::validate::check(&loaded, catalog, opts()))
+                gpuctl_core::blueprint::load_str("scale.yaml", black_box(&text)).expect("loads");
+            black_box(gpuctl_core::validate::check(&loaded, catalog, opts()))
         })
     });
-    let v = gpuctl::validate::validate(loaded, catalog, opts()).expect("validates");
+    let v = gpuctl_core::validate::validate(loaded, catalog, opts()).expect("validates");
     c.bench_function("render 64 pools, 1000 namespaces", |b| {
         b.iter(|| black_box(render(black_box(&v), catalog, &templates).expect("renders")))
     });

@@ -23,14 +23,14 @@ fn largest_example() -> (String, String) {
 
 fn bench(c: &mut Criterion) {
     let (file, text) = largest_example();
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let opts = gpuctl::validate::Options {
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let opts = gpuctl_core::validate::Options {
         today: jiff::civil::date(2026, 11, 30),
     };
     c.bench_function("load+validate largest example", |b| {
         b.iter(|| {
-            let loaded = gpuctl::blueprint::load_str(&file, black_box(&text)).expect("loads");
-            black_box(gpuctl::validate::check(&loaded, catalog, opts))
+            let loaded = gpuctl_core::blueprint::load_str(&file, black_box(&text)).expect("loads");
+            black_box(gpuctl_core::validate::check(&loaded, catalog, opts))
         })
     });
 }

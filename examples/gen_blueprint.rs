@@ -7,8 +7,8 @@ fn main() {
         .filter_map(|a| a.parse().ok())
         .collect();
     let text = match args.as_slice() {
-        [p, t, n] => gpuctl::testgen::blueprint(*p, *t, *n),
-        _ => gpuctl::testgen::large_blueprint(),
+        [p, t, n] => gpuctl_core::testgen::blueprint(*p, *t, *n),
+        _ => gpuctl_core::testgen::large_blueprint(),
     };
     print!("{text}");
 }

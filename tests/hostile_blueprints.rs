@@ -4,18 +4,18 @@
 
 mod render_common;
 
-use gpuctl::diag::Severity;
-use gpuctl::render::{RenderError, Templates};
+use gpuctl_core::diag::Severity;
+use gpuctl_core::render::{RenderError, Templates};
 use render_common::{opts, root};
 
 fn dgx() -> String {
     std::fs::read_to_string(root().join("blueprints/dgx-h100-training.yaml")).unwrap()
 }
 
-fn errors(text: &str) -> Vec<(String, String, Option<gpuctl::blueprint::yaml::Pos>)> {
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let report = match gpuctl::blueprint::load_str("t.yaml", text) {
-        Ok(loaded) => gpuctl::validate::check(&loaded, catalog, opts()),
+fn errors(text: &str) -> Vec<(String, String, Option<gpuctl_core::blueprint::yaml::Pos>)> {
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let report = match gpuctl_core::blueprint::load_str("t.yaml", text) {
+        Ok(loaded) => gpuctl_core::validate::check(&loaded, catalog, opts()),
         Err(report) => report,
     };
     report
@@ -59,10 +59,10 @@ fn a_template_override_cannot_name_an_object_with_a_path() {
     )
     .unwrap();
     let templates = Templates::from_dir(dir.path()).unwrap();
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let loaded = gpuctl::blueprint::load_str("t.yaml", &dgx()).unwrap();
-    let v = gpuctl::validate::validate(loaded, catalog, opts()).unwrap();
-    match gpuctl::render::render(&v, catalog, &templates) {
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let loaded = gpuctl_core::blueprint::load_str("t.yaml", &dgx()).unwrap();
+    let v = gpuctl_core::validate::validate(loaded, catalog, opts()).unwrap();
+    match gpuctl_core::render::render(&v, catalog, &templates) {
         Err(RenderError::TemplateOutput { template, message }) => {
             assert_eq!(template, "objects/priorityclass.yaml.j2");
             assert!(message.contains("not a valid Kubernetes name"), "{message}");
@@ -172,9 +172,9 @@ fn columns_agree_after_a_byte_order_mark_and_multibyte_text() {
             "value: \"ééé\", effect: NoSchedule, efect: x"
         )
     );
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let report = match gpuctl::blueprint::load_str("t.yaml", &text) {
-        Ok(loaded) => gpuctl::validate::check(&loaded, catalog, opts()),
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let report = match gpuctl_core::blueprint::load_str("t.yaml", &text) {
+        Ok(loaded) => gpuctl_core::validate::check(&loaded, catalog, opts()),
         Err(report) => report,
     };
     let f = report
@@ -184,7 +184,7 @@ fn columns_agree_after_a_byte_order_mark_and_multibyte_text() {
         .unwrap_or_else(|| panic!("{:#?}", report.findings));
     let pos = f.pos.unwrap();
     assert_eq!((pos.line, pos.column), (43, 68), "the BOM is not a column");
-    let human = gpuctl::output::human(&[report], gpuctl::cli::settings::Style::Plain);
+    let human = gpuctl::output::human(&[report], gpuctl::settings::Style::Plain);
     assert!(human.contains("[t.yaml:43:68]"), "{human}");
 }
 
@@ -195,14 +195,14 @@ fn names_validate_accepts_render_accepts() {
     let tenant = "d".repeat(63);
     let text = edited("    - name: dev\n", &format!("    - name: {tenant}\n"));
     assert!(errors(&text).is_empty(), "{:#?}", errors(&text));
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let v = gpuctl::validate::validate(
-        gpuctl::blueprint::load_str("t.yaml", &text).unwrap(),
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let v = gpuctl_core::validate::validate(
+        gpuctl_core::blueprint::load_str("t.yaml", &text).unwrap(),
         catalog,
         opts(),
     )
     .unwrap();
-    let set = gpuctl::render::render(&v, catalog, &Templates::embedded()).unwrap();
+    let set = gpuctl_core::render::render(&v, catalog, &Templates::embedded()).unwrap();
     assert!(
         set.objects
             .iter()

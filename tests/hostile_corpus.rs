@@ -37,13 +37,14 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use gpuctl::blueprint::yaml::SourceTree;
-use gpuctl::cli::settings::Style;
-use gpuctl::cluster::snapshot::Snapshot;
-use gpuctl::diag::{FileReport, Severity};
-use gpuctl::plan::{Live, Plan, PlanOptions};
-use gpuctl::profiles::Catalog;
-use gpuctl::render::{RenderedSet, Templates};
+use gpuctl::settings::Style;
+use gpuctl_core::blueprint::yaml::SourceTree;
+use gpuctl_core::diag::{FileReport, Severity};
+use gpuctl_core::live::LiveView;
+use gpuctl_core::plan::{Plan, PlanOptions};
+use gpuctl_core::profiles::Catalog;
+use gpuctl_core::render::{RenderedSet, Templates};
+use gpuctl_core::snapshot::Snapshot;
 use serde_json::Value;
 
 use hostile::mutate::{self, Seed};
@@ -188,7 +189,7 @@ fn first_chars(s: &str, n: usize) -> String {
 struct Env {
     catalog: &'static Catalog,
     templates: Templates,
-    opts: gpuctl::validate::Options,
+    opts: gpuctl_core::validate::Options,
     rt: tokio::runtime::Runtime,
     /// The shipped snapshot, for plans of accepted blueprints of its cluster.
     snapshot: Snapshot,
@@ -231,10 +232,10 @@ fn plan_on(
     out: &mut Outcome,
     name: &str,
     set: &RenderedSet,
-    live: Live<'_>,
-) -> Option<Result<Plan, gpuctl::plan::PlanError>> {
+    live: LiveView,
+) -> Option<Result<Plan, gpuctl_core::plan::PlanError>> {
     let r = stage(out, name, || {
-        rt.block_on(gpuctl::plan::plan(set, live, PlanOptions::default()))
+        gpuctl_core::plan::plan(set, &live, PlanOptions::default())
     });
     if r.is_none() {
         *rt = runtime();
@@ -257,15 +258,15 @@ impl Env {
         }
         let file_name = file.display().to_string();
         let loaded = stage(&mut out, "load", || match text {
-            Some(t) => gpuctl::blueprint::load_str(&file_name, t),
-            None => gpuctl::blueprint::load_file(&file),
+            Some(t) => gpuctl_core::blueprint::load_str(&file_name, t),
+            None => gpuctl_core::blueprint::load_file(&file),
         });
         let Some(loaded) = loaded else { return out };
         let validated = match loaded {
             Ok(l) => {
                 let (catalog, opts) = (self.catalog, self.opts);
                 match stage(&mut out, "validate", || {
-                    gpuctl::validate::validate(l, catalog, opts)
+                    gpuctl_core::validate::validate(l, catalog, opts)
                 }) {
                     Some(v) => v,
                     None => return out,
@@ -296,7 +297,7 @@ impl Env {
 
         let (catalog, templates) = (self.catalog, &self.templates);
         let rendered = stage(&mut out, "render", || {
-            gpuctl::render::render(&validated, catalog, templates)
+            gpuctl_core::render::render(&validated, catalog, templates)
         });
         let set = match rendered {
             Some(Ok(set)) => set,
@@ -321,7 +322,7 @@ impl Env {
             &mut out,
             "plan (offline)",
             &set,
-            Live::Offline,
+            LiveView::offline(),
         );
         match plan {
             Some(Ok(plan)) => {
@@ -343,7 +344,7 @@ impl Env {
                 &mut out,
                 "plan (snapshot)",
                 &set,
-                Live::Snapshot(&self.snapshot),
+                LiveView::from_snapshot(&self.snapshot, &gpuctl_core::plan::parent_of(&set).id()),
             );
             match plan {
                 Some(Ok(plan)) => self.plan_outputs(&mut out, &plan),
@@ -385,7 +386,7 @@ impl Env {
         if let Some(Err(e)) = back {
             out.failures.push((
                 "a saved plan does not read back".into(),
-                first_chars(&e, 400),
+                first_chars(&e.to_string(), 400),
             ));
         }
     }
@@ -405,7 +406,7 @@ impl Env {
             &mut out,
             "plan (corrupted snapshot)",
             &self.seed_set,
-            Live::Snapshot(&snap),
+            LiveView::from_snapshot(&snap, &gpuctl_core::plan::parent_of(&self.seed_set).id()),
         );
         if let Some(Ok(plan)) = plan {
             out.planned = true;
@@ -454,8 +455,8 @@ fn message_shape(message: &str) -> String {
 }
 
 /// Problems of the whole file have no position: the size limit, an unreadable file, a file that
-/// is not a regular file (messages of `gpuctl::input` and the loader's own size check).
-fn whole_file(f: &gpuctl::diag::Finding) -> bool {
+/// is not a regular file (messages of `gpuctl_core::input` and the loader's own size check).
+fn whole_file(f: &gpuctl_core::diag::Finding) -> bool {
     f.rule == "GPU001"
         && (f.message.contains(" bytes; over ")
             || f.message.contains(" bytes is refused")
@@ -773,7 +774,7 @@ fn hostile_corpus() {
     // Everything built once stays allocated outside the measured regions.
     let catalog = Catalog::embedded();
     let today = jiff::civil::date(2026, 11, 30);
-    let opts = gpuctl::validate::Options { today };
+    let opts = gpuctl_core::validate::Options { today };
     let templates = Templates::load(None).expect("embedded templates");
     let seed_set = {
         let text = &seeds
@@ -781,9 +782,10 @@ fn hostile_corpus() {
             .find(|s| s.name == SNAPSHOT_BLUEPRINT)
             .expect("the snapshot's blueprint")
             .text;
-        let loaded = gpuctl::blueprint::load_str(SNAPSHOT_BLUEPRINT, text).expect("seed loads");
-        let v = gpuctl::validate::validate(loaded, catalog, opts).expect("seed validates");
-        gpuctl::render::render(&v, catalog, &templates).expect("seed renders")
+        let loaded =
+            gpuctl_core::blueprint::load_str(SNAPSHOT_BLUEPRINT, text).expect("seed loads");
+        let v = gpuctl_core::validate::validate(loaded, catalog, opts).expect("seed validates");
+        gpuctl_core::render::render(&v, catalog, &templates).expect("seed renders")
     };
     let mut env = Env {
         catalog,

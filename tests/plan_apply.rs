@@ -6,11 +6,16 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use gpuctl::apply::{self, ApplyError, ApplyOptions, Progress, ProgressMode};
-use gpuctl::applyset::{self, ApplySetParent};
-use gpuctl::cluster::{self, ConnectOptions, Kube};
-use gpuctl::plan::{self, ActionKind, Live, Plan, PlanFinding, PlanOptions};
-use gpuctl::render::{HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet};
+use gpuctl::output::progress::{Progress, ProgressMode};
+use gpuctl_cluster::apply::{self, ApplyError, ApplyOptions};
+use gpuctl_cluster::read;
+use gpuctl_cluster::{ConnectOptions, Kube};
+use gpuctl_core::applyset::{self, ApplySetParent};
+use gpuctl_core::blueprint::InstallMode;
+use gpuctl_core::diag::Severity;
+use gpuctl_core::live::LiveView;
+use gpuctl_core::plan::{self, ActionKind, Plan, PlanFinding, PlanOptions};
+use gpuctl_core::render::{HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
@@ -136,7 +141,7 @@ impl Fixture {
                 chart: "nvidia/gpu-operator".into(),
                 version: "v26.7.0".into(),
                 namespace: ns,
-                install: "none".into(),
+                install: InstallMode::None,
                 values: json!({}),
             },
             documents: BTreeMap::new(),
@@ -158,7 +163,7 @@ fn opts() -> ApplyOptions {
 }
 
 async fn live_plan(k: &Kube, set: &RenderedSet) -> Plan {
-    plan::plan(set, Live::Cluster(k), PlanOptions::default())
+    read::plan(k, set, PlanOptions::default(), 32)
         .await
         .expect("plan")
 }
@@ -371,13 +376,13 @@ async fn prune_removes_only_members() {
         "{:#?}",
         p.findings
     );
-    let forced = plan::plan(
+    let forced = read::plan(
+        &k,
         &set,
-        Live::Cluster(&k),
         PlanOptions {
             prune_protected: true,
-            ..PlanOptions::default()
         },
+        32,
     )
     .await
     .expect("plan");
@@ -560,7 +565,7 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
     let k = kube().await;
     let f = Fixture::new(&tc.name("helm"));
     let mut set = f.set();
-    set.helm.install = "helm".into();
+    set.helm.install = InstallMode::Helm;
     set.helm.values =
         json!({"driver": {"version": "580.95.05"}, "dcgmExporter": {"enabled": true}});
     let no_helm = ApplyOptions {
@@ -607,7 +612,7 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
         "exactly the value changes, the credential masked"
     );
     assert!(!p.to_json().contains("s3cr3t"));
-    let text = gpuctl::output::plan::human(&p, gpuctl::cli::settings::Style::Plain, false);
+    let text = gpuctl::output::plan::human(&p, gpuctl::settings::Style::Plain, false);
     assert!(
         text.contains(&format!("~ upgrade  HelmRelease/{}/gpu-operator", f.ns()))
             && text.contains("revision 1 (deployed), chart nvidia/gpu-operator v25.10.1 -> v26.7.0, 2 value(s) change")
@@ -649,11 +654,10 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
     );
 
     // A snapshot carries the release, so CI plans see the same.
-    let snap = plan::capture(&k, &set).await.expect("snapshot");
+    let snap = read::snapshot(&k, &set).await.expect("snapshot");
     assert_eq!(snap.helm_release.as_ref().map(|r| r.revision), Some(2));
-    let from_snapshot = plan::plan(&set, Live::Snapshot(&snap), PlanOptions::default())
-        .await
-        .unwrap();
+    let view = LiveView::from_snapshot(&snap, &plan::parent_of(&set).id());
+    let from_snapshot = plan::plan(&set, &view, PlanOptions::default()).unwrap();
     assert_eq!(from_snapshot.helm_release, p.helm_release);
 
     // A release stuck mid-operation is upgraded again, with a warning that says why.
@@ -672,10 +676,8 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
         plan::HelmAction::Upgrade
     );
     assert!(
-        p.findings
-            .iter()
-            .any(|f| f.severity == "warning"
-                && f.message.contains("revision 3 is `pending-upgrade`")),
+        p.findings.iter().any(|f| f.severity == Severity::Warning
+            && f.message.contains("revision 3 is `pending-upgrade`")),
         "{:#?}",
         p.findings
     );
@@ -806,7 +808,7 @@ async fn node_mismatches_are_findings() {
     set.node_patches[0]
         .labels
         .insert("gpuctl.dev/driver".into(), "pool-new".into());
-    for (blue_green, severity) in [(true, "error"), (false, "warning")] {
+    for (blue_green, severity) in [(true, Severity::Error), (false, Severity::Warning)] {
         set.node_patches[0].blue_green = blue_green;
         let p = live_plan(&k, &set).await;
         let moves: Vec<&PlanFinding> = p
@@ -903,7 +905,7 @@ impl FaultProxy {
     }
 
     async fn kube(&self) -> Kube {
-        cluster::connect(&ConnectOptions {
+        gpuctl_cluster::connect(&ConnectOptions {
             kubeconfig: Some(self.kubeconfig.clone()),
             context: None,
         })

@@ -2,12 +2,14 @@
 //! the blueprint's new values nor the live release's old ones, while the saved plan keeps what
 //! apply needs. In-process, against a snapshot: no cluster.
 
-use gpuctl::cli::settings::Style;
-use gpuctl::cluster::helm::LiveRelease;
-use gpuctl::cluster::snapshot::{self, SNAPSHOT_FORMAT_VERSION, Snapshot};
 use gpuctl::output::plan::{human, markdown};
-use gpuctl::plan::{self, ActionKind, HelmAction, Live, Plan, PlanOptions};
-use gpuctl::render::{HelmRelease, Phase, RenderedObject, RenderedSet};
+use gpuctl::settings::Style;
+use gpuctl_core::blueprint::InstallMode;
+use gpuctl_core::live::LiveView;
+use gpuctl_core::live::release::LiveRelease;
+use gpuctl_core::plan::{self, ActionKind, HelmAction, Plan, PlanOptions};
+use gpuctl_core::render::{HelmRelease, Phase, RenderedObject, RenderedSet};
+use gpuctl_core::snapshot::{self, SNAPSHOT_FORMAT_VERSION, Snapshot};
 use serde_json::{Value, json};
 
 /// Substrings of every credential below, old and new.
@@ -81,7 +83,7 @@ fn set() -> RenderedSet {
             chart: "nvidia/gpu-operator".into(),
             version: "v26.7.0".into(),
             namespace: "gpu-operator".into(),
-            install: "helm".into(),
+            install: InstallMode::Helm,
             values: values(""),
         },
         documents: Default::default(),
@@ -114,15 +116,9 @@ fn snapshot_plan() -> Plan {
         ),
         driver_cr("-old"),
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    rt.block_on(plan::plan(
-        &set(),
-        Live::Snapshot(&snap),
-        PlanOptions::default(),
-    ))
-    .expect("plan")
+    let set = set();
+    let view = LiveView::from_snapshot(&snap, &plan::parent_of(&set).id());
+    plan::plan(&set, &view, PlanOptions::default()).expect("plan")
 }
 
 fn assert_masked(what: &str, text: &str) {
@@ -174,7 +170,7 @@ fn issue_10_printed_plans_never_show_credentials() {
 #[test]
 fn issue_10_the_printed_json_plan_cannot_be_applied_the_saved_one_round_trips() {
     let p = snapshot_plan();
-    let refused = Plan::from_json(&p.to_json()).unwrap_err();
+    let refused = Plan::from_json(&p.to_json()).unwrap_err().to_string();
     assert!(refused.contains("--out"), "{refused}");
     let saved = p.to_saved_json();
     assert!(

@@ -90,7 +90,7 @@ fn issue_10_the_saved_plan_is_owner_only_and_the_printed_one_masked() {
     let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("plan json");
     assert_eq!(printed["redacted"], true);
     let saved = std::fs::read_to_string(&out).unwrap();
-    gpuctl::plan::Plan::from_json(&saved).expect("the saved plan can be applied");
+    gpuctl_core::plan::Plan::from_json(&saved).expect("the saved plan can be applied");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
 }

@@ -5,7 +5,7 @@ mod render_common;
 
 use std::process::Command;
 
-use gpuctl::render::{RenderError, Templates};
+use gpuctl_core::render::{RenderError, Templates};
 use render_common::{opts, root};
 
 fn gpuctl(args: &[&str]) -> std::process::Output {
@@ -25,12 +25,12 @@ fn dgx() -> String {
 fn try_render(
     text: &str,
     templates: &Templates,
-) -> Result<gpuctl::render::RenderedSet, RenderError> {
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let loaded = gpuctl::blueprint::load_str("t.yaml", text).unwrap();
-    let v = gpuctl::validate::validate(loaded, catalog, opts())
+) -> Result<gpuctl_core::render::RenderedSet, RenderError> {
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let loaded = gpuctl_core::blueprint::load_str("t.yaml", text).unwrap();
+    let v = gpuctl_core::validate::validate(loaded, catalog, opts())
         .unwrap_or_else(|r| panic!("{:#?}", r.findings));
-    gpuctl::render::render(&v, catalog, templates)
+    gpuctl_core::render::render(&v, catalog, templates)
 }
 
 #[test]
@@ -258,9 +258,9 @@ fn unknown_chart_value_paths_are_errors_naming_the_path() {
 
 /// The error findings of `rule` as text, each with its line; panics when validation passes.
 fn validation_errors(text: &str, rule: &str) -> String {
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let loaded = gpuctl::blueprint::load_str("t.yaml", text).unwrap();
-    let report = gpuctl::validate::validate(loaded, catalog, opts()).unwrap_err();
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let loaded = gpuctl_core::blueprint::load_str("t.yaml", text).unwrap();
+    let report = gpuctl_core::validate::validate(loaded, catalog, opts()).unwrap_err();
     let found: Vec<String> = report
         .findings
         .iter()
@@ -298,9 +298,9 @@ fn pools_with_different_mig_strategies_are_refused() {
     );
     // Validation stops it first (GPU035); render keeps its own guard for blueprints that reach it
     // another way, but a validated blueprint never does.
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let loaded = gpuctl::blueprint::load_str("t.yaml", &text).unwrap();
-    let report = gpuctl::validate::validate(loaded, catalog, opts()).unwrap_err();
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let loaded = gpuctl_core::blueprint::load_str("t.yaml", &text).unwrap();
+    let report = gpuctl_core::validate::validate(loaded, catalog, opts()).unwrap_err();
     let f = report
         .findings
         .iter()

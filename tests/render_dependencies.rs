@@ -7,7 +7,7 @@ mod render_common;
 
 use std::collections::BTreeSet;
 
-use gpuctl::render::RenderedSet;
+use gpuctl_core::render::RenderedSet;
 use render_common::{render_text, root};
 
 fn base() -> String {
@@ -127,7 +127,7 @@ fn own_driver(version: &str, strategy: &str) -> RenderedSet {
 
 fn driver_label(set: &RenderedSet, pool: &str) -> String {
     let p = set.node_patches.iter().find(|p| p.pool == pool).unwrap();
-    p.labels[gpuctl::render::DRIVER_LABEL].clone()
+    p.labels[gpuctl_core::render::DRIVER_LABEL].clone()
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn a_blue_green_pools_driver_cr_is_named_after_its_version_and_replaced_on_a_cha
         .unwrap();
     assert_eq!(cr.manifest["spec"]["version"], "595.91.07");
     assert_eq!(
-        cr.manifest["spec"]["nodeSelector"][gpuctl::render::DRIVER_LABEL],
+        cr.manifest["spec"]["nodeSelector"][gpuctl_core::render::DRIVER_LABEL],
         "pool-h100-train-595-91-07"
     );
     // The other pool stays on the cluster default CR.

@@ -19,7 +19,7 @@ fn every_valid_example_matches_its_golden_render() {
         let name = stem(&path);
         let runbook = set
             .documents
-            .get(gpuctl::render::TROUBLESHOOTING_RUNBOOK)
+            .get(gpuctl_core::render::TROUBLESHOOTING_RUNBOOK)
             .cloned()
             .unwrap_or_default();
         insta::with_settings!({
@@ -57,10 +57,10 @@ fn render_refuses_the_broken_seed_blueprint() {
         .find(|p| p.ends_with("seed000-mixed-lab.yaml"))
         .expect("blueprints/seed000-mixed-lab.yaml");
     let text = std::fs::read_to_string(&broken).unwrap();
-    let loaded = gpuctl::blueprint::load_str("seed000-mixed-lab.yaml", &text).unwrap();
-    let report = gpuctl::validate::validate(
+    let loaded = gpuctl_core::blueprint::load_str("seed000-mixed-lab.yaml", &text).unwrap();
+    let report = gpuctl_core::validate::validate(
         loaded,
-        gpuctl::profiles::Catalog::embedded(),
+        gpuctl_core::profiles::Catalog::embedded(),
         render_common::opts(),
     )
     .expect_err("seed000-mixed-lab.yaml has errors on purpose");
@@ -80,7 +80,7 @@ fn rendering_is_deterministic() {
 /// Large sets are parsed on several threads; the result must not depend on it.
 #[test]
 fn large_renders_are_deterministic() {
-    let text = gpuctl::testgen::blueprint(16, 150, 2);
+    let text = gpuctl_core::testgen::blueprint(16, 150, 2);
     let a = render_common::render_text("gen.yaml", &text);
     let b = render_common::render_text("gen.yaml", &text);
     assert!(a.objects.len() > 1000, "{}", a.objects.len());

@@ -32,7 +32,7 @@ fn key_trees_match_upstream_values() {
             "NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at tag {version} \
              (shared/upstream/gpu-operator/{version}/values.yaml)"
         );
-        let want = gpuctl::render::chart::key_tree_file(version, &source, &values);
+        let want = gpuctl_core::render::chart::key_tree_file(version, &source, &values);
         let path = root().join(format!("profiles/gpu-operator-values/{version}.yaml"));
         if update {
             std::fs::write(&path, &want).expect("writable profiles/");
@@ -49,18 +49,19 @@ fn key_trees_match_upstream_values() {
 
 /// Every render the conformance tests check: the valid examples, the v25.10.1 blueprint, and a
 /// small generated one (driver overrides, MIG, time-slicing, many tenants).
-fn renders() -> Vec<(String, gpuctl::render::RenderedSet)> {
-    let mut out: Vec<(String, gpuctl::render::RenderedSet)> = render_common::valid_blueprints()
-        .iter()
-        .map(|p| (p.display().to_string(), render_common::render_file(p)))
-        .collect();
+fn renders() -> Vec<(String, gpuctl_core::render::RenderedSet)> {
+    let mut out: Vec<(String, gpuctl_core::render::RenderedSet)> =
+        render_common::valid_blueprints()
+            .iter()
+            .map(|p| (p.display().to_string(), render_common::render_file(p)))
+            .collect();
     out.push((
         "V25_BLUEPRINT".into(),
         render_common::render_text("v25.yaml", render_common::V25_BLUEPRINT),
     ));
     out.push((
         "testgen".into(),
-        render_common::render_text("gen.yaml", &gpuctl::testgen::blueprint(8, 12, 2)),
+        render_common::render_text("gen.yaml", &gpuctl_core::testgen::blueprint(8, 12, 2)),
     ));
     out
 }
@@ -333,7 +334,7 @@ fn cel_rules_hold() {
 // Core objects
 
 fn round_trips<T: serde::de::DeserializeOwned + serde::Serialize>(
-    o: &gpuctl::render::RenderedObject,
+    o: &gpuctl_core::render::RenderedObject,
 ) {
     let typed: T = serde_json::from_value(o.manifest.clone())
         .unwrap_or_else(|e| panic!("{} does not deserialise: {e}", o.display_id()));
@@ -461,7 +462,7 @@ fn every_rendered_helm_value_exists_in_the_real_chart() {
 #[test]
 fn release_facts_match_upstream_files() {
     for version in CHART_RELEASES {
-        let r = gpuctl::render::chart::chart_release(version).unwrap();
+        let r = gpuctl_core::render::chart::chart_release(version).unwrap();
         let (text, values) = upstream_values(version);
         for path in r.facts.commented_keys.keys() {
             assert!(

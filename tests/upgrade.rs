@@ -17,13 +17,15 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gpuctl::apply::{Progress, ProgressMode};
-use gpuctl::cluster::Kube;
-use gpuctl::plan::ActionKind;
-use gpuctl::upgrade::execute::{self, Cancel};
-use gpuctl::upgrade::journal::{Journal, JournalPhase, JournalStore, NodeState};
-use gpuctl::upgrade::plan::{self, UpgradePlan};
-use gpuctl::upgrade::{Timing, UpgradeError, live, preflight};
+use gpuctl::output::progress::{Progress, ProgressMode};
+use gpuctl_cluster::Kube;
+use gpuctl_cluster::upgrade::UpgradeError;
+use gpuctl_cluster::upgrade::execute::{self, Cancel};
+use gpuctl_cluster::upgrade::journal::JournalStore;
+use gpuctl_core::plan::ActionKind;
+use gpuctl_core::upgrade::journal::{Journal, JournalPhase, NodeState};
+use gpuctl_core::upgrade::schedule::{self as plan, UpgradePlan};
+use gpuctl_core::upgrade::{Timing, preflight};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use operator_driver::{
@@ -164,7 +166,7 @@ impl Fixture {
             &pool,
             TO,
             today(),
-            &gpuctl::render::Templates::embedded(),
+            &gpuctl_core::render::Templates::embedded(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
@@ -233,41 +235,42 @@ impl Fixture {
             &self.pool,
             to,
             today(),
-            &gpuctl::render::Templates::embedded(),
+            &gpuctl_core::render::Templates::embedded(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let view = live::read(&self.k, &prep.node_patch().selector)
+        let view = gpuctl_cluster::read::pool_workloads(&self.k, &prep.node_patch().selector)
             .await
             .unwrap();
         let existing = JournalStore::new(&self.k, &self.tc.namespace, &self.pool)
             .load()
             .await
             .unwrap();
-        plan::build(&prep, &view, existing.as_ref(), t)
+        plan::build(&prep, view.workloads(), existing.as_ref(), t)
     }
 
     /// The fixture's blueprint as it is on disk now, rendered.
-    fn render(&self) -> gpuctl::render::RenderedSet {
-        let catalog = gpuctl::profiles::Catalog::embedded();
-        let loaded = gpuctl::blueprint::load_file(&self.blueprint)
+    fn render(&self) -> gpuctl_core::render::RenderedSet {
+        let catalog = gpuctl_core::profiles::Catalog::embedded();
+        let loaded = gpuctl_core::blueprint::load_file(&self.blueprint)
             .unwrap_or_else(|r| panic!("{:#?}", r.findings));
-        let v = gpuctl::validate::validate(
+        let v = gpuctl_core::validate::validate(
             loaded,
             catalog,
-            gpuctl::validate::Options { today: today() },
+            gpuctl_core::validate::Options { today: today() },
         )
         .unwrap_or_else(|r| panic!("{:#?}", r.findings));
-        gpuctl::render::render(&v, catalog, &gpuctl::render::Templates::embedded())
+        gpuctl_core::render::render(&v, catalog, &gpuctl_core::render::Templates::embedded())
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// A live `gpuctl plan` of the fixture's blueprint as it is on disk now.
-    async fn live_plan(&self) -> (gpuctl::render::RenderedSet, gpuctl::plan::Plan) {
+    async fn live_plan(&self) -> (gpuctl_core::render::RenderedSet, gpuctl_core::plan::Plan) {
         let set = self.render();
-        let plan = gpuctl::plan::plan(
+        let plan = gpuctl_cluster::read::plan(
+            &self.k,
             &set,
-            gpuctl::plan::Live::Cluster(&self.k),
-            gpuctl::plan::PlanOptions::default(),
+            gpuctl_core::plan::PlanOptions::default(),
+            32,
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -278,24 +281,24 @@ impl Fixture {
     /// after checking that a plan against a snapshot taken now (what CI plans against) has the
     /// same.
     async fn plan_errors(&self) -> Vec<String> {
-        let errors = |plan: gpuctl::plan::Plan| -> Vec<String> {
+        let errors = |plan: gpuctl_core::plan::Plan| -> Vec<String> {
             plan.findings
                 .into_iter()
-                .filter(|f| f.severity == "error")
+                .filter(|f| f.severity == gpuctl_core::diag::Severity::Error)
                 .map(|f| f.message)
                 .collect()
         };
         let (set, plan) = self.live_plan().await;
-        let snap = gpuctl::plan::capture(&self.k, &set)
+        let snap = gpuctl_cluster::read::snapshot(&self.k, &set)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let from_snapshot = gpuctl::plan::plan(
-            &set,
-            gpuctl::plan::Live::Snapshot(&snap),
-            gpuctl::plan::PlanOptions::default(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        let view = gpuctl_core::live::LiveView::from_snapshot(
+            &snap,
+            &gpuctl_core::plan::parent_of(&set).id(),
+        );
+        let from_snapshot =
+            gpuctl_core::plan::plan(&set, &view, gpuctl_core::plan::PlanOptions::default())
+                .unwrap_or_else(|e| panic!("{e}"));
         let live = errors(plan);
         assert_eq!(
             errors(from_snapshot),
@@ -355,7 +358,7 @@ impl Fixture {
         let errors: Vec<&str> = plan
             .findings
             .iter()
-            .filter(|f| f.severity == "error")
+            .filter(|f| f.severity == gpuctl_core::diag::Severity::Error)
             .map(|f| f.message.as_str())
             .collect();
         assert!(errors.is_empty(), "{errors:#?}");
@@ -547,7 +550,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
         .await;
 
     let plan = f.plan(TO, &t).await;
-    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    assert_eq!(plan.errors(), 0, "{}", human(&plan));
     assert_eq!(plan.batches.len(), 4);
     assert!(plan.batches.iter().all(|b| b.nodes.len() == 2));
     assert_eq!(plan.policy.max_unavailable, 2);
@@ -560,7 +563,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
             f.pool
         ))),
         "{}",
-        plan::human(&plan)
+        human(&plan)
     );
     // Emptiest nodes first: the job and the service's nodes come last.
     let last: Vec<&String> = plan.batches[2..].iter().flat_map(|b| &b.nodes).collect();
@@ -607,7 +610,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
         f.driver.conflicts.lock().unwrap()
     );
     assert_eq!(f.driver.installs.lock().unwrap().len(), 8);
-    let status = gpuctl::upgrade::command::status_human(std::slice::from_ref(&j), &[None]);
+    let status = gpuctl::output::upgrade::status(std::slice::from_ref(&j), &[None]);
     assert!(
         status.contains("completed") && status.contains("batch 4: done"),
         "{status}"
@@ -635,11 +638,11 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
         again
             .checks
             .iter()
-            .any(|c| c.level == preflight::CheckLevel::Error
+            .any(|c| c.level == gpuctl_core::diag::Severity::Error
                 && c.message
                     .contains(&format!("are on NVIDIADriver `{}` already", plan.green_cr))),
         "{}",
-        plan::human(&again)
+        human(&again)
     );
     std::fs::write(
         &f.blueprint,
@@ -649,7 +652,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     // The next upgrade moves the pool to the next version's CR, which the blueprint renders once
     // it declares that version.
     let plan2 = f.plan("610.57.04", &t).await;
-    assert_eq!(plan2.errors(), 0, "{}", plan::human(&plan2));
+    assert_eq!(plan2.errors(), 0, "{}", human(&plan2));
     assert_eq!(plan2.blue_cr, plan.green_cr);
     assert_eq!(plan2.green_cr, format!("pool-{}-610-57-04", f.pool));
     assert!(
@@ -705,7 +708,7 @@ async fn stopping_at_any_step_and_resuming_converges() {
     let t = timing(Duration::from_secs(20));
     let inv = Invariants::start(f.tc.client.clone(), &f.selector, 2).await;
     let plan = f.plan(TO, &t).await;
-    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    assert_eq!(plan.errors(), 0, "{}", human(&plan));
     // The pool is on render's CR for its driver; green is render's CR for the target.
     assert_eq!(plan.blue_cr, format!("pool-{}-580-173-02", f.pool));
     assert_eq!(plan.green_cr, format!("pool-{}-595-91-07", f.pool));
@@ -906,7 +909,7 @@ async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
         err.contains("interrupted") && err.contains("--resume"),
         "{err}"
     );
-    let lease = gpuctl::upgrade::journal::lease_info(&f.k, &f.tc.namespace, &f.pool)
+    let lease = gpuctl_cluster::upgrade::journal::lease_info(&f.k, &f.tc.namespace, &f.pool)
         .await
         .unwrap()
         .unwrap();
@@ -990,7 +993,7 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
     let t = timing(Duration::from_secs(3));
     let inv = Invariants::start(f.tc.client.clone(), &f.selector, 2).await;
     let plan = f.plan(TO, &t).await;
-    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    assert_eq!(plan.errors(), 0, "{}", human(&plan));
     let bad = plan.batches[1].nodes[0].clone();
     f.driver.set_failures(vec![Failure {
         node: bad.clone(),
@@ -1062,7 +1065,7 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
             && errors[0].contains(&format!("gpuctl upgrade rollback --pool {}", f.pool)),
         "{errors:#?}"
     );
-    let status = gpuctl::upgrade::command::status_human(&[j], &[None]);
+    let status = gpuctl::output::upgrade::status(&[j], &[None]);
     assert!(
         status.contains("batch 2: failed") && status.contains("batch 3: pending"),
         "{status}"
@@ -1136,13 +1139,13 @@ async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
     inv.watch_service(f.tc.client.clone(), &f.tc.namespace, "solo", 1)
         .await;
     let plan = f.plan(TO, &t).await;
-    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    assert_eq!(plan.errors(), 0, "{}", human(&plan));
     assert!(
         plan.checks
             .iter()
             .any(|c| c.message.contains("allows no disruption now")),
         "{}",
-        plan::human(&plan)
+        human(&plan)
     );
     let (k, p, tt) = (kube().await, plan.clone(), t.clone());
     let a =
@@ -1219,4 +1222,9 @@ async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
             .deletion_timestamp
             .is_none()
     );
+}
+
+/// The upgrade plan as `gpuctl upgrade driver` prints it (without `--execute`).
+fn human(plan: &UpgradePlan) -> String {
+    gpuctl::output::upgrade::plan(plan, false)
 }

@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use gpuctl::render::Templates;
-use gpuctl::upgrade::live::{LiveDriverCr, LiveNode, LivePdb, LivePod, LiveView, PodRole};
-use gpuctl::upgrade::{Timing, plan, preflight, runbook};
+use gpuctl_core::live::workloads::{LiveDriverCr, LiveNode, LivePdb, LivePod, PodRole, Workloads};
+use gpuctl_core::render::Templates;
+use gpuctl_core::upgrade::schedule as plan;
+use gpuctl_core::upgrade::{Timing, preflight, runbook};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 fn root() -> &'static Path {
@@ -72,7 +73,7 @@ fn pod(
     }
 }
 
-fn cluster() -> LiveView {
+fn cluster() -> Workloads {
     let mut pods = Vec::new();
     for (k, n) in (5..=8).enumerate() {
         pods.push(pod(
@@ -105,7 +106,7 @@ fn cluster() -> LiveView {
         PodRole::Service,
         "notebook",
     ));
-    LiveView {
+    Workloads {
         nodes: (1..=16).map(node).collect(),
         pods,
         pdbs: vec![LivePdb {
@@ -147,7 +148,12 @@ fn example_plan() -> plan::UpgradePlan {
 #[test]
 fn the_example_upgrade_plan_runbook_and_timeline_match_their_golden_files() {
     let plan = example_plan();
-    assert_eq!(plan.errors(), 0, "{}", plan::human(&plan));
+    assert_eq!(
+        plan.errors(),
+        0,
+        "{}",
+        gpuctl::output::upgrade::plan(&plan, false)
+    );
     assert_eq!(plan.batches.len(), 4);
     let md = runbook::markdown(
         &plan,
@@ -161,7 +167,7 @@ fn the_example_upgrade_plan_runbook_and_timeline_match_their_golden_files() {
         prepend_module_to_snapshot => false,
         omit_expression => true,
     }, {
-        insta::assert_snapshot!("dgx-h100-training.h100-train.plan", plan::human(&plan));
+        insta::assert_snapshot!("dgx-h100-training.h100-train.plan", gpuctl::output::upgrade::plan(&plan, false));
         insta::assert_snapshot!("dgx-h100-training.h100-train.runbook", md);
         insta::assert_snapshot!("dgx-h100-training.h100-train.timeline", svg);
     });

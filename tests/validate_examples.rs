@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuctl::cli::settings::Style;
-use gpuctl::validate::Options;
+use gpuctl::settings::Style;
+use gpuctl_core::validate::Options;
 
 fn blueprints() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("blueprints");

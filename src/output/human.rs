@@ -5,8 +5,8 @@ use miette::{
     MietteSpanContents, SourceCode, SourceSpan, SpanContents,
 };
 
-use crate::cli::settings::Style;
-use crate::diag::{FileReport, Severity};
+use crate::settings::Style;
+use gpuctl_core::diag::{FileReport, Severity};
 
 /// Width used for plain output, so snapshots and CI logs do not depend on the terminal.
 const PLAIN_WIDTH: usize = 100;
@@ -42,6 +42,7 @@ pub fn human(reports: &[FileReport], style: Style) -> String {
                 .with_severity(match f.severity {
                     Severity::Error => miette::Severity::Error,
                     Severity::Warning => miette::Severity::Warning,
+                    Severity::Info => miette::Severity::Advice,
                 });
             if let Some(h) = &f.hint {
                 diag = diag.with_help(h.clone());
@@ -194,8 +195,8 @@ fn token_len(rest: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blueprint::yaml::Pos;
-    use crate::diag::Finding;
+    use gpuctl_core::blueprint::yaml::Pos;
+    use gpuctl_core::diag::Finding;
 
     fn report(source: &str, line: usize, column: usize) -> FileReport {
         FileReport {

@@ -1,16 +1,21 @@
-//! Renderers for findings: human (miette snippets), JSON, SARIF 2.1.0. The only place that knows about
-//! colours or terminal widths.
+//! Every printer of the binary: findings (human with miette snippets, JSON, SARIF 2.1.0), plans
+//! (text, Markdown for PR comments), upgrades, the facts catalog, apply and upgrade progress, and
+//! the GitOps tree `render -o` writes. The only place that knows about colours or terminal widths.
 
 mod human;
 pub mod plan;
+pub mod profiles;
+pub mod progress;
 mod sarif;
+pub mod tree;
+pub mod upgrade;
 
 pub use human::human;
 pub use sarif::sarif;
 
 use serde::Serialize;
 
-use crate::diag::{FileReport, Severity};
+use gpuctl_core::diag::{FileReport, Severity};
 
 /// Version of the JSON findings format; bumped on incompatible changes.
 pub const FINDINGS_FORMAT_VERSION: u32 = 1;

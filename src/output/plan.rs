@@ -3,8 +3,10 @@
 
 use serde_json::Value;
 
-use crate::cli::settings::Style;
-use crate::plan::{Action, ActionKind, HelmAction, Plan, diff::Change, redact};
+use crate::settings::Style;
+use gpuctl_core::blueprint::InstallMode;
+use gpuctl_core::diag::Severity;
+use gpuctl_core::plan::{Action, ActionKind, HelmAction, Plan, diff::Change, redact};
 
 /// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
 pub const MARKDOWN_CAP: usize = 60_000;
@@ -106,7 +108,7 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
     if !plan.findings.is_empty() {
         out.push_str("\nFindings from the live cluster:\n");
         for f in &plan.findings {
-            let tag = if f.severity == "error" {
+            let tag = if f.severity == Severity::Error {
                 paint(style, "31", "error")
             } else {
                 paint(style, "33", "warning")
@@ -131,7 +133,7 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
 /// is known; the command alone otherwise.
 fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
     let h = &plan.helm;
-    if h.install != "helm" {
+    if h.install != InstallMode::Helm {
         return String::new();
     }
     let command = format!(
@@ -303,8 +305,8 @@ pub fn markdown(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Mode, NodeAction, PlanFinding, Summary};
-    use crate::render::{HelmRelease, Phase};
+    use gpuctl_core::plan::{Mode, NodeAction, PlanFinding, Summary};
+    use gpuctl_core::render::{HelmRelease, Phase};
     use serde_json::json;
 
     fn sample(updates: usize) -> Plan {
@@ -359,7 +361,7 @@ mod tests {
                 taints: vec!["nvidia.com/gpu=present:NoSchedule".into()],
             }],
             findings: vec![PlanFinding {
-                severity: "warning".into(),
+                severity: Severity::Warning,
                 message: "pool `p` expects 2 nodes but 1 match".into(),
             }],
             helm: HelmRelease {
@@ -367,7 +369,7 @@ mod tests {
                 chart: "nvidia/gpu-operator".into(),
                 version: "v26.7.0".into(),
                 namespace: "gpu-operator".into(),
-                install: "helm".into(),
+                install: InstallMode::Helm,
                 values: json!({}),
             },
             helm_release: None,

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::diag::{FileReport, Severity};
-use crate::validate::registry::RULES;
+use gpuctl_core::diag::{FileReport, Severity};
+use gpuctl_core::validate::registry::RULES;
 
 /// Renders reports as one SARIF 2.1.0 log.
 pub fn sarif(reports: &[FileReport]) -> String {
@@ -15,7 +15,7 @@ pub fn sarif(reports: &[FileReport]) -> String {
                 "name": r.name,
                 "shortDescription": { "text": r.checks },
                 "fullDescription": { "text": r.why },
-                "help": { "text": r.fix, "markdown": crate::validate::registry::explain(r) },
+                "help": { "text": r.fix, "markdown": gpuctl_core::validate::registry::explain(r) },
                 "defaultConfiguration": { "level": level(r.severity) },
                 "properties": { "family": r.family },
             })
@@ -66,5 +66,6 @@ fn level(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
         Severity::Warning => "warning",
+        Severity::Info => "note",
     }
 }

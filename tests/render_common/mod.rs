@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuctl::render::{RenderedSet, Templates};
-use gpuctl::validate::Options;
+use gpuctl_core::render::{RenderedSet, Templates};
+use gpuctl_core::validate::Options;
 
 /// The repository root.
 pub fn root() -> &'static Path {
@@ -54,11 +54,11 @@ pub fn valid_blueprints() -> Vec<PathBuf> {
 /// Loads, validates and renders blueprint text, panicking with the findings on failure.
 pub fn render_text(file: &str, text: &str) -> RenderedSet {
     let loaded =
-        gpuctl::blueprint::load_str(file, text).unwrap_or_else(|r| panic!("{file}: {r:#?}"));
-    let catalog = gpuctl::profiles::Catalog::embedded();
-    let v = gpuctl::validate::validate(loaded, catalog, opts())
+        gpuctl_core::blueprint::load_str(file, text).unwrap_or_else(|r| panic!("{file}: {r:#?}"));
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let v = gpuctl_core::validate::validate(loaded, catalog, opts())
         .unwrap_or_else(|r| panic!("{file}: {:#?}", r.findings));
-    gpuctl::render::render(&v, catalog, &Templates::embedded())
+    gpuctl_core::render::render(&v, catalog, &Templates::embedded())
         .unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 

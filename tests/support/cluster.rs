@@ -642,9 +642,9 @@ fn unique_prefix(test_name: &str) -> String {
 }
 
 /// gpuctl's own cluster client for the harness (what `gpuctl plan/apply/upgrade` use).
-pub async fn gpuctl_kube() -> gpuctl::cluster::Kube {
+pub async fn gpuctl_kube() -> gpuctl_cluster::Kube {
     let path = std::env::var(KUBECONFIG_ENV).expect("checked by TestCluster::connect");
-    gpuctl::cluster::connect(&gpuctl::cluster::ConnectOptions {
+    gpuctl_cluster::connect(&gpuctl_cluster::ConnectOptions {
         kubeconfig: Some(path.into()),
         context: None,
     })

@@ -1,0 +1,855 @@
+//! Apply: executes a plan in phases with gates (CRDs served, namespaces first, the ApplySet parent
+//! before members), server-side apply with bounded concurrency and retries, per-key node labels and
+//! taints, prune of members only, then bounded, named waits. A saved plan whose objects moved since
+//! planning is refused. On failure it stops after the current phase and says how to finish.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, Patch, PatchParams};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use gpuctl_core::applyset::{self, ApplySetParent};
+use gpuctl_core::diag::Severity;
+use gpuctl_core::live::LiveView;
+use gpuctl_core::object::group_kind;
+use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
+use gpuctl_core::render::Phase;
+
+use crate::client::{ClusterError, Kube};
+use crate::report::Reporter;
+
+/// Settings for an apply.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// Take ownership of fields other managers own (`--force-conflicts`).
+    pub force_conflicts: bool,
+    /// Concurrent requests (`--parallelism`).
+    pub parallelism: usize,
+    /// Longest wait for a CRD to be served.
+    pub crd_timeout: Duration,
+    /// Longest wait for node state (MIG reconfiguration).
+    pub wait_timeout: Duration,
+    /// Poll interval of waits.
+    pub poll: Duration,
+    /// Run `helm upgrade --install` when the blueprint says `install: helm` and helm is on PATH.
+    pub run_helm: bool,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            force_conflicts: false,
+            parallelism: usize::from(crate::client::DEFAULT_PARALLELISM),
+            crd_timeout: Duration::from_secs(120),
+            wait_timeout: Duration::from_secs(600),
+            poll: Duration::from_secs(2),
+            run_helm: true,
+        }
+    }
+}
+
+/// Why apply stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The saved plan no longer matches the cluster.
+    #[error("the saved plan is stale; these objects changed since it was made:\n{}\nre-run `gpuctl plan` and review the new plan", .0.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"))]
+    Stale(Vec<String>),
+    /// The plan was made against another cluster.
+    #[error(
+        "the plan was made against cluster {planned}, but this is cluster {actual}; use the right --context or re-plan"
+    )]
+    WrongCluster {
+        /// Fingerprint in the plan.
+        planned: String,
+        /// Fingerprint of this cluster.
+        actual: String,
+    },
+    /// Only live plans can be applied.
+    #[error(
+        "a {0} plan cannot be applied: plan against the live cluster (without --snapshot/--offline)"
+    )]
+    NotLive(String),
+    /// The plan has conflicts and `--force-conflicts` was not given.
+    #[error("{} object(s) have fields owned by other managers:\n{}\nresolve them, or re-run with --force-conflicts to take ownership", .0.len(), .0.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"))]
+    Conflicts(Vec<String>),
+    /// Some steps failed; what was applied stays applied.
+    #[error("{} step(s) failed in phase {phase}:\n{}\n{} step(s) were applied before the stop. gpuctl apply is idempotent: fix the cause and re-run it to finish; nothing else was changed", .failures.len(), .failures.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"), .applied)]
+    Failed {
+        /// Phase that failed.
+        phase: String,
+        /// What failed, with the server's words.
+        failures: Vec<String>,
+        /// Steps applied before the stop.
+        applied: usize,
+    },
+    /// A wait ran out.
+    #[error(
+        "timed out after {seconds}s waiting for {what}; everything before it was applied. Check the operator's pods, then re-run gpuctl apply"
+    )]
+    WaitTimeout {
+        /// What was awaited.
+        what: String,
+        /// The bound.
+        seconds: u64,
+    },
+    /// A driver upgrade is moving one of the plan's pools, or moved it to a driver the plan
+    /// would undo.
+    #[error("{}", .0.join("\n"))]
+    Upgrade(Vec<String>),
+    /// The cluster failed outside a step.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+/// What an apply did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Objects created or updated.
+    pub applied: usize,
+    /// Objects pruned.
+    pub pruned: usize,
+    /// Nodes patched.
+    pub nodes: usize,
+    /// Unchanged objects skipped.
+    pub unchanged: usize,
+    /// Helm step outcome.
+    pub helm: String,
+}
+
+/// Refuses a saved plan whose objects moved since planning, that belongs to another cluster, or
+/// whose pools a driver upgrade is moving (or moved) since.
+pub async fn check_stale(k: &Kube, plan: &Plan, parallelism: usize) -> Result<(), ApplyError> {
+    if plan.mode != plan::Mode::Live {
+        return Err(ApplyError::NotLive(
+            format!("{:?}", plan.mode).to_lowercase(),
+        ));
+    }
+    let actual = k.fingerprint().await?;
+    if let Some(planned) = &plan.cluster_fingerprint
+        && *planned != actual
+    {
+        return Err(ApplyError::WrongCluster {
+            planned: planned.clone(),
+            actual,
+        });
+    }
+    // Every planned object is read again, a bounded number at a time (a saved plan of 5,000
+    // objects read one by one takes minutes against a remote server).
+    let checks: Vec<Result<Option<String>, ClusterError>> = futures::stream::iter(
+        plan.actions
+            .iter()
+            .filter(|a| a.action != ActionKind::CreateAfterCrd),
+    )
+    .map(|a| async move {
+        let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
+            return Ok(Some(format!("{}: its kind is no longer served", a.id())));
+        };
+        let now = k.get(&r, a.namespace.as_deref(), &a.name).await?;
+        let now_rv = now.as_ref().and_then(|v| {
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .map(str::to_string)
+        });
+        Ok(match (&a.resource_version, &now_rv) {
+            (None, None) => None,
+            (None, Some(_)) => Some(format!(
+                "{}: created by someone else since the plan",
+                a.id()
+            )),
+            (Some(_), None) => Some(format!("{}: deleted since the plan", a.id())),
+            (Some(p), Some(n)) if p != n => Some(format!("{}: resourceVersion {p} -> {n}", a.id())),
+            _ => None,
+        })
+    })
+    .buffered(parallelism.max(1))
+    .collect()
+    .await;
+    let mut moved = Vec::new();
+    for c in checks {
+        moved.extend(c?);
+    }
+    if let Some(r) = k.resolve("v1", "Node").await? {
+        for n in &plan.nodes {
+            let now = k.get(&r, None, &n.node).await?;
+            let now_rv = now.as_ref().and_then(|v| {
+                v["metadata"]["resourceVersion"]
+                    .as_str()
+                    .map(str::to_string)
+            });
+            if now_rv != n.resource_version && !n.labels.is_empty() {
+                // Nodes change constantly (heartbeats do not bump metadata, but labels do): compare
+                // only the labels the plan would change.
+                let current = now.unwrap_or(Value::Null);
+                for c in &n.labels {
+                    let key = c.path.trim_start_matches("labels.").trim_matches('"');
+                    if current["metadata"]["labels"].get(key) != c.before.as_ref() {
+                        moved.push(format!(
+                            "Node/{}: label {key} changed since the plan",
+                            n.node
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(hp) = &plan.helm_release {
+        let now = crate::release::read_release(k, &plan.helm.namespace, &plan.helm.release)
+            .await?
+            .map(|r| r.revision);
+        if now != hp.revision {
+            let show = |r: Option<u64>| r.map_or("none".to_string(), |r| r.to_string());
+            moved.push(format!(
+                "HelmRelease/{}/{}: revision {} -> {}",
+                plan.helm.namespace,
+                plan.helm.release,
+                show(hp.revision),
+                show(now)
+            ));
+        }
+    }
+    if !moved.is_empty() {
+        return Err(ApplyError::Stale(moved));
+    }
+    let mut journals = LiveView::empty(gpuctl_core::live::Source::Offline);
+    journals.journals = crate::read::journals(k, &plan.helm.namespace).await;
+    let upgrades: Vec<String> = plan::upgrades::findings(
+        &journals,
+        &plan.blueprint,
+        &plan.helm.namespace,
+        &plan.node_patches,
+    )
+    .into_iter()
+    .filter(|(_, f)| f.severity == Severity::Error)
+    .map(|(_, f)| f.message)
+    .collect();
+    if upgrades.is_empty() {
+        Ok(())
+    } else {
+        Err(ApplyError::Upgrade(upgrades))
+    }
+}
+
+/// Executes a plan against the cluster.
+pub async fn apply(
+    k: &Kube,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    progress: &dyn Reporter,
+) -> Result<ApplyReport, ApplyError> {
+    let conflicts: Vec<String> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Conflict)
+        .map(|a| format!("{}: {}", a.id(), a.reason.clone().unwrap_or_default()))
+        .collect();
+    if !conflicts.is_empty() && !opts.force_conflicts {
+        return Err(ApplyError::Conflicts(conflicts));
+    }
+    let mut report = ApplyReport {
+        unchanged: plan.summary.unchanged,
+        ..ApplyReport::default()
+    };
+    let parent = ApplySetParent::for_blueprint(&plan.blueprint, &plan.helm.namespace);
+
+    // Phase 1: namespaces, then the ApplySet parent (recording every kind the set has now or had
+    // before, so a crash before prune never hides members), then the rest of the foundation.
+    let todo = |phase: Phase, namespaces: Option<bool>| -> Vec<&Action> {
+        plan.actions
+            .iter()
+            .filter(|a| {
+                a.phase == Some(phase)
+                    && a.action != ActionKind::NoOp
+                    && a.action != ActionKind::Delete
+            })
+            .filter(|a| namespaces.is_none_or(|ns| (a.kind == "Namespace") == ns))
+            .collect()
+    };
+    run_phase(
+        k,
+        "namespaces",
+        &todo(Phase::Foundation, Some(true)),
+        opts,
+        progress,
+        &mut report,
+    )
+    .await?;
+    let previous = crate::read::parent_group_kinds(k, &parent).await?;
+    let current: BTreeSet<String> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action != ActionKind::Delete)
+        .map(|a| group_kind(&a.api_version, &a.kind))
+        .collect();
+    let union: BTreeSet<String> = current
+        .iter()
+        .cloned()
+        .chain(previous.iter().cloned())
+        .collect();
+    write_parent(k, &parent, &union, plan).await?;
+    run_phase(
+        k,
+        "foundation",
+        &todo(Phase::Foundation, Some(false)),
+        opts,
+        progress,
+        &mut report,
+    )
+    .await?;
+
+    // Nodes move to their pool's NVIDIADriver CR by the `gpuctl.dev/driver` label: set it before
+    // the CRs exist, or the cluster-default CR installs its driver on a pool's nodes first and the
+    // pool CR reinstalls its own right after. The full label set (MIG and device-plugin configs,
+    // whose ConfigMaps the operator phase creates) follows after the operator phase.
+    driver_labels(k, plan, progress).await?;
+
+    // Phase 2: the operator release, then its custom resources.
+    report.helm = helm_step(k, plan, opts, progress);
+    for phase in [
+        Phase::Operator,
+        Phase::Quotas,
+        Phase::Queues,
+        Phase::Monitoring,
+    ] {
+        let steps = todo(phase, None);
+        wait_for_kinds(k, &steps, opts, progress).await?;
+        let name = format!("{phase:?}").to_lowercase();
+        run_phase(k, &name, &steps, opts, progress, &mut report).await?;
+    }
+
+    // Nodes: labels per key (server-side apply owns only the keys gpuctl declares), taints merged.
+    let changed_mig = nodes(k, plan, progress, &mut report).await?;
+
+    // Prune members the blueprint dropped, guarded by resourceVersion.
+    let deletes: Vec<&Action> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Delete)
+        .collect();
+    if !deletes.is_empty() {
+        progress.phase("prune", deletes.len());
+        let mut failures = Vec::new();
+        for a in deletes {
+            let r = match k.resolve(&a.api_version, &a.kind).await? {
+                Some(r) => r,
+                None => continue,
+            };
+            match k
+                .delete(
+                    &r,
+                    a.namespace.as_deref(),
+                    &a.name,
+                    a.resource_version.as_deref(),
+                )
+                .await
+            {
+                Ok(()) => {
+                    report.pruned += 1;
+                    progress.step(&a.id(), "deleted");
+                }
+                Err(e) => {
+                    progress.failed(&a.id(), &e.to_string());
+                    failures.push(e.to_string());
+                }
+            }
+        }
+        if !failures.is_empty() {
+            return Err(ApplyError::Failed {
+                phase: "prune".into(),
+                failures,
+                applied: report.applied,
+            });
+        }
+    }
+    // The set now holds only current kinds.
+    write_parent(k, &parent, &current, plan).await?;
+
+    // Waits: MIG Manager must report success on nodes whose MIG config changed.
+    if !changed_mig.is_empty() {
+        wait_for_node_label(
+            k,
+            &changed_mig,
+            "nvidia.com/mig.config.state",
+            "success",
+            Some("failed"),
+            opts,
+            progress,
+        )
+        .await?;
+    }
+    progress.done(
+        json!({"applied": report.applied, "pruned": report.pruned, "nodes": report.nodes, "unchanged": report.unchanged}),
+        format!(
+            "Apply complete: {} applied, {} pruned, {} node(s) patched, {} unchanged.",
+            report.applied, report.pruned, report.nodes, report.unchanged
+        ),
+    );
+    Ok(report)
+}
+
+async fn write_parent(
+    k: &Kube,
+    parent: &ApplySetParent,
+    kinds: &BTreeSet<String>,
+    plan: &Plan,
+) -> Result<(), ApplyError> {
+    let namespaces: BTreeSet<&str> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action != ActionKind::Delete)
+        .filter_map(|a| a.namespace.as_deref())
+        .filter(|ns| *ns != parent.namespace)
+        .collect();
+    let manifest = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": parent.name,
+            "namespace": parent.namespace,
+            "labels": { applyset::ID: parent.id(), applyset::MANAGED_BY: "gpuctl", applyset::BLUEPRINT_LABEL: plan.blueprint },
+            "annotations": {
+                applyset::TOOLING: format!("gpuctl/v{}", env!("CARGO_PKG_VERSION")),
+                applyset::CONTAINS_GROUP_KINDS: kinds.iter().cloned().collect::<Vec<_>>().join(","),
+                applyset::ADDITIONAL_NAMESPACES: namespaces.into_iter().collect::<Vec<_>>().join(","),
+            },
+        },
+    });
+    let r = k
+        .resolve("v1", "ConfigMap")
+        .await?
+        .expect("every cluster serves ConfigMaps");
+    k.apply(&r, &manifest, false, true).await?;
+    Ok(())
+}
+
+async fn run_phase(
+    k: &Kube,
+    name: &str,
+    steps: &[&Action],
+    opts: &ApplyOptions,
+    progress: &dyn Reporter,
+    report: &mut ApplyReport,
+) -> Result<(), ApplyError> {
+    if steps.is_empty() {
+        return Ok(());
+    }
+    progress.phase(name, steps.len());
+    let results: Vec<(String, &str, Result<(), ClusterError>)> =
+        futures::stream::iter(steps.iter())
+            .map(|a| async move {
+                let outcome = match a.action {
+                    ActionKind::Create | ActionKind::CreateAfterCrd => "created",
+                    _ => "updated",
+                };
+                let res = async {
+                    let r = k.resolve(&a.api_version, &a.kind).await?.ok_or_else(|| {
+                        ClusterError::KindNotServed {
+                            api_version: a.api_version.clone(),
+                            kind: a.kind.clone(),
+                        }
+                    })?;
+                    let manifest = a
+                        .manifest
+                        .as_ref()
+                        .expect("create/update actions carry their manifest");
+                    k.apply(&r, manifest, false, opts.force_conflicts)
+                        .await
+                        .map(|_| ())
+                }
+                .await;
+                (a.id(), outcome, res)
+            })
+            .buffer_unordered(opts.parallelism.max(1))
+            .collect()
+            .await;
+    let mut failures = Vec::new();
+    for (id, outcome, res) in results {
+        match res {
+            Ok(()) => {
+                report.applied += 1;
+                progress.step(&id, outcome);
+            }
+            Err(e) => {
+                progress.failed(&id, &e.to_string());
+                failures.push(e.to_string());
+            }
+        }
+    }
+    failures.sort();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(ApplyError::Failed {
+            phase: name.to_string(),
+            failures,
+            applied: report.applied,
+        })
+    }
+}
+
+/// Gate: every kind a phase needs is served (CRDs installed and Established), within the bound.
+async fn wait_for_kinds(
+    k: &Kube,
+    steps: &[&Action],
+    opts: &ApplyOptions,
+    progress: &dyn Reporter,
+) -> Result<(), ApplyError> {
+    let needed: BTreeSet<(String, String)> = steps
+        .iter()
+        .map(|a| (a.api_version.clone(), a.kind.clone()))
+        .collect();
+    let start = Instant::now();
+    loop {
+        let mut missing = Vec::new();
+        for (v, kind) in &needed {
+            if k.resolve(v, kind).await?.is_none() {
+                missing.push(format!("{v} {kind}"));
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= opts.crd_timeout {
+            return Err(ApplyError::WaitTimeout {
+                what: format!(
+                    "the CRDs of {} ({})",
+                    missing.join(", "),
+                    providers(&needed)
+                ),
+                seconds: opts.crd_timeout.as_secs(),
+            });
+        }
+        progress.waiting(
+            &format!("CRDs of {} to be served", missing.join(", ")),
+            elapsed.as_secs(),
+            opts.crd_timeout.as_secs(),
+        );
+        tokio::time::sleep(opts.poll).await;
+        k.forget_kinds();
+    }
+}
+
+/// Who installs the CRDs of an API group, so a timeout says what to install. Group names are API
+/// identities (not versions), so they live here rather than in profiles/.
+fn providers(needed: &BTreeSet<(String, String)>) -> String {
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for (api_version, _) in needed {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        names.insert(match group {
+            "nvidia.com" => "install the GPU Operator (gpuOperator.install: helm runs it)",
+            "kueue.x-k8s.io" => "install Kueue",
+            "scheduling.volcano.sh" => "install Volcano",
+            "monitoring.coreos.com" => {
+                "install the Prometheus Operator, or set monitoring.serviceMonitor: false and drop the alerts"
+            }
+            _ => "install the controller that provides them",
+        });
+    }
+    names.into_iter().collect::<Vec<_>>().join("; ")
+}
+
+fn helm_step(k: &Kube, plan: &Plan, opts: &ApplyOptions, progress: &dyn Reporter) -> String {
+    let h = &plan.helm;
+    if h.install != gpuctl_core::blueprint::InstallMode::Helm {
+        return format!("skipped (install: {})", h.install);
+    }
+    // Like helmfile's diff-before-sync: an unchanged release gets no new revision.
+    if let Some(hp) = &plan.helm_release
+        && hp.action == plan::HelmAction::NoOp
+    {
+        let msg = format!(
+            "helm release {}/{} is up to date (revision {}, chart {}); helm not run",
+            h.namespace,
+            h.release,
+            hp.revision.unwrap_or_default(),
+            h.version
+        );
+        progress.note(&msg);
+        return msg;
+    }
+    let command = format!(
+        "helm upgrade --install {} {} --version {} --namespace {} --values <rendered values>{}",
+        h.release,
+        h.chart,
+        h.version,
+        h.namespace,
+        k.context
+            .as_deref()
+            .map(|c| format!(" --kube-context {c}"))
+            .unwrap_or_default()
+    );
+    let helm = which("helm");
+    if !opts.run_helm || helm.is_none() {
+        let msg = format!(
+            "helm is not on PATH: install the GPU Operator release yourself with `{command}` (write the values with `gpuctl render -o DIR`)"
+        );
+        progress.note(&msg);
+        return msg;
+    }
+    // JSON is YAML, and helm reads values files as YAML: no second serialiser to trust.
+    let values = serde_json::to_string_pretty(&h.values).unwrap_or_default();
+    let path = std::env::temp_dir().join(format!("gpuctl-values-{}.yaml", std::process::id()));
+    if let Err(e) = std::fs::write(&path, values) {
+        return format!("failed to write the values file: {e}");
+    }
+    // The chart is fetched from NVIDIA's repository by URL, so no `helm repo add` is needed.
+    let chart = h
+        .chart
+        .rsplit_once('/')
+        .map_or(h.chart.as_str(), |(_, c)| c);
+    let out = std::process::Command::new(helm.expect("checked above"))
+        .args([
+            "upgrade",
+            "--install",
+            &h.release,
+            chart,
+            "--repo",
+            gpuctl_core::render::CHART_REPOSITORY,
+        ])
+        .args([
+            "--version",
+            &h.version,
+            "--namespace",
+            &h.namespace,
+            "--values",
+        ])
+        .arg(&path)
+        // The cluster gpuctl talks to, not whatever helm's own defaults would pick.
+        .args(
+            k.kubeconfig
+                .iter()
+                .flat_map(|p| [std::ffi::OsStr::new("--kubeconfig"), p.as_os_str()]),
+        )
+        .args(
+            k.context
+                .iter()
+                .flat_map(|c| ["--kube-context", c.as_str()]),
+        )
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let msg = match out {
+        Ok(o) if o.status.success() => {
+            format!(
+                "helm release {} installed or upgraded to {}",
+                h.release, h.version
+            )
+        }
+        Ok(o) => format!("helm failed: {}", String::from_utf8_lossy(&o.stderr).trim()),
+        Err(e) => format!("helm could not run: {e}"),
+    };
+    progress.note(&msg);
+    msg
+}
+
+fn which(cmd: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(cmd))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Applies node labels and taints; returns nodes whose `nvidia.com/mig.config` changed.
+async fn nodes(
+    k: &Kube,
+    plan: &Plan,
+    progress: &dyn Reporter,
+    report: &mut ApplyReport,
+) -> Result<Vec<String>, ApplyError> {
+    if plan.nodes.is_empty() {
+        return Ok(vec![]);
+    }
+    progress.phase("nodes", plan.nodes.len());
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
+    let by_pool: BTreeMap<&str, &gpuctl_core::render::NodePatch> = plan
+        .node_patches
+        .iter()
+        .map(|p| (p.pool.as_str(), p))
+        .collect();
+    let mut changed_mig = Vec::new();
+    let mut failures = Vec::new();
+    for n in &plan.nodes {
+        let Some(patch) = by_pool.get(n.pool.as_str()) else {
+            continue;
+        };
+        // Labels: every label gpuctl declares for this pool, as one apply (keys it owned earlier
+        // and no longer declares are released by server-side apply).
+        let labels = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.node, "labels": patch.labels}});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            // gpuctl is the declared owner of these keys (e.g. nvidia.com/mig.config, which the
+            // operator only defaults when absent).
+            force: true,
+            ..PatchParams::default()
+        };
+        let lp = Patch::Apply(&labels);
+        if let Err(e) = crate::client::retry(|| api.patch(&n.node, &params, &lp)).await {
+            let e = crate::client::classify(&format!("Node/{}", n.node), e);
+            progress.failed(&format!("Node/{}", n.node), &e.to_string());
+            failures.push(e.to_string());
+            continue;
+        }
+        if n.labels
+            .iter()
+            .any(|c| c.path == "labels.\"nvidia.com/mig.config\"")
+        {
+            changed_mig.push(n.node.clone());
+        }
+        if !n.taints.is_empty()
+            && let Err(e) = merge_taints(&api, &n.node, patch).await
+        {
+            progress.failed(&format!("Node/{}", n.node), &e.to_string());
+            failures.push(e.to_string());
+            continue;
+        }
+        report.nodes += 1;
+        progress.step(&format!("Node/{}", n.node), "patched");
+    }
+    if failures.is_empty() {
+        Ok(changed_mig)
+    } else {
+        Err(ApplyError::Failed {
+            phase: "nodes".into(),
+            failures,
+            applied: report.applied,
+        })
+    }
+}
+
+/// Sets only `gpuctl.dev/driver` on nodes whose value changes (a merge patch; the later
+/// server-side apply of every gpuctl label takes ownership of it).
+async fn driver_labels(k: &Kube, plan: &Plan, progress: &dyn Reporter) -> Result<(), ApplyError> {
+    let path = gpuctl_core::plan::diff::join("labels", gpuctl_core::render::DRIVER_LABEL);
+    let moves: Vec<(&str, &Value)> = plan
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            n.labels
+                .iter()
+                .find(|c| c.path == path)
+                .and_then(|c| c.after.as_ref())
+                .map(|v| (n.node.as_str(), v))
+        })
+        .collect();
+    if moves.is_empty() {
+        return Ok(());
+    }
+    progress.phase("driver labels", moves.len());
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    for (node, value) in moves {
+        let body = json!({"metadata": {"labels": {gpuctl_core::render::DRIVER_LABEL: value}}});
+        let patch = Patch::Merge(&body);
+        crate::client::retry(|| api.patch(node, &params, &patch))
+            .await
+            .map_err(|e| crate::client::classify(&format!("Node/{node}"), e))?;
+        progress.step(&format!("Node/{node}"), "labelled");
+    }
+    Ok(())
+}
+
+/// Adds or updates gpuctl's taints by key and effect, keeping every other taint; optimistic
+/// concurrency through resourceVersion (a node changed meanwhile is re-read, up to 5 times).
+async fn merge_taints(
+    api: &Api<k8s_openapi::api::core::v1::Node>,
+    node: &str,
+    patch: &gpuctl_core::render::NodePatch,
+) -> Result<(), ClusterError> {
+    let id = format!("Node/{node}");
+    for _ in 0..5 {
+        let current = crate::client::retry(|| api.get(node))
+            .await
+            .map_err(|e| crate::client::classify(&id, e))?;
+        let mut taints: Vec<Value> = current
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+            .collect();
+        for t in &patch.taints {
+            taints.retain(|x| !(x["key"] == t.key.as_str() && x["effect"] == t.effect.as_str()));
+            let mut v = json!({"key": t.key, "effect": t.effect});
+            if let Some(val) = &t.value {
+                v["value"] = json!(val);
+            }
+            taints.push(v);
+        }
+        let body = json!({"metadata": {"resourceVersion": current.metadata.resource_version}, "spec": {"taints": taints}});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..PatchParams::default()
+        };
+        let patch = Patch::Merge(&body);
+        match crate::client::retry(|| api.patch(node, &params, &patch)).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(crate::client::classify(&id, e)),
+        }
+    }
+    Err(ClusterError::Conflict {
+        object: id,
+        message: "the node kept changing while its taints were updated; re-run gpuctl apply".into(),
+    })
+}
+
+/// Waits until every named node has `key=want`; `fail` ends the wait early with an error.
+pub async fn wait_for_node_label(
+    k: &Kube,
+    nodes: &[String],
+    key: &str,
+    want: &str,
+    fail: Option<&str>,
+    opts: &ApplyOptions,
+    progress: &dyn Reporter,
+) -> Result<(), ApplyError> {
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
+    let start = Instant::now();
+    loop {
+        let mut pending = Vec::new();
+        for n in nodes {
+            let node = crate::client::retry(|| api.get(n))
+                .await
+                .map_err(|e| crate::client::classify(&format!("Node/{n}"), e))?;
+            let value = node
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(key))
+                .cloned();
+            match value.as_deref() {
+                Some(v) if v == want => {}
+                Some(v) if Some(v) == fail => {
+                    return Err(ApplyError::Failed {
+                        phase: "waits".into(),
+                        failures: vec![format!(
+                            "Node/{n}: {key}={v}; see the nvidia-mig-manager pod logs on that node"
+                        )],
+                        applied: 0,
+                    });
+                }
+                _ => pending.push(n.clone()),
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let what = format!("{key}={want} on {}", pending.join(", "));
+        let elapsed = start.elapsed();
+        if elapsed >= opts.wait_timeout {
+            return Err(ApplyError::WaitTimeout {
+                what,
+                seconds: opts.wait_timeout.as_secs(),
+            });
+        }
+        progress.waiting(&what, elapsed.as_secs(), opts.wait_timeout.as_secs());
+        tokio::time::sleep(opts.poll).await;
+    }
+}

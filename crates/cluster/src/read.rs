@@ -1,0 +1,482 @@
+//! Reads a cluster into the core's one [`LiveView`], with as few round trips as the view needs:
+//! discovery of every kind at once, one LIST per kind for the ApplySet's members, one LIST of
+//! namespace names and one LIST per cluster-scoped kind with many objects (an object in a
+//! namespace that does not exist cannot exist either), one label-selected LIST per pool, and
+//! single GETs only for the rest. A plan's view also holds the server-side dry-run answers the
+//! core asks for ([`gpuctl_core::plan::objects::needs_dry_run`]); the decisions themselves are the
+//! core's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+use gpuctl_core::applyset::{self, ApplySetParent};
+use gpuctl_core::blueprint::InstallMode;
+use gpuctl_core::live::workloads::{self, LiveDriverCr, LiveNode, LivePdb, LivePod, Workloads};
+use gpuctl_core::live::{DryRun, LiveView, Reading, Source};
+use gpuctl_core::object::{ObjectRef, TypeRef};
+use gpuctl_core::plan::{objects, parent_of, selector_string};
+use gpuctl_core::render::{NodePatch, RenderedObject, RenderedSet};
+use gpuctl_core::upgrade::journal::Journal;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+
+use crate::client::{ClusterError, Kube, Resolved, classify, retry};
+
+/// Cluster-scoped kinds with at least this many objects in the set are listed once instead of read
+/// one by one.
+const LIST_THRESHOLD: usize = 8;
+
+/// Pools whose nodes are listed at once.
+const POOL_LIST_PARALLELISM: usize = 16;
+
+/// What a read of a rendered set includes.
+#[derive(Debug, Clone, Copy)]
+pub struct Reads {
+    /// Ask the server for the dry-runs a plan needs (plans; not snapshots).
+    pub dry_run: bool,
+    /// Concurrent requests.
+    pub parallelism: usize,
+}
+
+/// Discovery results of the set's kinds.
+type Kinds = BTreeMap<TypeRef, Option<Resolved>>;
+
+/// The live state `set` touches: its objects, the ApplySet's members, the pools' nodes, the
+/// operator's Helm release (`install: helm`), the upgrade journals and the kinds served; with
+/// `reads.dry_run`, the dry-run answers a plan needs.
+pub async fn rendered_set(
+    k: &Kube,
+    set: &RenderedSet,
+    reads: Reads,
+) -> Result<LiveView, ClusterError> {
+    let type_refs: BTreeSet<TypeRef> = set.objects.iter().map(RenderedObject::type_ref).collect();
+    let resolve_all = futures::future::try_join_all(type_refs.iter().map(|t| async move {
+        Ok::<_, ClusterError>((t.clone(), k.resolve(&t.api_version, &t.kind).await?))
+    }));
+    let (resolved, fingerprint) = futures::try_join!(resolve_all, k.fingerprint())?;
+    let kinds: Kinds = resolved.into_iter().collect();
+    let mut view = LiveView::empty(Source::Cluster {
+        server: k.server.clone(),
+        fingerprint,
+    });
+    view.served = Some(
+        kinds
+            .iter()
+            .filter(|(_, r)| r.is_some())
+            .map(|(t, _)| t.clone())
+            .collect(),
+    );
+    let parent = parent_of(set);
+    let (members, known, nodes, journals, helm_release) = futures::try_join!(
+        members(k, &parent, &kinds),
+        read_known(k, set, &kinds),
+        pool_nodes(k, &set.node_patches),
+        async { Ok(journals(k, &set.helm.namespace).await) },
+        async { Ok(helm_release(k, set).await) },
+    )?;
+    view.members = Some(members);
+    view.nodes = Some(nodes);
+    view.journals = journals;
+    view.helm_release = helm_release;
+    read_objects(k, set, &kinds, &known, reads, &mut view).await?;
+    Ok(view)
+}
+
+/// The `gpuctl upgrade` journals in `namespace`; a failure is kept in the view (a plan says it
+/// cannot tell whether an upgrade is moving a pool; a snapshot refuses to be written without them).
+pub async fn journals(k: &Kube, namespace: &str) -> Reading<Vec<Journal>> {
+    match crate::upgrade::journal::list(k, Some(namespace), None).await {
+        Ok(j) => Reading::Read(j),
+        Err(e) => Reading::Failed(e.to_string()),
+    }
+}
+
+async fn helm_release(
+    k: &Kube,
+    set: &RenderedSet,
+) -> Reading<Option<gpuctl_core::live::release::LiveRelease>> {
+    if set.helm.install != InstallMode::Helm {
+        return Reading::NotRead;
+    }
+    match crate::release::read_release(k, &set.helm.namespace, &set.helm.release).await {
+        Ok(r) => Reading::Read(r),
+        Err(e) => Reading::Failed(e.to_string()),
+    }
+}
+
+/// Each rendered object's live state (members and bulk reads first, single GETs for the rest) and,
+/// for a plan, the dry-runs the core asks for, a bounded number at a time.
+async fn read_objects(
+    k: &Kube,
+    set: &RenderedSet,
+    kinds: &Kinds,
+    known: &Known,
+    reads: Reads,
+    view: &mut LiveView,
+) -> Result<(), ClusterError> {
+    let namespaces_created = objects::namespaces_created(set);
+    let set_id = parent_of(set).id();
+    let view_ref = &*view;
+    let (ns_created, set_id) = (&namespaces_created, set_id.as_str());
+    let results: Vec<Result<ObjectRead, ClusterError>> = futures::stream::iter(&set.objects)
+        .map(|o| async move {
+            let Some(r) = kinds.get(&o.type_ref()).and_then(Option::as_ref) else {
+                return Ok((o.object_ref(), None, None));
+            };
+            let id = o.object_ref();
+            let current = match view_ref.get(&id) {
+                Some(v) => Some(v.clone()),
+                None => known.current(k, r, o).await?,
+            };
+            let dry_run = if reads.dry_run
+                && objects::needs_dry_run(o, current.as_ref(), ns_created, set_id)
+            {
+                Some(dry_run(k, r, o).await?)
+            } else {
+                None
+            };
+            Ok((id, current, dry_run))
+        })
+        .buffered(reads.parallelism.max(1))
+        .collect()
+        .await;
+    for result in results {
+        let (id, current, dry_run) = result?;
+        if let Some(d) = dry_run {
+            view.dry_run.insert(id.clone(), d);
+        }
+        if let Some(v) = current {
+            view.objects.insert(id, v);
+        }
+    }
+    Ok(())
+}
+
+/// An object's identity, live state and dry-run answer.
+type ObjectRead = (ObjectRef, Option<Value>, Option<DryRun>);
+
+async fn dry_run(k: &Kube, r: &Resolved, o: &RenderedObject) -> Result<DryRun, ClusterError> {
+    match k.apply(r, &o.manifest, true, false).await {
+        Ok(v) => Ok(DryRun::Applied(v)),
+        Err(ClusterError::Conflict { message, .. }) => Ok(DryRun::Conflict(message)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Live state read in bulk before reading object by object.
+#[derive(Default)]
+struct Known {
+    /// Names of existing namespaces.
+    namespaces: Option<BTreeSet<String>>,
+    /// Kinds listed in full: an object of such a kind absent from `objects` does not exist.
+    listed: BTreeSet<TypeRef>,
+    /// Objects of listed kinds.
+    objects: BTreeMap<ObjectRef, Value>,
+}
+
+impl Known {
+    /// The live object of `o`, from the bulk reads when they decide it, else one GET.
+    async fn current(
+        &self,
+        k: &Kube,
+        r: &Resolved,
+        o: &RenderedObject,
+    ) -> Result<Option<Value>, ClusterError> {
+        if self.listed.contains(&o.type_ref()) {
+            return Ok(self.objects.get(&o.object_ref()).cloned());
+        }
+        let namespace_missing = o.namespace.as_ref().is_some_and(|ns| {
+            self.namespaces
+                .as_ref()
+                .is_some_and(|all| !all.contains(ns))
+        });
+        if namespace_missing {
+            return Ok(None);
+        }
+        k.get(r, o.namespace.as_deref(), &o.name).await
+    }
+}
+
+/// One LIST of namespace names and one LIST per cluster-scoped kind with many objects, all at
+/// once: a first plan of 5,000 objects otherwise costs 5,000 GETs.
+async fn read_known(k: &Kube, set: &RenderedSet, kinds: &Kinds) -> Result<Known, ClusterError> {
+    let namespaces = async {
+        match k.resolve("v1", "Namespace").await? {
+            Some(r) => Ok::<_, ClusterError>(Some(
+                k.list(&r, "")
+                    .await?
+                    .iter()
+                    .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+                    .collect::<BTreeSet<String>>(),
+            )),
+            None => Ok(None),
+        }
+    };
+    let mut per_kind: BTreeMap<TypeRef, usize> = BTreeMap::new();
+    for o in set.objects.iter().filter(|o| o.namespace.is_none()) {
+        *per_kind.entry(o.type_ref()).or_default() += 1;
+    }
+    let listed = futures::future::try_join_all(
+        per_kind
+            .into_iter()
+            .filter(|(_, count)| *count >= LIST_THRESHOLD)
+            .filter_map(|(t, _)| Some((kinds.get(&t)?.as_ref()?, t)))
+            .map(|(r, t)| async move { Ok::<_, ClusterError>((t, k.list(r, "").await?)) }),
+    );
+    let (namespaces, listed) = futures::try_join!(namespaces, listed)?;
+    let mut known = Known {
+        namespaces,
+        ..Known::default()
+    };
+    for (t, items) in listed {
+        for v in items {
+            let v = with_type(v, &t);
+            if let Some(id) = ObjectRef::of(&v) {
+                known.objects.insert(id, v);
+            }
+        }
+        known.listed.insert(t);
+    }
+    Ok(known)
+}
+
+/// Lists omit apiVersion/kind on items; put them back.
+fn with_type(mut v: Value, t: &TypeRef) -> Value {
+    v["apiVersion"] = json!(t.api_version);
+    v["kind"] = json!(t.kind);
+    v
+}
+
+/// The current members of the ApplySet: one label-selected LIST per kind the set has now, plus the
+/// kinds the parent recorded earlier (they may hold members the blueprint dropped).
+async fn members(
+    k: &Kube,
+    parent: &ApplySetParent,
+    kinds: &Kinds,
+) -> Result<BTreeMap<ObjectRef, Value>, ClusterError> {
+    let selector = format!("{}={}", applyset::PART_OF, parent.id());
+    let mut resolved: Vec<Resolved> = kinds.values().flatten().cloned().collect();
+    for gk in parent_group_kinds(k, parent).await? {
+        let (kind, group) = gk.split_once('.').unwrap_or((gk.as_str(), ""));
+        if resolved
+            .iter()
+            .any(|r| r.resource.kind == kind && r.resource.group == group)
+        {
+            continue;
+        }
+        if let Some(r) = k.resolve_group_kind(group, kind).await? {
+            resolved.push(r);
+        }
+    }
+    let lists = futures::future::try_join_all(resolved.iter().map(|r| {
+        let selector = &selector;
+        async move { Ok::<_, ClusterError>((r, k.list(r, selector).await?)) }
+    }))
+    .await?;
+    let mut out = BTreeMap::new();
+    for (r, items) in lists {
+        let t = TypeRef::new(&r.resource.api_version, &r.resource.kind);
+        for v in items {
+            let v = with_type(v, &t);
+            if let Some(id) = ObjectRef::of(&v) {
+                out.insert(id, v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Group-kinds recorded on the live ApplySet parent.
+pub async fn parent_group_kinds(
+    k: &Kube,
+    parent: &ApplySetParent,
+) -> Result<Vec<String>, ClusterError> {
+    let Some(r) = k.resolve("v1", "ConfigMap").await? else {
+        return Ok(vec![]);
+    };
+    let Some(cm) = k.get(&r, Some(&parent.namespace), &parent.name).await? else {
+        return Ok(vec![]);
+    };
+    Ok(
+        cm["metadata"]["annotations"][applyset::CONTAINS_GROUP_KINDS]
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// The nodes of every pool (one label-selected LIST per pool, a bounded number at a time: a
+/// 64-pool blueprint otherwise waits for 64 round trips in a row), each node once.
+async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, ClusterError> {
+    let r = k
+        .resolve("v1", "Node")
+        .await?
+        .ok_or_else(|| ClusterError::Unreadable {
+            object: "Nodes".into(),
+            message: "the API server does not serve v1 Node".into(),
+        })?;
+    let lists: Vec<Result<Vec<Value>, ClusterError>> = futures::stream::iter(patches)
+        .map(|p| {
+            let r = &r;
+            async move { k.list(r, &selector_string(&p.selector)).await }
+        })
+        .buffered(POOL_LIST_PARALLELISM)
+        .collect()
+        .await;
+    let mut by_name: BTreeMap<String, Value> = BTreeMap::new();
+    for list in lists {
+        for n in list? {
+            let name = n["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            by_name.insert(name, n);
+        }
+    }
+    Ok(by_name.into_values().collect())
+}
+
+/// One pool's workloads for an upgrade: the nodes matching `selector`, their pods, the PDBs
+/// covering them and the driver CRs.
+pub async fn pool_workloads(
+    k: &Kube,
+    selector: &BTreeMap<String, String>,
+) -> Result<LiveView, ClusterError> {
+    let nodes = read_nodes(k, selector).await?;
+    let mut pods = Vec::new();
+    for n in &nodes {
+        pods.extend(pods_on(k, &n.name).await?);
+    }
+    let pdbs = read_pdbs(k, &pods).await?;
+    let driver_crs = read_driver_crs(k).await?;
+    let mut view = LiveView::empty(Source::Cluster {
+        server: k.server.clone(),
+        fingerprint: String::new(),
+    });
+    view.workloads = Some(Workloads {
+        nodes,
+        pods,
+        pdbs,
+        driver_crs,
+    });
+    Ok(view)
+}
+
+/// The nodes matching `selector`, sorted by name.
+pub async fn read_nodes(
+    k: &Kube,
+    selector: &BTreeMap<String, String>,
+) -> Result<Vec<LiveNode>, ClusterError> {
+    let api: Api<Node> = Api::all(k.client());
+    let lp = ListParams::default().labels(&workloads::selector_text(selector));
+    let list = retry(|| api.list(&lp))
+        .await
+        .map_err(|e| classify("list Nodes", e))?;
+    let mut nodes: Vec<LiveNode> = list.items.iter().map(workloads::live_node).collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(nodes)
+}
+
+/// One node by name (`None` when it is gone).
+pub async fn read_node(k: &Kube, name: &str) -> Result<Option<LiveNode>, ClusterError> {
+    let api: Api<Node> = Api::all(k.client());
+    let node = retry(|| api.get_opt(name))
+        .await
+        .map_err(|e| classify(&format!("Node/{name}"), e))?;
+    Ok(node.as_ref().map(workloads::live_node))
+}
+
+/// Every pod on `node`, in every namespace.
+pub async fn pods_on(k: &Kube, node: &str) -> Result<Vec<LivePod>, ClusterError> {
+    let api: Api<Pod> = Api::all(k.client());
+    let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
+    let list = retry(|| api.list(&lp))
+        .await
+        .map_err(|e| classify(&format!("list Pods on {node}"), e))?;
+    let mut pods: Vec<LivePod> = list.items.iter().map(workloads::live_pod).collect();
+    pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    Ok(pods)
+}
+
+/// PDBs in the namespaces of `pods` that cover at least one of them.
+pub async fn read_pdbs(k: &Kube, pods: &[LivePod]) -> Result<Vec<LivePdb>, ClusterError> {
+    let mut namespaces: Vec<&str> = pods.iter().map(|p| p.namespace.as_str()).collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    let mut out = Vec::new();
+    for ns in namespaces {
+        let api: Api<PodDisruptionBudget> = Api::namespaced(k.client(), ns);
+        let lp = ListParams::default();
+        let list = retry(|| api.list(&lp))
+            .await
+            .map_err(|e| classify(&format!("list PodDisruptionBudgets in {ns}"), e))?;
+        out.extend(
+            list.items
+                .iter()
+                .map(|pdb| workloads::live_pdb(ns, pdb))
+                .filter(|live| pods.iter().any(|p| live.covers(p))),
+        );
+    }
+    out.sort_by_key(LivePdb::id);
+    Ok(out)
+}
+
+/// Every NVIDIADriver CR (`None` when the CRD is not served).
+pub async fn read_driver_crs(k: &Kube) -> Result<Option<Vec<LiveDriverCr>>, ClusterError> {
+    let Some(r) = k.resolve("nvidia.com/v1alpha1", "NVIDIADriver").await? else {
+        return Ok(None);
+    };
+    let items = k.list(&r, "").await?;
+    let mut crs: Vec<LiveDriverCr> = items.iter().map(workloads::live_driver_cr).collect();
+    crs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Some(crs))
+}
+
+/// Why a live plan or snapshot could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The cluster failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The rendered set cannot be planned.
+    #[error(transparent)]
+    Plan(#[from] gpuctl_core::plan::PlanError),
+    /// The live state cannot be kept as a snapshot.
+    #[error(transparent)]
+    Capture(#[from] gpuctl_core::snapshot::CaptureError),
+}
+
+/// The plan of `set` against the cluster: an empty set is refused before anything is read, then
+/// the live view is read (with the dry-runs the core asks for) and the core decides.
+pub async fn plan(
+    k: &Kube,
+    set: &RenderedSet,
+    opts: gpuctl_core::plan::PlanOptions,
+    parallelism: usize,
+) -> Result<gpuctl_core::plan::Plan, LiveError> {
+    gpuctl_core::plan::refuse_empty(set)?;
+    let reads = Reads {
+        dry_run: true,
+        parallelism,
+    };
+    let view = rendered_set(k, set, reads).await?;
+    Ok(gpuctl_core::plan::plan(set, &view, opts)?)
+}
+
+/// The snapshot of what `set` touches in the cluster (no dry-runs).
+pub async fn snapshot(
+    k: &Kube,
+    set: &RenderedSet,
+) -> Result<gpuctl_core::snapshot::Snapshot, LiveError> {
+    let reads = Reads {
+        dry_run: false,
+        parallelism: usize::from(crate::client::DEFAULT_PARALLELISM),
+    };
+    let view = rendered_set(k, set, reads).await?;
+    Ok(gpuctl_core::snapshot::Snapshot::capture(&view, set)?)
+}

@@ -1,0 +1,877 @@
+//! The blueprint contract, `gpuctl.dev/v1alpha1` (see docs/blueprint.md): typed, strict, schema-derived.
+//!
+//! Types are deliberately lenient where a rule can say more than serde could (versions, durations and
+//! quantities stay strings here and are parsed by the rules, so every bad value becomes a finding with
+//! a position instead of stopping the load at the first one).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The only accepted `apiVersion`.
+pub const API_VERSION: &str = "gpuctl.dev/v1alpha1";
+/// The only accepted `kind`.
+pub const KIND: &str = "ClusterBlueprint";
+
+/// A whole cluster blueprint.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Blueprint {
+    /// Always `gpuctl.dev/v1alpha1`.
+    pub api_version: String,
+    /// Always `ClusterBlueprint`.
+    pub kind: String,
+    /// Names the blueprint, its ApplySet and the labels on everything it renders.
+    pub metadata: Metadata,
+    /// What the cluster should be.
+    pub spec: Spec,
+}
+
+/// Blueprint metadata.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Metadata {
+    /// DNS-1123 label.
+    pub name: String,
+}
+
+/// The desired cluster.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Spec {
+    /// Control-plane facts.
+    pub kubernetes: Kubernetes,
+    /// The NVIDIA GPU Operator release and its operands.
+    pub gpu_operator: GpuOperator,
+    /// Sets of identical GPU nodes.
+    #[serde(default)]
+    pub node_pools: Vec<NodePool>,
+    /// PriorityClasses to create.
+    #[serde(default)]
+    pub priority_classes: Vec<PriorityClass>,
+    /// Queueing system and its queues.
+    #[serde(default)]
+    pub scheduling: Scheduling,
+    /// Teams, their namespaces, quotas and queues.
+    #[serde(default)]
+    pub tenants: Vec<Tenant>,
+    /// Monitoring and alerting.
+    #[serde(default)]
+    pub monitoring: Monitoring,
+    /// Driver upgrade policy.
+    #[serde(default)]
+    pub upgrades: Upgrades,
+}
+
+/// Kubernetes control plane.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Kubernetes {
+    /// Control-plane version, e.g. `1.34.2`.
+    #[serde(deserialize_with = "version_text")]
+    pub version: String,
+}
+
+/// How `apply` handles the GPU Operator Helm release.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InstallMode {
+    /// `helm upgrade --install` with the rendered values.
+    #[default]
+    Helm,
+    /// Rendered values are committed and synced by a GitOps controller.
+    Gitops,
+    /// The operator is managed elsewhere.
+    None,
+}
+
+impl std::fmt::Display for InstallMode {
+    /// The blueprint spelling: `helm`, `gitops`, `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InstallMode::Helm => "helm",
+            InstallMode::Gitops => "gitops",
+            InstallMode::None => "none",
+        })
+    }
+}
+
+/// GPU Operator settings.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GpuOperator {
+    /// Chart release, e.g. `v26.7.0`.
+    #[serde(deserialize_with = "version_text")]
+    pub version: String,
+    /// Namespace of the operator.
+    #[serde(default = "default_operator_namespace")]
+    pub namespace: String,
+    /// How the Helm release is handled.
+    #[serde(default)]
+    pub install: InstallMode,
+    /// Cluster default driver.
+    pub driver: Driver,
+    /// dcgm-exporter settings.
+    #[serde(default)]
+    pub dcgm_exporter: DcgmExporter,
+    /// Raw chart overrides, deep-merged last.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub values: serde_json::Map<String, serde_json::Value>,
+}
+
+fn default_operator_namespace() -> String {
+    "gpu-operator".to_string()
+}
+
+/// Kernel module flavour of the driver.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelModuleType {
+    /// The operator chooses (open modules on recent drivers).
+    #[default]
+    Auto,
+    /// Open GPU kernel modules.
+    Open,
+    /// Proprietary kernel modules.
+    Proprietary,
+}
+
+/// The cluster default driver.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Driver {
+    /// Driver version, e.g. `580.105.08`.
+    #[serde(deserialize_with = "version_text")]
+    pub version: String,
+    /// Kernel module flavour.
+    #[serde(default)]
+    pub kernel_module_type: KernelModuleType,
+    /// Use precompiled driver containers.
+    #[serde(default)]
+    pub use_precompiled: bool,
+    /// Operator-driven upgrade policy.
+    #[serde(default)]
+    pub upgrade_policy: Option<UpgradePolicy>,
+}
+
+/// The operator's driver upgrade policy.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpgradePolicy {
+    /// Nodes upgraded in parallel (0 = unlimited).
+    #[serde(default)]
+    pub max_parallel_upgrades: Option<u32>,
+    /// Nodes that may be unavailable, count or percentage.
+    #[serde(default)]
+    pub max_unavailable: Option<IntOrString>,
+    /// Drain settings.
+    #[serde(default)]
+    pub drain: Option<Drain>,
+    /// Wait for pods matching a selector to finish.
+    #[serde(default)]
+    pub wait_for_completion: Option<WaitForCompletion>,
+}
+
+/// Drain settings.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Drain {
+    /// Drain nodes before upgrading.
+    #[serde(default)]
+    pub enable: bool,
+    /// Drain timeout.
+    #[serde(default)]
+    pub timeout_seconds: Option<u64>,
+}
+
+/// Wait for pods to complete before upgrading.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitForCompletion {
+    /// Label selector of the pods to wait for.
+    #[serde(default)]
+    pub pod_selector: String,
+    /// 0 waits forever.
+    #[serde(default)]
+    pub timeout_seconds: u64,
+}
+
+/// An integer or a string such as `25%`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(untagged)]
+pub enum IntOrString {
+    /// A count.
+    Int(i64),
+    /// A percentage or other string form.
+    String(String),
+}
+
+impl std::fmt::Display for IntOrString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IntOrString::Int(i) => write!(f, "{i}"),
+            IntOrString::String(s) => f.write_str(s),
+        }
+    }
+}
+
+/// dcgm-exporter settings.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DcgmExporter {
+    /// Deploy dcgm-exporter.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Collection interval, e.g. `30s`.
+    #[serde(default = "default_interval")]
+    pub interval: String,
+    /// Create a ServiceMonitor.
+    #[serde(default)]
+    pub service_monitor: bool,
+}
+
+impl Default for DcgmExporter {
+    fn default() -> Self {
+        DcgmExporter {
+            enabled: true,
+            interval: default_interval(),
+            service_monitor: false,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_interval() -> String {
+    "30s".to_string()
+}
+
+/// What a pool is for.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Batch training.
+    Training,
+    /// Latency-sensitive serving.
+    Inference,
+    /// Notebooks and experiments.
+    Development,
+    /// Anything.
+    #[default]
+    General,
+}
+
+/// A set of identical GPU nodes.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodePool {
+    /// DNS-1123 label, unique.
+    pub name: String,
+    /// What the pool is for.
+    #[serde(default)]
+    pub role: Role,
+    /// Equality labels identifying the pool's nodes; must be non-empty.
+    pub selector: BTreeMap<String, String>,
+    /// Expected node count.
+    pub nodes: u32,
+    /// GPUs on each node.
+    pub gpu: Gpu,
+    /// Node operating system.
+    #[serde(default)]
+    pub os: Option<Os>,
+    /// Per-pool driver override (its own NVIDIADriver CR).
+    #[serde(default)]
+    pub driver: Option<PoolDriver>,
+    /// How GPUs are shared.
+    #[serde(default)]
+    pub partitioning: Partitioning,
+    /// Interconnect and network.
+    #[serde(default)]
+    pub topology: Option<Topology>,
+    /// Extra node labels gpuctl manages, per key.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Node taints gpuctl manages, per key.
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+}
+
+/// The GPU model and count of a node.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Gpu {
+    /// A key of the GPU catalog (`gpuctl profiles`).
+    pub model: String,
+    /// GPUs per node.
+    pub count: u32,
+}
+
+/// Node operating system.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Os {
+    /// Distribution id, e.g. `ubuntu`.
+    pub id: String,
+    /// Distribution version, e.g. `22.04`.
+    #[serde(deserialize_with = "version_text")]
+    pub version: String,
+    /// Kernel release, e.g. `5.15.0-1055-aws`.
+    #[serde(default)]
+    pub kernel: Option<String>,
+}
+
+/// A per-pool driver override.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PoolDriver {
+    /// Driver version.
+    #[serde(deserialize_with = "version_text")]
+    pub version: String,
+    /// Kernel module flavour (defaults to the cluster's).
+    #[serde(default)]
+    pub kernel_module_type: Option<KernelModuleType>,
+}
+
+/// GPU sharing mode.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionMode {
+    /// Whole GPUs.
+    #[default]
+    None,
+    /// Multi-Instance GPU.
+    Mig,
+    /// CUDA time-slicing.
+    TimeSlicing,
+    /// CUDA Multi-Process Service.
+    Mps,
+}
+
+/// How a pool's GPUs are partitioned.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Partitioning {
+    /// Sharing mode.
+    #[serde(default)]
+    pub mode: PartitionMode,
+    /// MIG layout (mode `mig`).
+    #[serde(default)]
+    pub mig: Option<Mig>,
+    /// Time-slicing (mode `time-slicing`).
+    #[serde(default)]
+    pub time_slicing: Option<TimeSlicing>,
+    /// MPS (mode `mps`).
+    #[serde(default)]
+    pub mps: Option<Mps>,
+}
+
+/// MIG strategy as the device plugin exposes it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MigStrategy {
+    /// Every GPU exposes one profile as `nvidia.com/gpu`.
+    #[default]
+    Single,
+    /// Each profile is its own `nvidia.com/mig-<profile>` resource.
+    Mixed,
+}
+
+/// MIG layout of a pool.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Mig {
+    /// Device plugin strategy.
+    #[serde(default)]
+    pub strategy: MigStrategy,
+    /// Instances per GPU, applied to every GPU of the node.
+    #[serde(default)]
+    pub layout: Option<BTreeMap<String, u32>>,
+    /// Instances per group of GPU indices (exclusive with `layout`).
+    #[serde(default)]
+    pub devices: Option<Vec<MigDevices>>,
+}
+
+/// A MIG layout for some GPU indices.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MigDevices {
+    /// GPU indices.
+    pub gpus: Vec<u32>,
+    /// Instances per GPU of this group.
+    pub layout: BTreeMap<String, u32>,
+}
+
+/// Time-slicing settings.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TimeSlicing {
+    /// Replicas per GPU.
+    pub replicas: u32,
+    /// Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`.
+    #[serde(default)]
+    pub rename_by_default: bool,
+    /// Reject requests for more than one shared GPU.
+    #[serde(default)]
+    pub fail_requests_greater_than_one: bool,
+}
+
+/// MPS settings.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Mps {
+    /// Replicas per GPU.
+    pub replicas: u32,
+    /// Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`.
+    #[serde(default)]
+    pub rename_by_default: bool,
+}
+
+/// Interconnect.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Interconnect {
+    /// NVSwitch fabric.
+    Nvswitch,
+    /// NVLink bridges.
+    Nvlink,
+    /// PCIe only.
+    Pcie,
+}
+
+/// Network fabric.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Fabric {
+    /// InfiniBand.
+    Infiniband,
+    /// RDMA over Converged Ethernet.
+    Roce,
+    /// Plain Ethernet.
+    Ethernet,
+}
+
+/// Topology of a node and its network.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Topology {
+    /// GPU interconnect.
+    #[serde(default)]
+    pub interconnect: Option<Interconnect>,
+    /// NUMA nodes per machine.
+    #[serde(default)]
+    pub numa_nodes: Option<u32>,
+    /// Node network.
+    #[serde(default)]
+    pub network: Option<Network>,
+}
+
+/// Node network.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Network {
+    /// Fabric.
+    pub fabric: Fabric,
+    /// NICs per node.
+    #[serde(default)]
+    pub nics_per_node: Option<u32>,
+    /// GPUDirect RDMA enabled.
+    #[serde(default, rename = "gpuDirectRDMA")]
+    pub gpu_direct_rdma: bool,
+}
+
+/// Taint effect.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum TaintEffect {
+    /// Do not schedule.
+    NoSchedule,
+    /// Avoid scheduling.
+    PreferNoSchedule,
+    /// Evict running pods.
+    NoExecute,
+}
+
+/// A node taint.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Taint {
+    /// Taint key.
+    pub key: String,
+    /// Taint value.
+    #[serde(default)]
+    pub value: Option<String>,
+    /// Effect.
+    pub effect: TaintEffect,
+}
+
+/// Whether a PriorityClass may preempt.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+pub enum PreemptionPolicy {
+    /// Preempt lower-priority pods.
+    #[default]
+    PreemptLowerPriority,
+    /// Never preempt.
+    Never,
+}
+
+/// A PriorityClass.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PriorityClass {
+    /// Name.
+    pub name: String,
+    /// Priority value.
+    pub value: i64,
+    /// Preemption policy.
+    #[serde(default)]
+    pub preemption_policy: PreemptionPolicy,
+    /// Default for pods without a class.
+    #[serde(default)]
+    pub global_default: bool,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// Which queueing system the cluster runs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Queueing {
+    /// Kueue.
+    Kueue,
+    /// Volcano.
+    Volcano,
+    /// No queueing: quotas only.
+    #[default]
+    None,
+}
+
+/// Queueing configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scheduling {
+    /// Queueing system.
+    #[serde(default)]
+    pub queueing: Queueing,
+    /// Kueue objects.
+    #[serde(default)]
+    pub kueue: Option<Kueue>,
+    /// Volcano objects.
+    #[serde(default)]
+    pub volcano: Option<Volcano>,
+}
+
+/// Kueue configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Kueue {
+    /// Kueue release, e.g. `v0.19.2`.
+    #[serde(deserialize_with = "version_text")]
+    pub version: String,
+    /// Cohorts.
+    #[serde(default)]
+    pub cohorts: Vec<Cohort>,
+    /// ClusterQueues.
+    #[serde(default)]
+    pub cluster_queues: Vec<ClusterQueue>,
+}
+
+/// A Kueue Cohort.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Cohort {
+    /// Name.
+    pub name: String,
+    /// Parent cohort.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Fair-sharing weight.
+    #[serde(default)]
+    pub fair_sharing_weight: Option<Quantity>,
+}
+
+/// A Kueue ClusterQueue.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterQueue {
+    /// Name.
+    pub name: String,
+    /// Cohort it borrows from and lends to.
+    #[serde(default)]
+    pub cohort: Option<String>,
+    /// Fair-sharing weight.
+    #[serde(default)]
+    pub fair_sharing_weight: Option<Quantity>,
+    /// Preemption policy.
+    #[serde(default)]
+    pub preemption: Option<Preemption>,
+    /// One entry per pool used as a ResourceFlavor.
+    #[serde(default)]
+    pub resources: Vec<FlavorQuota>,
+}
+
+/// ClusterQueue preemption policy.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Preemption {
+    /// Within the ClusterQueue.
+    #[serde(default)]
+    pub within_cluster_queue: Option<WithinClusterQueue>,
+    /// Reclaiming lent quota within the cohort.
+    #[serde(default)]
+    pub reclaim_within_cohort: Option<ReclaimWithinCohort>,
+    /// Preempting while borrowing.
+    #[serde(default)]
+    pub borrow_within_cohort: Option<BorrowWithinCohort>,
+}
+
+/// `preemption.withinClusterQueue`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum WithinClusterQueue {
+    /// Never preempt.
+    Never,
+    /// Preempt lower priority.
+    LowerPriority,
+    /// Preempt lower or newer equal priority.
+    LowerOrNewerEqualPriority,
+}
+
+/// `preemption.reclaimWithinCohort`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum ReclaimWithinCohort {
+    /// Never reclaim.
+    Never,
+    /// Reclaim from lower priority.
+    LowerPriority,
+    /// Reclaim from any.
+    Any,
+}
+
+/// `preemption.borrowWithinCohort.policy`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum BorrowWithinCohort {
+    /// Never preempt while borrowing.
+    Never,
+    /// Preempt lower priority while borrowing.
+    LowerPriority,
+}
+
+/// Quota of one ClusterQueue on one pool's flavor.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FlavorQuota {
+    /// Node pool (its ResourceFlavor).
+    pub pool: String,
+    /// Nominal quota per resource.
+    pub quota: BTreeMap<String, Quantity>,
+    /// Most that may be borrowed per resource.
+    #[serde(default)]
+    pub borrowing_limit: BTreeMap<String, Quantity>,
+    /// Most that may be lent per resource.
+    #[serde(default)]
+    pub lending_limit: BTreeMap<String, Quantity>,
+}
+
+/// Volcano configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Volcano {
+    /// Volcano release, e.g. `v1.15.1`.
+    #[serde(deserialize_with = "version_text")]
+    pub version: String,
+    /// Queues.
+    #[serde(default)]
+    pub queues: Vec<VolcanoQueue>,
+}
+
+/// A Volcano Queue.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VolcanoQueue {
+    /// Name.
+    pub name: String,
+    /// Parent queue (`root` is implicit).
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Weight, 1..65535.
+    #[serde(default)]
+    pub weight: Option<i64>,
+    /// Upper bound per resource.
+    #[serde(default)]
+    pub capability: BTreeMap<String, Quantity>,
+    /// Fair share per resource.
+    #[serde(default)]
+    pub deserved: BTreeMap<String, Quantity>,
+    /// Reserved per resource.
+    #[serde(default)]
+    pub guarantee: BTreeMap<String, Quantity>,
+    /// May be reclaimed.
+    #[serde(default)]
+    pub reclaimable: Option<bool>,
+}
+
+/// A team.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tenant {
+    /// DNS-1123 label.
+    pub name: String,
+    /// Namespaces the tenant owns.
+    pub namespaces: Vec<String>,
+    /// Default PriorityClass of its workloads.
+    #[serde(default)]
+    pub priority_class: Option<String>,
+    /// Kueue ClusterQueue or Volcano queue.
+    #[serde(default)]
+    pub queue: Option<String>,
+    /// ResourceQuota hard limits per namespace.
+    #[serde(default)]
+    pub quota: BTreeMap<String, Quantity>,
+    /// LimitRange container defaults.
+    #[serde(default)]
+    pub defaults: BTreeMap<String, Quantity>,
+    /// CUDA toolkit versions the tenant's images use.
+    #[serde(default, deserialize_with = "version_list")]
+    pub cuda: Vec<String>,
+}
+
+/// Monitoring.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Monitoring {
+    /// Render a ServiceMonitor.
+    #[serde(default)]
+    pub service_monitor: bool,
+    /// Alerts.
+    #[serde(default)]
+    pub alerts: Alerts,
+}
+
+/// Alert rules to render.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Alerts {
+    /// Xid error alerts.
+    #[serde(default)]
+    pub xid: bool,
+    /// ECC error alerts.
+    #[serde(default)]
+    pub ecc_errors: bool,
+    /// GPU temperature threshold in Celsius.
+    #[serde(default)]
+    pub temperature_c: Option<u32>,
+}
+
+/// Upgrade strategy.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpgradeStrategy {
+    /// Batches move to a new colour.
+    #[default]
+    BlueGreen,
+    /// The operator's in-place rolling upgrade.
+    Rolling,
+}
+
+/// Upgrade policy.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Upgrades {
+    /// Strategy.
+    #[serde(default)]
+    pub strategy: UpgradeStrategy,
+    /// Blue-green settings.
+    #[serde(default)]
+    pub blue_green: Option<BlueGreen>,
+}
+
+/// Blue-green settings.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BlueGreen {
+    /// Node label carrying the colour.
+    #[serde(default = "default_color_label")]
+    pub color_label: String,
+    /// Share of a pool moved per step (`25%` or a count).
+    #[serde(default = "default_batch")]
+    pub batch: IntOrString,
+    /// Drain timeout, e.g. `30m`.
+    #[serde(default = "default_drain_timeout")]
+    pub drain_timeout: String,
+    /// Wait for running jobs instead of evicting them.
+    #[serde(default)]
+    pub wait_for_jobs: bool,
+}
+
+fn default_color_label() -> String {
+    "gpuctl.dev/color".to_string()
+}
+
+fn default_batch() -> IntOrString {
+    IntOrString::String("25%".to_string())
+}
+
+fn default_drain_timeout() -> String {
+    "30m".to_string()
+}
+
+/// A Kubernetes quantity as written (`192`, `"1500"`, `12Ti`); numbers are kept as their text.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(with = "IntOrString")]
+pub struct Quantity(pub String);
+
+impl<'de> Deserialize<'de> for Quantity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            I(i64),
+            F(f64),
+            S(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("expected a quantity such as `8`, `\"1500m\"` or `12Ti`")
+        })? {
+            Raw::I(i) => Ok(Quantity(i.to_string())),
+            Raw::F(f) => Ok(Quantity(f.to_string())),
+            Raw::S(s) => Ok(Quantity(s)),
+        }
+    }
+}
+
+impl std::fmt::Display for Quantity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A version must be written as a string: YAML reads `12.10` as the number 12.1 and `1.30` as 1.3,
+/// so accepting numbers would silently change the version. Whole numbers (`550`) are unambiguous.
+fn version_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        I(u64),
+        F(f64),
+        S(String),
+    }
+    match Raw::deserialize(d)
+        .map_err(|_| serde::de::Error::custom("expected a version string such as \"12.4\""))?
+    {
+        Raw::I(i) => Ok(i.to_string()),
+        Raw::S(s) => Ok(s),
+        Raw::F(f) => Err(serde::de::Error::custom(format!(
+            "version written as the number {f}; quote it (\"{f}\") so YAML keeps every digit"
+        ))),
+    }
+}
+
+fn version_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    struct V(#[serde(deserialize_with = "version_text")] String);
+    Ok(Vec::<V>::deserialize(d)?.into_iter().map(|v| v.0).collect())
+}

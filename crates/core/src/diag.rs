@@ -1,0 +1,81 @@
+//! Findings: what validation (and loading) says about a blueprint, with where and what to do.
+
+use serde::{Deserialize, Serialize};
+
+use crate::blueprint::yaml::Pos;
+
+/// How bad a finding is: one scale for validation findings, plan findings and upgrade pre-flight
+/// checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The blueprint cannot be applied (the plan, the upgrade cannot run) as written.
+    Error,
+    /// Applies, but likely not what was meant; `--strict` fails on it.
+    Warning,
+    /// A fact worth knowing (an upgrade's branch end of life, what will be restored).
+    Info,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        })
+    }
+}
+
+/// One thing wrong with a blueprint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Stable rule id, e.g. `GPU050` (`gpuctl explain GPU050`).
+    pub rule: &'static str,
+    /// Error or warning.
+    pub severity: Severity,
+    /// YAML path of the offending value, e.g. `spec.tenants[0].quota`.
+    pub path: String,
+    /// Line and column in the file, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pos: Option<Pos>,
+    /// What is wrong.
+    pub message: String,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Finding {
+    /// Sort key: position first, then rule, so output follows the file top to bottom.
+    pub fn sort_key(&self) -> (Pos, &'static str, &str, &str) {
+        (
+            self.pos.unwrap_or_default(),
+            self.rule,
+            &self.path,
+            &self.message,
+        )
+    }
+}
+
+/// Findings for one blueprint file.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    /// The file as the user named it.
+    pub file: String,
+    /// The findings, in file order.
+    pub findings: Vec<Finding>,
+    /// The file's text, for snippets in human output.
+    #[serde(skip)]
+    pub source: String,
+}
+
+impl FileReport {
+    /// Number of findings with this severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count()
+    }
+}

@@ -1,0 +1,183 @@
+//! The live view: what gpuctl knows about a cluster, read once. The cluster crate fills it from an
+//! API server; [`LiveView::from_snapshot`] fills it from a snapshot file; [`LiveView::offline`] is
+//! an empty cluster. Plans ([`crate::plan::plan`]), snapshots ([`crate::snapshot::Snapshot::capture`]) and
+//! upgrade planning ([`crate::upgrade::schedule`]) are pure functions of it, so each source gives
+//! the same decisions for the same state and the decisions are unit-tested without a cluster.
+
+pub mod release;
+pub mod workloads;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::applyset::PART_OF;
+use crate::object::{ObjectRef, TypeRef};
+use crate::snapshot::Snapshot;
+use crate::upgrade::journal::Journal;
+use release::LiveRelease;
+use workloads::Workloads;
+
+/// Where a live view came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An API server, read now.
+    Cluster {
+        /// Server URL.
+        server: String,
+        /// Cluster fingerprint.
+        fingerprint: String,
+    },
+    /// A snapshot file.
+    Snapshot {
+        /// Server URL at capture time.
+        server: Option<String>,
+        /// Cluster fingerprint at capture time.
+        fingerprint: Option<String>,
+    },
+    /// Nothing: an empty cluster that serves every kind.
+    Offline,
+}
+
+/// Something read from the cluster that may not have been read (offline, or a snapshot older than
+/// the field), or that could not be read (a plan says so instead of failing).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Reading<T> {
+    /// Not read.
+    #[default]
+    NotRead,
+    /// Read.
+    Read(T),
+    /// Could not be read: why.
+    Failed(String),
+}
+
+/// What a server-side dry-run apply of a rendered object answered (live views only).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DryRun {
+    /// The object as the server would store it.
+    Applied(Value),
+    /// A field gpuctl sets is owned by another manager: the server's message.
+    Conflict(String),
+}
+
+/// Live state, read once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveView {
+    /// Where it came from.
+    pub source: Source,
+    /// Kinds the cluster serves (`None`: unknown, every kind counts as served).
+    pub served: Option<BTreeSet<TypeRef>>,
+    /// Live objects among those read (absent: the object does not exist).
+    pub objects: BTreeMap<ObjectRef, Value>,
+    /// The current members of the blueprint's ApplySet (`None`: not read).
+    pub members: Option<BTreeMap<ObjectRef, Value>>,
+    /// Nodes of the blueprint's pools (`None`: not read).
+    pub nodes: Option<Vec<Value>>,
+    /// `gpuctl upgrade` journals in the operator's namespace.
+    pub journals: Reading<Vec<Journal>>,
+    /// The operator's Helm release (`Read(None)`: Helm stores none).
+    pub helm_release: Reading<Option<LiveRelease>>,
+    /// Server-side dry-run answers for rendered objects that needed one.
+    pub dry_run: BTreeMap<ObjectRef, DryRun>,
+    /// One pool's workloads (nodes, GPU pods, PDBs, driver CRs), for upgrades.
+    pub workloads: Option<Workloads>,
+}
+
+impl LiveView {
+    /// An empty cluster that serves every kind: every rendered object is a create.
+    pub fn offline() -> LiveView {
+        LiveView::empty(Source::Offline)
+    }
+
+    /// Nothing read yet from `source`.
+    pub fn empty(source: Source) -> LiveView {
+        LiveView {
+            source,
+            served: None,
+            objects: BTreeMap::new(),
+            members: None,
+            nodes: None,
+            journals: Reading::NotRead,
+            helm_release: Reading::NotRead,
+            dry_run: BTreeMap::new(),
+            workloads: None,
+        }
+    }
+
+    /// The state a snapshot recorded, as a plan of ApplySet `applyset_id` reads it. A version 1
+    /// snapshot did not record the Helm release, so the plan cannot say what Helm changes.
+    pub fn from_snapshot(s: &Snapshot, applyset_id: &str) -> LiveView {
+        let objects: BTreeMap<ObjectRef, Value> = s
+            .objects
+            .values()
+            .filter_map(|o| Some((ObjectRef::of(o)?, o.clone())))
+            .collect();
+        let members = objects
+            .iter()
+            .filter(|(_, o)| o["metadata"]["labels"][PART_OF] == applyset_id)
+            .map(|(id, o)| (id.clone(), o.clone()))
+            .collect();
+        let served = (!s.served_kinds.is_empty()).then(|| {
+            s.served_kinds
+                .iter()
+                .filter_map(|k| k.split_once('|'))
+                .map(|(api_version, kind)| TypeRef::new(api_version, kind))
+                .collect()
+        });
+        LiveView {
+            source: Source::Snapshot {
+                server: s.server.clone(),
+                fingerprint: s.fingerprint.clone(),
+            },
+            served,
+            objects,
+            members: Some(members),
+            nodes: Some(s.nodes.clone()),
+            journals: Reading::Read(s.upgrade_journals.clone()),
+            helm_release: if s.format_version < 2 {
+                Reading::NotRead
+            } else {
+                Reading::Read(s.helm_release.clone())
+            },
+            dry_run: BTreeMap::new(),
+            workloads: None,
+        }
+    }
+
+    /// Whether the cluster serves `t` (always, when unknown).
+    pub fn serves(&self, t: &TypeRef) -> bool {
+        self.served.as_ref().is_none_or(|s| s.contains(t))
+    }
+
+    /// The live object `id`, looked up among the members first.
+    pub fn get(&self, id: &ObjectRef) -> Option<&Value> {
+        self.members
+            .as_ref()
+            .and_then(|m| m.get(id))
+            .or_else(|| self.objects.get(id))
+    }
+
+    /// The nodes an equality `selector` matches (`None`: nodes were not read).
+    pub fn nodes_matching(&self, selector: &BTreeMap<String, String>) -> Option<Vec<&Value>> {
+        let nodes = self.nodes.as_ref()?;
+        Some(
+            nodes
+                .iter()
+                .filter(|n| {
+                    selector
+                        .iter()
+                        .all(|(k, v)| n["metadata"]["labels"][k] == *v)
+                })
+                .collect(),
+        )
+    }
+
+    /// One pool's workloads, empty when they were not read.
+    pub fn workloads(&self) -> &Workloads {
+        static EMPTY: std::sync::OnceLock<Workloads> = std::sync::OnceLock::new();
+        self.workloads
+            .as_ref()
+            .unwrap_or_else(|| EMPTY.get_or_init(Workloads::default))
+    }
+}

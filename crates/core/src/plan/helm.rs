@@ -1,0 +1,90 @@
+//! The operator release's decision: the live release (from Helm's storage, or a snapshot) against
+//! the rendered chart version and values.
+
+use serde_json::Value;
+
+use super::objects::flatten_create;
+use super::{HelmAction, HelmPlan, PlanFinding, diff, redact};
+use crate::blueprint::InstallMode;
+use crate::live::release::LiveRelease;
+use crate::live::{LiveView, Reading};
+use crate::render::HelmRelease;
+
+/// The release step of a plan (`install: helm` only, and only when the release was read). A
+/// release that could not be read is a warning: the step still runs `helm upgrade --install`,
+/// which is right whatever the live state.
+pub fn plan_helm(live: &LiveView, helm: &HelmRelease) -> (Option<HelmPlan>, Vec<PlanFinding>) {
+    if helm.install != InstallMode::Helm {
+        return (None, vec![]);
+    }
+    match &live.helm_release {
+        Reading::NotRead => (None, vec![]),
+        Reading::Failed(e) => (
+            None,
+            vec![PlanFinding::warning(format!(
+                "cannot read the live Helm release {}/{} ({e}); the plan cannot say whether `helm upgrade --install` changes it",
+                helm.namespace, helm.release
+            ))],
+        ),
+        Reading::Read(current) => helm_plan(helm, current.as_ref()),
+    }
+}
+
+/// [`plan_helm`] once the live release is known (`None`: not installed).
+pub fn helm_plan(
+    helm: &HelmRelease,
+    current: Option<&LiveRelease>,
+) -> (Option<HelmPlan>, Vec<PlanFinding>) {
+    let mut findings = Vec::new();
+    let Some(cur) = current else {
+        let mut changes = flatten_create(diff::diff(&Value::Null, &helm.values));
+        redact::redact_changes(&mut changes, &Value::Null, &helm.values);
+        return (
+            Some(HelmPlan {
+                action: HelmAction::Install,
+                revision: None,
+                status: None,
+                chart_version_before: None,
+                changes,
+            }),
+            findings,
+        );
+    };
+    let chart = helm
+        .chart
+        .rsplit_once('/')
+        .map_or(helm.chart.as_str(), |(_, c)| c);
+    if !cur.chart.is_empty() && cur.chart != chart {
+        findings.push(PlanFinding::warning(format!(
+            "Helm release {}/{} is chart `{}`, the blueprint installs `{chart}` under that name: the upgrade replaces one chart with the other",
+            helm.namespace, helm.release, cur.chart
+        )));
+    }
+    let version_changes =
+        cur.chart_version.trim_start_matches('v') != helm.version.trim_start_matches('v');
+    // Diffed raw, masked after: two different passwords must still make an upgrade.
+    let mut changes = diff::diff(&cur.values, &helm.values);
+    redact::redact_changes(&mut changes, &cur.values, &helm.values);
+    let deployed = cur.status == "deployed";
+    if !deployed {
+        findings.push(PlanFinding::warning(format!(
+            "Helm release {}/{} revision {} is `{}`, not `deployed`: apply runs `helm upgrade --install` again; if a helm operation is still running, wait for it (`helm history {} -n {}`)",
+            helm.namespace, helm.release, cur.revision, cur.status, helm.release, helm.namespace
+        )));
+    }
+    let action = if version_changes || !changes.is_empty() || !deployed {
+        HelmAction::Upgrade
+    } else {
+        HelmAction::NoOp
+    };
+    (
+        Some(HelmPlan {
+            action,
+            revision: Some(cur.revision),
+            status: Some(cur.status.clone()),
+            chart_version_before: version_changes.then(|| cur.chart_version.clone()),
+            changes,
+        }),
+        findings,
+    )
+}

@@ -1,0 +1,386 @@
+//! Plans: what applying a rendered set would change, object by object and field by field, decided
+//! from a [`LiveView`] (read from a cluster with server-side dry-runs, from a snapshot file, or
+//! empty when offline). A plan is a versioned JSON document that `apply` can execute later,
+//! refusing it when the cluster moved since.
+//!
+//! Everything here is a pure function of (rendered set, live view): [`objects`] decides each
+//! object and the prunes, [`nodes`] the node labels and taints, [`helm`] the operator release,
+//! [`upgrades`] what `gpuctl upgrade` journals forbid; [`plan`] puts them together.
+
+pub mod diff;
+mod format;
+pub mod helm;
+pub mod nodes;
+pub mod objects;
+pub mod redact;
+#[cfg(test)]
+mod tests;
+pub mod upgrades;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::applyset::ApplySetParent;
+use crate::diag::Severity;
+use crate::live::{LiveView, Source};
+use crate::object::ObjectRef;
+use crate::render::{NodePatch, Phase, RenderedSet};
+use diff::Change;
+
+pub use format::{SavedPlanError, is_saved_plan};
+pub use helm::helm_plan;
+pub use nodes::{node_driver, selector_string};
+pub use upgrades::journal_findings;
+
+/// Field manager of everything `gpuctl apply` writes (server-side apply).
+pub const FIELD_MANAGER: &str = "gpuctl";
+
+/// Version of the plan JSON format (docs/plan-apply.md). 2: printed plans are masked and say so
+/// (`redacted`, and `apply` refuses them); an older gpuctl, which knows only version 1, must
+/// refuse them too rather than apply `(sensitive)` as a password.
+pub const PLAN_FORMAT_VERSION: u32 = 2;
+
+/// Kinds never pruned without `--prune-protected`: losing one loses everything inside or above it.
+pub const PROTECTED_KINDS: &[&str] = &[
+    "Namespace",
+    "CustomResourceDefinition",
+    "PriorityClass",
+    "Node",
+];
+
+/// Where the live state came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A live API server, with server-side dry-run.
+    Live,
+    /// A snapshot file.
+    Snapshot,
+    /// No live state: everything is a create.
+    Offline,
+}
+
+/// What happens to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionKind {
+    /// Created.
+    Create,
+    /// Created once its CRD is installed (the kind is not served yet).
+    CreateAfterCrd,
+    /// Fields change.
+    Update,
+    /// Pruned: a member of the set the blueprint no longer declares.
+    Delete,
+    /// A field gpuctl would set is owned by another manager.
+    Conflict,
+    /// Nothing to do.
+    NoOp,
+}
+
+/// One object's action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// What happens.
+    pub action: ActionKind,
+    /// Apply phase (absent for prunes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// apiVersion.
+    pub api_version: String,
+    /// kind.
+    pub kind: String,
+    /// Namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// resourceVersion of the live object when planned (absent: it did not exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// Field changes (update, delete: what goes away), credentials masked (`redact`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+    /// Why (conflicts name the other manager and fields; protected prunes say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The manifest to apply (create, update, conflict); masked only in a printed plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<Value>,
+}
+
+impl Action {
+    /// The object it is about.
+    pub fn object_ref(&self) -> ObjectRef {
+        ObjectRef::new(
+            &self.api_version,
+            &self.kind,
+            self.namespace.as_deref(),
+            &self.name,
+        )
+    }
+
+    /// `Kind/ns/name`.
+    pub fn id(&self) -> String {
+        self.object_ref().to_string()
+    }
+}
+
+/// Label and taint changes on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeAction {
+    /// Pool.
+    pub pool: String,
+    /// Node name.
+    pub node: String,
+    /// resourceVersion when planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// Label changes (`labels."key"`).
+    pub labels: Vec<Change>,
+    /// Taints added (`key=value:Effect`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<String>,
+}
+
+/// Something the plan noticed about the live cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanFinding {
+    /// Error (apply refuses the plan) or warning.
+    pub severity: Severity,
+    /// What.
+    pub message: String,
+}
+
+impl PlanFinding {
+    /// An error finding.
+    pub fn error(message: String) -> PlanFinding {
+        PlanFinding {
+            severity: Severity::Error,
+            message,
+        }
+    }
+
+    /// A warning finding.
+    pub fn warning(message: String) -> PlanFinding {
+        PlanFinding {
+            severity: Severity::Warning,
+            message,
+        }
+    }
+}
+
+/// Counts per action.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Creates (including after-CRD).
+    pub create: usize,
+    /// Updates.
+    pub update: usize,
+    /// Deletes.
+    pub delete: usize,
+    /// Conflicts.
+    pub conflict: usize,
+    /// Unchanged.
+    pub unchanged: usize,
+    /// Nodes with label or taint changes.
+    pub nodes: usize,
+    /// 1 when the operator's Helm release would be installed or upgraded.
+    #[serde(default)]
+    pub helm: usize,
+}
+
+impl Summary {
+    /// Whether applying would change anything.
+    pub fn has_changes(&self) -> bool {
+        self.create + self.update + self.delete + self.conflict + self.nodes + self.helm > 0
+    }
+}
+
+/// What `helm upgrade --install` would do to the operator's release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HelmAction {
+    /// No release yet.
+    Install,
+    /// Another chart version, other values, or a release not in `deployed` state.
+    Upgrade,
+    /// Same chart version and values, deployed: apply skips helm.
+    NoOp,
+}
+
+/// The operator release's part of a plan (`install: helm` only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelmPlan {
+    /// What happens.
+    pub action: HelmAction,
+    /// Live revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// Live Helm status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Live chart version, when it differs from the blueprint's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_version_before: Option<String>,
+    /// Value changes (every value for an install), credentials masked (`redact`).
+    pub changes: Vec<Change>,
+}
+
+/// A whole plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Format version.
+    pub format_version: u32,
+    /// gpuctl version that made it.
+    pub gpuctl_version: String,
+    /// Blueprint name.
+    pub blueprint: String,
+    /// Live, snapshot or offline.
+    pub mode: Mode,
+    /// Cluster fingerprint (live and snapshot modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_fingerprint: Option<String>,
+    /// Server URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// ApplySet id.
+    pub applyset: String,
+    /// Object actions, in apply order (prunes last).
+    pub actions: Vec<Action>,
+    /// Node label/taint actions.
+    pub nodes: Vec<NodeAction>,
+    /// Live-state findings (node counts, GPU models, drivers).
+    pub findings: Vec<PlanFinding>,
+    /// The operator's Helm release step.
+    pub helm: crate::render::HelmRelease,
+    /// What that step would change, from the live release (live and snapshot modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_release: Option<HelmPlan>,
+    /// Node patches as rendered (apply re-reads nodes).
+    pub node_patches: Vec<NodePatch>,
+    /// Totals.
+    pub summary: Summary,
+    /// Credentials in `helm.values` and manifests are masked: the plan can be shown, not applied.
+    #[serde(default)]
+    pub redacted: bool,
+}
+
+/// Options that shape a plan.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanOptions {
+    /// Plan deletion of protected kinds too.
+    pub prune_protected: bool,
+}
+
+/// Why a plan could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The rendered set is empty: gpuctl never plans pruning everything.
+    #[error("the rendered set is empty; refusing to plan a prune of every member of ApplySet {0}")]
+    EmptySet(String),
+}
+
+/// The ApplySet parent of a rendered set.
+pub fn parent_of(set: &RenderedSet) -> ApplySetParent {
+    ApplySetParent::for_blueprint(&set.blueprint, &set.helm.namespace)
+}
+
+/// Refuses an empty rendered set before anything is read: pruning every member of a set is never
+/// what a blueprint means.
+pub fn refuse_empty(set: &RenderedSet) -> Result<(), PlanError> {
+    if set.objects.is_empty() {
+        return Err(PlanError::EmptySet(parent_of(set).id()));
+    }
+    Ok(())
+}
+
+/// The plan of `set` against `live`: every object's action in apply order, then the prunes; node
+/// label and taint changes; the operator release step; and what the live state says about the
+/// blueprint (findings).
+pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Plan, PlanError> {
+    refuse_empty(set)?;
+    let set_id = parent_of(set).id();
+    let mut actions = objects::actions(set, live, &set_id);
+    let (prunes, mut findings) = objects::prunes(set, live, opts.prune_protected);
+    actions.extend(prunes);
+    let node_plan = nodes::plan_nodes(live, &set.node_patches);
+    let upgrades = upgrades::findings(live, &set.blueprint, &set.helm.namespace, &set.node_patches);
+    let (helm_release, helm_findings) = helm::plan_helm(live, &set.helm);
+
+    // A pool an upgrade journal already explains gets that finding, not the driver CR move's.
+    let explained: std::collections::BTreeSet<&str> =
+        upgrades.iter().filter_map(|(p, _)| p.as_deref()).collect();
+    findings.extend(
+        node_plan
+            .cr_moves
+            .into_iter()
+            .filter(|(pool, _)| !explained.contains(pool.as_str()))
+            .flat_map(|(_, f)| f),
+    );
+    findings.extend(upgrades.into_iter().map(|(_, f)| f));
+    findings.extend(helm_findings);
+    findings.extend(node_plan.findings);
+
+    let summary = Summary::of(&actions, node_plan.actions.len(), helm_release.as_ref());
+    let (cluster_fingerprint, server) = match &live.source {
+        Source::Cluster {
+            server,
+            fingerprint,
+        } => (Some(fingerprint.clone()), Some(server.clone())),
+        Source::Snapshot {
+            server,
+            fingerprint,
+        } => (fingerprint.clone(), server.clone()),
+        Source::Offline => (None, None),
+    };
+    Ok(Plan {
+        format_version: PLAN_FORMAT_VERSION,
+        gpuctl_version: env!("CARGO_PKG_VERSION").to_string(),
+        blueprint: set.blueprint.clone(),
+        mode: Mode::of(&live.source),
+        cluster_fingerprint,
+        server,
+        applyset: set_id,
+        actions,
+        nodes: node_plan.actions,
+        findings,
+        helm: set.helm.clone(),
+        helm_release,
+        node_patches: set.node_patches.clone(),
+        summary,
+        redacted: false,
+    })
+}
+
+impl Mode {
+    /// The mode of a live view's source.
+    pub fn of(source: &Source) -> Mode {
+        match source {
+            Source::Cluster { .. } => Mode::Live,
+            Source::Snapshot { .. } => Mode::Snapshot,
+            Source::Offline => Mode::Offline,
+        }
+    }
+}
+
+impl Summary {
+    /// Totals of `actions`, `nodes` changed nodes and the Helm step.
+    pub fn of(actions: &[Action], nodes: usize, helm: Option<&HelmPlan>) -> Summary {
+        let mut summary = Summary {
+            nodes,
+            helm: usize::from(helm.is_some_and(|h| h.action != HelmAction::NoOp)),
+            ..Summary::default()
+        };
+        for a in actions {
+            match a.action {
+                ActionKind::Create | ActionKind::CreateAfterCrd => summary.create += 1,
+                ActionKind::Update => summary.update += 1,
+                ActionKind::Delete => summary.delete += 1,
+                ActionKind::Conflict => summary.conflict += 1,
+                ActionKind::NoOp => summary.unchanged += 1,
+            }
+        }
+        summary
+    }
+}

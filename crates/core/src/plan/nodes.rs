@@ -1,0 +1,217 @@
+//! Node decisions: the labels and taints gpuctl manages on each pool's nodes, and what the nodes
+//! say about the blueprint (node counts, GPU models, drivers, nodes moving between NVIDIADriver
+//! CRs).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::diff::{self, Change};
+use super::{NodeAction, PlanFinding};
+use crate::live::LiveView;
+use crate::render::{DRIVER_LABEL, NodePatch};
+use crate::upgrade::DRIVER_VERSION_LABEL;
+
+/// GFD's label of the GPU model.
+const PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
+
+/// Node actions and findings of a plan.
+#[derive(Debug, Default)]
+pub struct NodePlan {
+    /// Label and taint changes, node by node.
+    pub actions: Vec<NodeAction>,
+    /// What the nodes say about the blueprint.
+    pub findings: Vec<PlanFinding>,
+    /// Findings about nodes moving between NVIDIADriver CRs, by pool (kept apart: a pool an
+    /// upgrade journal already explains gets that finding instead).
+    pub cr_moves: BTreeMap<String, Vec<PlanFinding>>,
+}
+
+/// Label selector string of a pool.
+pub fn selector_string(selector: &BTreeMap<String, String>) -> String {
+    selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// GFD's driver version label, or the deprecated triple.
+pub fn node_driver(node: &Value) -> Option<String> {
+    let l = &node["metadata"]["labels"];
+    if let Some(full) = l[DRIVER_VERSION_LABEL].as_str() {
+        return Some(full.to_string());
+    }
+    let (ma, mi, rev) = (
+        l["nvidia.com/cuda.driver.major"].as_str()?,
+        l["nvidia.com/cuda.driver.minor"].as_str()?,
+        l["nvidia.com/cuda.driver.rev"].as_str().unwrap_or(""),
+    );
+    Some(if rev.is_empty() {
+        format!("{ma}.{mi}")
+    } else {
+        format!("{ma}.{mi}.{rev}")
+    })
+}
+
+/// Node names for a message: all of up to three, else the first two and the last.
+fn shown_names(names: &[String]) -> String {
+    if names.len() > 3 {
+        format!("{}, ... {}", names[..2].join(", "), names[names.len() - 1])
+    } else {
+        names.join(", ")
+    }
+}
+
+fn taint_string(key: &str, value: Option<&str>, effect: &str) -> String {
+    match value {
+        Some(v) => format!("{key}={v}:{effect}"),
+        None => format!("{key}:{effect}"),
+    }
+}
+
+/// The node part of a plan (empty when nodes were not read: offline).
+pub fn plan_nodes(live: &LiveView, patches: &[NodePatch]) -> NodePlan {
+    let mut plan = NodePlan::default();
+    for p in patches {
+        let Some(nodes) = live.nodes_matching(&p.selector) else {
+            continue;
+        };
+        plan_pool(p, &nodes, &mut plan);
+    }
+    plan
+}
+
+fn plan_pool(p: &NodePatch, nodes: &[&Value], plan: &mut NodePlan) {
+    if nodes.len() != p.expected_nodes as usize {
+        plan.findings.push(PlanFinding::warning(format!(
+            "pool `{}` expects {} nodes but {} match `{}`",
+            p.pool,
+            p.expected_nodes,
+            nodes.len(),
+            selector_string(&p.selector)
+        )));
+    }
+    // Nodes on another driver, grouped so a 64-node pool gives one finding, not 64.
+    let mut old_drivers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Nodes that would leave one NVIDIADriver CR for another, by (from, to).
+    let mut cr_moves: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for n in nodes {
+        let name = n["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if let Some(f) = wrong_product(p, n, &name) {
+            plan.findings.push(f);
+        }
+        if let Some(driver) = node_driver(n)
+            && driver != p.expected_driver
+        {
+            old_drivers.entry(driver).or_default().push(name.clone());
+        }
+        if let Some((from, to)) = cr_move(p, n) {
+            cr_moves.entry((from, to)).or_default().push(name.clone());
+        }
+        let labels = label_changes(p, n);
+        let taints = missing_taints(p, n);
+        if !labels.is_empty() || !taints.is_empty() {
+            plan.actions.push(NodeAction {
+                pool: p.pool.clone(),
+                node: name,
+                resource_version: n["metadata"]["resourceVersion"]
+                    .as_str()
+                    .map(str::to_string),
+                labels,
+                taints,
+            });
+        }
+    }
+    for ((from, to), names) in cr_moves {
+        plan.cr_moves
+            .entry(p.pool.clone())
+            .or_default()
+            .push(cr_move_finding(p, &from, &to, &names));
+    }
+    for (driver, names) in old_drivers {
+        plan.findings.push(PlanFinding::warning(format!(
+            "{} node(s) of pool `{}` run driver {driver} ({}); the blueprint says {}: the GPU Operator moves them after apply (or use `gpuctl upgrade driver` for a blue-green rollout)",
+            names.len(),
+            p.pool,
+            shown_names(&names),
+            p.expected_driver
+        )));
+    }
+}
+
+/// An error when GFD reports a GPU model the pool does not declare.
+fn wrong_product(p: &NodePatch, n: &Value, name: &str) -> Option<PlanFinding> {
+    let product = n["metadata"]["labels"][PRODUCT_LABEL].as_str()?;
+    let expected = p.expected_products.is_empty()
+        || p.expected_products
+            .iter()
+            .any(|e| product == e || product.starts_with(&format!("{e}-")));
+    (!expected).then(|| {
+        PlanFinding::error(format!(
+            "node `{name}` of pool `{}` reports GPU `{product}`; the blueprint says {}",
+            p.pool,
+            p.expected_products.join(" or ")
+        ))
+    })
+}
+
+/// `(from, to)` when applying moves the node to another NVIDIADriver CR.
+fn cr_move(p: &NodePatch, n: &Value) -> Option<(String, String)> {
+    let want = p.labels.get(DRIVER_LABEL)?;
+    let from = n["metadata"]["labels"][DRIVER_LABEL].as_str()?;
+    (from != want).then(|| (from.to_string(), want.clone()))
+}
+
+fn label_changes(p: &NodePatch, n: &Value) -> Vec<Change> {
+    let labels = &n["metadata"]["labels"];
+    p.labels
+        .iter()
+        .filter_map(|(k, v)| {
+            let current = labels[k].as_str();
+            (current != Some(v.as_str())).then(|| Change {
+                path: diff::join("labels", k),
+                before: current.map(|c| json!(c)),
+                after: Some(json!(v)),
+            })
+        })
+        .collect()
+}
+
+/// Taints the node lacks (or carries with another value), as `key=value:Effect`.
+fn missing_taints(p: &NodePatch, n: &Value) -> Vec<String> {
+    p.taints
+        .iter()
+        .filter(|t| {
+            let same = n["spec"]["taints"].as_array().and_then(|ts| {
+                ts.iter()
+                    .find(|x| x["key"] == t.key.as_str() && x["effect"] == t.effect.as_str())
+            });
+            match same {
+                None => true,
+                Some(x) => x["value"].as_str() != t.value.as_deref(),
+            }
+        })
+        .map(|t| taint_string(&t.key, t.value.as_deref(), &t.effect))
+        .collect()
+}
+
+fn cr_move_finding(p: &NodePatch, from: &str, to: &str, names: &[String]) -> PlanFinding {
+    let what = format!(
+        "{} node(s) of pool `{}` ({}) would move from NVIDIADriver `{from}` to `{to}` all at once: the driver pod on every one of them restarts, and nothing cordons or drains them first",
+        names.len(),
+        p.pool,
+        shown_names(names)
+    );
+    if p.blue_green {
+        PlanFinding::error(format!(
+            "{what}. The blueprint upgrades drivers blue-green: move them with `gpuctl upgrade driver BLUEPRINT --pool {} --to VERSION` (batched, drained, resumable; if the blueprint already names the new version, put the old one back until the upgrade finishes), or set `upgrades.strategy: rolling` to let the operator replace drivers in place",
+            p.pool
+        ))
+    } else {
+        PlanFinding::warning(format!("{what}; apply when the pool can take that"))
+    }
+}

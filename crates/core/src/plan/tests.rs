@@ -1,0 +1,521 @@
+//! Plan decisions as pure functions of (rendered set, live view): no API server needed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::applyset::{BLUEPRINT_LABEL, PART_OF};
+use crate::blueprint::InstallMode;
+use crate::live::release::LiveRelease;
+use crate::live::{DryRun, Reading};
+use crate::object::TypeRef;
+use crate::render::{HelmRelease, NodeTaint, RenderedObject};
+use crate::upgrade::journal::{Journal, JournalPhase};
+
+const BLUEPRINT: &str = "lab";
+const OPERATOR_NS: &str = "gpu-operator";
+
+fn set_id() -> String {
+    parent_of(&set()).id()
+}
+
+fn labels() -> Value {
+    json!({ PART_OF: set_id_raw(), BLUEPRINT_LABEL: BLUEPRINT })
+}
+
+/// The ApplySet id without building a set (it depends only on the blueprint and namespace).
+fn set_id_raw() -> String {
+    ApplySetParent::for_blueprint(BLUEPRINT, OPERATOR_NS).id()
+}
+
+fn object(phase: Phase, manifest: Value) -> RenderedObject {
+    RenderedObject {
+        phase,
+        api_version: manifest["apiVersion"].as_str().unwrap().into(),
+        kind: manifest["kind"].as_str().unwrap().into(),
+        namespace: manifest["metadata"]["namespace"]
+            .as_str()
+            .map(str::to_string),
+        name: manifest["metadata"]["name"].as_str().unwrap().into(),
+        manifest,
+    }
+}
+
+fn namespace() -> RenderedObject {
+    object(
+        Phase::Foundation,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": labels()}}),
+    )
+}
+
+fn quota() -> RenderedObject {
+    object(
+        Phase::Quotas,
+        json!({"apiVersion": "v1", "kind": "ResourceQuota",
+               "metadata": {"name": "team-a-quota", "namespace": "team-a", "labels": labels()},
+               "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}}),
+    )
+}
+
+fn queue() -> RenderedObject {
+    object(
+        Phase::Queues,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+               "metadata": {"name": "train", "labels": labels()},
+               "spec": {"cohort": "all"}}),
+    )
+}
+
+fn patch() -> NodePatch {
+    NodePatch {
+        pool: "train".into(),
+        selector: BTreeMap::from([("pool".into(), "train".into())]),
+        expected_nodes: 2,
+        labels: BTreeMap::from([(crate::render::DRIVER_LABEL.into(), "train-580".into())]),
+        taints: vec![NodeTaint {
+            key: "nvidia.com/gpu".into(),
+            value: Some("present".into()),
+            effect: "NoSchedule".into(),
+        }],
+        expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
+        expected_driver: "580.95.05".into(),
+        blue_green: true,
+    }
+}
+
+fn helm(install: InstallMode) -> HelmRelease {
+    HelmRelease {
+        release: "gpu-operator".into(),
+        chart: "nvidia/gpu-operator".into(),
+        version: "v26.7.0".into(),
+        namespace: OPERATOR_NS.into(),
+        install,
+        values: json!({"driver": {"enabled": true}}),
+    }
+}
+
+fn set() -> RenderedSet {
+    RenderedSet {
+        blueprint: BLUEPRINT.into(),
+        objects: vec![namespace(), quota(), queue()],
+        node_patches: vec![patch()],
+        helm: helm(InstallMode::Helm),
+        documents: BTreeMap::new(),
+    }
+}
+
+/// A live view from a snapshot-like source: no dry-runs, every kind served.
+fn snapshot_view() -> LiveView {
+    let mut v = LiveView::empty(Source::Snapshot {
+        server: Some("https://example:6443".into()),
+        fingerprint: Some("fp".into()),
+    });
+    v.members = Some(BTreeMap::new());
+    v.nodes = Some(vec![]);
+    v.journals = Reading::Read(vec![]);
+    v.helm_release = Reading::Read(None);
+    v
+}
+
+/// `o` as the API server stores it: gpuctl's fields plus server-set metadata.
+fn stored(o: &RenderedObject) -> Value {
+    let mut v = o.manifest.clone();
+    v["metadata"]["resourceVersion"] = json!("41");
+    v["metadata"]["uid"] = json!("u-1");
+    v
+}
+
+fn with_member(view: &mut LiveView, v: Value) {
+    let id = crate::object::ObjectRef::of(&v).unwrap();
+    view.members.get_or_insert_with(BTreeMap::new).insert(id, v);
+}
+
+fn node(name: &str, labels: Value, taints: Value) -> Value {
+    json!({"metadata": {"name": name, "resourceVersion": "7", "labels": labels}, "spec": {"taints": taints}})
+}
+
+fn kinds(plan: &Plan) -> Vec<(String, ActionKind)> {
+    plan.actions.iter().map(|a| (a.id(), a.action)).collect()
+}
+
+fn messages(plan: &Plan, severity: Severity) -> Vec<&str> {
+    plan.findings
+        .iter()
+        .filter(|f| f.severity == severity)
+        .map(|f| f.message.as_str())
+        .collect()
+}
+
+fn plan_of(view: &LiveView) -> Plan {
+    plan(&set(), view, PlanOptions::default()).unwrap()
+}
+
+#[test]
+fn offline_every_object_is_a_create_and_nothing_live_is_said() {
+    let p = plan_of(&LiveView::offline());
+    assert_eq!(p.mode, Mode::Offline);
+    assert!(p.actions.iter().all(|a| a.action == ActionKind::Create));
+    assert_eq!(p.summary.create, 3);
+    assert!(p.nodes.is_empty() && p.findings.is_empty());
+    assert!(p.helm_release.is_none() && p.cluster_fingerprint.is_none());
+    // A create lists the object's fields as additions, without apiVersion/kind.
+    let quota = &p.actions[1];
+    assert!(
+        quota
+            .changes
+            .iter()
+            .any(|c| c.path.contains("requests.nvidia.com/gpu"))
+    );
+    assert!(!quota.changes.iter().any(|c| c.path == "kind"));
+}
+
+#[test]
+fn an_empty_set_is_refused() {
+    let mut s = set();
+    s.objects.clear();
+    assert!(matches!(
+        plan(&s, &LiveView::offline(), PlanOptions::default()),
+        Err(PlanError::EmptySet(_))
+    ));
+    assert!(refuse_empty(&s).is_err() && refuse_empty(&set()).is_ok());
+}
+
+#[test]
+fn kinds_not_served_are_created_after_their_crd() {
+    let mut v = snapshot_view();
+    v.served = Some(BTreeSet::from([
+        TypeRef::new("v1", "Namespace"),
+        TypeRef::new("v1", "ResourceQuota"),
+    ]));
+    let p = plan_of(&v);
+    assert_eq!(p.actions[2].action, ActionKind::CreateAfterCrd);
+    assert!(
+        p.actions[2]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("not served yet")
+    );
+    assert_eq!(p.summary.create, 3);
+}
+
+#[test]
+fn an_object_stored_as_declared_is_a_no_op_with_its_resource_version() {
+    let mut v = snapshot_view();
+    for o in [namespace(), quota(), queue()] {
+        with_member(&mut v, stored(&o));
+    }
+    let p = plan_of(&v);
+    assert!(
+        p.actions.iter().all(|a| a.action == ActionKind::NoOp),
+        "{:?}",
+        kinds(&p)
+    );
+    assert_eq!(p.actions[0].resource_version.as_deref(), Some("41"));
+    let s = p.summary;
+    assert_eq!(
+        (s.unchanged, s.create + s.update + s.delete + s.conflict),
+        (3, 0)
+    );
+}
+
+#[test]
+fn a_changed_field_is_an_update_from_the_dry_run_when_there_is_one() {
+    let mut v = snapshot_view();
+    let mut live = stored(&quota());
+    live["spec"]["hard"]["requests.nvidia.com/gpu"] = json!("4");
+    with_member(&mut v, live.clone());
+    let p = plan_of(&v);
+    let a = &p.actions[1];
+    assert_eq!(a.action, ActionKind::Update);
+    assert_eq!(a.changes.len(), 1);
+    assert_eq!(a.changes[0].before, Some(json!("4")));
+    assert_eq!(a.changes[0].after, Some(json!("8")));
+
+    // The server's answer wins over gpuctl's guess: here it normalises to what is live.
+    v.dry_run
+        .insert(quota().object_ref(), DryRun::Applied(live));
+    let p = plan_of(&v);
+    assert_eq!(p.actions[1].action, ActionKind::NoOp);
+}
+
+#[test]
+fn another_sets_object_and_a_dry_run_conflict_are_conflicts() {
+    let mut v = snapshot_view();
+    let mut other = stored(&namespace());
+    other["metadata"]["labels"][PART_OF] = json!("applyset-other-v1");
+    other["metadata"]["labels"][BLUEPRINT_LABEL] = json!("prod");
+    v.objects.insert(namespace().object_ref(), other);
+    v.dry_run.insert(
+        queue().object_ref(),
+        DryRun::Conflict("conflict with \"kueue-manager\": .spec.cohort".into()),
+    );
+    let p = plan_of(&v);
+    assert_eq!(p.actions[0].action, ActionKind::Conflict);
+    assert!(
+        p.actions[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("blueprint `prod`")
+    );
+    assert_eq!(p.actions[2].action, ActionKind::Conflict);
+    assert!(
+        p.actions[2]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("kueue-manager")
+    );
+    assert_eq!(p.summary.conflict, 2);
+}
+
+#[test]
+fn members_no_longer_declared_are_pruned_except_protected_kinds() {
+    let mut v = snapshot_view();
+    let old_cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "old", "namespace": OPERATOR_NS, "resourceVersion": "3", "labels": labels()}});
+    let old_ns = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team-gone", "resourceVersion": "4", "labels": labels()}});
+    with_member(&mut v, old_cm);
+    with_member(&mut v, old_ns);
+    let p = plan_of(&v);
+    let deletes: Vec<_> = p
+        .actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Delete)
+        .map(|a| (a.id(), a.resource_version.clone()))
+        .collect();
+    assert_eq!(
+        deletes,
+        [("ConfigMap/gpu-operator/old".into(), Some("3".into()))]
+    );
+    assert!(messages(&p, Severity::Warning)
+        .iter()
+        .any(|m| m.starts_with("Namespace/team-gone is no longer in the blueprint but is kept")));
+
+    let p = plan(
+        &set(),
+        &v,
+        PlanOptions {
+            prune_protected: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(p.summary.delete, 2);
+    // Prunes come last, after every declared object.
+    assert_eq!(p.actions.last().unwrap().action, ActionKind::Delete);
+}
+
+fn journal(phase: JournalPhase, to: &str) -> Journal {
+    serde_json::from_value(json!({
+        "format": 1, "blueprint": BLUEPRINT, "file": "lab.yaml", "pool": "train",
+        "namespace": OPERATOR_NS, "selector": {"pool": "train"},
+        "fromVersion": "570.172.08", "toVersion": to,
+        "blueCr": "train-570", "greenCr": "train-580", "greenManifest": {},
+        "greenCrExisted": false, "removeBlueCr": true, "colorLabel": "gpuctl.dev/color",
+        "blueColor": "blue", "greenColor": "green", "maxUnavailable": 1,
+        "drainTimeoutS": 600, "waitForJobs": true,
+        "blueprintChange": "set pools[train].driver to 580.95.05",
+        "batches": [], "nodes": {}, "phase": phase, "step": 3, "events": []
+    }))
+    .unwrap()
+}
+
+#[test]
+fn upgrade_journals_block_the_pools_they_move() {
+    let mut v = snapshot_view();
+    v.journals = Reading::Read(vec![journal(JournalPhase::Running, "580.95.05")]);
+    let p = plan_of(&v);
+    let errors = messages(&p, Severity::Error);
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].contains("gpuctl upgrade driver --resume --pool train"));
+
+    // Done, and the blueprint declares the new driver (as a version, not as text): nothing to say.
+    v.journals = Reading::Read(vec![journal(JournalPhase::Completed, "580.95.5")]);
+    assert!(messages(&plan_of(&v), Severity::Error).is_empty());
+    // Done to a driver the blueprint does not declare: applying would move the pool back.
+    v.journals = Reading::Read(vec![journal(JournalPhase::Completed, "590.44.01")]);
+    assert!(messages(&plan_of(&v), Severity::Error)[0].contains("would move every node back"));
+    // Another blueprint's journal is not this plan's business.
+    let mut other = journal(JournalPhase::Running, "580.95.05");
+    other.blueprint = "prod".into();
+    v.journals = Reading::Read(vec![other]);
+    assert!(messages(&plan_of(&v), Severity::Error).is_empty());
+    // Unreadable journals: apply must not guess.
+    v.journals = Reading::Failed("forbidden".into());
+    assert!(
+        messages(&plan_of(&v), Severity::Error)[0]
+            .contains("cannot read the driver upgrade journals")
+    );
+}
+
+#[test]
+fn nodes_get_their_labels_and_taints_and_say_what_is_wrong() {
+    let mut v = snapshot_view();
+    let taint = json!([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]);
+    v.nodes = Some(vec![
+        // In place: nothing to do.
+        node(
+            "n1",
+            json!({"pool": "train", "gpuctl.dev/driver": "train-580",
+                   "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+                   "nvidia.com/cuda.driver-version.full": "580.95.05"}),
+            taint,
+        ),
+        // Wrong GPU, old driver, no label, no taint.
+        node(
+            "n2",
+            json!({"pool": "train", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                   "nvidia.com/cuda.driver-version.full": "570.172.08"}),
+            json!([]),
+        ),
+        // Another pool's node.
+        node("x", json!({"pool": "infer"}), json!([])),
+    ]);
+    let p = plan_of(&v);
+    assert_eq!(p.nodes.len(), 1);
+    assert_eq!(p.nodes[0].node, "n2");
+    assert_eq!(p.nodes[0].labels[0].after, Some(json!("train-580")));
+    assert_eq!(p.nodes[0].taints, ["nvidia.com/gpu=present:NoSchedule"]);
+    assert_eq!(p.summary.nodes, 1);
+    let errors = messages(&p, Severity::Error);
+    assert_eq!(
+        errors,
+        [
+            "node `n2` of pool `train` reports GPU `NVIDIA-A100-SXM4-80GB`; the blueprint says NVIDIA-H100-80GB-HBM3"
+        ]
+    );
+    let warnings = messages(&p, Severity::Warning);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("1 node(s) of pool `train` run driver 570.172.08 (n2)"))
+    );
+
+    v.nodes.as_mut().unwrap().pop();
+    v.nodes.as_mut().unwrap().pop();
+    let p = plan_of(&v);
+    assert_eq!(
+        messages(&p, Severity::Warning),
+        ["pool `train` expects 2 nodes but 1 match `pool=train`"]
+    );
+}
+
+#[test]
+fn moving_nodes_between_driver_crs_is_an_upgrades_job_unless_a_journal_explains_it() {
+    let mut v = snapshot_view();
+    v.nodes = Some(vec![
+        node(
+            "n1",
+            json!({"pool": "train", "gpuctl.dev/driver": "train-570"}),
+            json!([]),
+        ),
+        node(
+            "n2",
+            json!({"pool": "train", "gpuctl.dev/driver": "train-570"}),
+            json!([]),
+        ),
+    ]);
+    let p = plan_of(&v);
+    let errors = messages(&p, Severity::Error);
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].starts_with(
+        "2 node(s) of pool `train` (n1, n2) would move from NVIDIADriver `train-570` to `train-580`"
+    ));
+
+    // Blue-green off: a warning, apply may go ahead.
+    let mut s = set();
+    s.node_patches[0].blue_green = false;
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    assert!(messages(&p, Severity::Error).is_empty());
+
+    // A running upgrade of the pool explains the move: its finding alone is shown.
+    v.journals = Reading::Read(vec![journal(JournalPhase::Running, "580.95.05")]);
+    let p = plan_of(&v);
+    let errors = messages(&p, Severity::Error);
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].starts_with("pool `train` has a driver upgrade"));
+}
+
+fn release(version: &str, status: &str, values: Value) -> LiveRelease {
+    LiveRelease {
+        revision: 4,
+        status: status.into(),
+        chart: "gpu-operator".into(),
+        chart_version: version.into(),
+        values,
+    }
+}
+
+#[test]
+fn the_operator_release_is_installed_upgraded_or_left_alone() {
+    let mut v = snapshot_view();
+    let p = plan_of(&v);
+    assert_eq!(p.helm_release.as_ref().unwrap().action, HelmAction::Install);
+    assert_eq!(p.summary.helm, 1);
+
+    let same = json!({"driver": {"enabled": true}});
+    v.helm_release = Reading::Read(Some(release("26.7.0", "deployed", same.clone())));
+    let p = plan_of(&v);
+    assert_eq!(p.helm_release.as_ref().unwrap().action, HelmAction::NoOp);
+    assert_eq!(p.summary.helm, 0);
+
+    v.helm_release = Reading::Read(Some(release("v25.10.1", "deployed", same.clone())));
+    let h = plan_of(&v).helm_release.unwrap();
+    assert_eq!(
+        (h.action, h.chart_version_before.as_deref()),
+        (HelmAction::Upgrade, Some("v25.10.1"))
+    );
+
+    v.helm_release = Reading::Read(Some(release("v26.7.0", "failed", same)));
+    let p = plan_of(&v);
+    assert_eq!(p.helm_release.as_ref().unwrap().action, HelmAction::Upgrade);
+    assert!(messages(&p, Severity::Warning)[0].contains("is `failed`, not `deployed`"));
+
+    v.helm_release = Reading::Failed("forbidden".into());
+    let p = plan_of(&v);
+    assert!(p.helm_release.is_none());
+    assert!(messages(&p, Severity::Warning)[0].contains("cannot read the live Helm release"));
+
+    // GitOps installs the release: no Helm step at all.
+    let mut s = set();
+    s.helm = helm(InstallMode::Gitops);
+    assert!(
+        plan(&s, &v, PlanOptions::default())
+            .unwrap()
+            .helm_release
+            .is_none()
+    );
+}
+
+#[test]
+fn a_snapshot_view_reads_as_a_live_one_would() {
+    use crate::snapshot::Snapshot;
+    let mut snap = Snapshot {
+        format_version: crate::snapshot::SNAPSHOT_FORMAT_VERSION,
+        served_kinds: vec!["v1|Namespace".into(), "v1|ResourceQuota".into()],
+        nodes: vec![node("n1", json!({"pool": "train"}), json!([]))],
+        ..Snapshot::default()
+    };
+    let ns = stored(&namespace());
+    snap.objects
+        .insert(crate::snapshot::key("v1", "Namespace", None, "team-a"), ns);
+    let v = LiveView::from_snapshot(&snap, &set_id());
+    assert_eq!(v.members.as_ref().unwrap().len(), 1);
+    let p = plan_of(&v);
+    assert_eq!(p.mode, Mode::Snapshot);
+    assert_eq!(
+        kinds(&p),
+        [
+            ("Namespace/team-a".into(), ActionKind::NoOp),
+            (
+                "ResourceQuota/team-a/team-a-quota".into(),
+                ActionKind::Create
+            ),
+            ("ClusterQueue/train".into(), ActionKind::CreateAfterCrd),
+        ]
+    );
+    assert_eq!(p.nodes.len(), 1);
+}

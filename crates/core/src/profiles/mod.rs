@@ -1,0 +1,1301 @@
+//! The facts gpuctl validates blueprints against, loaded from the YAML tables in `profiles/` (GPU
+//! catalog, CUDA driver requirements, driver branches, architectures, GPU Operator releases and
+//! API limits). The tables are embedded in the binary; rules query them through [`Catalog`] and
+//! never hard-code a version or a limit.
+//!
+//! Loading checks the tables against each other (every GPU names a known architecture, every MIG
+//! profile fits its GPU, versions are unique, ...), so a query never meets a dangling reference.
+
+mod arch;
+mod common;
+mod cuda;
+mod driver;
+mod gpu;
+mod limits;
+mod mig;
+mod operator;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+pub use arch::Architecture;
+pub use common::{ComputeCapability, PartialDate};
+pub use cuda::{
+    CudaRequirement, CudaSupport, CudaUpdate, ForwardCompatibility, MinorVersionCompat,
+};
+pub use driver::{BranchType, DriverBranch, EndOfLife, KernelModuleFlavors};
+pub use gpu::{FormFactor, GpuModel, KernelModuleSupport, Segment};
+pub use limits::{
+    DcgmExporterLimits, DevicePluginLimits, KubernetesNameLimits, KueueLimits, Limits,
+    NodeLabelLimits, PriorityClassLimits, ResourceQuotaLimits, VolcanoLimits,
+};
+pub use mig::{MigFitError, MigPlacement, MigProfile, MigSupport};
+pub use operator::{
+    KernelModuleTypeFacts, KubeRange, OperatorFacts, OperatorRelease, OperatorSupport,
+};
+
+use crate::version::{CudaVersion, DriverVersion, OperatorVersion};
+
+/// File names of the tables, as `sources()` and errors report them.
+pub const GPUS_FILE: &str = "profiles/gpus.yaml";
+/// See [`GPUS_FILE`].
+pub const CUDA_FILE: &str = "profiles/cuda.yaml";
+/// See [`GPUS_FILE`].
+pub const DRIVERS_FILE: &str = "profiles/drivers.yaml";
+/// See [`GPUS_FILE`].
+pub const ARCHITECTURES_FILE: &str = "profiles/architectures.yaml";
+/// See [`GPUS_FILE`].
+pub const OPERATOR_FILE: &str = "profiles/gpu-operator.yaml";
+/// See [`GPUS_FILE`].
+pub const LIMITS_FILE: &str = "profiles/limits.yaml";
+
+/// The text of the six profile tables.
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileSources<'a> {
+    /// `profiles/gpus.yaml`.
+    pub gpus: &'a str,
+    /// `profiles/cuda.yaml`.
+    pub cuda: &'a str,
+    /// `profiles/drivers.yaml`.
+    pub drivers: &'a str,
+    /// `profiles/architectures.yaml`.
+    pub architectures: &'a str,
+    /// `profiles/gpu-operator.yaml`.
+    pub gpu_operator: &'a str,
+    /// `profiles/limits.yaml`.
+    pub limits: &'a str,
+}
+
+impl ProfileSources<'static> {
+    /// The tables compiled into the binary.
+    pub const EMBEDDED: ProfileSources<'static> = ProfileSources {
+        gpus: include_str!("../../../../profiles/gpus.yaml"),
+        cuda: include_str!("../../../../profiles/cuda.yaml"),
+        drivers: include_str!("../../../../profiles/drivers.yaml"),
+        architectures: include_str!("../../../../profiles/architectures.yaml"),
+        gpu_operator: include_str!("../../../../profiles/gpu-operator.yaml"),
+        limits: include_str!("../../../../profiles/limits.yaml"),
+    };
+}
+
+/// A profile table that cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The file is not valid YAML for its schema (unknown field, wrong type, bad version string).
+    #[error("cannot parse `{file}`: {source}")]
+    Parse {
+        /// The table's file name.
+        file: &'static str,
+        /// The parser's error, with line and column.
+        #[source]
+        source: Box<serde_saphyr::Error>,
+    },
+    /// The file parses but contradicts itself or another table.
+    #[error("`{file}` is inconsistent: {message}")]
+    Inconsistent {
+        /// The table's file name.
+        file: &'static str,
+        /// What is wrong, naming the entry.
+        message: String,
+    },
+}
+
+/// All facts, loaded and cross-checked.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    gpus: BTreeMap<String, GpuModel>,
+    /// `nvidia.com/gpu.product` label value -> GPU key.
+    products: BTreeMap<String, String>,
+    /// Minor entries (`12.4`) and major entries (`12`).
+    cuda: BTreeMap<CudaVersion, CudaRequirement>,
+    forward_compatibility: ForwardCompatibility,
+    drivers: BTreeMap<u32, DriverBranch>,
+    kernel_module_flavors: KernelModuleFlavors,
+    architectures: BTreeMap<String, Architecture>,
+    operator_releases: BTreeMap<OperatorVersion, OperatorRelease>,
+    operator_facts: OperatorFacts,
+    limits: Limits,
+    sources: Vec<(&'static str, String)>,
+}
+
+impl Catalog {
+    /// The catalog built from the tables embedded in the binary, parsed once.
+    pub fn embedded() -> &'static Catalog {
+        static CATALOG: OnceLock<Catalog> = OnceLock::new();
+        CATALOG.get_or_init(|| {
+            Catalog::from_sources(&ProfileSources::EMBEDDED).expect(
+                "embedded profiles are valid (checked by profiles::tests::embedded_catalog_loads)",
+            )
+        })
+    }
+
+    /// Parses and cross-checks the six tables.
+    pub fn from_sources(src: &ProfileSources<'_>) -> Result<Catalog, ProfileError> {
+        let architectures_file: arch::ArchitecturesFile =
+            parse(ARCHITECTURES_FILE, src.architectures)?;
+        let gpus_file: gpu::GpusFile = parse(GPUS_FILE, src.gpus)?;
+        let cuda_file: cuda::CudaFile = parse(CUDA_FILE, src.cuda)?;
+        let drivers_file: driver::DriversFile = parse(DRIVERS_FILE, src.drivers)?;
+        let operator_file: operator::OperatorFile = parse(OPERATOR_FILE, src.gpu_operator)?;
+        let limits: Limits = parse(LIMITS_FILE, src.limits)?;
+
+        let mut sources = Vec::new();
+        let architectures = load_architectures(architectures_file, &mut sources)?;
+        let (gpus, products) = load_gpus(gpus_file, &architectures, &mut sources)?;
+        let (cuda, forward_compatibility) = load_cuda(cuda_file, &mut sources)?;
+        let (drivers, kernel_module_flavors) = load_drivers(drivers_file, &mut sources)?;
+        let (operator_releases, operator_facts) = load_operator(operator_file, &mut sources)?;
+        load_limits(&limits, &mut sources)?;
+
+        Ok(Catalog {
+            gpus,
+            products,
+            cuda,
+            forward_compatibility,
+            drivers,
+            kernel_module_flavors,
+            architectures,
+            operator_releases,
+            operator_facts,
+            limits,
+            sources,
+        })
+    }
+
+    /// The GPU model with this catalog key (`H100-SXM5-80GB`); keys are case-sensitive.
+    pub fn gpu(&self, key: &str) -> Option<&GpuModel> {
+        self.gpus.get(key)
+    }
+
+    /// Every GPU model, sorted by key.
+    pub fn gpus(&self) -> impl Iterator<Item = &GpuModel> {
+        self.gpus.values()
+    }
+
+    /// The GPU model a node's `nvidia.com/gpu.product` label value names. Besides the plain value
+    /// (`NVIDIA-A100-SXM4-40GB`) this accepts the forms GPU Feature Discovery derives from it: a
+    /// `-SHARED` suffix (time-slicing without renaming) and a `-MIG-<profile>` suffix (MIG `single`,
+    /// including `-MIG-INVALID`).
+    pub fn gpu_by_product(&self, gfd_product: &str) -> Option<&GpuModel> {
+        let lookup = |value: &str| self.products.get(value).and_then(|key| self.gpus.get(key));
+        if let Some(model) = lookup(gfd_product) {
+            return Some(model);
+        }
+        let unshared = gfd_product.strip_suffix("-SHARED").unwrap_or(gfd_product);
+        if let Some(model) = lookup(unshared) {
+            return Some(model);
+        }
+        let (base, _profile) = unshared.rsplit_once("-MIG-")?;
+        lookup(base)
+    }
+
+    /// What the driver needs for CUDA `v`: the entry of its minor release (`12.4`; a patch level is
+    /// ignored), or for a major-only version (`12`) the major's entry. A minor the tables do not
+    /// know (`12.7`) gives `None` rather than a guess.
+    pub fn cuda(&self, v: &CudaVersion) -> Option<&CudaRequirement> {
+        self.cuda.get(&v.without_patch())
+    }
+
+    /// Every CUDA entry, major and minor, oldest first (`gpuctl profiles --format json`).
+    pub fn cuda_entries(&self) -> impl Iterator<Item = &CudaRequirement> {
+        self.cuda.values()
+    }
+
+    /// Every CUDA minor release, oldest first (major entries are left out).
+    pub fn cuda_releases(&self) -> impl Iterator<Item = &CudaRequirement> {
+        self.cuda.values().filter(|req| !req.is_major_entry())
+    }
+
+    /// CUDA forward compatibility (`cuda-compat`) and the hardware it works on.
+    pub fn forward_compatibility(&self) -> &ForwardCompatibility {
+        &self.forward_compatibility
+    }
+
+    /// The branch driver `d` belongs to (by its first field), if the tables know it.
+    pub fn driver_branch(&self, d: &DriverVersion) -> Option<&DriverBranch> {
+        self.drivers.get(&d.branch())
+    }
+
+    /// Every known driver branch, oldest first.
+    pub fn driver_branches(&self) -> impl Iterator<Item = &DriverBranch> {
+        self.drivers.values()
+    }
+
+    /// Which kernel-module flavours driver branches ship.
+    pub fn kernel_module_flavors(&self) -> &KernelModuleFlavors {
+        &self.kernel_module_flavors
+    }
+
+    /// The architecture of this name (`Hopper`).
+    pub fn architecture(&self, name: &str) -> Option<&Architecture> {
+        self.architectures.get(name)
+    }
+
+    /// Every architecture, sorted by name.
+    pub fn architectures(&self) -> impl Iterator<Item = &Architecture> {
+        self.architectures.values()
+    }
+
+    /// The operator release with exactly this version (`v26.7` matches `v26.7.0`).
+    pub fn operator_release(&self, v: &OperatorVersion) -> Option<&OperatorRelease> {
+        self.operator_releases.get(v)
+    }
+
+    /// Every operator release, oldest first.
+    pub fn operator_releases(&self) -> impl Iterator<Item = &OperatorRelease> {
+        self.operator_releases.values()
+    }
+
+    /// Operator facts that are not per release (lifecycle date, `kernelModuleType`).
+    pub fn operator_facts(&self) -> &OperatorFacts {
+        &self.operator_facts
+    }
+
+    /// API limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Every source the tables cite, as `(file, text)` in file order; a table-level source is
+    /// prefixed with the table's name (`mig_profile_sets.a100-40gb: ...`).
+    pub fn sources(&self) -> Vec<(&'static str, String)> {
+        self.sources.clone()
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    file: &'static str,
+    text: &str,
+) -> Result<T, ProfileError> {
+    serde_saphyr::from_str(text).map_err(|source| ProfileError::Parse {
+        file,
+        source: Box::new(source),
+    })
+}
+
+fn inconsistent(file: &'static str, message: impl Into<String>) -> ProfileError {
+    ProfileError::Inconsistent {
+        file,
+        message: message.into(),
+    }
+}
+
+fn push_sources(
+    sources: &mut Vec<(&'static str, String)>,
+    file: &'static str,
+    table: Option<&str>,
+    list: &[String],
+) {
+    for text in list {
+        let text = match table {
+            Some(table) => format!("{table}: {text}"),
+            None => text.clone(),
+        };
+        sources.push((file, text));
+    }
+}
+
+fn require_source(file: &'static str, what: &str, list: &[String]) -> Result<(), ProfileError> {
+    if list.iter().all(|s| s.trim().is_empty()) {
+        return Err(inconsistent(file, format!("{what} has no `source:`")));
+    }
+    Ok(())
+}
+
+fn load_architectures(
+    file: arch::ArchitecturesFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<BTreeMap<String, Architecture>, ProfileError> {
+    const F: &str = ARCHITECTURES_FILE;
+    require_source(F, "the file", &file.source.0)?;
+    push_sources(sources, F, None, &file.source.0);
+    let mut seen_cc = BTreeMap::new();
+    let mut architectures = BTreeMap::new();
+    for (name, mut architecture) in file.architectures {
+        if architecture.compute_capabilities.is_empty() {
+            return Err(inconsistent(
+                F,
+                format!("architecture `{name}` lists no compute capability"),
+            ));
+        }
+        for cc in &architecture.compute_capabilities {
+            if let Some(other) = seen_cc.insert(*cc, name.clone()) {
+                return Err(inconsistent(
+                    F,
+                    format!("compute capability {cc} is listed by both `{other}` and `{name}`"),
+                ));
+            }
+        }
+        if let (Some(min), Some(last)) = (&architecture.min_driver, architecture.last_driver_branch)
+            && min.branch() > last
+        {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "architecture `{name}`: min_driver {min} is newer than last_driver_branch {last}"
+                ),
+            ));
+        }
+        if !architecture.kernel_modules.open && !architecture.kernel_modules.proprietary {
+            return Err(inconsistent(
+                F,
+                format!("architecture `{name}` supports no kernel-module flavour"),
+            ));
+        }
+        architecture.name = name.clone();
+        architectures.insert(name, architecture);
+    }
+    Ok(architectures)
+}
+
+type GpuTables = (BTreeMap<String, GpuModel>, BTreeMap<String, String>);
+
+fn load_gpus(
+    file: gpu::GpusFile,
+    architectures: &BTreeMap<String, Architecture>,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<GpuTables, ProfileError> {
+    const F: &str = GPUS_FILE;
+    require_source(F, "the file", &file.source.0)?;
+    push_sources(sources, F, None, &file.source.0);
+    for (name, set) in &file.mig_profile_sets {
+        require_source(F, &format!("MIG profile set `{name}`"), &set.source.0)?;
+        push_sources(
+            sources,
+            F,
+            Some(&format!("mig_profile_sets.{name}")),
+            &set.source.0,
+        );
+        check_profile_set(name, set)?;
+    }
+
+    let mut used_sets = BTreeSet::new();
+    let mut gpus = BTreeMap::new();
+    let mut products: BTreeMap<String, String> = BTreeMap::new();
+    for (key, entry) in file.gpus {
+        let architecture = architectures.get(&entry.architecture).ok_or_else(|| {
+            inconsistent(
+                F,
+                format!(
+                    "GPU `{key}` names unknown architecture `{}`",
+                    entry.architecture
+                ),
+            )
+        })?;
+        if !architecture
+            .compute_capabilities
+            .contains(&entry.compute_capability)
+        {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "GPU `{key}` has compute capability {}, which architecture `{}` does not list",
+                    entry.compute_capability, architecture.name
+                ),
+            ));
+        }
+        if entry.gfd_products.is_empty() {
+            return Err(inconsistent(
+                F,
+                format!("GPU `{key}` lists no gfd_products"),
+            ));
+        }
+        for product in &entry.gfd_products {
+            // GFD replaces spaces, and a label value cannot hold them.
+            if product.is_empty() || product.contains(char::is_whitespace) {
+                return Err(inconsistent(
+                    F,
+                    format!("GPU `{key}` has an invalid gfd_products value `{product}`"),
+                ));
+            }
+            if let Some(other) = products.insert(product.clone(), key.clone()) {
+                return Err(inconsistent(
+                    F,
+                    format!("gfd_products value `{product}` is listed by `{other}` and `{key}`"),
+                ));
+            }
+        }
+        // MIG needs compute capability 8.0 or newer (MIG user guide, Supported GPUs).
+        if entry.mig.is_some() && entry.compute_capability.major < 8 {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "GPU `{key}` has MIG but compute capability {}",
+                    entry.compute_capability
+                ),
+            ));
+        }
+        let mig = match entry.mig {
+            None => None,
+            Some(reference) => {
+                let set = file
+                    .mig_profile_sets
+                    .get(&reference.profile_set)
+                    .ok_or_else(|| {
+                        inconsistent(
+                            F,
+                            format!(
+                                "GPU `{key}` names unknown MIG profile set `{}`",
+                                reference.profile_set
+                            ),
+                        )
+                    })?;
+                used_sets.insert(reference.profile_set.clone());
+                Some(MigSupport {
+                    min_driver: reference.min_driver,
+                    compute_slices: set.compute_slices,
+                    memory_slices: set.memory_slices,
+                    max_instances: set.max_instances,
+                    profile_set: reference.profile_set,
+                    profiles: set.profiles.clone(),
+                    notes: set.notes.clone(),
+                    sources: set.source.0.clone(),
+                })
+            }
+        };
+        let model = GpuModel {
+            key: key.clone(),
+            display_name: entry.display_name,
+            architecture: entry.architecture,
+            compute_capability: entry.compute_capability,
+            memory_gb: entry.memory_gb,
+            memory_type: entry.memory_type,
+            form_factor: entry.form_factor,
+            nvlink: entry.nvlink,
+            segment: entry.segment,
+            gfd_products: entry.gfd_products,
+            min_driver: entry.min_driver.or_else(|| architecture.min_driver.clone()),
+            kernel_modules: entry.kernel_modules.unwrap_or(architecture.kernel_modules),
+            cuda_forward_compat: entry.cuda_forward_compat,
+            mig,
+            notes: entry.notes,
+        };
+        gpus.insert(key, model);
+    }
+    if let Some(unused) = file
+        .mig_profile_sets
+        .keys()
+        .find(|name| !used_sets.contains(*name))
+    {
+        return Err(inconsistent(
+            F,
+            format!("MIG profile set `{unused}` is used by no GPU"),
+        ));
+    }
+    Ok((gpus, products))
+}
+
+/// Checks one MIG profile table: every profile fits the GPU's axes, names match their compute
+/// slices and media-extension flag, and the set's instance maximum agrees with its profiles.
+fn check_profile_set(name: &str, set: &gpu::MigProfileSetFile) -> Result<(), ProfileError> {
+    const F: &str = GPUS_FILE;
+    let bad = |message: String| inconsistent(F, format!("MIG profile set `{name}`: {message}"));
+    if set.compute_slices == 0 || set.memory_slices == 0 || set.memory_slices > 32 {
+        return Err(bad(format!(
+            "compute_slices {} / memory_slices {} out of range",
+            set.compute_slices, set.memory_slices
+        )));
+    }
+    if set.profiles.is_empty() {
+        return Err(bad("no profiles".into()));
+    }
+    let mut names = BTreeSet::new();
+    for p in &set.profiles {
+        if !names.insert(p.name.as_str()) {
+            return Err(bad(format!("profile `{}` is listed twice", p.name)));
+        }
+        // `<N>g.<M>gb[suffix]`: N is the compute-slice count.
+        let compute_in_name = p
+            .name
+            .split_once("g.")
+            .and_then(|(n, _)| n.parse::<u32>().ok());
+        if compute_in_name != Some(p.compute_slices) {
+            return Err(bad(format!(
+                "profile `{}` has compute_slices {}",
+                p.name, p.compute_slices
+            )));
+        }
+        let me_in_name = p.name.contains("+me");
+        if me_in_name != p.media_extension {
+            return Err(bad(format!(
+                "profile `{}` has media_extension {}",
+                p.name, p.media_extension
+            )));
+        }
+        if p.compute_slices > set.compute_slices
+            || p.memory_slices == 0
+            || p.memory_slices > set.memory_slices
+        {
+            return Err(bad(format!(
+                "profile `{}` does not fit the GPU's slices",
+                p.name
+            )));
+        }
+        if p.max_instances == 0 || p.max_instances > set.max_instances {
+            return Err(bad(format!(
+                "profile `{}` has max_instances {}",
+                p.name, p.max_instances
+            )));
+        }
+        if p.placement_starts.is_empty() || !p.placement_starts.windows(2).all(|w| w[0] < w[1]) {
+            return Err(bad(format!(
+                "profile `{}` needs strictly increasing placement_starts",
+                p.name
+            )));
+        }
+        for start in &p.placement_starts {
+            if start
+                .checked_add(p.memory_slices)
+                .is_none_or(|end| end > set.memory_slices)
+            {
+                return Err(bad(format!(
+                    "profile `{}` starting at {start} runs past the last slot",
+                    p.name
+                )));
+            }
+        }
+    }
+    let widest = set
+        .profiles
+        .iter()
+        .map(|p| p.max_instances)
+        .max()
+        .unwrap_or(0);
+    if widest != set.max_instances {
+        return Err(bad(format!(
+            "max_instances {} but the profiles allow at most {widest}",
+            set.max_instances
+        )));
+    }
+    Ok(())
+}
+
+type CudaTables = (BTreeMap<CudaVersion, CudaRequirement>, ForwardCompatibility);
+
+fn load_cuda(
+    file: cuda::CudaFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<CudaTables, ProfileError> {
+    const F: &str = CUDA_FILE;
+    require_source(F, "the file", &file.source.0)?;
+    push_sources(sources, F, None, &file.source.0);
+    let mvc_file = file.minor_version_compatibility;
+    require_source(F, "minor_version_compatibility", &mvc_file.source.0)?;
+    push_sources(
+        sources,
+        F,
+        Some("minor_version_compatibility"),
+        &mvc_file.source.0,
+    );
+    require_source(
+        F,
+        "forward_compatibility",
+        &file.forward_compatibility.source,
+    )?;
+    push_sources(
+        sources,
+        F,
+        Some("forward_compatibility"),
+        &file.forward_compatibility.source,
+    );
+
+    let mut mvc = BTreeMap::new();
+    for (major, entry) in mvc_file.majors {
+        let number: u32 = major.parse().map_err(|_| {
+            inconsistent(
+                F,
+                format!("minor_version_compatibility key `{major}` is not a CUDA major"),
+            )
+        })?;
+        if let Some(max) = &entry.max_driver_exclusive
+            && *max <= entry.min_driver
+        {
+            return Err(inconsistent(
+                F,
+                format!("CUDA {major}: max_driver_exclusive {max} <= min_driver"),
+            ));
+        }
+        mvc.insert(
+            number,
+            MinorVersionCompat {
+                major: number,
+                min_driver: entry.min_driver,
+                max_driver_exclusive: entry.max_driver_exclusive,
+                limits: mvc_file.limits.clone(),
+                notes: entry.notes,
+                sources: mvc_file.source.0.clone(),
+            },
+        );
+    }
+
+    let mut table: BTreeMap<CudaVersion, CudaRequirement> = BTreeMap::new();
+    let mut previous: Option<(CudaVersion, DriverVersion)> = None;
+    for release in file.releases {
+        let cuda = release.cuda;
+        if cuda.minor().is_none() || cuda.patch().is_some() {
+            return Err(inconsistent(
+                F,
+                format!("release `{cuda}` must be `<major>.<minor>`"),
+            ));
+        }
+        if let Some((prev_cuda, prev_driver)) = &previous {
+            if cuda <= *prev_cuda {
+                return Err(inconsistent(
+                    F,
+                    format!("release `{cuda}` is out of order or repeated"),
+                ));
+            }
+            if release.min_driver < *prev_driver {
+                return Err(inconsistent(
+                    F,
+                    format!(
+                        "CUDA {cuda} needs {} but the older {prev_cuda} needs {prev_driver}",
+                        release.min_driver
+                    ),
+                ));
+            }
+        }
+        for update in &release.updates {
+            if update.min_driver < release.min_driver {
+                return Err(inconsistent(
+                    F,
+                    format!("CUDA {cuda} {} needs less than its GA", update.name),
+                ));
+            }
+        }
+        previous = Some((cuda.clone(), release.min_driver.clone()));
+        let major = cuda.major();
+        table.insert(
+            cuda.clone(),
+            CudaRequirement {
+                cuda,
+                min_driver: release.min_driver,
+                released: release.released,
+                updates: release.updates,
+                minor_version_compat: mvc.get(&major).cloned(),
+                notes: release.notes,
+            },
+        );
+    }
+    if table.is_empty() {
+        return Err(inconsistent(F, "no releases"));
+    }
+    for major in mvc.keys() {
+        if !table.keys().any(|v| v.major() == *major) {
+            return Err(inconsistent(
+                F,
+                format!("minor_version_compatibility names CUDA {major}, which has no release"),
+            ));
+        }
+    }
+
+    // One entry per major, standing for "some <major>.x": full support from the newest known minor's
+    // driver on. Releases are in order, so the last one of each major wins.
+    let mut majors: BTreeMap<u32, (CudaVersion, DriverVersion)> = BTreeMap::new();
+    for req in table.values() {
+        majors.insert(req.cuda.major(), (req.cuda.clone(), req.min_driver.clone()));
+    }
+    for (major, (newest, driver)) in majors {
+        let key = newest.major_only();
+        table.insert(
+            key.clone(),
+            CudaRequirement {
+                cuda: key,
+                min_driver: driver,
+                released: None,
+                updates: Vec::new(),
+                minor_version_compat: mvc.get(&major).cloned(),
+                notes: vec![format!(
+                    "any CUDA {major}.x application: every feature works from the driver of the newest known \
+                     {major}.x release ({newest}) on"
+                )],
+            },
+        );
+    }
+    Ok((table, file.forward_compatibility))
+}
+
+type DriverTables = (BTreeMap<u32, DriverBranch>, KernelModuleFlavors);
+
+fn load_drivers(
+    file: driver::DriversFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<DriverTables, ProfileError> {
+    const F: &str = DRIVERS_FILE;
+    require_source(F, "the file", &file.source.0)?;
+    push_sources(sources, F, None, &file.source.0);
+    require_source(F, "kernel_modules", &file.kernel_modules.source)?;
+    push_sources(
+        sources,
+        F,
+        Some("kernel_modules"),
+        &file.kernel_modules.source,
+    );
+    let mut branches = BTreeMap::new();
+    for branch in file.branches {
+        let number = branch.branch;
+        if let Some(first) = &branch.first_release
+            && first.branch() != number
+        {
+            return Err(inconsistent(
+                F,
+                format!("R{number}: first_release {first} belongs to another branch"),
+            ));
+        }
+        if let (EndOfLife::Month(eol), Some(first)) =
+            (&branch.end_of_life, &branch.first_release_date)
+            && eol.last_day() < first.first_day()
+        {
+            return Err(inconsistent(
+                F,
+                format!("R{number}: end of life {eol} is before its first release {first}"),
+            ));
+        }
+        if branches.insert(number, branch).is_some() {
+            return Err(inconsistent(F, format!("R{number} is listed twice")));
+        }
+    }
+    Ok((branches, file.kernel_modules))
+}
+
+type OperatorTables = (BTreeMap<OperatorVersion, OperatorRelease>, OperatorFacts);
+
+fn load_operator(
+    file: operator::OperatorFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<OperatorTables, ProfileError> {
+    const F: &str = OPERATOR_FILE;
+    require_source(F, "the file", &file.source.0)?;
+    push_sources(sources, F, None, &file.source.0);
+    require_source(F, "kernel_module_type", &file.kernel_module_type.source)?;
+    push_sources(
+        sources,
+        F,
+        Some("kernel_module_type"),
+        &file.kernel_module_type.source,
+    );
+    let mut releases = BTreeMap::new();
+    for release in file.releases {
+        let version = release.version.clone();
+        if release.kubernetes.min > release.kubernetes.max {
+            return Err(inconsistent(
+                F,
+                format!("{version}: kubernetes min is above max"),
+            ));
+        }
+        if releases.insert(version.clone(), release).is_some() {
+            return Err(inconsistent(F, format!("{version} is listed twice")));
+        }
+    }
+    if releases.is_empty() {
+        return Err(inconsistent(F, "no releases"));
+    }
+    let facts = OperatorFacts {
+        support_as_of: file.support_as_of,
+        support_note: file.support_note,
+        kernel_module_type: file.kernel_module_type,
+    };
+    Ok((releases, facts))
+}
+
+fn load_limits(
+    limits: &Limits,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<(), ProfileError> {
+    const F: &str = LIMITS_FILE;
+    let sections: [(&str, &[String]); 9] = [
+        ("the file", &limits.source),
+        ("kubernetes_names", &limits.kubernetes_names.source),
+        ("priority_class", &limits.priority_class.source),
+        ("resource_quota", &limits.resource_quota.source),
+        ("node_labels", &limits.node_labels.source),
+        ("kueue", &limits.kueue.source),
+        ("volcano", &limits.volcano.source),
+        ("device_plugin", &limits.device_plugin.source),
+        ("dcgm_exporter", &limits.dcgm_exporter.source),
+    ];
+    for (name, list) in sections {
+        require_source(F, name, list)?;
+        push_sources(sources, F, (name != "the file").then_some(name), list);
+    }
+    let volcano = &limits.volcano;
+    if volcano.min_queue_weight > volcano.max_queue_weight
+        || !(volcano.min_queue_weight..=volcano.max_queue_weight)
+            .contains(&volcano.default_queue_weight)
+    {
+        return Err(inconsistent(F, "volcano queue weights are out of order"));
+    }
+    if limits.priority_class.min_value > limits.priority_class.max_user_value {
+        return Err(inconsistent(
+            F,
+            "priority_class min_value is above max_user_value",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> &'static Catalog {
+        Catalog::embedded()
+    }
+
+    fn v<T: std::str::FromStr>(s: &str) -> T
+    where
+        T::Err: std::fmt::Debug,
+    {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn embedded_catalog_loads() {
+        // `embedded()` expects; this test gives the error in full if the data is broken.
+        if let Err(e) = Catalog::from_sources(&ProfileSources::EMBEDDED) {
+            panic!("{e}");
+        }
+    }
+
+    #[test]
+    fn catalog_holds_every_required_gpu() {
+        let required = [
+            "A30-24GB",
+            "A100-SXM4-40GB",
+            "A100-SXM4-80GB",
+            "A100-PCIE-40GB",
+            "A100-PCIE-80GB",
+            "H100-SXM5-80GB",
+            "H100-PCIE-80GB",
+            "H100-NVL-94GB",
+            "H20-96GB",
+            "H200-SXM5-141GB",
+            "H200-NVL-141GB",
+            "GH200-96GB",
+            "B200",
+            "GB200",
+            "B300",
+            "RTX-PRO-6000-BLACKWELL",
+            "V100-SXM2-16GB",
+            "V100-SXM2-32GB",
+            "V100-PCIE-32GB",
+            "T4",
+            "A10",
+            "L4",
+            "L40S",
+            "RTX-4090",
+        ];
+        for key in required {
+            assert!(catalog().gpu(key).is_some(), "{key} missing");
+        }
+        let keys: Vec<&str> = catalog().gpus().map(|g| g.key.as_str()).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(keys, sorted, "gpus() is sorted by key");
+    }
+
+    #[test]
+    fn mig_support_matches_the_mig_guide() {
+        // compat-data.md §4a: MIG-capable products and their instance maximums.
+        let mig_capable = [
+            ("A30-24GB", 4),
+            ("A100-SXM4-40GB", 7),
+            ("A100-PCIE-80GB", 7),
+            ("H100-SXM5-80GB", 7),
+            ("H100-NVL-94GB", 7),
+            ("GH200-96GB", 7),
+            ("H20-96GB", 7),
+            ("H200-NVL-141GB", 7),
+            ("B200", 7),
+            ("GB200", 7),
+            ("B300", 7),
+            ("RTX-PRO-6000-BLACKWELL", 4),
+        ];
+        for (key, max) in mig_capable {
+            let mig = catalog().gpu(key).and_then(|g| g.mig.as_ref());
+            assert_eq!(mig.map(|m| m.max_instances), Some(max), "{key}");
+        }
+        for key in ["V100-SXM2-16GB", "T4", "A10", "L4", "L40S", "RTX-4090"] {
+            assert!(
+                catalog().gpu(key).unwrap().mig.is_none(),
+                "{key} has no MIG"
+            );
+        }
+        let h100 = catalog()
+            .gpu("H100-SXM5-80GB")
+            .unwrap()
+            .mig
+            .as_ref()
+            .unwrap();
+        assert_eq!(h100.min_driver, v("525.85.12"));
+        let me = h100.profile("1g.10gb+me").unwrap();
+        assert!(me.media_extension);
+        assert_eq!(me.placement_starts, vec![0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(
+            h100.profile("3g.40gb").unwrap().placement_starts,
+            vec![0, 4]
+        );
+        assert!(h100.profile("3g.20gb").is_none());
+        let a100 = catalog()
+            .gpu("A100-SXM4-40GB")
+            .unwrap()
+            .mig
+            .as_ref()
+            .unwrap();
+        assert_eq!(a100.profile("1g.10gb").unwrap().min_branch, Some(525));
+    }
+
+    #[test]
+    fn gpu_facts_resolve_against_architectures() {
+        let v100 = catalog().gpu("V100-SXM2-16GB").unwrap();
+        let volta = catalog().architecture(&v100.architecture).unwrap();
+        assert_eq!(volta.last_driver_branch, Some(580));
+        assert!(volta.supported_by_branch(580));
+        assert!(!volta.supported_by_branch(595));
+        assert_eq!(
+            v100.kernel_modules,
+            KernelModuleSupport {
+                open: false,
+                proprietary: true
+            }
+        );
+
+        let b200 = catalog().gpu("B200").unwrap();
+        assert_eq!(b200.min_driver, Some(v("570.133.20")), "SKU minimum wins");
+        assert!(
+            !b200.kernel_modules.proprietary,
+            "Blackwell needs open modules"
+        );
+        let gb200 = catalog().gpu("GB200").unwrap();
+        assert_eq!(
+            gb200.min_driver,
+            Some(v("570.26")),
+            "architecture minimum applies"
+        );
+        let gh200 = catalog().gpu("GH200-96GB").unwrap();
+        assert!(!gh200.kernel_modules.proprietary, "Grace Hopper override");
+        let h100 = catalog().gpu("H100-SXM5-80GB").unwrap();
+        assert!(h100.kernel_modules.proprietary && h100.kernel_modules.open);
+
+        let rtx = catalog().gpu("RTX-4090").unwrap();
+        assert_eq!(rtx.segment, Segment::Consumer);
+        assert_eq!(rtx.cuda_forward_compat, Some(false));
+        assert!(!rtx.notes.is_empty());
+    }
+
+    #[test]
+    fn gpus_are_found_by_their_gfd_product_label() {
+        let by = |label: &str| catalog().gpu_by_product(label).map(|g| g.key.as_str());
+        assert_eq!(by("NVIDIA-A100-SXM4-80GB"), Some("A100-SXM4-80GB"));
+        assert_eq!(by("Tesla-V100-SXM2-16GB"), Some("V100-SXM2-16GB"));
+        assert_eq!(by("NVIDIA-GeForce-RTX-4090"), Some("RTX-4090"));
+        assert_eq!(by("NVIDIA-H100-80GB-HBM3"), Some("H100-SXM5-80GB"));
+        assert_eq!(by("A100-SXM4-40GB-MIG-1g.5gb"), Some("A100-SXM4-40GB"));
+        assert_eq!(
+            by("NVIDIA-A100-80GB-PCIe-MIG-1g.10gb"),
+            Some("A100-PCIE-80GB")
+        );
+        assert_eq!(
+            by("NVIDIA-H100-80GB-HBM3-MIG-INVALID"),
+            Some("H100-SXM5-80GB")
+        );
+        assert_eq!(by("Tesla-T4-SHARED"), Some("T4"));
+        assert_eq!(by("NVIDIA-A10"), Some("A10"), "not confused with A100");
+        assert_eq!(by("NVIDIA-H200"), Some("H200-SXM5-141GB"));
+        assert_eq!(by("NVIDIA-H200-NVL"), Some("H200-NVL-141GB"));
+        assert_eq!(
+            by("NVIDIA-RTX-PRO-6000-Blackwell-Max-Q-Workstation-Edition"),
+            Some("RTX-PRO-6000-BLACKWELL")
+        );
+        for unknown in [
+            "",
+            "-MIG-",
+            "NVIDIA-A40",
+            "nvidia-a10",
+            "-SHARED",
+            "NVIDIA-A100",
+        ] {
+            assert_eq!(by(unknown), None, "{unknown}");
+        }
+    }
+
+    #[test]
+    fn cuda_requirements_by_minor_and_major() {
+        let req = catalog().cuda(&v("12.4")).unwrap();
+        assert_eq!(req.min_driver, v("550.54.14"));
+        assert_eq!(req.updates[0].min_driver, v("550.54.15"));
+        assert!(!req.is_major_entry());
+        let mvc = req.minor_version_compat.as_ref().unwrap();
+        assert_eq!(mvc.min_driver, v("525.60.13"));
+        assert!(mvc.limits.iter().any(|l| l.contains("PTX JIT")));
+
+        assert_eq!(catalog().cuda(&v("12.4.1")).unwrap().cuda, v("12.4"));
+        assert_eq!(
+            catalog().cuda(&v("13.0")).unwrap().min_driver,
+            v("580.65.06")
+        );
+        assert_eq!(
+            catalog().cuda(&v("11.0")).unwrap().min_driver,
+            v("450.51.05")
+        );
+        assert!(
+            catalog().cuda(&v("12.7")).is_none(),
+            "there is no CUDA 12.7"
+        );
+        assert!(catalog().cuda(&v("14.0")).is_none());
+
+        let major = catalog().cuda(&v("12")).unwrap();
+        assert!(major.is_major_entry());
+        assert_eq!(major.min_driver, v("575.51.03"), "newest 12.x is 12.9");
+        assert_eq!(
+            catalog()
+                .cuda(&v("11"))
+                .unwrap()
+                .minor_version_compat
+                .as_ref()
+                .unwrap()
+                .min_driver,
+            v("450.80.02")
+        );
+        assert_eq!(
+            catalog()
+                .cuda(&v("13"))
+                .unwrap()
+                .minor_version_compat
+                .as_ref()
+                .unwrap()
+                .min_driver,
+            v("580")
+        );
+
+        // 13.4 is published as a branch only: any R615 driver satisfies it.
+        let r615 = catalog().cuda(&v("13.4")).unwrap();
+        assert_eq!(r615.support(&v("615.10.02")), CudaSupport::Full);
+        assert_eq!(
+            r615.support(&v("580.105.08")),
+            CudaSupport::MinorVersionCompatibility
+        );
+        assert_eq!(req.support(&v("550.54.14")), CudaSupport::Full);
+        assert_eq!(
+            req.support(&v("535.104.05")),
+            CudaSupport::MinorVersionCompatibility
+        );
+        assert_eq!(req.support(&v("470.57.02")), CudaSupport::Unsupported);
+
+        let minors: Vec<String> = catalog()
+            .cuda_releases()
+            .map(|r| r.cuda.to_string())
+            .collect();
+        assert_eq!(minors.first().map(String::as_str), Some("11.0"));
+        assert!(
+            minors
+                .windows(2)
+                .all(|w| v::<CudaVersion>(&w[0]) < v(&w[1]))
+        );
+    }
+
+    #[test]
+    fn driver_branches_and_end_of_life() {
+        let r580 = catalog().driver_branch(&v("580.105.08")).unwrap();
+        assert_eq!(r580.branch_type, BranchType::Lts);
+        assert_eq!(r580.end_of_life, EndOfLife::Month(v("2028-06")));
+        assert_eq!(
+            r580.is_end_of_life(jiff::civil::date(2028, 6, 30)),
+            Some(false)
+        );
+        assert_eq!(
+            r580.is_end_of_life(jiff::civil::date(2028, 7, 1)),
+            Some(true)
+        );
+        let r535 = catalog().driver_branch(&v("535.309.01")).unwrap();
+        assert_eq!(
+            r535.is_end_of_life(jiff::civil::date(2026, 8, 1)),
+            Some(true)
+        );
+        assert_eq!(
+            catalog().driver_branch(&v("550")).unwrap().end_of_life,
+            EndOfLife::Reached
+        );
+        assert_eq!(
+            catalog()
+                .driver_branch(&v("615"))
+                .unwrap()
+                .is_end_of_life(jiff::civil::date(2030, 1, 1)),
+            None
+        );
+        assert!(catalog().driver_branch(&v("999.1")).is_none());
+        for branch in [450, 470, 535, 550, 570, 580, 590, 595, 610, 620] {
+            assert!(
+                catalog().driver_branches().any(|b| b.branch == branch),
+                "R{branch}"
+            );
+        }
+        let flavors = catalog().kernel_module_flavors();
+        assert!(flavors.proprietary_available(580));
+        assert!(!flavors.proprietary_available(620));
+        assert!(!flavors.open_available(510));
+    }
+
+    #[test]
+    fn operator_releases_cover_v24_9_to_v26_7() {
+        let versions: Vec<String> = catalog()
+            .operator_releases()
+            .map(|r| r.version.to_string())
+            .collect();
+        assert_eq!(versions.first().map(String::as_str), Some("v24.9.0"));
+        assert_eq!(versions.last().map(String::as_str), Some("v26.7.0"));
+        for version in ["v24.9.2", "v25.3.4", "v25.10.1", "v26.3.3"] {
+            assert!(versions.iter().any(|x| x == version), "{version}");
+        }
+
+        let latest = catalog().operator_release(&v("v26.7")).unwrap();
+        assert_eq!(latest.default_driver, v("595.91.07"));
+        assert!(latest.supports_kubernetes(&v("1.34.2")));
+        assert!(latest.supports_kubernetes(&v("v1.36")));
+        assert!(!latest.supports_kubernetes(&v("1.32.9")));
+        assert!(latest.supports_driver(&v("580.173.02")));
+        assert!(!latest.supports_driver(&v("580.105.08")));
+        assert_eq!(latest.driver_branches(), vec![610, 595, 580, 535]);
+        assert_eq!(latest.support, Some(OperatorSupport::Supported));
+        assert!(catalog().operator_release(&v("v26.7.1")).is_none());
+        assert_eq!(
+            catalog()
+                .operator_facts()
+                .kernel_module_type
+                .auto_min_driver,
+            v("570.86.15")
+        );
+
+        // Every default driver belongs to a branch drivers.yaml knows.
+        for release in catalog().operator_releases() {
+            for driver in release.drivers() {
+                assert!(
+                    catalog().driver_branch(driver).is_some(),
+                    "{}: {driver}",
+                    release.version
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn limits_are_data() {
+        let limits = catalog().limits();
+        assert_eq!(limits.priority_class.max_user_value, 1_000_000_000);
+        assert_eq!(limits.priority_class.reserved_name_prefix, "system-");
+        assert_eq!(limits.kueue.max_resource_groups, 16);
+        assert_eq!(limits.kueue.max_flavors_per_group, 64);
+        assert_eq!(limits.kueue.max_cohort_depth, None);
+        assert_eq!(
+            (
+                limits.volcano.min_queue_weight,
+                limits.volcano.max_queue_weight
+            ),
+            (1, 65535)
+        );
+        assert_eq!(limits.volcano.max_queue_depth, 5);
+        assert_eq!(limits.dcgm_exporter.min_collect_interval_ms, 100);
+        assert_eq!(limits.kubernetes_names.dns1123_label_max_length, 63);
+        assert_eq!(limits.kubernetes_names.dns1123_subdomain_max_length, 253);
+        assert_eq!(limits.device_plugin.min_sharing_replicas, 2);
+        let quota = &limits.resource_quota;
+        assert!(
+            quota.is_standard_key("requests.cpu")
+                && quota.is_standard_key("requests.hugepages-2Mi")
+        );
+        assert!(!quota.is_standard_key("gpu") && !quota.is_standard_key("limits.storage"));
+        let labels = &limits.node_labels;
+        assert!(labels.is_operator_owned("nvidia.com/gpu.product"));
+        assert!(labels.is_operator_owned("feature.node.kubernetes.io/pci-10de.present"));
+        assert!(labels.is_operator_owned("nvidia.com/mig-1g.10gb.count"));
+        assert!(!labels.is_operator_owned("nvidia.com/mig.config"));
+        assert!(!labels.is_operator_owned("nvidia.com/device-plugin.config"));
+        assert!(!labels.is_operator_owned("gpu.example.com/tier"));
+    }
+
+    #[test]
+    fn every_table_cites_its_sources() {
+        let sources = catalog().sources();
+        for file in [
+            GPUS_FILE,
+            CUDA_FILE,
+            DRIVERS_FILE,
+            ARCHITECTURES_FILE,
+            OPERATOR_FILE,
+            LIMITS_FILE,
+        ] {
+            assert!(
+                sources.iter().any(|(f, _)| *f == file),
+                "{file} cites nothing"
+            );
+        }
+        assert!(
+            sources
+                .iter()
+                .any(|(_, s)| s.starts_with("mig_profile_sets.a100-40gb: "))
+        );
+        assert!(sources.iter().any(|(_, s)| s.starts_with("kueue: ")));
+        assert!(
+            sources
+                .iter()
+                .all(|(_, s)| !s.is_empty() && !s.contains('\n'))
+        );
+    }
+
+    /// Broken tables are rejected with the file and entry named, never with a panic.
+    #[test]
+    fn inconsistent_tables_are_rejected() {
+        let with = |patch: fn(&mut ProfileSources<'static>, &'static str), text: &'static str| {
+            let mut src = ProfileSources::EMBEDDED;
+            patch(&mut src, text);
+            Catalog::from_sources(&src).unwrap_err().to_string()
+        };
+        let gpus_leaked = |from: &str, to: &str| -> &'static str {
+            Box::leak(
+                ProfileSources::EMBEDDED
+                    .gpus
+                    .replacen(from, to, 1)
+                    .into_boxed_str(),
+            )
+        };
+
+        let err = with(
+            |s, t| s.gpus = t,
+            gpus_leaked("architecture: Volta", "architecture: Votla"),
+        );
+        assert!(err.contains("unknown architecture `Votla`"), "{err}");
+
+        let err = with(
+            |s, t| s.gpus = t,
+            gpus_leaked("placement_starts: [0, 4] }", "placement_starts: [0, 5] }"),
+        );
+        assert!(err.contains("runs past the last slot"), "{err}");
+
+        let err = with(
+            |s, t| s.gpus = t,
+            gpus_leaked("display_name:", "display_nam:"),
+        );
+        assert!(
+            err.starts_with("cannot parse `profiles/gpus.yaml`"),
+            "{err}"
+        );
+
+        let err = with(|s, t| s.cuda = t, "releases: []\n");
+        assert!(
+            err.starts_with("cannot parse `profiles/cuda.yaml`"),
+            "{err}"
+        );
+
+        let err = with(|s, t| s.limits = t, "");
+        assert!(err.contains("profiles/limits.yaml"), "{err}");
+
+        let bad_driver: &'static str = Box::leak(
+            ProfileSources::EMBEDDED
+                .gpu_operator
+                .replacen("595.91.07", "595..91", 1)
+                .into_boxed_str(),
+        );
+        let err = with(|s, t| s.gpu_operator = t, bad_driver);
+        assert!(err.contains("invalid driver version `595..91`"), "{err}");
+    }
+}

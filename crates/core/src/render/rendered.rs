@@ -1,0 +1,163 @@
+//! What rendering produces: ordered, owned objects, node patches, the operator's Helm release and
+//! documents. Plan and apply consume exactly this; nothing downstream re-reads the blueprint.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Apply phases, in order. Each phase's objects are applied (and gated) before the next starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Namespaces and PriorityClasses (and the ApplySet parent).
+    Foundation,
+    /// GPU Operator release values, NVIDIADriver CRs, MIG Manager and device-plugin ConfigMaps.
+    Operator,
+    /// ResourceQuotas and LimitRanges.
+    Quotas,
+    /// Kueue ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, WorkloadPriorityClasses;
+    /// Volcano Queues.
+    Queues,
+    /// dcgm-exporter metrics ConfigMap, ServiceMonitor, PrometheusRule.
+    Monitoring,
+}
+
+impl Phase {
+    /// All phases in apply order.
+    pub const ALL: [Phase; 5] = [
+        Phase::Foundation,
+        Phase::Operator,
+        Phase::Quotas,
+        Phase::Queues,
+        Phase::Monitoring,
+    ];
+}
+
+/// One Kubernetes object gpuctl owns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderedObject {
+    /// When it is applied.
+    pub phase: Phase,
+    /// `apiVersion`, e.g. `kueue.x-k8s.io/v1beta2`.
+    pub api_version: String,
+    /// `kind`, e.g. `ClusterQueue`.
+    pub kind: String,
+    /// Namespace, for namespaced kinds.
+    pub namespace: Option<String>,
+    /// `metadata.name`.
+    pub name: String,
+    /// The whole manifest (apiVersion, kind, metadata with gpuctl's labels, spec...).
+    pub manifest: Value,
+}
+
+impl RenderedObject {
+    /// API group (`""` for core).
+    pub fn group(&self) -> &str {
+        crate::object::group_of(&self.api_version)
+    }
+
+    /// Its identity.
+    pub fn object_ref(&self) -> crate::object::ObjectRef {
+        crate::object::ObjectRef::new(
+            &self.api_version,
+            &self.kind,
+            self.namespace.as_deref(),
+            &self.name,
+        )
+    }
+
+    /// Its API type.
+    pub fn type_ref(&self) -> crate::object::TypeRef {
+        crate::object::TypeRef::new(&self.api_version, &self.kind)
+    }
+
+    /// API version without the group.
+    pub fn version(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or(self.api_version.as_str(), |(_, v)| v)
+    }
+
+    /// Sort key: phase, kind, namespace, name.
+    pub fn sort_key(&self) -> (Phase, &str, &str, &str) {
+        (
+            self.phase,
+            &self.kind,
+            self.namespace.as_deref().unwrap_or(""),
+            &self.name,
+        )
+    }
+
+    /// `Kind/namespace/name` or `Kind/name`, for messages.
+    pub fn display_id(&self) -> String {
+        self.object_ref().to_string()
+    }
+}
+
+/// Labels and taints gpuctl manages on the nodes of one pool, per key (never whole lists).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodePatch {
+    /// Pool name.
+    pub pool: String,
+    /// Equality selector of the pool's nodes.
+    pub selector: BTreeMap<String, String>,
+    /// Expected node count (for live checks).
+    pub expected_nodes: u32,
+    /// Label key -> value gpuctl sets (pool labels, `nvidia.com/mig.config`,
+    /// `nvidia.com/device-plugin.config`, ...).
+    pub labels: BTreeMap<String, String>,
+    /// Taints gpuctl ensures, by key.
+    pub taints: Vec<NodeTaint>,
+    /// Expected GFD product labels for the pool's GPU model (any of them), for live checks.
+    pub expected_products: Vec<String>,
+    /// Expected driver version on the pool.
+    pub expected_driver: String,
+    /// The blueprint upgrades drivers blue-green (`upgrades.strategy`): moving nodes between
+    /// NVIDIADriver CRs is `gpuctl upgrade driver`'s job, never a plain apply's.
+    #[serde(default)]
+    pub blue_green: bool,
+}
+
+/// A taint gpuctl manages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeTaint {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// The GPU Operator Helm release gpuctl installs or hands to GitOps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelmRelease {
+    /// Release name.
+    pub release: String,
+    /// Chart reference, e.g. `nvidia/gpu-operator`.
+    pub chart: String,
+    /// Chart version, e.g. `v26.7.0`.
+    pub version: String,
+    /// Target namespace.
+    pub namespace: String,
+    /// How apply handles the release (from the blueprint).
+    pub install: crate::blueprint::InstallMode,
+    /// Rendered values (deep-merged overrides included).
+    pub values: Value,
+}
+
+/// Everything a blueprint implies, deterministic and sorted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderedSet {
+    /// Blueprint name.
+    pub blueprint: String,
+    /// Objects sorted by (phase, kind, namespace, name).
+    pub objects: Vec<RenderedObject>,
+    /// Per-pool node labels and taints.
+    pub node_patches: Vec<NodePatch>,
+    /// The operator's Helm release.
+    pub helm: HelmRelease,
+    /// Documents (runbooks) by relative path, e.g. `runbooks/troubleshooting.md`.
+    pub documents: BTreeMap<String, String>,
+}

@@ -1,0 +1,464 @@
+//! Snapshots: the live objects a blueprint touches, captured by `gpuctl snapshot` so CI can plan
+//! without cluster credentials. A snapshot is a versioned JSON file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::live::{LiveView, Reading, Source};
+use crate::render::RenderedSet;
+
+/// Version of the snapshot file format. 2 added `helm_release` and `upgrade_journals`; a version 1
+/// snapshot did not capture them, so its plans cannot say what the Helm step changes or see
+/// driver upgrades.
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
+
+/// Live state as captured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Snapshot {
+    /// Format version; readers refuse newer ones.
+    pub format_version: u32,
+    /// Cluster fingerprint at capture time.
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    /// Server URL at capture time.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Objects by key (`apiVersion|kind|namespace|name`).
+    pub objects: BTreeMap<String, Value>,
+    /// Kinds the cluster served at capture time (`apiVersion|kind`).
+    #[serde(default)]
+    pub served_kinds: Vec<String>,
+    /// Nodes (metadata and spec.taints only).
+    #[serde(default)]
+    pub nodes: Vec<Value>,
+    /// The operator's Helm release (chart, status and the values it was given), when the
+    /// blueprint installs it with helm and it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_release: Option<crate::live::release::LiveRelease>,
+    /// The blueprint's `gpuctl upgrade` journals, so snapshot plans refuse what live plans refuse
+    /// (a pool an upgrade is moving, or moved to a driver the blueprint does not declare yet).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upgrade_journals: Vec<crate::upgrade::journal::Journal>,
+}
+
+/// Why a snapshot could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// Unreadable, not a regular file, or over [`crate::input::SNAPSHOT`].
+    #[error("snapshot {0}")]
+    Read(#[source] crate::input::InputError),
+    /// Not a snapshot.
+    #[error(
+        "`{path}` is not a gpuctl snapshot: {message}; capture one with `gpuctl snapshot BLUEPRINT --out FILE`"
+    )]
+    Parse {
+        /// File.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A snapshot whose content does not have the shape capture writes (edited or damaged):
+    /// planning against it would compare the blueprint with nonsense.
+    #[error(
+        "snapshot `{path}` is damaged at {at}: {message}; capture it again with `gpuctl snapshot BLUEPRINT --out FILE`"
+    )]
+    Invalid {
+        /// File.
+        path: String,
+        /// Where, e.g. `objects["v1|Namespace||team-a"]` or `nodes[3]`.
+        at: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The lookup key of an object.
+pub fn key(api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> String {
+    format!("{api_version}|{kind}|{}|{name}", namespace.unwrap_or(""))
+}
+
+impl Snapshot {
+    /// Reads a snapshot file (or standard input for `-`) under [`crate::input::SNAPSHOT`], and
+    /// refuses one whose objects, nodes or Helm release do not have the shape capture writes.
+    pub fn read(path: &Path) -> Result<Snapshot, SnapshotError> {
+        let p = crate::input::name(path);
+        let bytes =
+            crate::input::read(path, &crate::input::SNAPSHOT).map_err(SnapshotError::Read)?;
+        let snap: Snapshot = serde_json::from_slice(&bytes).map_err(|e| SnapshotError::Parse {
+            path: p.clone(),
+            message: e.to_string(),
+        })?;
+        drop(bytes);
+        if snap.format_version > SNAPSHOT_FORMAT_VERSION {
+            return Err(SnapshotError::Parse {
+                path: p,
+                message: format!(
+                    "format version {} is newer than this gpuctl understands ({SNAPSHOT_FORMAT_VERSION})",
+                    snap.format_version
+                ),
+            });
+        }
+        snap.check()
+            .map_err(|(at, message)| SnapshotError::Invalid {
+                path: p,
+                at,
+                message,
+            })?;
+        Ok(snap)
+    }
+
+    /// The shape plans rely on: every object a JSON object with string `apiVersion`, `kind` and
+    /// `metadata.name` (and `metadata.namespace` when present) filed under its own key; every node
+    /// an object with a string `metadata.name`, string labels and a list of taints; Helm values an
+    /// object. Returns where the first problem is and what it is.
+    fn check(&self) -> Result<(), (String, String)> {
+        for (key, o) in &self.objects {
+            let at = || format!("objects[{}]", serde_json::Value::from(key.as_str()));
+            let id = identity(o).map_err(|m| (at(), m))?;
+            let expected = self::key(id.0, id.1, id.2, id.3);
+            if *key != expected {
+                return Err((
+                    at(),
+                    format!("it holds `{expected}`, not the object its key names"),
+                ));
+            }
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            let at = || format!("nodes[{i}]");
+            let Some(meta) = n.get("metadata") else {
+                return Err((at(), format!("{}, not a node with metadata", shape(n))));
+            };
+            if !meta["name"].is_string() {
+                return Err((at(), "metadata.name is not a string".into()));
+            }
+            match meta.get("labels") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(labels)) => {
+                    if let Some((k, v)) = labels.iter().find(|(_, v)| !v.is_string()) {
+                        return Err((at(), format!("label `{k}` is {}, not a string", shape(v))));
+                    }
+                }
+                Some(v) => return Err((at(), format!("metadata.labels is {}", shape(v)))),
+            }
+            match n.get("spec").and_then(|s| s.get("taints")) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(t)) if t.iter().all(Value::is_object) => {}
+                Some(v) => {
+                    return Err((
+                        at(),
+                        format!("spec.taints is {}, not a list of taints", shape(v)),
+                    ));
+                }
+            }
+        }
+        if let Some(r) = &self.helm_release
+            && !r.values.is_object()
+        {
+            return Err((
+                "helm_release.values".into(),
+                format!("{}, not an object of values", shape(&r.values)),
+            ));
+        }
+        Ok(())
+    }
+
+    /// JSON text (pretty, trailing newline), deterministic.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+/// Why a live view cannot be kept as a snapshot: a snapshot that silently lacked the journals or
+/// the Helm release would let CI plans miss what live plans refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaptureError {
+    /// The driver upgrade journals could not be read.
+    #[error(
+        "cannot read the driver upgrade journals: {message}; a snapshot records them so CI plans see driver upgrades: gpuctl needs to list ConfigMaps labelled `{label}` in namespace {namespace}"
+    )]
+    Journals {
+        /// Why.
+        message: String,
+        /// The journals' label.
+        label: &'static str,
+        /// The operator namespace.
+        namespace: String,
+    },
+    /// The operator's Helm release could not be read.
+    #[error("{0}")]
+    HelmRelease(String),
+}
+
+impl Snapshot {
+    /// The snapshot of what `set` touches in `live` (read from a cluster): the rendered objects
+    /// that exist, the ApplySet's members, the pools' nodes without their status (plans read
+    /// labels and taints; heartbeats would make every capture differ), the kinds served, this
+    /// blueprint's upgrade journals and the operator's Helm release.
+    pub fn capture(live: &LiveView, set: &RenderedSet) -> Result<Snapshot, CaptureError> {
+        let (server, fingerprint) = match &live.source {
+            Source::Cluster {
+                server,
+                fingerprint,
+            } => (Some(server.clone()), Some(fingerprint.clone())),
+            Source::Snapshot {
+                server,
+                fingerprint,
+            } => (server.clone(), fingerprint.clone()),
+            Source::Offline => (None, None),
+        };
+        let mut snap = Snapshot {
+            format_version: SNAPSHOT_FORMAT_VERSION,
+            fingerprint,
+            server,
+            ..Snapshot::default()
+        };
+        for o in &set.objects {
+            let t = o.type_ref();
+            let served = format!("{}|{}", t.api_version, t.kind);
+            if live.serves(&t) && !snap.served_kinds.contains(&served) {
+                snap.served_kinds.push(served);
+            }
+            if let Some(v) = live.get(&o.object_ref()) {
+                let k = key(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name);
+                snap.objects.insert(k, v.clone());
+            }
+        }
+        for (id, v) in live.members.iter().flatten() {
+            let api_version = v["apiVersion"].as_str().unwrap_or_default();
+            let k = key(api_version, &id.kind, id.namespace.as_deref(), &id.name);
+            snap.objects.insert(k, v.clone());
+        }
+        snap.upgrade_journals = match &live.journals {
+            Reading::Failed(message) => {
+                return Err(CaptureError::Journals {
+                    message: message.clone(),
+                    label: crate::upgrade::UPGRADE_POOL_LABEL,
+                    namespace: set.helm.namespace.clone(),
+                });
+            }
+            Reading::NotRead => vec![],
+            Reading::Read(j) => j
+                .iter()
+                .filter(|j| j.blueprint == set.blueprint)
+                .cloned()
+                .collect(),
+        };
+        snap.helm_release = match &live.helm_release {
+            Reading::Failed(message) => return Err(CaptureError::HelmRelease(message.clone())),
+            Reading::NotRead => None,
+            Reading::Read(r) => r.clone(),
+        };
+        snap.nodes = live
+            .nodes
+            .iter()
+            .flatten()
+            .map(|n| {
+                let mut n = n.clone();
+                if let Some(m) = n.as_object_mut() {
+                    m.remove("status");
+                }
+                n
+            })
+            .collect();
+        snap.nodes.sort_by(|a, b| {
+            a["metadata"]["name"]
+                .as_str()
+                .cmp(&b["metadata"]["name"].as_str())
+        });
+        snap.nodes.dedup();
+        Ok(snap)
+    }
+}
+
+/// `(apiVersion, kind, namespace, name)` of a captured object, or what is wrong with it.
+fn identity(o: &Value) -> Result<(&str, &str, Option<&str>, &str), String> {
+    if !o.is_object() {
+        return Err(format!("{}, not a Kubernetes object", shape(o)));
+    }
+    let field = |v: Option<&Value>, name: &str| -> Result<(), String> {
+        match v {
+            Some(Value::String(_)) => Ok(()),
+            None => Err(format!("`{name}` is missing")),
+            Some(v) => Err(format!("`{name}` is {}, not a string", shape(v))),
+        }
+    };
+    field(o.get("apiVersion"), "apiVersion")?;
+    field(o.get("kind"), "kind")?;
+    let meta = match o.get("metadata") {
+        Some(m @ Value::Object(_)) => m,
+        None => return Err("`metadata` is missing".into()),
+        Some(m) => return Err(format!("`metadata` is {}, not an object", shape(m))),
+    };
+    field(meta.get("name"), "metadata.name")?;
+    let namespace = match meta.get("namespace") {
+        None => None,
+        Some(ns) => {
+            field(Some(ns), "metadata.namespace")?;
+            ns.as_str()
+        }
+    };
+    Ok((
+        o["apiVersion"].as_str().unwrap_or_default(),
+        o["kind"].as_str().unwrap_or_default(),
+        namespace,
+        meta["name"].as_str().unwrap_or_default(),
+    ))
+}
+
+/// A JSON value's shape, for messages: `null`, `a number`, `a list`, ...
+fn shape(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn write(dir: &tempfile::TempDir, snap: &Value) -> std::path::PathBuf {
+        let p = dir.path().join("snap.json");
+        std::fs::write(&p, serde_json::to_string(snap).unwrap()).unwrap();
+        p
+    }
+
+    fn err(snap: Value) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        Snapshot::read(&write(&dir, &snap)).unwrap_err().to_string()
+    }
+
+    fn ns(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    }
+
+    #[test]
+    fn the_shipped_example_snapshot_reads() {
+        let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("blueprints/snapshots/dgx-h100-training.json");
+        let snap = Snapshot::read(&p).expect("reads");
+        assert!(!snap.objects.is_empty() && !snap.nodes.is_empty());
+    }
+
+    // Issue 10 item 6: these were planned as updates with an empty path.
+    #[test]
+    fn objects_that_are_not_kubernetes_objects_are_refused_with_their_key() {
+        for (bad, what) in [
+            (json!(null), "null, not a Kubernetes object"),
+            (json!(5), "a number, not a Kubernetes object"),
+            (json!([1]), "a list, not a Kubernetes object"),
+            (
+                json!({"kind": "Namespace", "metadata": {"name": "a"}}),
+                "`apiVersion` is missing",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": 7, "metadata": {"name": "a"}}),
+                "`kind` is a number",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Namespace"}),
+                "`metadata` is missing",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": 1}),
+                "`metadata` is a number",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {}}),
+                "`metadata.name` is missing",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": ["x"]}}),
+                "`metadata.namespace` is a list",
+            ),
+        ] {
+            let e = err(json!({
+                "format_version": 2,
+                "objects": {"v1|Namespace||a": ns("a"), "v1|Namespace||b": bad},
+            }));
+            assert!(
+                e.contains(r#"damaged at objects["v1|Namespace||b"]: "#),
+                "{e}"
+            );
+            assert!(e.contains(what), "{what}: {e}");
+            assert!(
+                e.ends_with("capture it again with `gpuctl snapshot BLUEPRINT --out FILE`"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_object_under_another_objects_key_is_refused() {
+        let e = err(json!({"format_version": 2, "objects": {"v1|Namespace||a": ns("b")}}));
+        assert!(
+            e.contains("it holds `v1|Namespace||b`, not the object its key names"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn nodes_and_helm_values_of_the_wrong_shape_are_refused() {
+        let base = |nodes: Value| json!({"format_version": 2, "objects": {}, "nodes": nodes});
+        let e = err(base(json!([{"metadata": {"name": "n0"}}, 5])));
+        assert!(
+            e.contains("damaged at nodes[1]: a number, not a node with metadata"),
+            "{e}"
+        );
+        let e = err(base(
+            json!([{"metadata": {"name": "n0", "labels": {"a": 1}}}]),
+        ));
+        assert!(
+            e.contains("nodes[0]: label `a` is a number, not a string"),
+            "{e}"
+        );
+        let e = err(base(
+            json!([{"metadata": {"name": "n0"}, "spec": {"taints": "x"}}]),
+        ));
+        assert!(
+            e.contains("nodes[0]: spec.taints is a string, not a list of taints"),
+            "{e}"
+        );
+        let release = json!({"revision": 1, "status": "deployed", "chart": "gpu-operator", "chart_version": "v1", "values": [1]});
+        let e = err(json!({"format_version": 2, "objects": {}, "helm_release": release}));
+        assert!(
+            e.contains("damaged at helm_release.values: a list, not an object of values"),
+            "{e}"
+        );
+        let e = err(json!({"format_version": 2, "objects": {}, "helm_release": 5}));
+        assert!(
+            e.contains("is not a gpuctl snapshot: invalid type: integer `5`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_an_oversized_snapshot_is_refused_before_reading() {
+        let e = Snapshot::read(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("snapshot `/dev/zero`: it is a character device"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.json");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(crate::input::SNAPSHOT.bytes + 1).unwrap();
+        let e = Snapshot::read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("a snapshot over 67108864 bytes is refused"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! The upgrade journal record: where a pool's driver upgrade is, node by node, with its events.
+//! The cluster crate keeps it in a ConfigMap `gpuctl-upgrade-<pool>` (with a Lease of the same
+//! name); snapshots carry it so CI plans see upgrades.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::schedule::UpgradePlan;
+
+/// Journal format version (refused when newer than this build knows).
+pub const FORMAT: u32 = 1;
+/// Key of the journal in the ConfigMap.
+pub const DATA_KEY: &str = "journal.json";
+/// Events kept in the journal (the oldest are dropped).
+const MAX_EVENTS: usize = 200;
+
+/// Name of the journal ConfigMap and of the Lease for `pool`.
+pub fn object_name(pool: &str) -> String {
+    format!("gpuctl-upgrade-{pool}")
+}
+
+/// Where the whole upgrade is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JournalPhase {
+    /// Batches are being moved.
+    Running,
+    /// A batch stopped (a node did not drain or validate); `--resume` retries it.
+    Failed,
+    /// Every node runs the target driver.
+    Completed,
+    /// Nodes are being moved back.
+    RollingBack,
+    /// Every node is back where it was.
+    RolledBack,
+}
+
+impl JournalPhase {
+    /// Nothing left to do.
+    pub fn is_final(self) -> bool {
+        matches!(self, JournalPhase::Completed | JournalPhase::RolledBack)
+    }
+
+    /// For messages: "in progress", "stopped", ...
+    pub fn describe(self) -> &'static str {
+        match self {
+            JournalPhase::Running => "in progress",
+            JournalPhase::Failed => "stopped on a failure",
+            JournalPhase::Completed => "completed",
+            JournalPhase::RollingBack => "being rolled back",
+            JournalPhase::RolledBack => "rolled back",
+        }
+    }
+}
+
+/// Where one node is. The order is the forward order; rollback moves nodes to `RolledBack`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeState {
+    /// On the old driver, untouched (apart from colour and steering taint).
+    Blue,
+    /// Cordoned by the upgrade.
+    Cordoned,
+    /// GPU pods gone.
+    Drained,
+    /// Labelled for the green CR; the operator is swapping the driver.
+    Moved,
+    /// Runs the target driver and passed every check.
+    Validated,
+    /// Labels restored, uncordoned: finished.
+    Done,
+    /// Did not validate (or drain); the run stopped here.
+    Failed,
+    /// Back on the blue CR with its recorded labels.
+    RolledBack,
+}
+
+impl NodeState {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeState::Blue => "blue",
+            NodeState::Cordoned => "cordoned",
+            NodeState::Drained => "drained",
+            NodeState::Moved => "moved",
+            NodeState::Validated => "validated",
+            NodeState::Done => "done",
+            NodeState::Failed => "failed",
+            NodeState::RolledBack => "rolled-back",
+        }
+    }
+}
+
+/// What the journal knows about a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRecord {
+    /// Batch (1-based).
+    pub batch: usize,
+    /// State.
+    pub state: NodeState,
+    /// Cordoned before the upgrade: never uncordoned by it.
+    pub initially_unschedulable: bool,
+    /// Labels recorded before the upgrade (`None`: absent).
+    pub recorded: BTreeMap<String, Option<String>>,
+    /// MIG-capable (MIG config state must be `success` again).
+    pub mig_capable: bool,
+    /// Driver before the upgrade.
+    pub driver_before: Option<String>,
+    /// Last problem, for status and rollback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One journal event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Step number.
+    pub step: u64,
+    /// When (RFC 3339, UTC).
+    pub at: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// The state of one pool's upgrade, as stored in the cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Journal {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// Blueprint name.
+    pub blueprint: String,
+    /// Blueprint file (as given when the upgrade started).
+    pub file: String,
+    /// Pool.
+    pub pool: String,
+    /// Namespace of this journal (the operator's).
+    pub namespace: String,
+    /// The pool's selector.
+    pub selector: BTreeMap<String, String>,
+    /// Driver before.
+    pub from_version: String,
+    /// Target driver.
+    pub to_version: String,
+    /// CR the nodes came from.
+    pub blue_cr: String,
+    /// CR the nodes go to.
+    pub green_cr: String,
+    /// The green CR's manifest.
+    pub green_manifest: Value,
+    /// The green CR existed before this upgrade started (then rollback keeps it).
+    pub green_cr_existed: bool,
+    /// Delete the blue CR at the end.
+    pub remove_blue_cr: bool,
+    /// Colour label key.
+    pub color_label: String,
+    /// Colour of old nodes.
+    pub blue_color: String,
+    /// Colour of upgraded nodes.
+    pub green_color: String,
+    /// Most pool nodes unavailable at once.
+    pub max_unavailable: usize,
+    /// Drain bound per batch (seconds).
+    pub drain_timeout_s: u64,
+    /// Wait for running jobs instead of evicting them.
+    pub wait_for_jobs: bool,
+    /// Blueprint edit to make at the end.
+    pub blueprint_change: String,
+    /// Batches, in order, by node name.
+    pub batches: Vec<Vec<String>>,
+    /// Nodes.
+    pub nodes: BTreeMap<String, NodeRecord>,
+    /// The green CR exists and the nodes carry their colour and steering taint.
+    #[serde(default)]
+    pub prepared: bool,
+    /// Phase.
+    pub phase: JournalPhase,
+    /// Steps recorded so far (every write adds one).
+    pub step: u64,
+    /// The last events.
+    pub events: Vec<Event>,
+}
+
+impl Journal {
+    /// A fresh journal for `plan` (which must have no errors and a green manifest).
+    pub fn from_plan(plan: &UpgradePlan) -> Journal {
+        let nodes = plan
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.name.clone(),
+                    NodeRecord {
+                        batch: n.batch,
+                        state: NodeState::Blue,
+                        initially_unschedulable: n.unschedulable,
+                        recorded: n.recorded.clone(),
+                        mig_capable: n.mig_capable,
+                        driver_before: n.driver.clone(),
+                        message: None,
+                    },
+                )
+            })
+            .collect();
+        Journal {
+            format: FORMAT,
+            blueprint: plan.blueprint.clone(),
+            file: plan.file.clone(),
+            pool: plan.pool.clone(),
+            namespace: plan.namespace.clone(),
+            selector: plan.selector.clone(),
+            from_version: plan.from_version.clone(),
+            to_version: plan.to_version.clone(),
+            blue_cr: plan.blue_cr.clone(),
+            green_cr: plan.green_cr.clone(),
+            green_manifest: plan.green_manifest.clone().unwrap_or(Value::Null),
+            green_cr_existed: false,
+            remove_blue_cr: plan.remove_blue_cr,
+            color_label: plan.policy.color_label.clone(),
+            blue_color: plan.blue_color.clone(),
+            green_color: plan.green_color.clone(),
+            max_unavailable: plan.policy.max_unavailable,
+            drain_timeout_s: plan.policy.drain_timeout_s,
+            wait_for_jobs: plan.policy.wait_for_jobs,
+            blueprint_change: plan.blueprint_change.clone(),
+            batches: plan.batches.iter().map(|b| b.nodes.clone()).collect(),
+            nodes,
+            prepared: false,
+            phase: JournalPhase::Running,
+            step: 0,
+            events: Vec::new(),
+        }
+    }
+
+    /// Nodes of batch `b` (1-based).
+    pub fn batch(&self, b: usize) -> &[String] {
+        self.batches.get(b - 1).map_or(&[], Vec::as_slice)
+    }
+
+    /// Nodes in `state`.
+    pub fn in_state(&self, state: NodeState) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|(_, r)| r.state == state)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Adds an event (bounded history).
+    pub fn event(&mut self, message: impl Into<String>) {
+        self.events.push(Event {
+            step: self.step,
+            at: jiff::Timestamp::now()
+                .round(jiff::Unit::Second)
+                .unwrap_or_else(|_| jiff::Timestamp::now())
+                .to_string(),
+            message: message.into(),
+        });
+        if self.events.len() > MAX_EVENTS {
+            let drop = self.events.len() - MAX_EVENTS;
+            self.events.drain(..drop);
+        }
+    }
+
+    /// One line per batch: where the pool is now.
+    pub fn where_it_is(&self) -> String {
+        let count = |s: NodeState| self.nodes.values().filter(|r| r.state == s).count();
+        let green = count(NodeState::Done) + count(NodeState::Validated);
+        let blue = count(NodeState::Blue) + count(NodeState::RolledBack);
+        let moving =
+            count(NodeState::Cordoned) + count(NodeState::Drained) + count(NodeState::Moved);
+        let failed = self.in_state(NodeState::Failed);
+        let mut s = format!(
+            "pool `{}`: {green} node(s) on {} ({}), {blue} on {} ({}), {moving} in between",
+            self.pool, self.to_version, self.green_cr, self.from_version, self.blue_cr
+        );
+        if !failed.is_empty() {
+            s.push_str(&format!(", failed: {}", failed.join(", ")));
+        }
+        s
+    }
+}
+
+impl Journal {
+    /// Reads the journal text kept under [`DATA_KEY`] (`None`: the key is missing), refusing a
+    /// format newer than this build knows.
+    pub fn parse(text: Option<&str>) -> Result<Journal, String> {
+        let text = text.ok_or_else(|| format!("no `{DATA_KEY}` key"))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let format = v["format"].as_u64().unwrap_or(0);
+        if format > u64::from(FORMAT) {
+            return Err(format!(
+                "journal format {format} is newer than this gpuctl ({FORMAT}); use a newer gpuctl"
+            ));
+        }
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+}
+
+/// Who holds a Lease now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeaseInfo {
+    /// Holder identity (empty when released).
+    pub holder: String,
+    /// Seconds since the last renewal.
+    pub age_s: i64,
+    /// Lease duration (seconds).
+    pub duration_s: i64,
+}
+
+impl LeaseInfo {
+    /// Held by a live run (renewed within its duration).
+    pub fn live(&self) -> bool {
+        !self.holder.is_empty() && self.age_s < self.duration_s
+    }
+
+    /// Plain-data view of a Lease at time `now`.
+    pub fn of(l: &Lease, now: k8s_openapi::jiff::Timestamp) -> LeaseInfo {
+        let spec = l.spec.clone().unwrap_or_default();
+        let renewed = spec.renew_time.or(spec.acquire_time).map(|t| t.0);
+        LeaseInfo {
+            holder: spec.holder_identity.unwrap_or_default(),
+            age_s: renewed.map_or(i64::MAX, |t| {
+                (now - t)
+                    .total(k8s_openapi::jiff::Unit::Second)
+                    .map_or(i64::MAX, |s| s.floor() as i64)
+            }),
+            duration_s: i64::from(spec.lease_duration_seconds.unwrap_or(0)),
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Command-line types (clap only). They never reach domain code: `settings.rs` resolves them.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Declarative Day-0/1/2 lifecycle for GPU Kubernetes clusters.
+#[derive(Debug, Parser)]
+#[command(name = "gpuctl", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// gpuctl commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check blueprints against the facts catalog and report every finding.
+    Validate {
+        /// Blueprint files (`-`: standard input, once).
+        #[arg(required = true, value_name = "BLUEPRINT")]
+        files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Fail on warnings too.
+        #[arg(long)]
+        strict: bool,
+        /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
+    },
+    /// Explain a validation rule (or every rule with --all).
+    Explain {
+        /// Rule id, e.g. GPU050.
+        #[arg(value_name = "RULE", required_unless_present = "all")]
+        rule: Option<String>,
+        /// Print every rule (the content of docs/rules.md).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Print the JSON Schema of the blueprint (for editors).
+    Schema,
+    /// List the facts catalog: GPUs, drivers, CUDA, architectures, operator releases.
+    Profiles {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ProfilesFormat::Human)]
+        format: ProfilesFormat,
+    },
+    /// Show what applying a blueprint would change: live (server-side dry-run), from a snapshot, or offline.
+    Plan {
+        /// Blueprint file (`-`: standard input).
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Plan against a snapshot from `gpuctl snapshot` instead of a live cluster.
+        #[arg(long, value_name = "FILE", conflicts_with = "offline")]
+        snapshot: Option<PathBuf>,
+        /// Plan without any live state (everything is a create).
+        #[arg(long)]
+        offline: bool,
+        /// Save the plan (JSON) for `gpuctl apply PLAN`.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
+        format: PlanFormat,
+        /// Exit 2 when there are changes, 0 when none, 1 on error.
+        #[arg(long)]
+        detailed_exitcode: bool,
+        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
+        #[arg(long)]
+        prune_protected: bool,
+        /// Concurrent API requests.
+        #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallelism: u16,
+        /// List unchanged objects and every field of new ones.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Apply a blueprint (planning first) or a saved plan (refused when stale).
+    Apply {
+        /// Blueprint file, or a plan saved with `gpuctl plan --out` (`-`: either, from standard input).
+        #[arg(value_name = "BLUEPRINT|PLAN")]
+        target: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Take ownership of fields other managers own.
+        #[arg(long)]
+        force_conflicts: bool,
+        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
+        #[arg(long)]
+        prune_protected: bool,
+        /// Concurrent API requests.
+        #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallelism: u16,
+        /// Longest wait for node state such as MIG reconfiguration (e.g. 10m).
+        #[arg(long, default_value = "10m", value_name = "DURATION")]
+        wait_timeout: String,
+        /// Longest wait for a CRD to be served (e.g. 2m).
+        #[arg(long, default_value = "2m", value_name = "DURATION")]
+        crd_timeout: String,
+        /// Do not run helm even when `install: helm` and helm is on PATH.
+        #[arg(long)]
+        no_helm: bool,
+        /// Do not ask for confirmation on a terminal (runs without a terminal never ask).
+        #[arg(long, short = 'y', alias = "auto-approve")]
+        yes: bool,
+        /// Progress output.
+        #[arg(long, value_enum, default_value_t = ApplyOutput::Human)]
+        output: ApplyOutput,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Capture the live objects a blueprint touches, for offline plans in CI.
+    Snapshot {
+        /// Blueprint file (`-`: standard input).
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Where to write the snapshot.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Render every object, Helm value and runbook a blueprint implies (validates first).
+    Render {
+        /// Blueprint file (`-`: standard input).
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Write a kustomize-ready tree to DIR instead of printing YAML.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// Directory whose templates replace the embedded ones (same relative paths).
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
+        /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
+    },
+    /// Blue-green driver upgrades of one pool: plan, runbook, execute, resume, status, rollback.
+    Upgrade {
+        /// What to do.
+        #[command(subcommand)]
+        command: UpgradeCommand,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// Shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Findings output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Findings with source snippets; colour on a terminal unless NO_COLOR is set.
+    Human,
+    /// Versioned JSON.
+    Json,
+    /// SARIF 2.1.0 for code-scanning annotations.
+    Sarif,
+}
+
+/// `profiles` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfilesFormat {
+    /// Tables.
+    Human,
+    /// The catalog as JSON.
+    Json,
+}
+
+/// Where the cluster is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// Settings shared by commands that render.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RenderArgs {
+    /// Directory whose templates replace the embedded ones.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+    #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+    pub today: Option<String>,
+}
+
+/// Plan output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// Terraform-like text; colour on a terminal unless NO_COLOR is set.
+    Human,
+    /// The versioned plan document (docs/plan-apply.md).
+    Json,
+    /// A PR comment: summary table, collapsed full diff, size-capped.
+    Markdown,
+}
+
+/// Apply progress output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApplyOutput {
+    /// Progress bars on a terminal, plain lines otherwise.
+    Human,
+    /// NDJSON events on stdout.
+    Json,
+}
+
+/// `gpuctl upgrade` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum UpgradeCommand {
+    /// Plan a pool's driver upgrade (the default), write its runbook, or run it with --execute.
+    Driver {
+        /// Blueprint file, `-` for standard input (not with --resume: the journal in the cluster has everything).
+        #[arg(
+            value_name = "BLUEPRINT",
+            required_unless_present = "resume",
+            conflicts_with = "resume"
+        )]
+        blueprint: Option<PathBuf>,
+        /// Pool to upgrade (with --resume: optional when only one upgrade is unfinished).
+        #[arg(long, value_name = "POOL", required_unless_present = "resume")]
+        pool: Option<String>,
+        /// Target driver version, e.g. 595.91.07.
+        #[arg(
+            long,
+            value_name = "VERSION",
+            required_unless_present = "resume",
+            conflicts_with = "resume"
+        )]
+        to: Option<String>,
+        /// Also write a Markdown runbook to FILE (and its SVG timeline next to it).
+        #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+        runbook: Option<PathBuf>,
+        /// Run the upgrade (without it, nothing is changed).
+        #[arg(long, conflicts_with = "resume")]
+        execute: bool,
+        /// Continue an interrupted or stopped upgrade from its journal in the cluster.
+        #[arg(long)]
+        resume: bool,
+        /// Namespace of the journal (with --resume; default: every namespace is searched).
+        #[arg(long, value_name = "NS", requires = "resume")]
+        namespace: Option<String>,
+        /// Plan output format.
+        #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
+        format: UpgradeFormat,
+        /// Waits and progress.
+        #[command(flatten)]
+        timing: UpgradeTimingArgs,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Show upgrades recorded in the cluster (journal and lease), from any machine.
+    Status {
+        /// Only this pool.
+        #[arg(long, value_name = "POOL")]
+        pool: Option<String>,
+        /// Only this namespace (default: every namespace).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
+        format: UpgradeFormat,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Move every node of an upgrade back to its old driver CR, restoring the recorded labels.
+    Rollback {
+        /// Pool (optional when only one upgrade is unfinished).
+        #[arg(long, value_name = "POOL")]
+        pool: Option<String>,
+        /// Namespace of the journal (default: every namespace is searched).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// Waits and progress.
+        #[command(flatten)]
+        timing: UpgradeTimingArgs,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+}
+
+/// Waits, estimates and progress of an upgrade run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UpgradeTimingArgs {
+    /// Longest wait for a moved node to validate on its new driver (e.g. 30m).
+    #[arg(long, default_value = "30m", value_name = "DURATION")]
+    pub validate_timeout: String,
+    /// Poll interval of every wait.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub poll_interval: String,
+    /// Lease duration: how soon after a crash another run may take over.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub lease_duration: String,
+    /// Planning estimate of one node's driver swap (plan, runbook and timeline).
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub node_upgrade_estimate: String,
+    /// Progress output.
+    #[arg(long, value_enum, default_value_t = ApplyOutput::Human)]
+    pub output: ApplyOutput,
+}
+
+/// `upgrade` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UpgradeFormat {
+    /// Text.
+    Human,
+    /// JSON (the plan, or the journals).
+    Json,
+}

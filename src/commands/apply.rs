@@ -1,0 +1,174 @@
+//! `gpuctl apply`: plan the blueprint against the cluster and apply it (asking first at a
+//! terminal), or apply a saved plan once it is checked against the cluster.
+
+use std::io::Write;
+use std::path::Path;
+
+use gpuctl_cluster::Kube;
+use gpuctl_cluster::apply::{self, ApplyOptions};
+use gpuctl_cluster::read;
+use gpuctl_core::blueprint::{self, Loaded};
+use gpuctl_core::diag::{FileReport, Severity};
+use gpuctl_core::input;
+use gpuctl_core::plan::{Plan, PlanOptions, is_saved_plan};
+use gpuctl_core::render::RenderedSet;
+
+use super::pipeline::render_loaded;
+use super::{CommandError, CommandResult, connect, runtime};
+use crate::args::{ApplyOutput, ClusterArgs, RenderArgs};
+use crate::exit::ExitStatus;
+use crate::output::progress::Progress;
+use crate::{output, settings};
+
+/// What `gpuctl apply` was asked to do.
+pub struct ApplyCommand<'a> {
+    /// Blueprint or saved plan (`-`: either, from standard input).
+    pub target: &'a Path,
+    /// Connection.
+    pub cluster: &'a ClusterArgs,
+    /// Plan deletion of protected kinds too (when planning a blueprint).
+    pub prune_protected: bool,
+    /// Apply options.
+    pub options: ApplyOptions,
+    /// Progress output.
+    pub output: ApplyOutput,
+    /// Rendering.
+    pub render: &'a RenderArgs,
+    /// Apply without asking on a terminal.
+    pub yes: bool,
+}
+
+/// What `gpuctl apply` was given.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per run, moved once; boxing buys nothing"
+)]
+enum Target {
+    /// A plan saved with `gpuctl plan --out`.
+    Plan(Plan),
+    /// A blueprint, loaded from the text already read.
+    Blueprint(Result<Loaded, FileReport>),
+}
+
+/// Reads the target once (it may be standard input, which cannot be read twice) and tells a
+/// saved plan from a blueprint by the plan file's header. Saved plans are accepted on standard
+/// input as blueprints are: the stale check against the cluster protects an apply whatever the
+/// plan came through.
+fn read_target(path: &Path) -> Result<Target, CommandError> {
+    let name = input::name(path);
+    let bytes = input::read(path, &input::BLUEPRINT_OR_PLAN)?;
+    if !is_saved_plan(&bytes) {
+        return Ok(Target::Blueprint(blueprint::load_bytes(&name, bytes)));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    Plan::from_json(&text)
+        .map(Target::Plan)
+        .map_err(|source| CommandError::SavedPlan { file: name, source })
+}
+
+/// Runs the command.
+pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
+    let (saved, set) = match read_target(cmd.target)? {
+        Target::Plan(p) => (Some(p), None),
+        Target::Blueprint(loaded) => {
+            let today = settings::today(cmd.render.today.as_deref())?;
+            let templates = cmd.render.templates.as_deref();
+            let rendered = render_loaded(loaded, cmd.target, today, templates, "planning")?;
+            (None, Some(rendered.set))
+        }
+    };
+    let rt = runtime()?;
+    let progress = Progress::new(settings::progress_mode(cmd.output));
+    let (k, plan) = rt.block_on(plan_or_check(&cmd, saved, set.as_ref()))?;
+    refuse_errors(&plan)?;
+    if !plan.summary.has_changes() {
+        eprintln!("No changes. The cluster matches the blueprint.");
+        return Ok(ExitStatus::Success);
+    }
+    // A blueprint is planned and applied in one go: show what is about to happen (saved plans
+    // were reviewed when they were made). A person at a terminal confirms it; pipelines, which
+    // have no terminal, proceed as `kubectl apply` does, and log the plan.
+    if set.is_some() && cmd.output == ApplyOutput::Human {
+        eprint!(
+            "{}",
+            output::plan::human(&plan, settings::stderr_style(), false)
+        );
+        if !cmd.yes && interactive() && !confirm(&plan, &k) {
+            eprintln!("Apply cancelled; nothing was changed.");
+            return Err(CommandError::Reported);
+        }
+    }
+    rt.block_on(apply::apply(&k, &plan, &cmd.options, &progress))?;
+    Ok(ExitStatus::Success)
+}
+
+/// Connects, then checks a saved plan against the cluster, or plans the rendered set.
+async fn plan_or_check(
+    cmd: &ApplyCommand<'_>,
+    saved: Option<Plan>,
+    set: Option<&RenderedSet>,
+) -> Result<(Kube, Plan), CommandError> {
+    let k = connect(cmd.cluster, None).await?;
+    let plan = match (saved, set) {
+        (Some(p), _) => {
+            apply::check_stale(&k, &p, cmd.options.parallelism).await?;
+            p
+        }
+        (None, Some(set)) => {
+            let opts = PlanOptions {
+                prune_protected: cmd.prune_protected,
+            };
+            read::plan(&k, set, opts, cmd.options.parallelism).await?
+        }
+        (None, None) => {
+            return Err(CommandError::Failed(
+                "nothing to apply: neither a saved plan nor a blueprint".into(),
+            ));
+        }
+    };
+    Ok((k, plan))
+}
+
+/// Nothing is applied while the plan has error findings.
+fn refuse_errors(plan: &Plan) -> Result<(), CommandError> {
+    let errors: Vec<&str> = plan
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.message.as_str())
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(CommandError::Failed(format!(
+        "nothing was applied; the plan has {} error finding(s):\n{}",
+        errors.len(),
+        errors
+            .iter()
+            .map(|m| format!("  - {m}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )))
+}
+
+/// Both ends a person would use are terminals.
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks on the terminal; only `yes` goes ahead (as Terraform asks).
+fn confirm(plan: &Plan, k: &Kube) -> bool {
+    let context = k
+        .context
+        .as_deref()
+        .map(|c| format!(" (context {c})"))
+        .unwrap_or_default();
+    eprint!(
+        "\nApply these changes to {}{context}? Only 'yes' is accepted: ",
+        plan.server.as_deref().unwrap_or(&k.server)
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && answer.trim() == "yes"
+}

@@ -1,0 +1,85 @@
+//! Load -> validate -> render, written once for every command that needs a rendered set.
+
+use std::path::Path;
+
+use gpuctl_core::blueprint::{self, Loaded};
+use gpuctl_core::diag::{FileReport, Severity};
+use gpuctl_core::profiles::Catalog;
+use gpuctl_core::render::{self, RenderedSet, Templates};
+use gpuctl_core::validate;
+use jiff::civil::Date;
+
+use super::CommandError;
+use crate::settings;
+
+/// A rendered blueprint, with the warnings validation found.
+pub struct Rendered {
+    /// Everything the blueprint implies.
+    pub set: RenderedSet,
+    /// Warning findings (with the source text, for snippets), when there are any.
+    pub warnings: Option<FileReport>,
+}
+
+/// Loads, validates and renders the blueprint at `path` (standard input for `-`). Findings that
+/// stop it are printed to stderr with `next` (what the command was about to do) in the hint;
+/// `templates` overrides the embedded templates.
+pub fn render_file(
+    path: &Path,
+    today: Date,
+    templates: Option<&Path>,
+    next: &str,
+) -> Result<Rendered, CommandError> {
+    render_loaded(blueprint::load_file(path), path, today, templates, next)
+}
+
+/// [`render_file`] of a blueprint already read; `path` is what the user named, for the hint.
+pub fn render_loaded(
+    loaded: Result<Loaded, FileReport>,
+    path: &Path,
+    today: Date,
+    templates: Option<&Path>,
+    next: &str,
+) -> Result<Rendered, CommandError> {
+    let catalog = Catalog::embedded();
+    let loaded = loaded.map_err(|report| {
+        eprint!(
+            "{}",
+            crate::output::human(&[report], settings::stderr_style())
+        );
+        CommandError::Reported
+    })?;
+    // Warnings are shown with the text already read: the blueprint may have come from stdin.
+    let source = loaded.source.clone();
+    let validated =
+        validate::validate(loaded, catalog, validate::Options { today }).map_err(|report| {
+            eprint!(
+                "{}",
+                crate::output::human(&[report], settings::stderr_style())
+            );
+            CommandError::Failed(format!(
+                "fix the findings above before {next} (`gpuctl validate {}`)",
+                path.display()
+            ))
+        })?;
+    let warnings = (!validated.warnings().is_empty()).then(|| FileReport {
+        file: validated.file().to_string(),
+        findings: validated.warnings().to_vec(),
+        source,
+    });
+    let templates = Templates::load(templates)?;
+    let set = render::render(&validated, catalog, &templates)?;
+    Ok(Rendered { set, warnings })
+}
+
+/// Loads and validates one file (standard input for `-`) into a report of every finding.
+pub fn validate_file(path: &Path, opts: validate::Options) -> FileReport {
+    match blueprint::load_file(path) {
+        Ok(loaded) => validate::check(&loaded, Catalog::embedded(), opts),
+        Err(report) => report,
+    }
+}
+
+/// True when a report has error findings.
+pub fn has_errors(report: &FileReport) -> bool {
+    report.count(Severity::Error) > 0
+}

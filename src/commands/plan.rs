@@ -1,0 +1,158 @@
+//! `gpuctl plan`: what applying the blueprint would change, against the cluster, a snapshot, or
+//! nothing (offline); printed for people, CI or a PR comment, and saved for `apply`.
+
+use std::io::Write;
+use std::path::Path;
+
+use gpuctl_cluster::read::{self, Reads};
+use gpuctl_core::diag::Severity;
+use gpuctl_core::input;
+use gpuctl_core::live::LiveView;
+use gpuctl_core::plan::{self, Plan, PlanOptions, parent_of};
+use gpuctl_core::render::RenderedSet;
+use gpuctl_core::snapshot::Snapshot;
+
+use super::pipeline::render_file;
+use super::{CommandError, CommandResult, connect, emit, runtime};
+use crate::args::{ClusterArgs, PlanFormat, RenderArgs};
+use crate::exit::ExitStatus;
+use crate::{output, settings};
+
+/// What `gpuctl plan` was asked to do.
+pub struct PlanCommand<'a> {
+    /// Blueprint.
+    pub blueprint: &'a Path,
+    /// Connection.
+    pub cluster: &'a ClusterArgs,
+    /// Snapshot file.
+    pub snapshot: Option<&'a Path>,
+    /// Plan without live state.
+    pub offline: bool,
+    /// `--out`: save the plan for `apply`.
+    pub save: Option<&'a Path>,
+    /// Format.
+    pub format: PlanFormat,
+    /// Terraform-style exit codes.
+    pub detailed_exitcode: bool,
+    /// Plan deletion of protected kinds too.
+    pub prune_protected: bool,
+    /// Concurrent requests.
+    pub parallelism: usize,
+    /// Verbose human output.
+    pub verbose: bool,
+    /// Rendering.
+    pub render: &'a RenderArgs,
+}
+
+/// Runs the command.
+pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
+    if input::is_stdin(cmd.blueprint) && cmd.snapshot.is_some_and(input::is_stdin) {
+        return Err(CommandError::Usage(
+            "the blueprint and --snapshot cannot both be `-` (standard input); give the snapshot as a file".into(),
+        ));
+    }
+    let today = settings::today(cmd.render.today.as_deref())?;
+    let set = render_file(
+        cmd.blueprint,
+        today,
+        cmd.render.templates.as_deref(),
+        "planning",
+    )?
+    .set;
+    plan::refuse_empty(&set)?;
+    let live = live_view(&cmd, &set)?;
+    let plan = plan::plan(
+        &set,
+        &live,
+        PlanOptions {
+            prune_protected: cmd.prune_protected,
+        },
+    )?;
+    if let Some(path) = cmd.save {
+        save(&plan, path)?;
+    }
+    let text = match cmd.format {
+        PlanFormat::Human => output::plan::human(&plan, settings::stdout_style(), cmd.verbose),
+        PlanFormat::Json => plan.to_json(),
+        PlanFormat::Markdown => output::plan::markdown(&plan),
+    };
+    emit(out, &text);
+    Ok(exit_status(&plan, cmd.detailed_exitcode))
+}
+
+/// The live state to plan against: empty offline, a snapshot's, or read from the cluster.
+fn live_view(cmd: &PlanCommand<'_>, set: &RenderedSet) -> Result<LiveView, CommandError> {
+    if cmd.offline {
+        return Ok(LiveView::offline());
+    }
+    if let Some(path) = cmd.snapshot {
+        let snap = Snapshot::read(path)?;
+        return Ok(LiveView::from_snapshot(&snap, &parent_of(set).id()));
+    }
+    runtime()?.block_on(async {
+        let k = connect(
+            cmd.cluster,
+            Some("no cluster? plan offline with --offline, or against a snapshot with --snapshot FILE"),
+        )
+        .await?;
+        let reads = Reads {
+            dry_run: true,
+            parallelism: cmd.parallelism,
+        };
+        Ok(read::rendered_set(&k, set, reads).await?)
+    })
+}
+
+/// Error findings fail the plan; with `--detailed-exitcode`, changes exit 2.
+pub fn exit_status(plan: &Plan, detailed_exitcode: bool) -> ExitStatus {
+    if plan.findings.iter().any(|f| f.severity == Severity::Error) {
+        ExitStatus::Failure
+    } else if detailed_exitcode && plan.summary.has_changes() {
+        ExitStatus::Changes
+    } else {
+        ExitStatus::Success
+    }
+}
+
+fn save(plan: &Plan, path: &Path) -> Result<(), CommandError> {
+    write_owner_only(path, plan.to_saved_json().as_bytes()).map_err(|e| {
+        CommandError::Failed(format!(
+            "cannot write the plan to `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    eprintln!(
+        "wrote the plan to {} (mode 0600): it holds the rendered Helm values and manifests unmasked, because apply sends them; keep it out of PR comments and public CI artifacts (the printed plan is masked)",
+        path.display()
+    );
+    Ok(())
+}
+
+/// Writes `bytes` to `path` readable by its owner only: a saved plan carries credentials. The
+/// file is created 0600 under a temporary name next to `path` and renamed over it, so the
+/// credentials are never readable by others, not even for an instant, and an existing file's
+/// wider mode is not kept (`OpenOptions::mode` applies only when a file is created).
+pub fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let written = open.open(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! `gpuctl profiles`: the facts catalog gpuctl validates against, with sources.
+
+use std::io::Write;
+
+use gpuctl_core::profiles::Catalog;
+
+use super::{CommandResult, emit};
+use crate::args::ProfilesFormat;
+use crate::exit::ExitStatus;
+use crate::output;
+
+/// Runs the command.
+pub fn run(format: ProfilesFormat, out: &mut dyn Write) -> CommandResult {
+    let catalog = Catalog::embedded();
+    let text = match format {
+        ProfilesFormat::Human => output::profiles::human(catalog),
+        ProfilesFormat::Json => output::profiles::json(catalog),
+    };
+    emit(out, &text);
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,43 @@
+//! `gpuctl validate`: every finding of every blueprint, as text, JSON or SARIF.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use gpuctl_core::{input, validate};
+
+use super::{CommandError, CommandResult, emit};
+use crate::args::Format;
+use crate::exit::ExitStatus;
+use crate::{output, settings};
+
+/// Runs the command.
+pub fn run(
+    files: &[PathBuf],
+    format: Format,
+    strict: bool,
+    today: Option<&str>,
+    out: &mut dyn Write,
+) -> CommandResult {
+    if files.iter().filter(|f| input::is_stdin(f)).count() > 1 {
+        return Err(CommandError::Usage(
+            "`-` (standard input) can be given once; name the other blueprints as files".into(),
+        ));
+    }
+    let today = settings::today(today)?;
+    let reports: Vec<_> = files
+        .iter()
+        .map(|f| super::validate_file(f, validate::Options { today }))
+        .collect();
+    let text = match format {
+        Format::Human => output::human(&reports, settings::stdout_style()),
+        Format::Json => output::json(&reports),
+        Format::Sarif => output::sarif(&reports),
+    };
+    emit(out, &text);
+    let s = output::summary(&reports);
+    Ok(if s.errors > 0 || (strict && s.warnings > 0) {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}

@@ -1,0 +1,177 @@
+//! Plain renderings of the catalog for `gpuctl profiles`: a human summary and the full tables as
+//! JSON. Output is deterministic (the catalog's maps are sorted) and carries no colour.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use gpuctl_core::profiles::{
+    Architecture, Catalog, CudaRequirement, DriverBranch, ForwardCompatibility, GpuModel,
+    KernelModuleFlavors, Limits, OperatorFacts, OperatorRelease,
+};
+
+/// The whole catalog as one JSON document (pretty-printed, ending with a newline).
+pub fn json(catalog: &Catalog) -> String {
+    #[derive(Serialize)]
+    struct Source<'a> {
+        file: &'a str,
+        source: &'a str,
+    }
+
+    #[derive(Serialize)]
+    struct Document<'a> {
+        gpus: Vec<&'a GpuModel>,
+        architectures: Vec<&'a Architecture>,
+        cuda: Vec<&'a CudaRequirement>,
+        forward_compatibility: &'a ForwardCompatibility,
+        driver_branches: Vec<&'a DriverBranch>,
+        kernel_module_flavors: &'a KernelModuleFlavors,
+        operator_releases: Vec<&'a OperatorRelease>,
+        operator: &'a OperatorFacts,
+        limits: &'a Limits,
+        sources: Vec<Source<'a>>,
+    }
+
+    let sources = catalog.sources();
+    let document = Document {
+        gpus: catalog.gpus().collect(),
+        architectures: catalog.architectures().collect(),
+        cuda: catalog.cuda_entries().collect(),
+        forward_compatibility: catalog.forward_compatibility(),
+        driver_branches: catalog.driver_branches().collect(),
+        kernel_module_flavors: catalog.kernel_module_flavors(),
+        operator_releases: catalog.operator_releases().collect(),
+        operator: catalog.operator_facts(),
+        limits: catalog.limits(),
+        sources: sources
+            .iter()
+            .map(|(file, source)| Source { file, source })
+            .collect(),
+    };
+    // Every type in the document serialises to plain JSON values, so this cannot fail; an empty
+    // object is still valid JSON should it ever do so.
+    let mut text = serde_json::to_string_pretty(&document).unwrap_or_else(|_| "{}".to_owned());
+    text.push('\n');
+    text
+}
+
+/// A human summary: GPUs, CUDA minimum drivers, driver branches, operator releases, then the
+/// sources every table cites.
+pub fn human(catalog: &Catalog) -> String {
+    let mut out = String::new();
+    // `write!` to a String cannot fail; the results are ignored for that reason.
+    let _ = writeln!(out, "GPU models ({})", catalog.gpus().count());
+    let _ = writeln!(
+        out,
+        "  {:<24} {:<10} {:>4} {:>6}  {:<12} {:<11} MIG",
+        "KEY", "ARCH", "CC", "MEMORY", "MIN DRIVER", "SEGMENT"
+    );
+    for gpu in catalog.gpus() {
+        let min_driver = gpu
+            .min_driver
+            .as_ref()
+            .map_or("-".to_owned(), ToString::to_string);
+        let mig = match &gpu.mig {
+            Some(mig) => format!(
+                "{} profiles, driver >= {}",
+                mig.profiles.len(),
+                mig.min_driver
+            ),
+            None => "no".to_owned(),
+        };
+        let segment = match gpu.segment {
+            gpuctl_core::profiles::Segment::Datacenter => "datacenter",
+            gpuctl_core::profiles::Segment::Consumer => "consumer",
+        };
+        let _ = writeln!(
+            out,
+            "  {:<24} {:<10} {:>4} {:>4}GB  {:<12} {:<11} {}",
+            gpu.key,
+            gpu.architecture,
+            gpu.compute_capability.to_string(),
+            gpu.memory_gb,
+            min_driver,
+            segment,
+            mig
+        );
+    }
+
+    let _ = writeln!(out, "\nCUDA toolkit -> minimum driver");
+    for req in catalog.cuda_releases() {
+        let mvc = req
+            .minor_version_compat
+            .as_ref()
+            .map_or(String::new(), |m| format!("  (MVC from {})", m.min_driver));
+        let _ = writeln!(
+            out,
+            "  {:<6} {}{}",
+            req.cuda.to_string(),
+            req.min_driver,
+            mvc
+        );
+    }
+
+    let _ = writeln!(out, "\nDriver branches");
+    for branch in catalog.driver_branches() {
+        let _ = writeln!(
+            out,
+            "  R{:<4} {:<17} end of life: {}",
+            branch.branch,
+            branch.branch_type.to_string(),
+            branch.end_of_life
+        );
+    }
+
+    let _ = writeln!(out, "\nGPU Operator releases");
+    for release in catalog.operator_releases() {
+        let _ = writeln!(
+            out,
+            "  {:<9} Kubernetes {}-{}  default driver {}",
+            release.version.to_string(),
+            release.kubernetes.min,
+            release.kubernetes.max,
+            release.default_driver
+        );
+    }
+
+    let _ = writeln!(out, "\nSources");
+    for (file, source) in catalog.sources() {
+        let _ = writeln!(out, "  {file}: {source}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_complete_and_parses() {
+        let text = json(Catalog::embedded());
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value["gpus"].as_array().map(Vec::len),
+            Some(Catalog::embedded().gpus().count())
+        );
+        assert_eq!(
+            value["limits"]["priority_class"]["max_user_value"],
+            1_000_000_000
+        );
+        assert!(value["sources"].as_array().is_some_and(|s| !s.is_empty()));
+        assert_eq!(text, json(Catalog::embedded()), "deterministic");
+    }
+
+    #[test]
+    fn human_summary_lists_every_table() {
+        let text = human(Catalog::embedded());
+        for needle in [
+            "H100-SXM5-80GB",
+            "12.4   550.54.14",
+            "R580",
+            "v26.7.0",
+            "Sources",
+        ] {
+            assert!(text.contains(needle), "missing {needle}");
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! Driver upgrades as text: the upgrade plan (`gpuctl upgrade driver`) and where recorded upgrades
+//! are (`gpuctl upgrade status`).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use gpuctl_core::render::DRIVER_LABEL;
+use gpuctl_core::upgrade::journal::{self, Journal, JournalPhase, LeaseInfo, NodeState};
+use gpuctl_core::upgrade::schedule::{UpgradePlan, gpus_text};
+use gpuctl_core::upgrade::{UPGRADE_DONE, human_duration};
+
+/// The plan as text for a terminal or a log, ending with what happens next: the command to run
+/// it, or (`executing`) that it runs.
+pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
+    let mut s = String::new();
+    let p = &plan.policy;
+    let _ = writeln!(
+        s,
+        "Driver upgrade plan: pool {} of blueprint {} ({})",
+        plan.pool, plan.blueprint, plan.file
+    );
+    let _ = writeln!(
+        s,
+        "  {} (NVIDIADriver {}) -> {} (NVIDIADriver {}{})",
+        plan.from_version,
+        plan.blue_cr,
+        plan.to_version,
+        plan.green_cr,
+        if plan.green_cr_exists {
+            ", exists"
+        } else {
+            ", created by the upgrade"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  {} node(s) of {} x {} in {} batch(es) of up to {}; at most {} node(s) unavailable ({})",
+        plan.nodes.len(),
+        plan.gpus_per_node,
+        plan.gpu_model,
+        plan.batches.len(),
+        p.batch_size,
+        p.max_unavailable,
+        p.max_unavailable_from
+    );
+    let _ = writeln!(
+        s,
+        "  drain: GPU pods through the Eviction API (PodDisruptionBudgets honoured){}, up to {} per batch",
+        if p.wait_for_jobs {
+            "; running jobs are waited for, not evicted"
+        } else {
+            ""
+        },
+        p.drain_timeout
+    );
+    let _ = writeln!(
+        s,
+        "  steering: a batch is cordoned until it validates; nodes still on the old driver carry {} so new work prefers upgraded ones; colour {} {} -> {}",
+        plan.pending_taint(),
+        p.color_label,
+        plan.blue_color,
+        plan.green_color
+    );
+    let bounded = plan.batches.iter().any(|b| !b.wait_for.is_empty());
+    let _ = writeln!(
+        s,
+        "  expected duration: {}~{}{}",
+        if bounded { "up to " } else { "" },
+        human_duration(Duration::from_secs(plan.total_s)),
+        if bounded {
+            " (batches that wait for jobs are counted at the drain timeout)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Pre-flight:");
+    if plan.checks.is_empty() {
+        let _ = writeln!(s, "  ok        nothing to report");
+    }
+    for c in &plan.checks {
+        let rule = c
+            .rule
+            .as_deref()
+            .map(|r| format!("{r} "))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  {:<9} {rule}{} [{}]",
+            c.level.to_string(),
+            c.message,
+            c.source
+        );
+        if let Some(h) = &c.hint {
+            let _ = writeln!(s, "            -> {h}");
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Steps:");
+    let _ = writeln!(
+        s,
+        "  0. prepare: {} NVIDIADriver {} ({}, selects {DRIVER_LABEL}={}); label the pool's nodes {}={}; taint them {}",
+        if plan.green_cr_exists {
+            "update"
+        } else {
+            "create"
+        },
+        plan.green_cr,
+        plan.to_version,
+        plan.green_cr,
+        p.color_label,
+        plan.blue_color,
+        plan.pending_taint()
+    );
+    for b in &plan.batches {
+        let _ = writeln!(
+            s,
+            "  {}. batch {}/{}: {} ({} ~{}, from +{}{})",
+            b.index,
+            b.index,
+            plan.batches.len(),
+            b.nodes.join(", "),
+            if b.wait_for.is_empty() {
+                "expected"
+            } else {
+                "up to"
+            },
+            human_duration(Duration::from_secs(b.end_s - b.start_s)),
+            human_duration(Duration::from_secs(b.start_s)),
+            if b.wait_for.is_empty() {
+                ""
+            } else {
+                "; waits for running jobs"
+            }
+        );
+        let _ = writeln!(
+            s,
+            "       cordon; GPU offline: {}",
+            gpus_text(&b.gpus_offline)
+        );
+        for w in &b.wait_for {
+            let _ = writeln!(
+                s,
+                "       wait for job pod {} on {} ({}; {})",
+                w.pod,
+                w.node,
+                w.gpus,
+                w.queue.as_deref().unwrap_or("no queue")
+            );
+        }
+        for e in &b.evict {
+            let _ = writeln!(
+                s,
+                "       evict {} on {} ({}; {}; {}{})",
+                e.pod,
+                e.node,
+                e.gpus,
+                e.owner,
+                e.queue.as_deref().unwrap_or("no queue"),
+                if e.pdbs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; PDB {}", e.pdbs.join(", "))
+                }
+            );
+        }
+        if b.wait_for.is_empty() && b.evict.is_empty() {
+            let _ = writeln!(s, "       no GPU pods to drain");
+        } else {
+            let _ = writeln!(
+                s,
+                "       displaced: {}; free elsewhere in the pool: {}",
+                gpus_text(&b.displaced),
+                gpus_text(&b.spare)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "       move to {} ({DRIVER_LABEL}={}, {}={}); validate: state {UPGRADE_DONE}, driver {}, MIG config success, validator Ready (up to {})",
+            plan.green_cr,
+            plan.green_cr,
+            p.color_label,
+            plan.green_color,
+            plan.to_version,
+            human_duration(Duration::from_secs(plan.validate_timeout_s))
+        );
+        let _ = writeln!(
+            s,
+            "       restore recorded labels; uncordon; remove the steering taint"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  {}. finish: {}then {}",
+        plan.batches.len() + 1,
+        if plan.remove_blue_cr {
+            format!(
+                "delete NVIDIADriver {} (no node left on it); ",
+                plan.blue_cr
+            )
+        } else {
+            format!(
+                "keep NVIDIADriver {} (it serves other nodes); ",
+                plan.blue_cr
+            )
+        },
+        plan.blueprint_change
+    );
+    let _ = writeln!(s);
+    if plan.errors() > 0 {
+        let _ = writeln!(
+            s,
+            "{} error(s): fix them and plan again; nothing was changed.",
+            plan.errors()
+        );
+    } else if executing {
+        let _ = writeln!(
+            s,
+            "Executing; progress follows. Ctrl-C stops cleanly; `gpuctl upgrade driver --resume --pool {}` continues.",
+            plan.pool
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "Nothing was changed. Run it with: gpuctl upgrade driver {} --pool {} --to {} --execute",
+            gpuctl_core::input::as_argument(&plan.file),
+            plan.pool,
+            plan.to_version
+        );
+    }
+    s
+}
+
+fn batch_state(j: &Journal, nodes: &[String]) -> &'static str {
+    let states: Vec<NodeState> = nodes
+        .iter()
+        .filter_map(|n| j.nodes.get(n).map(|r| r.state))
+        .collect();
+    if states.iter().all(|s| *s == NodeState::Done) {
+        "done"
+    } else if states.iter().all(|s| *s == NodeState::RolledBack) {
+        "rolled back"
+    } else if states.contains(&NodeState::Failed) {
+        "failed"
+    } else if states.iter().all(|s| *s == NodeState::Blue) {
+        "pending"
+    } else {
+        "in progress"
+    }
+}
+
+/// `gpuctl upgrade status` as text.
+pub fn status(journals: &[Journal], leases: &[Option<LeaseInfo>]) -> String {
+    let mut s = String::new();
+    if journals.is_empty() {
+        s.push_str("No driver upgrade is recorded in this cluster.\n");
+        return s;
+    }
+    for (j, l) in journals.iter().zip(leases) {
+        let _ = writeln!(
+            s,
+            "pool {} (blueprint {}, journal {}/{}): {}, step {}",
+            j.pool,
+            j.blueprint,
+            j.namespace,
+            journal::object_name(&j.pool),
+            j.phase.describe(),
+            j.step
+        );
+        let _ = writeln!(
+            s,
+            "  {} ({}) -> {} ({}); colour {} {} -> {}; at most {} node(s) unavailable",
+            j.from_version,
+            j.blue_cr,
+            j.to_version,
+            j.green_cr,
+            j.color_label,
+            j.blue_color,
+            j.green_color,
+            j.max_unavailable
+        );
+        let lease = match l {
+            Some(l) if l.live() => format!(
+                "held by {} (renewed {}s ago, lasts {}s): a run is active",
+                l.holder, l.age_s, l.duration_s
+            ),
+            Some(l) if !l.holder.is_empty() => format!(
+                "last held by {} (expired; the next run takes over)",
+                l.holder
+            ),
+            _ => "free".into(),
+        };
+        let _ = writeln!(s, "  lease: {lease}");
+        let _ = writeln!(s, "  {}", j.where_it_is());
+        for (i, nodes) in j.batches.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  batch {}: {:<11} {}",
+                i + 1,
+                batch_state(j, nodes),
+                nodes
+                    .iter()
+                    .map(|n| {
+                        let r = j.nodes.get(n);
+                        let st = r.map_or("?", |r| r.state.name());
+                        match r.and_then(|r| r.message.as_deref()) {
+                            Some(m) => format!("{n} ({st}: {m})"),
+                            None => format!("{n} ({st})"),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let recent: Vec<_> = j.events.iter().rev().take(5).collect();
+        if !recent.is_empty() {
+            let _ = writeln!(s, "  last events:");
+            for e in recent.iter().rev() {
+                let _ = writeln!(s, "    [{}] {} {}", e.step, e.at, e.message);
+            }
+        }
+        let next = match j.phase {
+            JournalPhase::Running | JournalPhase::Failed => format!(
+                "next: `gpuctl upgrade driver --resume --pool {0}` continues; `gpuctl upgrade rollback --pool {0}` undoes",
+                j.pool
+            ),
+            JournalPhase::RollingBack => format!(
+                "next: `gpuctl upgrade rollback --pool {}` finishes the rollback",
+                j.pool
+            ),
+            JournalPhase::Completed => format!("done; {}", j.blueprint_change),
+            JournalPhase::RolledBack => "done; the pool is back where it was".into(),
+        };
+        let _ = writeln!(s, "  {next}");
+    }
+    s
+}

@@ -1,0 +1,90 @@
+//! Flags and environment resolved into plain settings the commands use.
+
+use std::io::IsTerminal;
+
+use std::time::Duration;
+
+use gpuctl_core::upgrade::Timing;
+use jiff::civil::Date;
+
+use crate::args::{ApplyOutput, UpgradeTimingArgs};
+use crate::output::progress::ProgressMode;
+
+/// How human output is styled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Colour and unicode (a terminal without NO_COLOR).
+    Rich,
+    /// Plain text (pipes, files, CI logs, NO_COLOR).
+    Plain,
+}
+
+/// Human style for stdout: rich only on a terminal and when `NO_COLOR` is unset or empty.
+pub fn stdout_style() -> Style {
+    style_for(std::io::stdout().is_terminal())
+}
+
+/// Rich only on a terminal and when `NO_COLOR` is unset or empty (no-color.org).
+fn style_for(is_terminal: bool) -> Style {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    if is_terminal && !no_color {
+        Style::Rich
+    } else {
+        Style::Plain
+    }
+}
+
+/// A flag whose value cannot be used: what is wrong and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FlagError(pub String);
+
+/// Resolves `--today` / `GPUCTL_TODAY`, or the system date.
+pub fn today(flag: Option<&str>) -> Result<Date, FlagError> {
+    match flag {
+        Some(s) => s
+            .parse::<Date>()
+            .map_err(|e| FlagError(format!("--today `{s}` is not a date (YYYY-MM-DD): {e}"))),
+        None => Ok(jiff::ZonedDateTime::now().date()),
+    }
+}
+
+/// Human style for stderr (diagnostics and progress).
+pub fn stderr_style() -> Style {
+    style_for(std::io::stderr().is_terminal())
+}
+
+/// Parses a duration flag (`10m`, `90s`).
+pub fn duration(flag: &str, text: &str) -> Result<Duration, FlagError> {
+    gpuctl_core::quantity::parse_duration_ms(text)
+        .map(Duration::from_millis)
+        .map_err(|e| FlagError(format!("--{flag}: {e}")))
+}
+
+/// How progress is shown: NDJSON on stdout for `--output json`, bars on a terminal, lines in logs.
+pub fn progress_mode(output: ApplyOutput) -> ProgressMode {
+    match output {
+        ApplyOutput::Json => ProgressMode::Json,
+        ApplyOutput::Human => match stderr_style() {
+            Style::Rich => ProgressMode::Bars,
+            Style::Plain => ProgressMode::Lines,
+        },
+    }
+}
+
+/// An upgrade's waits and estimates.
+pub fn timing(a: &UpgradeTimingArgs) -> Result<Timing, FlagError> {
+    let poll = duration("poll-interval", &a.poll_interval)?;
+    let validate_timeout = duration("validate-timeout", &a.validate_timeout)?;
+    let lease_duration = duration("lease-duration", &a.lease_duration)?;
+    let node_upgrade_estimate = duration("node-upgrade-estimate", &a.node_upgrade_estimate)?;
+    if lease_duration < Duration::from_secs(1) {
+        return Err(FlagError("--lease-duration must be at least 1s".into()));
+    }
+    Ok(Timing {
+        poll: poll.max(Duration::from_millis(10)),
+        validate_timeout,
+        lease_duration,
+        node_upgrade_estimate,
+    })
+}
