@@ -7,8 +7,7 @@ use std::time::Duration;
 use gpuctl_core::upgrade::Timing;
 use jiff::civil::Date;
 
-use crate::args::{ApplyOutput, UpgradeTimingArgs};
-use crate::output::progress::ProgressMode;
+use crate::args::UpgradeTimingArgs;
 
 /// How human output is styled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,17 +58,6 @@ pub fn duration(flag: &str, text: &str) -> Result<Duration, FlagError> {
     gpuctl_core::quantity::parse_duration_ms(text)
         .map(Duration::from_millis)
         .map_err(|e| FlagError(format!("--{flag}: {e}")))
-}
-
-/// How progress is shown: NDJSON on stdout for `--output json`, bars on a terminal, lines in logs.
-pub fn progress_mode(output: ApplyOutput) -> ProgressMode {
-    match output {
-        ApplyOutput::Json => ProgressMode::Json,
-        ApplyOutput::Human => match stderr_style() {
-            Style::Rich => ProgressMode::Bars,
-            Style::Plain => ProgressMode::Lines,
-        },
-    }
 }
 
 /// An upgrade's waits and estimates.

@@ -32,7 +32,7 @@ fn key_trees_match_upstream_values() {
             "NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at tag {version} \
              (shared/upstream/gpu-operator/{version}/values.yaml)"
         );
-        let want = gpuctl_core::render::chart::key_tree_file(version, &source, &values);
+        let want = gpuctl_core::profiles::chart::key_tree_file(version, &source, &values);
         let path = root().join(format!("profiles/gpu-operator-values/{version}.yaml"));
         if update {
             std::fs::write(&path, &want).expect("writable profiles/");
@@ -462,7 +462,7 @@ fn every_rendered_helm_value_exists_in_the_real_chart() {
 #[test]
 fn release_facts_match_upstream_files() {
     for version in CHART_RELEASES {
-        let r = gpuctl_core::render::chart::chart_release(version).unwrap();
+        let r = gpuctl_core::profiles::chart::chart_release(version).unwrap();
         let (text, values) = upstream_values(version);
         for path in r.facts.commented_keys.keys() {
             assert!(

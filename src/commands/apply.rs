@@ -17,7 +17,7 @@ use super::pipeline::render_loaded;
 use super::{CommandError, CommandResult, connect, runtime};
 use crate::args::{ApplyOutput, ClusterArgs, RenderArgs};
 use crate::exit::ExitStatus;
-use crate::output::progress::Progress;
+use crate::output::progress::{Progress, ProgressMode};
 use crate::{output, settings};
 
 /// What `gpuctl apply` was asked to do.
@@ -78,7 +78,7 @@ pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
         }
     };
     let rt = runtime()?;
-    let progress = Progress::new(settings::progress_mode(cmd.output));
+    let progress = Progress::new(ProgressMode::for_output(cmd.output));
     let (k, plan) = rt.block_on(plan_or_check(&cmd, saved, set.as_ref()))?;
     refuse_errors(&plan)?;
     if !plan.summary.has_changes() {

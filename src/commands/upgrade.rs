@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use super::{CommandError, CommandResult, connect, emit, runtime};
 use crate::args::{ClusterArgs, RenderArgs, UpgradeCommand, UpgradeFormat};
 use crate::exit::ExitStatus;
-use crate::output::progress::Progress;
+use crate::output::progress::{Progress, ProgressMode};
 use crate::{output, settings};
 
 /// What an upgrade needs to reach the cluster.
@@ -46,7 +46,7 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
             ..
         } => {
             let t = settings::timing(&timing)?;
-            let progress = Progress::new(settings::progress_mode(timing.output));
+            let progress = Progress::new(ProgressMode::for_output(timing.output));
             journal_run(Run::Resume, &cluster, namespace, pool, &t, &progress)
         }
         UpgradeCommand::Driver {
@@ -63,7 +63,7 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
             render,
         } => {
             let t = settings::timing(&timing)?;
-            let progress = Progress::new(settings::progress_mode(timing.output));
+            let progress = Progress::new(ProgressMode::for_output(timing.output));
             let (Some(blueprint), Some(pool), Some(to)) = (blueprint, pool, to) else {
                 return Err(CommandError::Usage(
                     "BLUEPRINT, --pool and --to are required without --resume".into(),
@@ -92,7 +92,7 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
             cluster,
         } => {
             let t = settings::timing(&timing)?;
-            let progress = Progress::new(settings::progress_mode(timing.output));
+            let progress = Progress::new(ProgressMode::for_output(timing.output));
             journal_run(Run::Rollback, &cluster, namespace, pool, &t, &progress)
         }
     }

@@ -4,6 +4,9 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use gpuctl_cluster::Reporter;
+
+use crate::args::ApplyOutput;
+use crate::settings::{self, Style};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
@@ -18,6 +21,20 @@ pub enum ProgressMode {
     Json,
     /// Nothing (tests).
     Quiet,
+}
+
+impl ProgressMode {
+    /// How progress is shown: NDJSON on stdout for `--output json`, bars on a terminal, lines in
+    /// logs.
+    pub fn for_output(output: ApplyOutput) -> ProgressMode {
+        match output {
+            ApplyOutput::Json => ProgressMode::Json,
+            ApplyOutput::Human => match settings::stderr_style() {
+                Style::Rich => ProgressMode::Bars,
+                Style::Plain => ProgressMode::Lines,
+            },
+        }
+    }
 }
 
 /// Receives apply events.

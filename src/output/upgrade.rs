@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use gpuctl_core::journal::{Journal, JournalPhase, LeaseInfo, NodeState};
 use gpuctl_core::render::DRIVER_LABEL;
-use gpuctl_core::upgrade::journal::{self, Journal, JournalPhase, LeaseInfo, NodeState};
 use gpuctl_core::upgrade::schedule::{UpgradePlan, gpus_text};
 use gpuctl_core::upgrade::{UPGRADE_DONE, human_duration};
 
@@ -263,7 +263,7 @@ pub fn status(journals: &[Journal], leases: &[Option<LeaseInfo>]) -> String {
             j.pool,
             j.blueprint,
             j.namespace,
-            journal::object_name(&j.pool),
+            gpuctl_core::names::journal_name(&j.pool),
             j.phase.describe(),
             j.step
         );

@@ -11,13 +11,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 use gpuctl_core::applyset::{self, ApplySetParent};
 use gpuctl_core::blueprint::InstallMode;
+use gpuctl_core::journal::{DATA_KEY, Journal};
 use gpuctl_core::live::workloads::{self, LiveDriverCr, LiveNode, LivePdb, LivePod, Workloads};
 use gpuctl_core::live::{DryRun, LiveView, Reading, Source};
+use gpuctl_core::names::UPGRADE_POOL_LABEL;
 use gpuctl_core::object::{ObjectRef, TypeRef};
 use gpuctl_core::plan::{objects, parent_of, selector_string};
 use gpuctl_core::render::{NodePatch, RenderedObject, RenderedSet};
-use gpuctl_core::upgrade::journal::Journal;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
@@ -87,10 +88,68 @@ pub async fn rendered_set(
 /// The `gpuctl upgrade` journals in `namespace`; a failure is kept in the view (a plan says it
 /// cannot tell whether an upgrade is moving a pool; a snapshot refuses to be written without them).
 pub async fn journals(k: &Kube, namespace: &str) -> Reading<Vec<Journal>> {
-    match crate::upgrade::journal::list(k, Some(namespace), None).await {
+    match journal_list(k, Some(namespace), None).await {
         Ok(j) => Reading::Read(j),
         Err(e) => Reading::Failed(e.to_string()),
     }
+}
+
+/// Why the upgrade journals could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalsError {
+    /// The cluster failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// A journal ConfigMap does not hold a journal this gpuctl can read.
+    #[error("the upgrade journal {name} cannot be read: {message}")]
+    Corrupt {
+        /// ConfigMap.
+        name: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The journal a journal ConfigMap holds.
+pub fn journal_of(name: &str, cm: &ConfigMap) -> Result<Journal, JournalsError> {
+    let text = cm.data.as_ref().and_then(|d| d.get(DATA_KEY));
+    Journal::parse(text.map(String::as_str)).map_err(|message| JournalsError::Corrupt {
+        name: name.to_string(),
+        message,
+    })
+}
+
+/// Every journal in the cluster (or in `namespace`), optionally only `pool`'s, sorted by pool.
+pub async fn journal_list(
+    k: &Kube,
+    namespace: Option<&str>,
+    pool: Option<&str>,
+) -> Result<Vec<Journal>, JournalsError> {
+    let api: Api<ConfigMap> = match namespace {
+        Some(ns) => Api::namespaced(k.client(), ns),
+        None => Api::all(k.client()),
+    };
+    let selector = match pool {
+        Some(p) => format!("{UPGRADE_POOL_LABEL}={p}"),
+        None => UPGRADE_POOL_LABEL.to_string(),
+    };
+    let lp = ListParams::default().labels(&selector);
+    let items = retry(|| api.list(&lp))
+        .await
+        .map_err(|e| classify("list upgrade journals", e))?;
+    let mut out = Vec::new();
+    for cm in items
+        .items
+        .iter()
+        .filter(|c| c.data.as_ref().is_some_and(|d| d.contains_key(DATA_KEY)))
+    {
+        out.push(journal_of(
+            cm.metadata.name.as_deref().unwrap_or_default(),
+            cm,
+        )?);
+    }
+    out.sort_by(|a, b| (&a.pool, &a.namespace).cmp(&(&b.pool, &b.namespace)));
+    Ok(out)
 }
 
 async fn helm_release(

@@ -2,7 +2,20 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::blueprint::yaml::Pos;
+/// A 1-based line and column in the blueprint file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, serde::Serialize)]
+pub struct Pos {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+}
+
+impl std::fmt::Display for Pos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
 
 /// How bad a finding is: one scale for validation findings, plan findings and upgrade pre-flight
 /// checks.

@@ -7,7 +7,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::applyset::PART_OF;
 use crate::live::{LiveView, Reading, Source};
+use crate::object::{ObjectRef, TypeRef};
 use crate::render::RenderedSet;
 
 /// Version of the snapshot file format. 2 added `helm_release` and `upgrade_journals`; a version 1
@@ -41,7 +43,7 @@ pub struct Snapshot {
     /// The blueprint's `gpuctl upgrade` journals, so snapshot plans refuse what live plans refuse
     /// (a pool an upgrade is moving, or moved to a driver the blueprint does not declare yet).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub upgrade_journals: Vec<crate::upgrade::journal::Journal>,
+    pub upgrade_journals: Vec<crate::journal::Journal>,
 }
 
 /// Why a snapshot could not be used.
@@ -272,6 +274,48 @@ impl Snapshot {
         });
         snap.nodes.dedup();
         Ok(snap)
+    }
+}
+
+impl LiveView {
+    /// The state a snapshot recorded, as a plan of ApplySet `applyset_id` reads it. A version 1
+    /// snapshot did not record the Helm release, so the plan cannot say what Helm changes.
+    pub fn from_snapshot(s: &Snapshot, applyset_id: &str) -> LiveView {
+        let objects: BTreeMap<ObjectRef, Value> = s
+            .objects
+            .values()
+            .filter_map(|o| Some((ObjectRef::of(o)?, o.clone())))
+            .collect();
+        let members = objects
+            .iter()
+            .filter(|(_, o)| o["metadata"]["labels"][PART_OF] == applyset_id)
+            .map(|(id, o)| (id.clone(), o.clone()))
+            .collect();
+        let served = (!s.served_kinds.is_empty()).then(|| {
+            s.served_kinds
+                .iter()
+                .filter_map(|k| k.split_once('|'))
+                .map(|(api_version, kind)| TypeRef::new(api_version, kind))
+                .collect()
+        });
+        LiveView {
+            source: Source::Snapshot {
+                server: s.server.clone(),
+                fingerprint: s.fingerprint.clone(),
+            },
+            served,
+            objects,
+            members: Some(members),
+            nodes: Some(s.nodes.clone()),
+            journals: Reading::Read(s.upgrade_journals.clone()),
+            helm_release: if s.format_version < 2 {
+                Reading::NotRead
+            } else {
+                Reading::Read(s.helm_release.clone())
+            },
+            dry_run: BTreeMap::new(),
+            workloads: None,
+        }
     }
 }
 

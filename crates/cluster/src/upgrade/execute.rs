@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use gpuctl_core::live::workloads::{LiveNode, PodRole};
+use gpuctl_core::names::VALIDATOR_DEPLOY_LABEL;
 use gpuctl_core::render::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL};
 use gpuctl_core::upgrade::journal::{Journal, JournalPhase, NodeState};
 use gpuctl_core::upgrade::schedule::UpgradePlan;
@@ -22,9 +23,6 @@ use crate::client::{self, Kube};
 use crate::nodeops::{self, Eviction};
 use crate::read;
 use crate::report::Reporter;
-
-/// The node label that places the operator's validator on a node (`false`: no validator expected).
-const VALIDATOR_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.operator-validator";
 
 /// Stops a run cleanly (the Lease is released) when it turns `true`: Ctrl-C in the CLI.
 #[derive(Clone)]

@@ -9,16 +9,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use gpuctl_core::applyset::{BLUEPRINT_LABEL, MANAGED_BY};
-use gpuctl_core::upgrade::journal::{DATA_KEY, Journal, LeaseInfo, object_name};
+use gpuctl_core::journal::{DATA_KEY, Journal, LeaseInfo};
+use gpuctl_core::names::journal_name;
 use gpuctl_core::upgrade::{FIELD_MANAGER, UPGRADE_POOL_LABEL};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 
 use super::UpgradeError;
 use crate::client::{Kube, classify, retry};
+use crate::read::{self, JournalsError};
 use crate::report::Reporter;
 
 /// The journal ConfigMap of one pool, with the resourceVersion of the last read or write.
@@ -34,7 +36,7 @@ impl JournalStore {
     pub fn new(k: &Kube, namespace: &str, pool: &str) -> JournalStore {
         JournalStore {
             api: Api::namespaced(k.client(), namespace),
-            name: object_name(pool),
+            name: journal_name(pool),
             resource_version: None,
             lease: None,
         }
@@ -127,11 +129,15 @@ impl JournalStore {
 }
 
 fn parse(name: &str, cm: &ConfigMap) -> Result<Journal, UpgradeError> {
-    let text = cm.data.as_ref().and_then(|d| d.get(DATA_KEY));
-    Journal::parse(text.map(String::as_str)).map_err(|message| UpgradeError::JournalCorrupt {
-        name: name.to_string(),
-        message,
-    })
+    read::journal_of(name, cm).map_err(|e| upgrade_error(e, ""))
+}
+
+/// A journal read failure as an upgrade error (`pool`: for the hint, when known).
+fn upgrade_error(e: JournalsError, pool: &str) -> UpgradeError {
+    match e {
+        JournalsError::Cluster(e) => UpgradeError::cluster(pool, e),
+        JournalsError::Corrupt { name, message } => UpgradeError::JournalCorrupt { name, message },
+    }
 }
 
 /// Every journal in the cluster (or in `namespace`), optionally only `pool`'s, sorted by pool.
@@ -140,28 +146,9 @@ pub async fn list(
     namespace: Option<&str>,
     pool: Option<&str>,
 ) -> Result<Vec<Journal>, UpgradeError> {
-    let api: Api<ConfigMap> = match namespace {
-        Some(ns) => Api::namespaced(k.client(), ns),
-        None => Api::all(k.client()),
-    };
-    let selector = match pool {
-        Some(p) => format!("{UPGRADE_POOL_LABEL}={p}"),
-        None => UPGRADE_POOL_LABEL.to_string(),
-    };
-    let lp = ListParams::default().labels(&selector);
-    let items = retry(|| api.list(&lp)).await.map_err(|e| {
-        UpgradeError::cluster(pool.unwrap_or(""), classify("list upgrade journals", e))
-    })?;
-    let mut out = Vec::new();
-    for cm in items
-        .items
-        .iter()
-        .filter(|c| c.data.as_ref().is_some_and(|d| d.contains_key(DATA_KEY)))
-    {
-        out.push(parse(cm.metadata.name.as_deref().unwrap_or_default(), cm)?);
-    }
-    out.sort_by(|a, b| (&a.pool, &a.namespace).cmp(&(&b.pool, &b.namespace)));
-    Ok(out)
+    read::journal_list(k, namespace, pool)
+        .await
+        .map_err(|e| upgrade_error(e, pool.unwrap_or("")))
 }
 
 /// Finds the one journal a command means: `pool` if given (in `namespace` if given), else the only
@@ -229,7 +216,7 @@ pub async fn lease_info(
     pool: &str,
 ) -> Result<Option<LeaseInfo>, UpgradeError> {
     let api: Api<Lease> = Api::namespaced(k.client(), namespace);
-    let name = object_name(pool);
+    let name = journal_name(pool);
     let l = retry(|| api.get_opt(&name)).await.map_err(|e| {
         UpgradeError::cluster(pool, classify(&format!("Lease/{namespace}/{name}"), e))
     })?;
@@ -262,7 +249,7 @@ pub async fn acquire(
     progress: &dyn Reporter,
 ) -> Result<LeaseGuard, UpgradeError> {
     let api: Api<Lease> = Api::namespaced(k.client(), namespace);
-    let name = object_name(pool);
+    let name = journal_name(pool);
     let holder = identity();
     let secs = i32::try_from(duration.as_secs().max(1)).unwrap_or(i32::MAX);
     let cluster_err = |e: kube::Error| {

@@ -10,20 +10,7 @@ use std::collections::BTreeMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 
-/// A 1-based line and column in the blueprint file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, serde::Serialize)]
-pub struct Pos {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub column: usize,
-}
-
-impl std::fmt::Display for Pos {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.line, self.column)
-    }
-}
+pub use crate::diag::Pos;
 
 impl Pos {
     fn from_span(span: &Span) -> Pos {

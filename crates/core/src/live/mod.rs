@@ -1,5 +1,5 @@
 //! The live view: what gpuctl knows about a cluster, read once. The cluster crate fills it from an
-//! API server; [`LiveView::from_snapshot`] fills it from a snapshot file; [`LiveView::offline`] is
+//! API server; `LiveView::from_snapshot` (in [`crate::snapshot`]) fills it from a snapshot file; [`LiveView::offline`] is
 //! an empty cluster. Plans ([`crate::plan::plan`]), snapshots ([`crate::snapshot::Snapshot::capture`]) and
 //! upgrade planning ([`crate::upgrade::schedule`]) are pure functions of it, so each source gives
 //! the same decisions for the same state and the decisions are unit-tested without a cluster.
@@ -11,10 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::applyset::PART_OF;
+use crate::journal::Journal;
 use crate::object::{ObjectRef, TypeRef};
-use crate::snapshot::Snapshot;
-use crate::upgrade::journal::Journal;
 use release::LiveRelease;
 use workloads::Workloads;
 
@@ -100,46 +98,6 @@ impl LiveView {
             nodes: None,
             journals: Reading::NotRead,
             helm_release: Reading::NotRead,
-            dry_run: BTreeMap::new(),
-            workloads: None,
-        }
-    }
-
-    /// The state a snapshot recorded, as a plan of ApplySet `applyset_id` reads it. A version 1
-    /// snapshot did not record the Helm release, so the plan cannot say what Helm changes.
-    pub fn from_snapshot(s: &Snapshot, applyset_id: &str) -> LiveView {
-        let objects: BTreeMap<ObjectRef, Value> = s
-            .objects
-            .values()
-            .filter_map(|o| Some((ObjectRef::of(o)?, o.clone())))
-            .collect();
-        let members = objects
-            .iter()
-            .filter(|(_, o)| o["metadata"]["labels"][PART_OF] == applyset_id)
-            .map(|(id, o)| (id.clone(), o.clone()))
-            .collect();
-        let served = (!s.served_kinds.is_empty()).then(|| {
-            s.served_kinds
-                .iter()
-                .filter_map(|k| k.split_once('|'))
-                .map(|(api_version, kind)| TypeRef::new(api_version, kind))
-                .collect()
-        });
-        LiveView {
-            source: Source::Snapshot {
-                server: s.server.clone(),
-                fingerprint: s.fingerprint.clone(),
-            },
-            served,
-            objects,
-            members: Some(members),
-            nodes: Some(s.nodes.clone()),
-            journals: Reading::Read(s.upgrade_journals.clone()),
-            helm_release: if s.format_version < 2 {
-                Reading::NotRead
-            } else {
-                Reading::Read(s.helm_release.clone())
-            },
             dry_run: BTreeMap::new(),
             workloads: None,
         }

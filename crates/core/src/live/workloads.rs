@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::names::DRAIN_SKIP_LABEL;
 use crate::quantity::parse_count;
-use crate::upgrade::DRAIN_SKIP_LABEL;
 
 /// A node of the pool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,11 +9,8 @@ use serde_json::{Value, json};
 use super::diff::{self, Change};
 use super::{NodeAction, PlanFinding};
 use crate::live::LiveView;
+use crate::names::{DRIVER_VERSION_LABEL, PRODUCT_LABEL};
 use crate::render::{DRIVER_LABEL, NodePatch};
-use crate::upgrade::DRIVER_VERSION_LABEL;
-
-/// GFD's label of the GPU model.
-const PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
 
 /// Node actions and findings of a plan.
 #[derive(Debug, Default)]

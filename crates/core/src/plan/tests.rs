@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 use super::*;
 use crate::applyset::{BLUEPRINT_LABEL, PART_OF};
 use crate::blueprint::InstallMode;
+use crate::journal::{Journal, JournalPhase};
 use crate::live::release::LiveRelease;
 use crate::live::{DryRun, Reading};
 use crate::object::TypeRef;
 use crate::render::{HelmRelease, NodeTaint, RenderedObject};
-use crate::upgrade::journal::{Journal, JournalPhase};
 
 const BLUEPRINT: &str = "lab";
 const OPERATOR_NS: &str = "gpu-operator";

@@ -4,9 +4,10 @@
 //! would move every node back. Both are errors, so `apply` refuses and says what to do.
 
 use super::PlanFinding;
+use crate::journal::{Journal, JournalPhase};
 use crate::live::{LiveView, Reading};
+use crate::names::journal_name as object_name;
 use crate::render::NodePatch;
-use crate::upgrade::journal::{Journal, JournalPhase, object_name};
 use crate::version::DriverVersion;
 
 /// Findings with the pool each is about (`None`: about every pool).

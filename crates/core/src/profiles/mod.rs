@@ -7,6 +7,7 @@
 //! profile fits its GPU, versions are unique, ...), so a query never meets a dangling reference.
 
 mod arch;
+pub mod chart;
 mod common;
 mod cuda;
 mod driver;
@@ -254,6 +255,17 @@ impl Catalog {
     /// API limits.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The GPU Operator chart of `version` (`v26.7.0` or `26.7.0`): its values' key tree and
+    /// defaults, from `profiles/gpu-operator-values/`.
+    pub fn chart_release(&self, version: &str) -> Option<&'static chart::ChartRelease> {
+        chart::chart_release(version)
+    }
+
+    /// The operator versions whose chart key tree the catalog has.
+    pub fn chart_versions(&self) -> Vec<&'static str> {
+        chart::known_releases()
     }
 
     /// Every source the tables cite, as `(file, text)` in file order; a table-level source is

@@ -12,48 +12,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::chart::ChartRelease;
-use super::nodes::{DRIVER_LABEL, PoolPlan, Toleration, taints_of_cr, tolerations_for};
+use super::nodes::{PoolPlan, Toleration, taints_of_cr, tolerations_for};
 use super::{Builder, Phase, RenderError, Templates};
-use crate::blueprint::{Blueprint, KernelModuleType, UpgradePolicy, UpgradeStrategy};
+use crate::blueprint::{Blueprint, KernelModuleType, UpgradePolicy};
+use crate::names::{DEFAULT_DRIVER_CR, DRIVER_LABEL, pool_driver_cr_name};
+use crate::profiles::chart::ChartRelease;
 use crate::version::DriverVersion;
-
-/// Name of the cluster-default NVIDIADriver CR. Not `default`: the chart's own default CR has that
-/// name, and Helm would delete ours when the chart stops deploying its own.
-pub const DEFAULT_DRIVER_CR: &str = "cluster-default";
-
-/// Name of the NVIDIADriver CR of a pool that overrides the driver with `version` (the version as
-/// the blueprint writes it), which is also the value of the pool's nodes' [`DRIVER_LABEL`].
-///
-/// - `blue-green`: `pool-<pool>-<version slug>` (`pool-h100-train-595-91-07`; the slug is the
-///   version in lower-case ASCII alphanumerics, anything else `-`). A CR's version never changes:
-///   a driver upgrade creates the CR of the target version beside the pool's CR and moves the
-///   nodes over in batches, and that green CR is exactly what render gives once the blueprint
-///   declares the target, so `gpuctl apply` agrees with the nodes afterwards.
-/// - `rolling`: `pool-<pool>`, whatever the version: the operator upgrades the CR in place under its
-///   upgradePolicy, and a new name per version would move every node at once. This is also the
-///   name every pool's own CR had before blue-green names carried the version.
-///
-/// Driver upgrades name their green CR with this function; validation (GPU017) checks that the
-/// name fits a label value.
-pub fn pool_driver_cr_name(pool: &str, version: &str, strategy: UpgradeStrategy) -> String {
-    match strategy {
-        UpgradeStrategy::Rolling => format!("pool-{pool}"),
-        UpgradeStrategy::BlueGreen => {
-            let slug: String = version
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() {
-                        c.to_ascii_lowercase()
-                    } else {
-                        '-'
-                    }
-                })
-                .collect();
-            format!("pool-{pool}-{slug}")
-        }
-    }
-}
 
 /// The k8s-driver-manager init container image of a driver CR.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -265,27 +229,6 @@ pub fn objects(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn blue_green_pool_crs_are_named_after_their_version_rolling_ones_not() {
-        let bg = UpgradeStrategy::BlueGreen;
-        assert_eq!(
-            pool_driver_cr_name("h100-train", "595.91.07", bg),
-            "pool-h100-train-595-91-07"
-        );
-        assert_eq!(
-            pool_driver_cr_name("a", "580.105.08", bg),
-            "pool-a-580-105-08"
-        );
-        // Anything but ASCII alphanumerics becomes `-`, upper case becomes lower case.
-        assert_eq!(pool_driver_cr_name("a", "R580_x", bg), "pool-a-r580-x");
-        for v in ["580.105.08", "595.91.07"] {
-            assert_eq!(
-                pool_driver_cr_name("h100-train", v, UpgradeStrategy::Rolling),
-                "pool-h100-train"
-            );
-        }
-    }
 
     #[test]
     fn precompiled_drivers_are_named_by_branch() {

@@ -4,7 +4,6 @@
 
 use serde_json::json;
 
-use super::chart::ChartRelease;
 use super::driver::{upgrade_policy_value, written_version};
 use super::nodes::{DEVICE_PLUGIN_DEFAULT, MIG_DISABLED, PoolPlan};
 use super::{
@@ -12,6 +11,7 @@ use super::{
     RenderError, Templates,
 };
 use crate::blueprint::{Blueprint, KernelModuleType};
+use crate::profiles::chart::ChartRelease;
 use crate::quantity::parse_duration_ms;
 
 /// Helm release name gpuctl installs the operator as.
@@ -93,7 +93,7 @@ pub fn release(
             problems,
         });
     }
-    super::chart::deep_merge(map, &op.values);
+    crate::profiles::chart::deep_merge(map, &op.values);
     Ok(HelmRelease {
         release: RELEASE_NAME.to_string(),
         chart: CHART.to_string(),

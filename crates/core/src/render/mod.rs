@@ -5,7 +5,6 @@
 //! parsed back from its template's output, labelled as a member of the blueprint's ApplySet, and
 //! sorted by (phase, kind, namespace, name), so the same blueprint always gives the same bytes.
 
-pub mod chart;
 mod driver;
 mod helm;
 mod nodes;
@@ -20,12 +19,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use driver::{
-    DEFAULT_DRIVER_CR, DriverCr, DriverManager, driver_crs, nvidia_driver_cr, pool_driver_cr_name,
+pub use crate::names::{
+    DEFAULT_DRIVER_CR, DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, TENANT_LABEL,
+    VOLCANO_QUEUE_ANNOTATION, pool_driver_cr_name,
 };
+pub use driver::{DriverCr, DriverManager, driver_crs, nvidia_driver_cr};
 pub use helm::CHART_REPOSITORY;
-pub use nodes::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, Toleration};
-pub use objects::{LOCAL_QUEUE, TENANT_LABEL, VOLCANO_QUEUE_ANNOTATION, quota_key};
+pub use nodes::Toleration;
+pub use objects::{LOCAL_QUEUE, quota_key};
 pub use rendered::*;
 pub use templates::{TEMPLATE_FUEL, Templates};
 pub use text::yaml;
@@ -128,7 +129,7 @@ pub enum RenderError {
         /// Chart release.
         version: String,
         /// Each bad path (relative to `gpuOperator.values`) and what is wrong.
-        problems: Vec<chart::KeyProblem>,
+        problems: Vec<crate::profiles::chart::KeyProblem>,
     },
     /// gpuctl itself would write a key the chart does not have: a bug in a template or key tree.
     #[error(
@@ -139,7 +140,7 @@ pub enum RenderError {
         /// Chart release.
         version: String,
         /// Each bad path and what is wrong.
-        problems: Vec<chart::KeyProblem>,
+        problems: Vec<crate::profiles::chart::KeyProblem>,
     },
     /// Two rendered objects have the same identity.
     #[error("`{id}` is rendered twice ({first} and {second}); rename one of them")]
@@ -234,12 +235,12 @@ pub fn render(
     let bp = v.blueprint();
     let name = bp.metadata.name.clone();
     let op_ns = bp.spec.gpu_operator.namespace.clone();
-    let release = chart::chart_release(&bp.spec.gpu_operator.version).ok_or_else(|| {
-        RenderError::NoChartKeyTree {
+    let release = catalog
+        .chart_release(&bp.spec.gpu_operator.version)
+        .ok_or_else(|| RenderError::NoChartKeyTree {
             version: bp.spec.gpu_operator.version.clone(),
-            known: chart::known_releases().join(", "),
-        }
-    })?;
+            known: catalog.chart_versions().join(", "),
+        })?;
     let mut out = Builder {
         templates,
         labels: member_labels(&name, &op_ns),

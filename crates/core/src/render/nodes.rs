@@ -7,21 +7,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::chart::ChartRelease;
+use super::RenderError;
 use super::{Builder, DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP, NodePatch, NodeTaint, Phase};
-use super::{RenderError, driver};
 use crate::blueprint::resources::{GPU, mig_layout_per_gpu};
 use crate::blueprint::{Blueprint, MigStrategy, NodePool, PartitionMode, Taint, TaintEffect};
+use crate::names::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL};
 use crate::profiles::Catalog;
+use crate::profiles::chart::ChartRelease;
 
-/// Node label naming the mig-parted config MIG Manager applies.
-pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
-/// Node label naming the device-plugin config key a node uses.
-pub const DEVICE_PLUGIN_CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
-/// Node label (gpuctl's) naming the NVIDIADriver CR that owns a pool's nodes. Equality node selectors
-/// cannot say "every GPU node except these pools", so each pool's nodes carry the name of their CR
-/// and every CR selects exactly one value: the selectors are disjoint by construction.
-pub const DRIVER_LABEL: &str = "gpuctl.dev/driver";
 /// The mig-parted config that turns MIG off (also the operator's default for unlabelled nodes).
 pub const MIG_DISABLED: &str = "all-disabled";
 /// Device-plugin config key for nodes outside every pool.
@@ -349,8 +342,10 @@ pub fn plan(
                 model: p.gpu.model.clone(),
             })?;
         let cr = match &p.driver {
-            Some(d) => driver::pool_driver_cr_name(&p.name, &d.version, bp.spec.upgrades.strategy),
-            None => driver::DEFAULT_DRIVER_CR.to_string(),
+            Some(d) => {
+                crate::names::pool_driver_cr_name(&p.name, &d.version, bp.spec.upgrades.strategy)
+            }
+            None => crate::names::DEFAULT_DRIVER_CR.to_string(),
         };
         driver_cr.insert(p.name.clone(), cr.clone());
         let mut labels = p.labels.clone();

@@ -11,11 +11,8 @@ use super::nodes::Toleration;
 use super::{Builder, DCGM_METRICS_CONFIGMAP, Phase, RenderError};
 use crate::blueprint::resources::is_extended_resource;
 use crate::blueprint::{Blueprint, ClusterQueue, Queueing, Tenant};
+use crate::names::TENANT_LABEL;
 
-/// Namespace label naming the tenant that owns it; Kueue ClusterQueues select tenants by it.
-pub const TENANT_LABEL: &str = "gpuctl.dev/tenant";
-/// Namespace annotation Volcano reads as the default queue of the namespace's pods and PodGroups.
-pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
 /// Name of the LocalQueue gpuctl makes in every tenant namespace (Kueue uses a LocalQueue named
 /// `default` for workloads without a queue-name label).
 pub const LOCAL_QUEUE: &str = "default";

@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::nodes::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, PoolPlan};
-use super::objects::{LOCAL_QUEUE, TENANT_LABEL, limit_range_name, quota_key, quota_name};
+use super::nodes::PoolPlan;
+use super::objects::{LOCAL_QUEUE, limit_range_name, quota_key, quota_name};
 use super::{
     DCGM_METRICS_CONFIGMAP, DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP, RenderError, Templates,
 };
 use crate::blueprint::resources::{is_gpu_resource, per_node};
 use crate::blueprint::{Blueprint, PartitionMode, Queueing};
+use crate::names::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, TENANT_LABEL};
 
 fn selector_text(m: &BTreeMap<String, String>) -> String {
     m.iter()

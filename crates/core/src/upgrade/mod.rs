@@ -18,46 +18,24 @@
 //! value and the two managers share the field. Cordons, the steering taint and the restore of
 //! recorded labels are plain patches (no ownership claims on keys apply declares).
 
-pub mod journal;
 pub mod preflight;
+mod record;
 pub mod runbook;
 pub mod schedule;
 pub mod verdict;
 
 use std::time::Duration;
 
+pub use crate::journal;
+pub use crate::names::{
+    DRAIN_SKIP_LABEL, DRIVER_OWNER_LABEL, DRIVER_VERSION_LABEL, KUEUE_QUEUE_LABEL,
+    MIG_CAPABLE_LABEL, MIG_CONFIG_STATE_LABEL, PENDING_TAINT_EFFECT, PENDING_TAINT_KEY,
+    PENDING_TAINT_VALUE, UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_POOL_LABEL, UPGRADE_STATE_LABEL,
+    VALIDATOR_DEPLOY_LABEL, VALIDATOR_SELECTOR,
+};
+
 /// Field manager of everything an upgrade writes (distinct from `gpuctl`, see the module docs).
 pub const FIELD_MANAGER: &str = "gpuctl-upgrade";
-/// The operator's driver-upgrade state label (gpu-operator.md §2.4).
-pub const UPGRADE_STATE_LABEL: &str = "nvidia.com/gpu-driver-upgrade-state";
-/// Final state of the operator's upgrade state machine.
-pub const UPGRADE_DONE: &str = "upgrade-done";
-/// Failed state of the operator's upgrade state machine.
-pub const UPGRADE_FAILED: &str = "upgrade-failed";
-/// The CR that owns a node, as the operator (v26.7 on) labels it (gpu-operator.md §2.2).
-pub const DRIVER_OWNER_LABEL: &str = "nvidia.com/gpu-operator.driver.owner";
-/// The full driver version GPU Feature Discovery publishes (gpu-operator.md §5).
-pub const DRIVER_VERSION_LABEL: &str = "nvidia.com/cuda.driver-version.full";
-/// MIG Manager's reconfiguration state (gpu-operator.md §3.3).
-pub const MIG_CONFIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
-/// Whether the node's GPUs can run MIG (GFD).
-pub const MIG_CAPABLE_LABEL: &str = "nvidia.com/mig.capable";
-/// Pods the driver-upgrade controller never drains; gpuctl's drain honours it too (§2.4).
-pub const DRAIN_SKIP_LABEL: &str = "nvidia.com/gpu-driver-upgrade-drain.skip";
-/// Label selector of the operator's validator pods (the state `validation-required` waits for them).
-pub const VALIDATOR_SELECTOR: &str = "app=nvidia-operator-validator";
-/// Kueue's pod label naming the LocalQueue a workload was submitted to.
-pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
-/// The taint that steers new work away from nodes still waiting for the new driver.
-/// `PreferNoSchedule` only: it never makes a pod unschedulable, it makes the scheduler prefer
-/// nodes that already run the target driver, so fewer new jobs land where a drain comes next.
-pub const PENDING_TAINT_KEY: &str = "gpuctl.dev/driver-upgrade";
-/// Value of [`PENDING_TAINT_KEY`].
-pub const PENDING_TAINT_VALUE: &str = "pending";
-/// Effect of [`PENDING_TAINT_KEY`].
-pub const PENDING_TAINT_EFFECT: &str = "PreferNoSchedule";
-/// Label on the journal ConfigMap and Lease (value: the pool), and on a green CR the upgrade made.
-pub const UPGRADE_POOL_LABEL: &str = "gpuctl.dev/upgrade-pool";
 /// Colour values used when a pool's nodes carry no colour yet.
 pub const BLUE: &str = "blue";
 /// See [`BLUE`].

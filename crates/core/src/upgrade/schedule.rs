@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::journal::Journal;
 use super::preflight::{BranchFacts, Check, Prepared};
 use super::{
     BLUE, DRIVER_VERSION_LABEL, GREEN, MIG_CAPABLE_LABEL, PENDING_TAINT_EFFECT, PENDING_TAINT_KEY,
@@ -15,6 +14,7 @@ use super::{
 };
 use crate::blueprint::{Blueprint, IntOrString, UpgradeStrategy};
 use crate::diag::Severity;
+use crate::journal::Journal;
 use crate::live::workloads::{LiveNode, LivePod, PodRole, Workloads, selector_text};
 use crate::quantity::parse_duration_ms;
 use crate::render::{
@@ -322,7 +322,7 @@ pub fn build(
                     j.to_version,
                     j.phase.describe(),
                     j.namespace,
-                    super::journal::object_name(&j.pool)
+                    crate::names::journal_name(&j.pool)
                 ),
             )
             .hint(format!(

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{is_dns_label, is_dns_subdomain, is_label_key, is_label_value};
 use crate::blueprint::{Queueing, UpgradeStrategy};
-use crate::render::{DRIVER_LABEL, pool_driver_cr_name};
+use crate::names::{DRIVER_LABEL, pool_driver_cr_name};
 use crate::suggest;
 use crate::validate::Ctx;
 
@@ -35,14 +35,14 @@ fn operator_chart(ctx: &mut Ctx<'_>) {
     if known.is_none() {
         return; // GPU027 reports a release the catalog does not know
     }
-    let Some(release) = crate::render::chart::chart_release(&op.version) else {
+    let Some(release) = ctx.catalog.chart_release(&op.version) else {
         ctx.emit(
             "GPU019",
             "spec.gpuOperator.version",
             format!(
                 "gpuctl cannot render GPU Operator {}: it has the chart's key tree only for {}",
                 op.version,
-                crate::render::chart::known_releases().join(", ")
+                ctx.catalog.chart_versions().join(", ")
             ),
             "use one of those releases",
         );

@@ -8,19 +8,12 @@ use k8s_openapi::api::coordination::v1::Lease;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::schedule::UpgradePlan;
-
 /// Journal format version (refused when newer than this build knows).
 pub const FORMAT: u32 = 1;
 /// Key of the journal in the ConfigMap.
 pub const DATA_KEY: &str = "journal.json";
 /// Events kept in the journal (the oldest are dropped).
 const MAX_EVENTS: usize = 200;
-
-/// Name of the journal ConfigMap and of the Lease for `pool`.
-pub fn object_name(pool: &str) -> String {
-    format!("gpuctl-upgrade-{pool}")
-}
 
 /// Where the whole upgrade is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,56 +179,6 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// A fresh journal for `plan` (which must have no errors and a green manifest).
-    pub fn from_plan(plan: &UpgradePlan) -> Journal {
-        let nodes = plan
-            .nodes
-            .iter()
-            .map(|n| {
-                (
-                    n.name.clone(),
-                    NodeRecord {
-                        batch: n.batch,
-                        state: NodeState::Blue,
-                        initially_unschedulable: n.unschedulable,
-                        recorded: n.recorded.clone(),
-                        mig_capable: n.mig_capable,
-                        driver_before: n.driver.clone(),
-                        message: None,
-                    },
-                )
-            })
-            .collect();
-        Journal {
-            format: FORMAT,
-            blueprint: plan.blueprint.clone(),
-            file: plan.file.clone(),
-            pool: plan.pool.clone(),
-            namespace: plan.namespace.clone(),
-            selector: plan.selector.clone(),
-            from_version: plan.from_version.clone(),
-            to_version: plan.to_version.clone(),
-            blue_cr: plan.blue_cr.clone(),
-            green_cr: plan.green_cr.clone(),
-            green_manifest: plan.green_manifest.clone().unwrap_or(Value::Null),
-            green_cr_existed: false,
-            remove_blue_cr: plan.remove_blue_cr,
-            color_label: plan.policy.color_label.clone(),
-            blue_color: plan.blue_color.clone(),
-            green_color: plan.green_color.clone(),
-            max_unavailable: plan.policy.max_unavailable,
-            drain_timeout_s: plan.policy.drain_timeout_s,
-            wait_for_jobs: plan.policy.wait_for_jobs,
-            blueprint_change: plan.blueprint_change.clone(),
-            batches: plan.batches.iter().map(|b| b.nodes.clone()).collect(),
-            nodes,
-            prepared: false,
-            phase: JournalPhase::Running,
-            step: 0,
-            events: Vec::new(),
-        }
-    }
-
     /// Nodes of batch `b` (1-based).
     pub fn batch(&self, b: usize) -> &[String] {
         self.batches.get(b - 1).map_or(&[], Vec::as_slice)

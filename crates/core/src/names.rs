@@ -1,0 +1,130 @@
+//! Every label, annotation, taint and object name gpuctl writes or reads on live objects, in one
+//! place: render, plan, upgrade planning and the cluster crate agree on them by using these.
+
+use crate::blueprint::UpgradeStrategy;
+
+// Labels and annotations gpuctl renders.
+
+/// Node label naming the mig-parted config MIG Manager applies.
+pub const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
+/// Node label naming the device-plugin config key a node uses.
+pub const DEVICE_PLUGIN_CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+/// Node label (gpuctl's) naming the NVIDIADriver CR that owns a pool's nodes. Equality node selectors
+/// cannot say "every GPU node except these pools", so each pool's nodes carry the name of their CR
+/// and every CR selects exactly one value: the selectors are disjoint by construction.
+pub const DRIVER_LABEL: &str = "gpuctl.dev/driver";
+/// Namespace label naming the tenant that owns it; Kueue ClusterQueues select tenants by it.
+pub const TENANT_LABEL: &str = "gpuctl.dev/tenant";
+/// Namespace annotation Volcano reads as the default queue of the namespace's pods and PodGroups.
+pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
+
+// Labels the GPU Operator, GPU Feature Discovery, MIG Manager and Kueue set, which gpuctl reads.
+
+/// The operator's driver-upgrade state label (gpu-operator.md §2.4).
+pub const UPGRADE_STATE_LABEL: &str = "nvidia.com/gpu-driver-upgrade-state";
+/// Final state of the operator's upgrade state machine.
+pub const UPGRADE_DONE: &str = "upgrade-done";
+/// Failed state of the operator's upgrade state machine.
+pub const UPGRADE_FAILED: &str = "upgrade-failed";
+/// The CR that owns a node, as the operator (v26.7 on) labels it (gpu-operator.md §2.2).
+pub const DRIVER_OWNER_LABEL: &str = "nvidia.com/gpu-operator.driver.owner";
+/// The full driver version GPU Feature Discovery publishes (gpu-operator.md §5).
+pub const DRIVER_VERSION_LABEL: &str = "nvidia.com/cuda.driver-version.full";
+/// MIG Manager's reconfiguration state (gpu-operator.md §3.3).
+pub const MIG_CONFIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
+/// Whether the node's GPUs can run MIG (GFD).
+pub const MIG_CAPABLE_LABEL: &str = "nvidia.com/mig.capable";
+/// Pods the driver-upgrade controller never drains; gpuctl's drain honours it too (§2.4).
+pub const DRAIN_SKIP_LABEL: &str = "nvidia.com/gpu-driver-upgrade-drain.skip";
+/// Label selector of the operator's validator pods (the state `validation-required` waits for them).
+pub const VALIDATOR_SELECTOR: &str = "app=nvidia-operator-validator";
+/// Kueue's pod label naming the LocalQueue a workload was submitted to.
+pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// The taint that steers new work away from nodes still waiting for the new driver.
+/// `PreferNoSchedule` only: it never makes a pod unschedulable, it makes the scheduler prefer
+/// nodes that already run the target driver, so fewer new jobs land where a drain comes next.
+pub const PENDING_TAINT_KEY: &str = "gpuctl.dev/driver-upgrade";
+/// Value of [`PENDING_TAINT_KEY`].
+pub const PENDING_TAINT_VALUE: &str = "pending";
+/// Effect of [`PENDING_TAINT_KEY`].
+pub const PENDING_TAINT_EFFECT: &str = "PreferNoSchedule";
+
+// A driver upgrade's own labels and taint.
+
+/// Label on the journal ConfigMap and Lease (value: the pool), and on a green CR the upgrade made.
+pub const UPGRADE_POOL_LABEL: &str = "gpuctl.dev/upgrade-pool";
+/// GFD's label of the GPU model.
+pub const PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
+
+/// The node label that places the operator's validator on a node (`false`: no validator expected).
+pub const VALIDATOR_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.operator-validator";
+
+// Object names.
+
+/// Name of the cluster-default NVIDIADriver CR. Not `default`: the chart's own default CR has that
+/// name, and Helm would delete ours when the chart stops deploying its own.
+pub const DEFAULT_DRIVER_CR: &str = "cluster-default";
+
+/// Name of the NVIDIADriver CR of a pool that overrides the driver with `version` (the version as
+/// the blueprint writes it), which is also the value of the pool's nodes' [`DRIVER_LABEL`].
+///
+/// - `blue-green`: `pool-<pool>-<version slug>` (`pool-h100-train-595-91-07`; the slug is the
+///   version in lower-case ASCII alphanumerics, anything else `-`). A CR's version never changes:
+///   a driver upgrade creates the CR of the target version beside the pool's CR and moves the
+///   nodes over in batches, and that green CR is exactly what render gives once the blueprint
+///   declares the target, so `gpuctl apply` agrees with the nodes afterwards.
+/// - `rolling`: `pool-<pool>`, whatever the version: the operator upgrades the CR in place under its
+///   upgradePolicy, and a new name per version would move every node at once. This is also the
+///   name every pool's own CR had before blue-green names carried the version.
+///
+/// Driver upgrades name their green CR with this function; validation (GPU017) checks that the
+/// name fits a label value.
+pub fn pool_driver_cr_name(pool: &str, version: &str, strategy: UpgradeStrategy) -> String {
+    match strategy {
+        UpgradeStrategy::Rolling => format!("pool-{pool}"),
+        UpgradeStrategy::BlueGreen => {
+            let slug: String = version
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            format!("pool-{pool}-{slug}")
+        }
+    }
+}
+
+/// Name of the journal ConfigMap and of the Lease for `pool`.
+pub fn journal_name(pool: &str) -> String {
+    format!("gpuctl-upgrade-{pool}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blue_green_pool_crs_are_named_after_their_version_rolling_ones_not() {
+        let bg = UpgradeStrategy::BlueGreen;
+        assert_eq!(
+            pool_driver_cr_name("h100-train", "595.91.07", bg),
+            "pool-h100-train-595-91-07"
+        );
+        assert_eq!(
+            pool_driver_cr_name("a", "580.105.08", bg),
+            "pool-a-580-105-08"
+        );
+        // Anything but ASCII alphanumerics becomes `-`, upper case becomes lower case.
+        assert_eq!(pool_driver_cr_name("a", "R580_x", bg), "pool-a-r580-x");
+        for v in ["580.105.08", "595.91.07"] {
+            assert_eq!(
+                pool_driver_cr_name("h100-train", v, UpgradeStrategy::Rolling),
+                "pool-h100-train"
+            );
+        }
+    }
+}
