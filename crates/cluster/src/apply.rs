@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 
 use gpuctl_core::applyset::{self, ApplySetParent};
 use gpuctl_core::diag::Severity;
-use gpuctl_core::live::LiveView;
 use gpuctl_core::object::group_kind;
 use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
 use gpuctl_core::render::Phase;
@@ -136,87 +135,14 @@ pub async fn check_stale(k: &Kube, plan: &Plan, parallelism: usize) -> Result<()
             actual,
         });
     }
-    // Every planned object is read again, a bounded number at a time (a saved plan of 5,000
-    // objects read one by one takes minutes against a remote server).
-    let checks: Vec<Result<Option<String>, ClusterError>> = futures::stream::iter(
-        plan.actions
-            .iter()
-            .filter(|a| a.action != ActionKind::CreateAfterCrd),
-    )
-    .map(|a| async move {
-        let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
-            return Ok(Some(format!("{}: its kind is no longer served", a.id())));
-        };
-        let now = k.get(&r, a.namespace.as_deref(), &a.name).await?;
-        let now_rv = now.as_ref().and_then(|v| {
-            v["metadata"]["resourceVersion"]
-                .as_str()
-                .map(str::to_string)
-        });
-        Ok(match (&a.resource_version, &now_rv) {
-            (None, None) => None,
-            (None, Some(_)) => Some(format!(
-                "{}: created by someone else since the plan",
-                a.id()
-            )),
-            (Some(_), None) => Some(format!("{}: deleted since the plan", a.id())),
-            (Some(p), Some(n)) if p != n => Some(format!("{}: resourceVersion {p} -> {n}", a.id())),
-            _ => None,
-        })
-    })
-    .buffered(parallelism.max(1))
-    .collect()
-    .await;
-    let mut moved = Vec::new();
-    for c in checks {
-        moved.extend(c?);
-    }
-    if let Some(r) = k.resolve("v1", "Node").await? {
-        for n in &plan.nodes {
-            let now = k.get(&r, None, &n.node).await?;
-            let now_rv = now.as_ref().and_then(|v| {
-                v["metadata"]["resourceVersion"]
-                    .as_str()
-                    .map(str::to_string)
-            });
-            if now_rv != n.resource_version && !n.labels.is_empty() {
-                // Nodes change constantly (heartbeats do not bump metadata, but labels do): compare
-                // only the labels the plan would change.
-                let current = now.unwrap_or(Value::Null);
-                for c in &n.labels {
-                    let key = c.path.trim_start_matches("labels.").trim_matches('"');
-                    if current["metadata"]["labels"].get(key) != c.before.as_ref() {
-                        moved.push(format!(
-                            "Node/{}: label {key} changed since the plan",
-                            n.node
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    if let Some(hp) = &plan.helm_release {
-        let now = crate::release::read_release(k, &plan.helm.namespace, &plan.helm.release)
-            .await?
-            .map(|r| r.revision);
-        if now != hp.revision {
-            let show = |r: Option<u64>| r.map_or("none".to_string(), |r| r.to_string());
-            moved.push(format!(
-                "HelmRelease/{}/{}: revision {} -> {}",
-                plan.helm.namespace,
-                plan.helm.release,
-                show(hp.revision),
-                show(now)
-            ));
-        }
-    }
+    let mut now = crate::read::planned(k, plan, parallelism).await?;
+    let moved = plan::stale::changes_since(plan, &now);
     if !moved.is_empty() {
         return Err(ApplyError::Stale(moved));
     }
-    let mut journals = LiveView::empty(gpuctl_core::live::Source::Offline);
-    journals.journals = crate::read::journals(k, &plan.helm.namespace).await;
+    now.journals = crate::read::journals(k, &plan.helm.namespace).await;
     let upgrades: Vec<String> = plan::upgrades::findings(
-        &journals,
+        &now,
         &plan.blueprint,
         &plan.helm.namespace,
         &plan.node_patches,

@@ -400,6 +400,64 @@ async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, Clust
     Ok(by_name.into_values().collect())
 }
 
+/// A planned object's type, whether it is served, and the object now.
+type PlannedRead = (TypeRef, bool, Option<Value>);
+
+/// What a saved plan is about, read again for `apply`'s stale check: the kinds it uses, its
+/// objects (a bounded number at a time: a saved plan of 5,000 objects read one by one takes
+/// minutes against a remote server), the nodes it changes and, when it planned the Helm step, the
+/// operator's release.
+pub async fn planned(
+    k: &Kube,
+    plan: &gpuctl_core::plan::Plan,
+    parallelism: usize,
+) -> Result<LiveView, ClusterError> {
+    let mut view = LiveView::empty(Source::Cluster {
+        server: k.server.clone(),
+        fingerprint: plan.cluster_fingerprint.clone().unwrap_or_default(),
+    });
+    let actions = plan
+        .actions
+        .iter()
+        .filter(|a| a.action != gpuctl_core::plan::ActionKind::CreateAfterCrd);
+    let reads: Vec<Result<PlannedRead, ClusterError>> = futures::stream::iter(actions)
+        .map(|a| async move {
+            let t = TypeRef::new(&a.api_version, &a.kind);
+            let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
+                return Ok((t, false, None));
+            };
+            let now = k.get(&r, a.namespace.as_deref(), &a.name).await?;
+            Ok((t, true, now))
+        })
+        .buffered(parallelism.max(1))
+        .collect()
+        .await;
+    let mut served = BTreeSet::new();
+    for read in reads {
+        let (t, is_served, now) = read?;
+        if is_served {
+            served.insert(t);
+        }
+        if let Some(v) = now.and_then(|v| Some((ObjectRef::of(&v)?, v))) {
+            view.objects.insert(v.0, v.1);
+        }
+    }
+    view.served = Some(served);
+    let mut nodes = Vec::new();
+    if let Some(r) = k.resolve("v1", "Node").await? {
+        for n in &plan.nodes {
+            nodes.extend(k.get(&r, None, &n.node).await?);
+        }
+    }
+    view.nodes = Some(nodes);
+    if plan.helm_release.is_some() {
+        let release =
+            crate::release::read_release(k, &plan.helm.namespace, &plan.helm.release).await?;
+        view.helm_release = Reading::Read(release);
+    }
+    Ok(view)
+}
+
 /// One pool's workloads for an upgrade: the nodes matching `selector`, their pods, the PDBs
 /// covering them and the driver CRs.
 pub async fn pool_workloads(

@@ -13,6 +13,7 @@ pub mod helm;
 pub mod nodes;
 pub mod objects;
 pub mod redact;
+pub mod stale;
 #[cfg(test)]
 mod tests;
 pub mod upgrades;

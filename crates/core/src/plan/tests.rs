@@ -519,3 +519,62 @@ fn a_snapshot_view_reads_as_a_live_one_would() {
     );
     assert_eq!(p.nodes.len(), 1);
 }
+
+#[test]
+fn a_saved_plan_is_stale_when_what_it_planned_moved() {
+    // Planned against a cluster holding the namespace (rv 41), a node to relabel and a release.
+    let mut then = snapshot_view();
+    with_member(&mut then, stored(&namespace()));
+    then.nodes = Some(vec![node("n1", json!({"pool": "train"}), json!([]))]);
+    then.helm_release = Reading::Read(Some(release("v26.7.0", "deployed", json!({}))));
+    let p = plan_of(&then);
+
+    // Read again, unchanged: nothing moved.
+    let mut now = LiveView::empty(Source::Offline);
+    now.objects
+        .insert(namespace().object_ref(), stored(&namespace()));
+    now.nodes = then.nodes.clone();
+    now.helm_release = then.helm_release.clone();
+    assert!(stale::changes_since(&p, &now).is_empty());
+
+    // Someone else created the quota, bumped the namespace, relabelled the node, upgraded helm.
+    let mut bumped = stored(&namespace());
+    bumped["metadata"]["resourceVersion"] = json!("42");
+    now.objects.insert(namespace().object_ref(), bumped);
+    now.objects.insert(quota().object_ref(), stored(&quota()));
+    let mut relabelled = node(
+        "n1",
+        json!({"pool": "train", "gpuctl.dev/driver": "other"}),
+        json!([]),
+    );
+    relabelled["metadata"]["resourceVersion"] = json!("8");
+    now.nodes = Some(vec![relabelled]);
+    let mut r = release("v26.7.0", "deployed", json!({}));
+    r.revision = 5;
+    now.helm_release = Reading::Read(Some(r));
+    assert_eq!(
+        stale::changes_since(&p, &now),
+        [
+            "Namespace/team-a: resourceVersion 41 -> 42",
+            "ResourceQuota/team-a/team-a-quota: created by someone else since the plan",
+            "Node/n1: label gpuctl.dev/driver changed since the plan",
+            "HelmRelease/gpu-operator/gpu-operator: revision 4 -> 5",
+        ]
+    );
+
+    // A deleted object, and a kind the cluster stopped serving.
+    now.objects.clear();
+    now.served = Some(BTreeSet::from([
+        TypeRef::new("v1", "Namespace"),
+        TypeRef::new("v1", "ResourceQuota"),
+    ]));
+    let moved = stale::changes_since(&p, &now);
+    assert!(
+        moved.contains(&"Namespace/team-a: deleted since the plan".to_string()),
+        "{moved:?}"
+    );
+    assert!(
+        moved.contains(&"ClusterQueue/train: its kind is no longer served".to_string()),
+        "{moved:?}"
+    );
+}

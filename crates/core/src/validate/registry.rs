@@ -450,7 +450,7 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
 /// docs/rules.md, generated.
 pub fn markdown() -> String {
     let mut out = String::from(
-        "# Validation rules\n\n<!-- Generated from src/validate/registry.rs by `gpuctl explain --all`; \
+        "# Validation rules\n\n<!-- Generated from crates/core/src/validate/registry.rs by `gpuctl explain --all`; \
          a test fails when this file is stale. -->\n\nEvery finding names one of these rules. \
          `gpuctl explain <ID>` prints an entry.\n\n| id | name | family | severity |\n|---|---|---|---|\n",
     );

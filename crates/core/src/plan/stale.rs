@@ -1,0 +1,82 @@
+//! Whether a saved plan still describes the cluster: what moved between `gpuctl plan --out` and
+//! `gpuctl apply PLAN`, decided from the planned objects, nodes and Helm release read again.
+
+use serde_json::Value;
+
+use super::{ActionKind, Plan};
+use crate::live::{LiveView, Reading};
+
+/// What changed since `plan` was made, one line per object (empty: nothing). `now` holds the
+/// planned objects as they are now (absent: they do not exist), the kinds served, the planned
+/// nodes and the Helm release.
+pub fn changes_since(plan: &Plan, now: &LiveView) -> Vec<String> {
+    let mut moved = Vec::new();
+    for a in plan
+        .actions
+        .iter()
+        .filter(|a| a.action != ActionKind::CreateAfterCrd)
+    {
+        let t = crate::object::TypeRef::new(&a.api_version, &a.kind);
+        if !now.serves(&t) {
+            moved.push(format!("{}: its kind is no longer served", a.id()));
+            continue;
+        }
+        let now_rv = now
+            .get(&a.object_ref())
+            .and_then(|v| v["metadata"]["resourceVersion"].as_str());
+        match (a.resource_version.as_deref(), now_rv) {
+            (None, Some(_)) => moved.push(format!(
+                "{}: created by someone else since the plan",
+                a.id()
+            )),
+            (Some(_), None) => moved.push(format!("{}: deleted since the plan", a.id())),
+            (Some(p), Some(n)) if p != n => {
+                moved.push(format!("{}: resourceVersion {p} -> {n}", a.id()));
+            }
+            _ => {}
+        }
+    }
+    moved.extend(node_changes(plan, now));
+    if let Some(hp) = &plan.helm_release
+        && let Reading::Read(release) = &now.helm_release
+    {
+        let revision = release.as_ref().map(|r| r.revision);
+        if revision != hp.revision {
+            let show = |r: Option<u64>| r.map_or("none".to_string(), |r| r.to_string());
+            moved.push(format!(
+                "HelmRelease/{}/{}: revision {} -> {}",
+                plan.helm.namespace,
+                plan.helm.release,
+                show(hp.revision),
+                show(revision)
+            ));
+        }
+    }
+    moved
+}
+
+/// Nodes change constantly (heartbeats do not bump metadata, but labels do): only the labels the
+/// plan would change are compared, and only on nodes whose resourceVersion moved.
+fn node_changes(plan: &Plan, now: &LiveView) -> Vec<String> {
+    let nodes = now.nodes.as_deref().unwrap_or_default();
+    let mut moved = Vec::new();
+    for n in plan.nodes.iter().filter(|n| !n.labels.is_empty()) {
+        let current = nodes
+            .iter()
+            .find(|v| v["metadata"]["name"] == n.node.as_str())
+            .unwrap_or(&Value::Null);
+        if current["metadata"]["resourceVersion"].as_str() == n.resource_version.as_deref() {
+            continue;
+        }
+        for c in &n.labels {
+            let key = c.path.trim_start_matches("labels.").trim_matches('"');
+            if current["metadata"]["labels"].get(key) != c.before.as_ref() {
+                moved.push(format!(
+                    "Node/{}: label {key} changed since the plan",
+                    n.node
+                ));
+            }
+        }
+    }
+    moved
+}
