@@ -307,6 +307,18 @@ fn push_sources(
     }
 }
 
+/// Refuses a table without a source, then records its sources (`table: None` is the whole file).
+fn sourced(
+    sources: &mut Vec<(&'static str, String)>,
+    file: &'static str,
+    table: Option<&str>,
+    list: &[String],
+) -> Result<(), ProfileError> {
+    require_source(file, table.unwrap_or("the file"), list)?;
+    push_sources(sources, file, table, list);
+    Ok(())
+}
+
 fn require_source(file: &'static str, what: &str, list: &[String]) -> Result<(), ProfileError> {
     if list.iter().all(|s| s.trim().is_empty()) {
         return Err(inconsistent(file, format!("{what} has no `source:`")));
@@ -319,8 +331,7 @@ fn load_architectures(
     sources: &mut Vec<(&'static str, String)>,
 ) -> Result<BTreeMap<String, Architecture>, ProfileError> {
     const F: &str = ARCHITECTURES_FILE;
-    require_source(F, "the file", &file.source.0)?;
-    push_sources(sources, F, None, &file.source.0);
+    sourced(sources, F, None, &file.source.0)?;
     let mut seen_cc = BTreeMap::new();
     let mut architectures = BTreeMap::new();
     for (name, mut architecture) in file.architectures {
@@ -368,8 +379,7 @@ fn load_gpus(
     sources: &mut Vec<(&'static str, String)>,
 ) -> Result<GpuTables, ProfileError> {
     const F: &str = GPUS_FILE;
-    require_source(F, "the file", &file.source.0)?;
-    push_sources(sources, F, None, &file.source.0);
+    sourced(sources, F, None, &file.source.0)?;
     for (name, set) in &file.mig_profile_sets {
         require_source(F, &format!("MIG profile set `{name}`"), &set.source.0)?;
         push_sources(
@@ -589,16 +599,14 @@ fn load_cuda(
     sources: &mut Vec<(&'static str, String)>,
 ) -> Result<CudaTables, ProfileError> {
     const F: &str = CUDA_FILE;
-    require_source(F, "the file", &file.source.0)?;
-    push_sources(sources, F, None, &file.source.0);
+    sourced(sources, F, None, &file.source.0)?;
     let mvc_file = file.minor_version_compatibility;
-    require_source(F, "minor_version_compatibility", &mvc_file.source.0)?;
-    push_sources(
+    sourced(
         sources,
         F,
         Some("minor_version_compatibility"),
         &mvc_file.source.0,
-    );
+    )?;
     require_source(
         F,
         "forward_compatibility",
@@ -734,15 +742,13 @@ fn load_drivers(
     sources: &mut Vec<(&'static str, String)>,
 ) -> Result<DriverTables, ProfileError> {
     const F: &str = DRIVERS_FILE;
-    require_source(F, "the file", &file.source.0)?;
-    push_sources(sources, F, None, &file.source.0);
-    require_source(F, "kernel_modules", &file.kernel_modules.source)?;
-    push_sources(
+    sourced(sources, F, None, &file.source.0)?;
+    sourced(
         sources,
         F,
         Some("kernel_modules"),
         &file.kernel_modules.source,
-    );
+    )?;
     let mut branches = BTreeMap::new();
     for branch in file.branches {
         let number = branch.branch;
@@ -777,15 +783,13 @@ fn load_operator(
     sources: &mut Vec<(&'static str, String)>,
 ) -> Result<OperatorTables, ProfileError> {
     const F: &str = OPERATOR_FILE;
-    require_source(F, "the file", &file.source.0)?;
-    push_sources(sources, F, None, &file.source.0);
-    require_source(F, "kernel_module_type", &file.kernel_module_type.source)?;
-    push_sources(
+    sourced(sources, F, None, &file.source.0)?;
+    sourced(
         sources,
         F,
         Some("kernel_module_type"),
         &file.kernel_module_type.source,
-    );
+    )?;
     let mut releases = BTreeMap::new();
     for release in file.releases {
         let version = release.version.clone();

@@ -171,57 +171,51 @@ fn suggestion_for(name: &str) -> String {
     }
 }
 
-fn duplicates(ctx: &mut Ctx<'_>) {
-    let bp = ctx.bp;
-    let mut groups: Vec<(&str, Vec<(String, String)>)> = vec![
+/// `(path, name)` of each item of a list at `path` (`spec.tenants` gives `spec.tenants[0].name`...).
+fn named<T>(path: &str, items: &[T], name: impl Fn(&T) -> String) -> Vec<(String, String)> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| (format!("{path}[{i}].name"), name(item)))
+        .collect()
+}
+
+/// Every group of names that must be unique, with each name's path.
+fn unique_names(bp: &crate::blueprint::Blueprint) -> Vec<(&'static str, Vec<(String, String)>)> {
+    let spec = &bp.spec;
+    let namespaces = std::iter::once((
+        "spec.gpuOperator.namespace".to_string(),
+        spec.gpu_operator.namespace.clone(),
+    ))
+    .chain(spec.tenants.iter().enumerate().flat_map(|(i, t)| {
+        t.namespaces
+            .iter()
+            .enumerate()
+            .map(move |(j, ns)| (format!("spec.tenants[{i}].namespaces[{j}]"), ns.clone()))
+    }))
+    .collect();
+    let mut groups = vec![
         (
             "pool",
-            bp.spec
-                .node_pools
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (format!("spec.nodePools[{i}].name"), p.name.clone()))
-                .collect(),
+            named("spec.nodePools", &spec.node_pools, |p| p.name.clone()),
         ),
         (
             "tenant",
-            bp.spec
-                .tenants
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (format!("spec.tenants[{i}].name"), t.name.clone()))
-                .collect(),
+            named("spec.tenants", &spec.tenants, |t| t.name.clone()),
         ),
         (
             "priority class",
-            bp.spec
-                .priority_classes
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (format!("spec.priorityClasses[{i}].name"), p.name.clone()))
-                .collect(),
+            named("spec.priorityClasses", &spec.priority_classes, |p| {
+                p.name.clone()
+            }),
         ),
-        (
-            "namespace",
-            std::iter::once((
-                "spec.gpuOperator.namespace".to_string(),
-                bp.spec.gpu_operator.namespace.clone(),
-            ))
-            .chain(bp.spec.tenants.iter().enumerate().flat_map(|(i, t)| {
-                t.namespaces
-                    .iter()
-                    .enumerate()
-                    .map(move |(j, ns)| (format!("spec.tenants[{i}].namespaces[{j}]"), ns.clone()))
-            }))
-            .collect(),
-        ),
+        ("namespace", namespaces),
     ];
-    for (i, p) in bp.spec.node_pools.iter().enumerate() {
+    for (i, p) in spec.node_pools.iter().enumerate() {
+        let taints = p.taints.iter().enumerate();
         groups.push((
             "taint",
-            p.taints
-                .iter()
-                .enumerate()
+            taints
                 .map(|(j, t)| {
                     (
                         format!("spec.nodePools[{i}].taints[{j}]"),
@@ -231,49 +225,31 @@ fn duplicates(ctx: &mut Ctx<'_>) {
                 .collect(),
         ));
     }
-    if let Some(k) = &bp.spec.scheduling.kueue {
-        groups.push((
-            "cohort",
-            k.cohorts
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    (
-                        format!("spec.scheduling.kueue.cohorts[{i}].name"),
-                        c.name.clone(),
-                    )
-                })
-                .collect(),
-        ));
-        groups.push((
-            "cluster queue",
-            k.cluster_queues
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    (
-                        format!("spec.scheduling.kueue.clusterQueues[{i}].name"),
-                        c.name.clone(),
-                    )
-                })
-                .collect(),
-        ));
+    if let Some(k) = &spec.scheduling.kueue {
+        let cohorts = named("spec.scheduling.kueue.cohorts", &k.cohorts, |c| {
+            c.name.clone()
+        });
+        let queues = named(
+            "spec.scheduling.kueue.clusterQueues",
+            &k.cluster_queues,
+            |c| c.name.clone(),
+        );
+        groups.push(("cohort", cohorts));
+        groups.push(("cluster queue", queues));
     }
-    if let Some(v) = &bp.spec.scheduling.volcano {
+    if let Some(v) = &spec.scheduling.volcano {
         groups.push((
             "queue",
-            v.queues
-                .iter()
-                .enumerate()
-                .map(|(i, q)| {
-                    (
-                        format!("spec.scheduling.volcano.queues[{i}].name"),
-                        q.name.clone(),
-                    )
-                })
-                .collect(),
+            named("spec.scheduling.volcano.queues", &v.queues, |q| {
+                q.name.clone()
+            }),
         ));
     }
+    groups
+}
+
+fn duplicates(ctx: &mut Ctx<'_>) {
+    let groups = unique_names(ctx.bp);
     for (what, items) in groups {
         let mut first: BTreeMap<&str, &str> = BTreeMap::new();
         for (path, name) in &items {
