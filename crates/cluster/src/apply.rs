@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use gpuctl_core::applyset::{self, ApplySetParent};
 use gpuctl_core::diag::Severity;
-use gpuctl_core::object::group_kind;
+use gpuctl_core::object::{TypeRef, group_kind};
 use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
 use gpuctl_core::render::Phase;
 
@@ -422,16 +422,16 @@ async fn wait_for_kinds(
     opts: &ApplyOptions,
     progress: &dyn Reporter,
 ) -> Result<(), ApplyError> {
-    let needed: BTreeSet<(String, String)> = steps
+    let needed: BTreeSet<TypeRef> = steps
         .iter()
-        .map(|a| (a.api_version.clone(), a.kind.clone()))
+        .map(|a| TypeRef::new(&a.api_version, &a.kind))
         .collect();
     let start = Instant::now();
     loop {
         let mut missing = Vec::new();
-        for (v, kind) in &needed {
-            if k.resolve(v, kind).await?.is_none() {
-                missing.push(format!("{v} {kind}"));
+        for t in &needed {
+            if k.resolve(&t.api_version, &t.kind).await?.is_none() {
+                missing.push(format!("{} {}", t.api_version, t.kind));
             }
         }
         if missing.is_empty() {
@@ -460,11 +460,10 @@ async fn wait_for_kinds(
 
 /// Who installs the CRDs of an API group, so a timeout says what to install. Group names are API
 /// identities (not versions), so they live here rather than in profiles/.
-fn providers(needed: &BTreeSet<(String, String)>) -> String {
+fn providers(needed: &BTreeSet<TypeRef>) -> String {
     let mut names: BTreeSet<&str> = BTreeSet::new();
-    for (api_version, _) in needed {
-        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-        names.insert(match group {
+    for t in needed {
+        names.insert(match t.group() {
             "nvidia.com" => "install the GPU Operator (gpuOperator.install: helm runs it)",
             "kueue.x-k8s.io" => "install Kueue",
             "scheduling.volcano.sh" => "install Volcano",

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use gpuctl_core::object::TypeRef;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
     PatchParams, ValidationDirective,
@@ -110,7 +111,7 @@ pub struct Resolved {
 /// A connected cluster.
 pub struct Kube {
     client: Client,
-    kinds: Mutex<HashMap<(String, String), Option<Resolved>>>,
+    kinds: Mutex<HashMap<TypeRef, Option<Resolved>>>,
     /// Server URL from the kubeconfig.
     pub server: String,
     /// Kubeconfig context in use (`--context`, else the kubeconfig's current context).
@@ -184,7 +185,7 @@ impl Kube {
         api_version: &str,
         kind: &str,
     ) -> Result<Option<Resolved>, ClusterError> {
-        let key = (api_version.to_string(), kind.to_string());
+        let key = TypeRef::new(api_version, kind);
         if let Some(r) = self.kinds().get(&key) {
             return Ok(r.clone());
         }
@@ -210,7 +211,7 @@ impl Kube {
 
     /// The discovery cache. A poisoned lock only means another task panicked while holding it;
     /// every entry is still a complete discovery answer, so the cache is recovered, not refused.
-    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Option<Resolved>>> {
+    fn kinds(&self) -> std::sync::MutexGuard<'_, HashMap<TypeRef, Option<Resolved>>> {
         self.kinds
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
