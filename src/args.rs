@@ -1,4 +1,5 @@
-//! Command-line types (clap only). They never reach domain code: `settings.rs` resolves them.
+//! Command-line types (clap only). They never leave the binary (the core and cluster crates do not
+//! depend on clap): `settings.rs` and the commands resolve them into plain settings.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
 //! Writing a [`RenderedSet`] as text: multi-document YAML for stdout, the Helm values and the node
-//! patches (the tree for GitOps is `tree.rs`).
+//! patches (the binary writes the tree for GitOps: `src/output/tree.rs`).
 
 use serde::Serialize;
 
