@@ -202,17 +202,7 @@ impl Snapshot {
     /// labels and taints; heartbeats would make every capture differ), the kinds served, this
     /// blueprint's upgrade journals and the operator's Helm release.
     pub fn capture(live: &LiveView, set: &RenderedSet) -> Result<Snapshot, CaptureError> {
-        let (server, fingerprint) = match &live.source {
-            Source::Cluster {
-                server,
-                fingerprint,
-            } => (Some(server.clone()), Some(fingerprint.clone())),
-            Source::Snapshot {
-                server,
-                fingerprint,
-            } => (server.clone(), fingerprint.clone()),
-            Source::Offline => (None, None),
-        };
+        let (server, fingerprint) = live.source.server_and_fingerprint();
         let mut snap = Snapshot {
             format_version: SNAPSHOT_FORMAT_VERSION,
             fingerprint,

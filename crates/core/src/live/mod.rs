@@ -37,6 +37,23 @@ pub enum Source {
     Offline,
 }
 
+impl Source {
+    /// The server URL and cluster fingerprint, when the source has them.
+    pub fn server_and_fingerprint(&self) -> (Option<String>, Option<String>) {
+        match self {
+            Source::Cluster {
+                server,
+                fingerprint,
+            } => (Some(server.clone()), Some(fingerprint.clone())),
+            Source::Snapshot {
+                server,
+                fingerprint,
+            } => (server.clone(), fingerprint.clone()),
+            Source::Offline => (None, None),
+        }
+    }
+}
+
 /// Something read from the cluster that may not have been read (offline, or a snapshot older than
 /// the field), or that could not be read (a plan says so instead of failing).
 #[derive(Debug, Clone, PartialEq, Default)]

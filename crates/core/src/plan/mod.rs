@@ -324,17 +324,7 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     findings.extend(node_plan.findings);
 
     let summary = Summary::of(&actions, node_plan.actions.len(), helm_release.as_ref());
-    let (cluster_fingerprint, server) = match &live.source {
-        Source::Cluster {
-            server,
-            fingerprint,
-        } => (Some(fingerprint.clone()), Some(server.clone())),
-        Source::Snapshot {
-            server,
-            fingerprint,
-        } => (fingerprint.clone(), server.clone()),
-        Source::Offline => (None, None),
-    };
+    let (server, cluster_fingerprint) = live.source.server_and_fingerprint();
     Ok(Plan {
         format_version: PLAN_FORMAT_VERSION,
         gpuctl_version: env!("CARGO_PKG_VERSION").to_string(),
