@@ -14,9 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
-};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 
@@ -68,14 +66,8 @@ fn assert_code(o: &Output, code: i32, what: &str) {
     );
 }
 
-async fn stand_in_monitoring_crds(client: &kube::Client) {
-    let crds: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-            "customresourcedefinitions",
-        ),
-    );
+async fn stand_in_monitoring_crds(tc: &TestCluster) {
+    let crds = tc.crds();
     let text = include_str!("support/prometheus-operator-crds.yaml");
     for doc in text.split("\n---\n") {
         let crd: Value = serde_saphyr::from_str(doc).expect("stand-in CRD parses");
@@ -152,7 +144,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         return;
     };
     let kc = kubeconfig();
-    stand_in_monitoring_crds(&tc.client).await;
+    stand_in_monitoring_crds(&tc).await;
     for i in 0..2 {
         tc.create_gpu_node(
             &format!("infer{i}"),

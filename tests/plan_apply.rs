@@ -6,23 +6,21 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use gpuctl::output::progress::{Progress, ProgressMode};
 use gpuctl_cluster::apply::{self, ApplyError, ApplyOptions};
 use gpuctl_cluster::read;
 use gpuctl_cluster::{ConnectOptions, Kube};
 use gpuctl_core::applyset::{self, ApplySetParent};
 use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::diag::Severity;
-use gpuctl_core::live::LiveView;
 use gpuctl_core::plan::{self, ActionKind, Plan, PlanFinding, PlanOptions};
-use gpuctl_core::render::{HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet};
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use gpuctl_core::render::{
+    DRIVER_LABEL, HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet,
+    TENANT_LABEL,
+};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::cluster::{GpuNode, TestCluster};
-
-async fn kube() -> Kube {
-    support::cluster::gpuctl_kube().await
-}
+use support::cluster::{GpuNode, TestCluster, gpuctl_kube};
+use support::fixture::{live_plan, quiet, snapshot_plan};
 
 /// A small rendered set under `prefix`: namespace, priority class, quota, Kueue flavor/cluster
 /// queue/local queue, a Volcano queue, and one pool of nodes.
@@ -97,7 +95,7 @@ impl Fixture {
             self.object(Phase::Quotas, "v1", "ResourceQuota", Some(&ns), "gpu-quota", json!({"spec": {"hard": {"requests.nvidia.com/gpu": self.quota.to_string(), "pods": "50"}}})),
             self.object(Phase::Queues, "kueue.x-k8s.io/v1beta2", "ResourceFlavor", None, &format!("{p}-flavor"), json!({"spec": {"nodeLabels": {"gpuctl-test/pool": format!("{p}-pool")}}})),
             self.object(Phase::Queues, "kueue.x-k8s.io/v1beta2", "ClusterQueue", None, &format!("{p}-cq"), json!({"spec": {
-                "namespaceSelector": {"matchLabels": {"gpuctl.dev/tenant": p}},
+                "namespaceSelector": {"matchLabels": {TENANT_LABEL: p}},
                 "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": format!("{p}-flavor"), "resources": [{"name": "nvidia.com/gpu", "nominalQuota": self.quota.to_string()}]}]}],
             }})),
             self.object(Phase::Queues, "kueue.x-k8s.io/v1beta2", "LocalQueue", Some(&ns), "default", json!({"spec": {"clusterQueue": format!("{p}-cq")}})),
@@ -149,10 +147,6 @@ impl Fixture {
     }
 }
 
-fn quiet() -> Progress {
-    Progress::new(ProgressMode::Quiet)
-}
-
 fn opts() -> ApplyOptions {
     ApplyOptions {
         poll: std::time::Duration::from_millis(200),
@@ -162,23 +156,30 @@ fn opts() -> ApplyOptions {
     }
 }
 
-async fn live_plan(k: &Kube, set: &RenderedSet) -> Plan {
-    read::plan(k, set, PlanOptions::default(), 32)
-        .await
-        .expect("plan")
+/// Connects as `test`, with a [`Fixture`] named `suffix`.
+async fn connected(test: &str, suffix: &str) -> Option<(TestCluster, Kube, Fixture)> {
+    let tc = TestCluster::connect(test).await?;
+    let k = gpuctl_kube().await;
+    let f = Fixture::new(&tc.name(suffix));
+    Some((tc, k, f))
 }
 
-async fn nodes(tc: &TestCluster, prefix: &str) {
-    for i in 0..2 {
-        tc.create_gpu_node(
-            &format!("n{i}"),
-            &GpuNode::h100(8)
-                .driver("580.105.08", (13, 0))
-                .label("gpuctl-test/pool", &format!("{prefix}-pool")),
-        )
+/// Connects as `test` and applies a [`Fixture`] named `suffix`: where most tests start.
+async fn applied(test: &str, suffix: &str) -> Option<(TestCluster, Kube, Fixture)> {
+    let (tc, k, f) = connected(test, suffix).await?;
+    let p = live_plan(&k, &f.set()).await;
+    apply::apply(&k, &p, &opts(), &quiet())
         .await
-        .expect("node");
-    }
+        .expect("apply");
+    Some((tc, k, f))
+}
+
+/// The two H100 nodes of the fixture's pool.
+async fn nodes(tc: &TestCluster, prefix: &str) {
+    let gpu = GpuNode::h100(8)
+        .driver("580.105.08", (13, 0))
+        .label("gpuctl-test/pool", &format!("{prefix}-pool"));
+    tc.create_gpu_nodes(2, &gpu).await.expect("nodes");
 }
 
 fn actions(plan: &Plan) -> Vec<(ActionKind, String)> {
@@ -191,11 +192,9 @@ fn actions(plan: &Plan) -> Vec<(ActionKind, String)> {
 
 #[tokio::test]
 async fn apply_then_plan_reports_no_changes() {
-    let Some(tc) = TestCluster::connect("apply_noop").await else {
+    let Some((tc, k, f)) = connected("apply_noop", "noop").await else {
         return;
     };
-    let k = kube().await;
-    let f = Fixture::new(&tc.name("noop"));
     nodes(&tc, &f.prefix).await;
     let first = live_plan(&k, &f.set()).await;
     assert_eq!(first.summary.create, 7, "{:#?}", actions(&first));
@@ -257,15 +256,9 @@ async fn apply_then_plan_reports_no_changes() {
 
 #[tokio::test]
 async fn an_edit_yields_exactly_the_expected_actions() {
-    let Some(tc) = TestCluster::connect("apply_edit").await else {
+    let Some((_tc, k, mut f)) = applied("apply_edit", "edit").await else {
         return;
     };
-    let k = kube().await;
-    let mut f = Fixture::new(&tc.name("edit"));
-    let p = live_plan(&k, &f.set()).await;
-    apply::apply(&k, &p, &opts(), &quiet())
-        .await
-        .expect("apply");
 
     f.quota = 16;
     f.with_volcano = false;
@@ -304,15 +297,9 @@ async fn an_edit_yields_exactly_the_expected_actions() {
 
 #[tokio::test]
 async fn prune_removes_only_members() {
-    let Some(tc) = TestCluster::connect("apply_prune").await else {
+    let Some((tc, k, mut f)) = applied("apply_prune", "prune").await else {
         return;
     };
-    let k = kube().await;
-    let mut f = Fixture::new(&tc.name("prune"));
-    let p = live_plan(&k, &f.set()).await;
-    apply::apply(&k, &p, &opts(), &quiet())
-        .await
-        .expect("apply");
 
     // An object that looks like ours (same gpuctl labels) but is not a member of the set.
     let cm: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(k.client(), &f.ns());
@@ -336,13 +323,7 @@ async fn prune_removes_only_members() {
         .await
         .expect("prune");
 
-    let queues = Api::<DynamicObject>::all_with(
-        k.client(),
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "Queue"),
-            "queues",
-        ),
-    );
+    let queues = tc.dynamic("scheduling.volcano.sh", "v1beta1", "Queue", "queues", false);
     assert!(
         queues
             .get_opt(&format!("{}-vq", f.prefix))
@@ -394,15 +375,9 @@ async fn prune_removes_only_members() {
 
 #[tokio::test]
 async fn another_managers_field_is_a_conflict() {
-    let Some(tc) = TestCluster::connect("apply_conflict").await else {
+    let Some((_tc, k, mut f)) = applied("apply_conflict", "conflict").await else {
         return;
     };
-    let k = kube().await;
-    let mut f = Fixture::new(&tc.name("conflict"));
-    let p = live_plan(&k, &f.set()).await;
-    apply::apply(&k, &p, &opts(), &quiet())
-        .await
-        .expect("apply");
 
     // Someone raises the quota by hand with their own field manager.
     let rq: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(k.client(), &f.ns());
@@ -449,15 +424,9 @@ async fn another_managers_field_is_a_conflict() {
 
 #[tokio::test]
 async fn an_object_of_another_blueprint_is_a_conflict() {
-    let Some(tc) = TestCluster::connect("apply_other_set").await else {
+    let Some((tc, k, a)) = applied("apply_other_set", "own-a").await else {
         return;
     };
-    let k = kube().await;
-    let a = Fixture::new(&tc.name("own-a"));
-    let p = live_plan(&k, &a.set()).await;
-    apply::apply(&k, &p, &opts(), &quiet())
-        .await
-        .expect("apply a");
 
     // Blueprint b also declares a's quota. Both apply as field manager `gpuctl`, so server-side
     // apply cannot see a conflict: b's apply would silently replace a's fields.
@@ -559,11 +528,9 @@ async fn put_helm_release(
 
 #[tokio::test]
 async fn the_operator_release_is_diffed_against_its_live_values() {
-    let Some(tc) = TestCluster::connect("apply_helm").await else {
+    let Some((_tc, k, f)) = connected("apply_helm", "helm").await else {
         return;
     };
-    let k = kube().await;
-    let f = Fixture::new(&tc.name("helm"));
     let mut set = f.set();
     set.helm.install = InstallMode::Helm;
     set.helm.values =
@@ -654,10 +621,8 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
     );
 
     // A snapshot carries the release, so CI plans see the same.
-    let snap = read::snapshot(&k, &set).await.expect("snapshot");
+    let (snap, from_snapshot) = snapshot_plan(&k, &set).await;
     assert_eq!(snap.helm_release.as_ref().map(|r| r.revision), Some(2));
-    let view = LiveView::from_snapshot(&snap, &plan::parent_of(&set).id());
-    let from_snapshot = plan::plan(&set, &view, PlanOptions::default()).unwrap();
     assert_eq!(from_snapshot.helm_release, p.helm_release);
 
     // A release stuck mid-operation is upgraded again, with a warning that says why.
@@ -720,15 +685,9 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
 
 #[tokio::test]
 async fn a_stale_saved_plan_is_refused() {
-    let Some(tc) = TestCluster::connect("apply_stale").await else {
+    let Some((_tc, k, mut f)) = applied("apply_stale", "stale").await else {
         return;
     };
-    let k = kube().await;
-    let mut f = Fixture::new(&tc.name("stale"));
-    let p = live_plan(&k, &f.set()).await;
-    apply::apply(&k, &p, &opts(), &quiet())
-        .await
-        .expect("apply");
 
     f.quota = 24;
     let saved =
@@ -759,11 +718,9 @@ async fn a_stale_saved_plan_is_refused() {
 
 #[tokio::test]
 async fn node_mismatches_are_findings() {
-    let Some(tc) = TestCluster::connect("plan_nodes").await else {
+    let Some((tc, k, f)) = connected("plan_nodes", "nodes").await else {
         return;
     };
-    let k = kube().await;
-    let f = Fixture::new(&tc.name("nodes"));
     // One node of the wrong model and an old driver; the pool expects two.
     tc.create_gpu_node(
         "odd",
@@ -799,7 +756,7 @@ async fn node_mismatches_are_findings() {
     // `gpuctl upgrade driver`'s job), a warning under the operator's rolling upgrades.
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
     let odd = tc.name("odd");
-    let label = json!({"metadata": {"labels": {"gpuctl.dev/driver": "pool-old"}}});
+    let label = json!({"metadata": {"labels": {DRIVER_LABEL: "pool-old"}}});
     nodes
         .patch(&odd, &PatchParams::default(), &Patch::Merge(&label))
         .await
@@ -807,7 +764,7 @@ async fn node_mismatches_are_findings() {
     let mut set = f.set();
     set.node_patches[0]
         .labels
-        .insert("gpuctl.dev/driver".into(), "pool-new".into());
+        .insert(DRIVER_LABEL.into(), "pool-new".into());
     for (blue_green, severity) in [(true, Severity::Error), (false, Severity::Warning)] {
         set.node_patches[0].blue_green = blue_green;
         let p = live_plan(&k, &set).await;
@@ -946,11 +903,9 @@ async fn throttling_and_server_errors_are_survived() {
 
 #[tokio::test]
 async fn an_interrupted_apply_converges_on_rerun() {
-    let Some(tc) = TestCluster::connect("apply_interrupted").await else {
+    let Some((_tc, direct, f)) = connected("apply_interrupted", "cut").await else {
         return;
     };
-    let f = Fixture::new(&tc.name("cut"));
-    let direct = kube().await;
     let p = live_plan(&direct, &f.set()).await;
     // The API goes away after 12 forwarded requests of the apply: mid-way through its phases.
     let proxy = FaultProxy::start(0, 12);
@@ -987,11 +942,9 @@ async fn an_interrupted_apply_converges_on_rerun() {
 
 #[tokio::test]
 async fn objects_of_missing_crds_wait_for_them() {
-    let Some(tc) = TestCluster::connect("apply_crd").await else {
+    let Some((tc, k, f)) = connected("apply_crd", "crd").await else {
         return;
     };
-    let k = kube().await;
-    let f = Fixture::new(&tc.name("crd"));
     let mut set = f.set();
     let group = format!("{}.example.gpuctl.dev", tc.name("g"));
     let mut widget = f.object(
@@ -1018,24 +971,14 @@ async fn objects_of_missing_crds_wait_for_them() {
         "metadata": {"name": format!("widgets.{group}")},
         "spec": {"group": group, "scope": "Cluster", "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
                  "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}});
-    let crds: Api<DynamicObject> = Api::all_with(
-        k.client(),
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-            ),
-            "customresourcedefinitions",
-        ),
-    );
-    crds.patch(
-        &format!("widgets.{group}"),
-        &PatchParams::apply("test"),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap();
+    tc.crds()
+        .patch(
+            &format!("widgets.{group}"),
+            &PatchParams::apply("test"),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .unwrap();
     k.forget_kinds();
     let p = live_plan(&k, &set).await;
     apply::apply(

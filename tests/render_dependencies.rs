@@ -20,6 +20,12 @@ fn edited(from: &str, to: &str) -> String {
     text.replacen(from, to, 1)
 }
 
+/// The example rendered as it is, and with `from` replaced by `to`.
+fn before_after(from: &str, to: &str) -> (RenderedSet, RenderedSet) {
+    let a = render_text("a.yaml", &base());
+    (a, render_text("b.yaml", &edited(from, to)))
+}
+
 /// Objects (by `Kind/namespace/name`) that differ between two renders, including added/removed.
 fn changed_objects(a: &RenderedSet, b: &RenderedSet) -> BTreeSet<String> {
     let index = |s: &RenderedSet| {
@@ -42,13 +48,9 @@ fn ids(list: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn driver_version_changes_the_default_driver_cr_values_and_expected_driver_only() {
-    let a = render_text("a.yaml", &base());
-    let b = render_text(
-        "b.yaml",
-        &edited(
-            "driver:\n      version: \"580.173.02\"",
-            "driver:\n      version: \"595.91.07\"",
-        ),
+    let (a, b) = before_after(
+        "driver:\n      version: \"580.173.02\"",
+        "driver:\n      version: \"595.91.07\"",
     );
     assert_eq!(
         changed_objects(&a, &b),
@@ -72,13 +74,9 @@ fn driver_version_changes_the_default_driver_cr_values_and_expected_driver_only(
 
 #[test]
 fn mig_layout_changes_the_mig_manager_config_only() {
-    let a = render_text("a.yaml", &base());
-    let b = render_text(
-        "b.yaml",
-        &edited(
-            "layout: { \"3g.40gb\": 2 }",
-            "layout: { \"3g.40gb\": 1, \"4g.40gb\": 1 }",
-        ),
+    let (a, b) = before_after(
+        "layout: { \"3g.40gb\": 2 }",
+        "layout: { \"3g.40gb\": 1, \"4g.40gb\": 1 }",
     );
     assert_eq!(
         changed_objects(&a, &b),
@@ -90,13 +88,9 @@ fn mig_layout_changes_the_mig_manager_config_only() {
 
 #[test]
 fn tenant_quota_changes_that_tenants_resource_quota_only() {
-    let a = render_text("a.yaml", &base());
-    let b = render_text(
-        "b.yaml",
-        &edited(
-            "quota: { nvidia.com/gpu: 64,",
-            "quota: { nvidia.com/gpu: 32,",
-        ),
+    let (a, b) = before_after(
+        "quota: { nvidia.com/gpu: 64,",
+        "quota: { nvidia.com/gpu: 32,",
     );
     assert_eq!(
         changed_objects(&a, &b),

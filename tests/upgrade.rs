@@ -10,6 +10,7 @@
 
 #[path = "support/operator_driver.rs"]
 mod operator_driver;
+mod render_common;
 mod support;
 
 use std::collections::BTreeMap;
@@ -17,28 +18,35 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gpuctl::output::progress::{Progress, ProgressMode};
 use gpuctl_cluster::Kube;
 use gpuctl_cluster::upgrade::UpgradeError;
 use gpuctl_cluster::upgrade::execute::{self, Cancel};
 use gpuctl_cluster::upgrade::journal::JournalStore;
+use gpuctl_core::blueprint::UpgradeStrategy;
 use gpuctl_core::plan::ActionKind;
+use gpuctl_core::render::{
+    DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, RenderedSet, Templates,
+    pool_driver_cr_name,
+};
 use gpuctl_core::upgrade::journal::{Journal, JournalPhase, NodeState};
+use gpuctl_core::upgrade::preflight::{self, Prepared};
 use gpuctl_core::upgrade::schedule::{self as plan, UpgradePlan};
-use gpuctl_core::upgrade::{Timing, preflight};
+use gpuctl_core::upgrade::{
+    DRIVER_VERSION_LABEL as VERSION, MIG_CONFIG_STATE_LABEL, PENDING_TAINT_KEY, Timing,
+};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use operator_driver::{
     DriverConfig, FailMode, Failure, Invariants, OperatorDriver, ServeWorkload, put_validator,
 };
 use serde_json::json;
-use support::cluster::{GpuNode, TestCluster};
+use support::cluster::{GpuNode, TestCluster, gpuctl_kube};
+use support::fixture::{errors, live_plan, quiet, snapshot_plan};
 
 const FROM: &str = "580.173.02";
 const TO: &str = "595.91.07";
-const DRIVER_LABEL: &str = "gpuctl.dev/driver";
+/// The blueprint's default `upgrades.blueGreen.colorLabel`.
 const COLOR: &str = "gpuctl.dev/color";
-const VERSION: &str = "nvidia.com/cuda.driver-version.full";
 
 fn today() -> jiff::civil::Date {
     jiff::civil::date(2026, 11, 30)
@@ -53,17 +61,15 @@ fn timing(validate: Duration) -> Timing {
     }
 }
 
-/// Progress lines on stderr with `GPUCTL_TEST_PROGRESS=1` (for debugging), else nothing.
-fn quiet() -> Progress {
-    if std::env::var_os("GPUCTL_TEST_PROGRESS").is_some() {
-        Progress::new(ProgressMode::Lines)
-    } else {
-        Progress::new(ProgressMode::Quiet)
-    }
+/// The name render gives the NVIDIADriver CR of `pool` on driver `version` under blue-green upgrades.
+fn cr_name(pool: &str, version: &str) -> String {
+    pool_driver_cr_name(pool, version, UpgradeStrategy::BlueGreen)
 }
 
-async fn kube() -> Kube {
-    support::cluster::gpuctl_kube().await
+/// `gpuctl upgrade driver`'s preparation of an upgrade of `pool` in `blueprint` to `to`.
+fn prepare(blueprint: &std::path::Path, pool: &str, to: &str) -> Prepared {
+    preflight::prepare(blueprint, pool, to, today(), &Templates::embedded())
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// One pool of H100 nodes on its own NVIDIADriver CR, as `gpuctl apply` leaves it (render's name,
@@ -74,6 +80,7 @@ struct Fixture {
     k: Kube,
     _dir: tempfile::TempDir,
     blueprint: PathBuf,
+    drain: String,
     pool: String,
     selector: String,
     nodes: Vec<String>,
@@ -131,7 +138,7 @@ impl Fixture {
         legacy: bool,
     ) -> Option<Fixture> {
         let tc = TestCluster::connect(name).await?;
-        let k = kube().await;
+        let k = gpuctl_kube().await;
         let pool = tc.prefix.clone();
         let dir = tempfile::tempdir().unwrap();
         let blueprint = dir.path().join("blueprint.yaml");
@@ -141,37 +148,21 @@ impl Fixture {
         )
         .unwrap();
         let blue = if legacy {
-            format!("pool-{pool}")
+            pool_driver_cr_name(&pool, FROM, UpgradeStrategy::Rolling)
         } else {
-            format!("pool-{pool}-580-173-02")
+            cr_name(&pool, FROM)
         };
-        let mut names = Vec::new();
-        for i in 0..nodes {
-            let n = tc
-                .create_gpu_node(
-                    &format!("n{i}"),
-                    &GpuNode::h100(8)
-                        .driver(FROM, (13, 0))
-                        .label("gpuctl-test/pool", &pool)
-                        .label(operator_driver::OWNER, &blue)
-                        .label(operator_driver::STATE, "upgrade-done"),
-                )
-                .await
-                .unwrap();
-            names.push(n.metadata.name.unwrap());
-        }
+        let gpu = GpuNode::h100(8)
+            .driver(FROM, (13, 0))
+            .label("gpuctl-test/pool", &pool)
+            .label(operator_driver::OWNER, &blue)
+            .label(operator_driver::STATE, "upgrade-done");
+        let names = tc.create_gpu_nodes(nodes, &gpu).await.unwrap();
         // What `gpuctl apply` leaves: the pool's CR and its node labels (field manager `gpuctl`).
-        let prep = preflight::prepare(
-            &blueprint,
-            &pool,
-            TO,
-            today(),
-            &gpuctl_core::render::Templates::embedded(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let prep = prepare(&blueprint, &pool, TO);
         assert_eq!(
             prep.declared_cr(),
-            format!("pool-{pool}-580-173-02"),
+            cr_name(&pool, FROM),
             "render names the pool's CR after its driver"
         );
         let mut cr = prep
@@ -188,20 +179,14 @@ impl Fixture {
             cr["spec"]["nodeSelector"] = json!({ DRIVER_LABEL: blue });
             labels.insert(DRIVER_LABEL.to_string(), blue.clone());
         }
-        let crs = tc.dynamic(
-            "nvidia.com",
-            "v1alpha1",
-            "NVIDIADriver",
-            "nvidiadrivers",
-            false,
-        );
-        crs.patch(
-            &blue,
-            &PatchParams::apply("gpuctl").force(),
-            &Patch::Apply(&cr),
-        )
-        .await
-        .unwrap();
+        tc.nvidia_drivers()
+            .patch(
+                &blue,
+                &PatchParams::apply("gpuctl").force(),
+                &Patch::Apply(&cr),
+            )
+            .await
+            .unwrap();
         let nodes_api: Api<Node> = tc.cluster_scoped();
         for n in &names {
             let body = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": labels}});
@@ -222,6 +207,7 @@ impl Fixture {
             k,
             _dir: dir,
             blueprint,
+            drain: drain.to_string(),
             pool,
             selector,
             nodes: names,
@@ -230,14 +216,7 @@ impl Fixture {
     }
 
     async fn plan(&self, to: &str, t: &Timing) -> UpgradePlan {
-        let prep = preflight::prepare(
-            &self.blueprint,
-            &self.pool,
-            to,
-            today(),
-            &gpuctl_core::render::Templates::embedded(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let prep = prepare(&self.blueprint, &self.pool, to);
         let view = gpuctl_cluster::read::pool_workloads(&self.k, &prep.node_patch().selector)
             .await
             .unwrap();
@@ -248,32 +227,22 @@ impl Fixture {
         plan::build(&prep, view.workloads(), existing.as_ref(), t)
     }
 
-    /// The fixture's blueprint as it is on disk now, rendered.
-    fn render(&self) -> gpuctl_core::render::RenderedSet {
-        let catalog = gpuctl_core::profiles::Catalog::embedded();
-        let loaded = gpuctl_core::blueprint::load_file(&self.blueprint)
-            .unwrap_or_else(|r| panic!("{:#?}", r.findings));
-        let v = gpuctl_core::validate::validate(
-            loaded,
-            catalog,
-            gpuctl_core::validate::Options { today: today() },
-        )
-        .unwrap_or_else(|r| panic!("{:#?}", r.findings));
-        gpuctl_core::render::render(&v, catalog, &gpuctl_core::render::Templates::embedded())
-            .unwrap_or_else(|e| panic!("{e}"))
+    /// Rewrites the fixture's blueprint to declare driver `version` for the pool.
+    fn declare(&self, version: &str) {
+        let text = blueprint_text(
+            &self.pool,
+            &self.tc.namespace,
+            self.nodes.len(),
+            version,
+            &self.drain,
+        );
+        std::fs::write(&self.blueprint, text).unwrap();
     }
 
     /// A live `gpuctl plan` of the fixture's blueprint as it is on disk now.
-    async fn live_plan(&self) -> (gpuctl_core::render::RenderedSet, gpuctl_core::plan::Plan) {
-        let set = self.render();
-        let plan = gpuctl_cluster::read::plan(
-            &self.k,
-            &set,
-            gpuctl_core::plan::PlanOptions::default(),
-            32,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    async fn live_plan(&self) -> (RenderedSet, gpuctl_core::plan::Plan) {
+        let set = render_common::render_file(&self.blueprint);
+        let plan = live_plan(&self.k, &set).await;
         (set, plan)
     }
 
@@ -281,27 +250,11 @@ impl Fixture {
     /// after checking that a plan against a snapshot taken now (what CI plans against) has the
     /// same.
     async fn plan_errors(&self) -> Vec<String> {
-        let errors = |plan: gpuctl_core::plan::Plan| -> Vec<String> {
-            plan.findings
-                .into_iter()
-                .filter(|f| f.severity == gpuctl_core::diag::Severity::Error)
-                .map(|f| f.message)
-                .collect()
-        };
         let (set, plan) = self.live_plan().await;
-        let snap = gpuctl_cluster::read::snapshot(&self.k, &set)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let view = gpuctl_core::live::LiveView::from_snapshot(
-            &snap,
-            &gpuctl_core::plan::parent_of(&set).id(),
-        );
-        let from_snapshot =
-            gpuctl_core::plan::plan(&set, &view, gpuctl_core::plan::PlanOptions::default())
-                .unwrap_or_else(|e| panic!("{e}"));
-        let live = errors(plan);
+        let (_, from_snapshot) = snapshot_plan(&self.k, &set).await;
+        let live = errors(&plan);
         assert_eq!(
-            errors(from_snapshot),
+            errors(&from_snapshot),
             live,
             "a snapshot plan sees what a live plan sees"
         );
@@ -338,14 +291,7 @@ impl Fixture {
                 assert_eq!(l.get(k), Some(v), "{n}: apply would change {k}");
             }
         }
-        let crs = self.tc.dynamic(
-            "nvidia.com",
-            "v1alpha1",
-            "NVIDIADriver",
-            "nvidiadrivers",
-            false,
-        );
-        let live_cr: DynamicObject = crs.get(cr).await.unwrap();
+        let live_cr: DynamicObject = self.tc.nvidia_drivers().get(cr).await.unwrap();
         let rendered = set
             .objects
             .iter()
@@ -355,12 +301,7 @@ impl Fixture {
             live_cr.data["spec"], rendered.manifest["spec"],
             "apply would change the CR's spec"
         );
-        let errors: Vec<&str> = plan
-            .findings
-            .iter()
-            .filter(|f| f.severity == gpuctl_core::diag::Severity::Error)
-            .map(|f| f.message.as_str())
-            .collect();
+        let errors = errors(&plan);
         assert!(errors.is_empty(), "{errors:#?}");
         let moves: Vec<&str> = plan
             .nodes
@@ -383,6 +324,23 @@ impl Fixture {
         }
     }
 
+    /// A GPU service `app` on the pool: `replicas` pods of one GPU, PDB `minAvailable`.
+    async fn serve(&self, app: &str, replicas: usize, min_available: i32) -> ServeWorkload {
+        let (client, ns) = (self.tc.client.clone(), &self.tc.namespace);
+        let tick = Duration::from_millis(20);
+        ServeWorkload::start(
+            client,
+            ns,
+            app,
+            &self.selector,
+            replicas,
+            min_available,
+            1,
+            tick,
+        )
+        .await
+    }
+
     async fn journal(&self) -> Option<Journal> {
         JournalStore::new(&self.k, &self.tc.namespace, &self.pool)
             .load()
@@ -400,14 +358,24 @@ impl Fixture {
     }
 
     async fn cr_exists(&self, name: &str) -> bool {
-        let crs = self.tc.dynamic(
-            "nvidia.com",
-            "v1alpha1",
-            "NVIDIADriver",
-            "nvidiadrivers",
-            false,
-        );
-        crs.get_opt(name).await.unwrap().is_some()
+        self.tc
+            .nvidia_drivers()
+            .get_opt(name)
+            .await
+            .unwrap()
+            .is_some()
+    }
+
+    /// `gpuctl upgrade driver --resume` of the pool.
+    async fn resume(&self, t: &Timing) -> Result<Journal, UpgradeError> {
+        let (ns, pool) = (Some(self.tc.namespace.as_str()), Some(self.pool.as_str()));
+        execute::resume(&self.k, ns, pool, t, &quiet(), Cancel::never()).await
+    }
+
+    /// `gpuctl upgrade rollback` of the pool.
+    async fn rollback(&self, t: &Timing) -> Result<Journal, UpgradeError> {
+        let (ns, pool) = (Some(self.tc.namespace.as_str()), Some(self.pool.as_str()));
+        execute::rollback(&self.k, ns, pool, t, &quiet(), Cancel::never()).await
     }
 
     /// Every node on `cr`, running `version`, coloured `color`, schedulable, without the steering
@@ -424,30 +392,35 @@ impl Fixture {
             assert_eq!(l.get(VERSION).map(String::as_str), Some(version), "{n}");
             assert_eq!(l.get(COLOR).map(String::as_str), color, "{n}");
             assert_eq!(
-                l.get("nvidia.com/mig.config").map(String::as_str),
+                l.get(MIG_CONFIG_LABEL).map(String::as_str),
                 Some("all-disabled"),
                 "{n}"
             );
             assert_eq!(
-                l.get("nvidia.com/mig.config.state").map(String::as_str),
+                l.get(MIG_CONFIG_STATE_LABEL).map(String::as_str),
                 Some("success"),
                 "{n}"
             );
-            let spec = node.spec.unwrap_or_default();
-            assert!(
-                !spec.unschedulable.unwrap_or(false),
-                "{n} is still cordoned"
-            );
-            assert!(
-                !spec
-                    .taints
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|t| t.key == "gpuctl.dev/driver-upgrade"),
-                "{n} keeps the steering taint"
-            );
+            assert_released(n, &node);
         }
     }
+}
+
+/// Node `n` is schedulable and without the steering taint.
+fn assert_released(n: &str, node: &Node) {
+    let spec = node.spec.clone().unwrap_or_default();
+    assert!(
+        !spec.unschedulable.unwrap_or(false),
+        "{n} is still cordoned"
+    );
+    assert!(
+        !spec
+            .taints
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.key == PENDING_TAINT_KEY),
+        "{n} keeps the steering taint"
+    );
 }
 
 /// Runs the plan's upgrade in a task and drops it once the journal has recorded `step` steps.
@@ -484,17 +457,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     };
     let t = timing(Duration::from_secs(20));
     // A GPU service (3 replicas, PDB minAvailable 2) and a training job (waitForJobs) on the pool.
-    let serve = ServeWorkload::start(
-        f.tc.client.clone(),
-        &f.tc.namespace,
-        "serve",
-        &f.selector,
-        3,
-        2,
-        1,
-        Duration::from_millis(20),
-    )
-    .await;
+    let serve = f.serve("serve", 3, 2).await;
     let jobs: Api<k8s_openapi::api::batch::v1::Job> = f.tc.namespaced();
     let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
@@ -554,13 +517,16 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     assert_eq!(plan.batches.len(), 4);
     assert!(plan.batches.iter().all(|b| b.nodes.len() == 2));
     assert_eq!(plan.policy.max_unavailable, 2);
-    assert_eq!(plan.blue_cr, format!("pool-{}", f.pool));
-    assert_eq!(plan.green_cr, format!("pool-{}-595-91-07", f.pool));
+    assert_eq!(
+        plan.blue_cr,
+        pool_driver_cr_name(&f.pool, FROM, UpgradeStrategy::Rolling)
+    );
+    assert_eq!(plan.green_cr, cr_name(&f.pool, TO));
     assert!(plan.remove_blue_cr, "the legacy CR is the pool's own");
     assert!(
         plan.checks.iter().any(|c| c.message.contains(&format!(
-            "the blueprint renders `pool-{}-580-173-02`",
-            f.pool
+            "the blueprint renders `{}`",
+            cr_name(&f.pool, FROM)
         ))),
         "{}",
         human(&plan)
@@ -619,19 +585,11 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     // Once the blueprint declares the new driver, render names the pool's CR and its nodes'
     // driver label after it: exactly the green CR the nodes run on, so `gpuctl apply` moves
     // nothing.
-    std::fs::write(
-        &f.blueprint,
-        blueprint_text(&f.pool, &f.tc.namespace, 8, TO, "20s"),
-    )
-    .unwrap();
+    f.declare(TO);
     f.assert_apply_agrees(&plan.green_cr).await;
     // Upgrading again to the driver the nodes run already is refused, even though the blueprint
     // said otherwise: green would be blue.
-    std::fs::write(
-        &f.blueprint,
-        blueprint_text(&f.pool, &f.tc.namespace, 8, FROM, "20s"),
-    )
-    .unwrap();
+    f.declare(FROM);
     let again = f.plan(TO, &t).await;
     assert_eq!(again.blue_cr, again.green_cr);
     assert!(
@@ -644,17 +602,13 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
         "{}",
         human(&again)
     );
-    std::fs::write(
-        &f.blueprint,
-        blueprint_text(&f.pool, &f.tc.namespace, 8, TO, "20s"),
-    )
-    .unwrap();
+    f.declare(TO);
     // The next upgrade moves the pool to the next version's CR, which the blueprint renders once
     // it declares that version.
     let plan2 = f.plan("610.57.04", &t).await;
     assert_eq!(plan2.errors(), 0, "{}", human(&plan2));
     assert_eq!(plan2.blue_cr, plan.green_cr);
-    assert_eq!(plan2.green_cr, format!("pool-{}-610-57-04", f.pool));
+    assert_eq!(plan2.green_cr, cr_name(&f.pool, "610.57.04"));
     assert!(
         plan2.remove_blue_cr,
         "the previous green CR is the pool's own"
@@ -680,11 +634,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
             && errors[0].contains("declares 595.91.07"),
         "{errors:#?}"
     );
-    std::fs::write(
-        &f.blueprint,
-        blueprint_text(&f.pool, &f.tc.namespace, 8, "610.57.04", "20s"),
-    )
-    .unwrap();
+    f.declare("610.57.04");
     let errors = f.plan_errors().await;
     assert!(errors.is_empty(), "{errors:#?}");
     f.assert_apply_agrees(&plan2.green_cr).await;
@@ -710,13 +660,13 @@ async fn stopping_at_any_step_and_resuming_converges() {
     let plan = f.plan(TO, &t).await;
     assert_eq!(plan.errors(), 0, "{}", human(&plan));
     // The pool is on render's CR for its driver; green is render's CR for the target.
-    assert_eq!(plan.blue_cr, format!("pool-{}-580-173-02", f.pool));
-    assert_eq!(plan.green_cr, format!("pool-{}-595-91-07", f.pool));
+    assert_eq!(plan.blue_cr, cr_name(&f.pool, FROM));
+    assert_eq!(plan.green_cr, cr_name(&f.pool, TO));
     assert!(plan.remove_blue_cr, "the blue CR is the pool's own");
     // Drop the run's future (a crash as far as the cluster can tell: the lease is not released)
     // after each of these journal steps, then resume; every step kind is hit at least once.
     let stops = [2u64, 5, 9, 14, 20, 27, 33, 38];
-    let (k, p, tt) = (kube().await, plan.clone(), t.clone());
+    let (k, p, tt) = (gpuctl_kube().await, plan.clone(), t.clone());
     let first =
         tokio::spawn(async move { execute::start(&k, &p, &tt, &quiet(), Cancel::never()).await });
     let mut done = run_until_step(&f, first, stops[0]).await;
@@ -728,7 +678,7 @@ async fn stopping_at_any_step_and_resuming_converges() {
         let status = f.journal().await.unwrap();
         assert!(!status.phase.is_final());
         let (k, pool, ns, tt) = (
-            kube().await,
+            gpuctl_kube().await,
             f.pool.clone(),
             f.tc.namespace.clone(),
             t.clone(),
@@ -740,16 +690,7 @@ async fn stopping_at_any_step_and_resuming_converges() {
         done = run_until_step(&f, task, stop).await;
     }
     if !done {
-        execute::resume(
-            &f.k,
-            Some(&f.tc.namespace),
-            Some(&f.pool),
-            &t,
-            &quiet(),
-            Cancel::never(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        f.resume(&t).await.unwrap_or_else(|e| panic!("{e}"));
         resumes += 1;
     }
     let j = f.journal().await.unwrap();
@@ -773,11 +714,7 @@ async fn stopping_at_any_step_and_resuming_converges() {
     let seen = inv.seen();
     assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
     assert!(f.driver.conflicts.lock().unwrap().is_empty());
-    std::fs::write(
-        &f.blueprint,
-        blueprint_text(&f.pool, &f.tc.namespace, 8, TO, "20s"),
-    )
-    .unwrap();
+    f.declare(TO);
     f.assert_apply_agrees(&plan.green_cr).await;
     eprintln!(
         "upgrade_resume: {resumes} resumes, {} journal steps, {:?}",
@@ -971,7 +908,7 @@ async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
     .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["journal"]["phase"], "completed");
-    f.assert_converged(&format!("pool-{}-595-91-07", f.pool), TO, Some("green"))
+    f.assert_converged(&cr_name(&f.pool, TO), TO, Some("green"))
         .await;
 }
 
@@ -1031,7 +968,7 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
         assert_eq!(l[DRIVER_LABEL], plan.green_cr, "{n}");
         assert_eq!(l[VERSION], TO, "{n}");
         assert_eq!(
-            l["nvidia.com/mig.config"], "all-disabled",
+            l[MIG_CONFIG_LABEL], "all-disabled",
             "{n}: recorded MIG config restored"
         );
         assert_eq!(j.nodes[n].state, NodeState::Done);
@@ -1071,16 +1008,10 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
         "{status}"
     );
 
-    let j = execute::rollback(
-        &f.k,
-        Some(&f.tc.namespace),
-        Some(&f.pool),
-        &timing(Duration::from_secs(20)),
-        &quiet(),
-        Cancel::never(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let j = f
+        .rollback(&timing(Duration::from_secs(20)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(j.phase, JournalPhase::RolledBack);
     let errors = f.plan_errors().await;
     assert!(errors.is_empty(), "after the rollback: {errors:#?}");
@@ -1090,23 +1021,14 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
         let l = node.metadata.labels.clone().unwrap();
         for key in [
             DRIVER_LABEL,
-            "nvidia.com/mig.config",
-            "nvidia.com/device-plugin.config",
+            MIG_CONFIG_LABEL,
+            DEVICE_PLUGIN_CONFIG_LABEL,
             COLOR,
             VERSION,
         ] {
             assert_eq!(l.get(key), before[n].get(key), "{n}: {key}");
         }
-        let spec = node.spec.unwrap();
-        assert!(!spec.unschedulable.unwrap_or(false), "{n}");
-        assert!(
-            !spec
-                .taints
-                .unwrap_or_default()
-                .iter()
-                .any(|t| t.key == "gpuctl.dev/driver-upgrade"),
-            "{n}"
-        );
+        assert_released(n, &node);
     }
     assert!(
         !f.cr_exists(&plan.green_cr).await,
@@ -1124,17 +1046,7 @@ async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
     };
     let t = timing(Duration::from_secs(20));
     // One replica that must stay up: its budget never allows an eviction.
-    let serve = ServeWorkload::start(
-        f.tc.client.clone(),
-        &f.tc.namespace,
-        "solo",
-        &f.selector,
-        1,
-        1,
-        1,
-        Duration::from_millis(20),
-    )
-    .await;
+    let serve = f.serve("solo", 1, 1).await;
     let mut inv = Invariants::start(f.tc.client.clone(), &f.selector, 1).await;
     inv.watch_service(f.tc.client.clone(), &f.tc.namespace, "solo", 1)
         .await;
@@ -1147,7 +1059,7 @@ async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
         "{}",
         human(&plan)
     );
-    let (k, p, tt) = (kube().await, plan.clone(), t.clone());
+    let (k, p, tt) = (gpuctl_kube().await, plan.clone(), t.clone());
     let a =
         tokio::spawn(async move { execute::start(&k, &p, &tt, &quiet(), Cancel::never()).await });
     while f.journal().await.is_none() {
@@ -1158,16 +1070,7 @@ async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
         plan_b.errors() > 0,
         "a second plan sees the upgrade in progress"
     );
-    let err = execute::resume(
-        &f.k,
-        Some(&f.tc.namespace),
-        Some(&f.pool),
-        &t,
-        &quiet(),
-        Cancel::never(),
-    )
-    .await
-    .unwrap_err();
+    let err = f.resume(&t).await.unwrap_err();
     assert!(matches!(err, UpgradeError::Busy { .. }), "{err}");
     let err = a.await.unwrap().unwrap_err();
     let msg = err.to_string();
@@ -1186,16 +1089,7 @@ async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
         plan.blue_cr,
         "a node that did not drain never moves"
     );
-    let j = execute::rollback(
-        &f.k,
-        Some(&f.tc.namespace),
-        Some(&f.pool),
-        &t,
-        &quiet(),
-        Cancel::never(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let j = f.rollback(&t).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(j.phase, JournalPhase::RolledBack);
     assert!(
         !f.node(blocked)

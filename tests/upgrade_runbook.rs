@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use gpuctl_core::live::workloads::{LiveDriverCr, LiveNode, LivePdb, LivePod, PodRole, Workloads};
-use gpuctl_core::render::Templates;
+use gpuctl_core::render::{DRIVER_LABEL, Templates};
 use gpuctl_core::upgrade::schedule as plan;
 use gpuctl_core::upgrade::{Timing, preflight, runbook};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -22,7 +22,7 @@ fn node(i: usize) -> LiveNode {
         ("node.kubernetes.io/instance-type", "dgx-h100"),
         ("gpuctl.dev/pool", "h100-train"),
         ("gpu.example.com/tier", "premium"),
-        ("gpuctl.dev/driver", "cluster-default"),
+        (DRIVER_LABEL, "cluster-default"),
         ("nvidia.com/gpu-operator.driver.owner", "cluster-default"),
         ("nvidia.com/gpu-driver-upgrade-state", "upgrade-done"),
         ("nvidia.com/cuda.driver-version.full", "580.173.02"),

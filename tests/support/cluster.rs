@@ -185,6 +185,22 @@ impl TestCluster {
         }
     }
 
+    /// NVIDIADriver CRs (`nvidia.com/v1alpha1`, cluster-scoped).
+    pub fn nvidia_drivers(&self) -> Api<DynamicObject> {
+        nvidia_drivers(&self.client)
+    }
+
+    /// CustomResourceDefinitions.
+    pub fn crds(&self) -> Api<DynamicObject> {
+        self.dynamic(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+        )
+    }
+
     /// Server-side applies `manifest` (a full object with apiVersion, kind and metadata.name) with
     /// [`apply_params`] through `api`, and returns what the server stored.
     pub async fn apply<K>(&self, api: &Api<K>, manifest: &Value) -> kube::Result<K>
@@ -259,6 +275,17 @@ impl TestCluster {
             .with_context(|| format!("writing the status of node {name}"))
     }
 
+    /// Creates `count` nodes like `gpu` with [`TestCluster::create_gpu_node`], suffixes `n0`, `n1`,
+    /// ..., and returns their names.
+    pub async fn create_gpu_nodes(&self, count: usize, gpu: &GpuNode) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for i in 0..count {
+            let node = self.create_gpu_node(&format!("n{i}"), gpu).await?;
+            names.push(node.metadata.name.unwrap_or_default());
+        }
+        Ok(names)
+    }
+
     /// This test's GPU nodes (by [`OWNER_LABEL`]), sorted by name.
     pub async fn gpu_nodes(&self) -> Result<Vec<Node>> {
         let nodes: Api<Node> = self.cluster_scoped();
@@ -269,6 +296,15 @@ impl TestCluster {
         list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         Ok(list)
     }
+}
+
+/// NVIDIADriver CRs (`nvidia.com/v1alpha1`, cluster-scoped) through `client`.
+pub fn nvidia_drivers(client: &Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("nvidia.com", "v1alpha1", "NVIDIADriver"),
+        "nvidiadrivers",
+    );
+    Api::all_with(client.clone(), &ar)
 }
 
 /// How MIG is set up on a [`GpuNode`].

@@ -1,2 +1,4 @@
-//! Shared helpers for integration tests (`mod support;`); cluster tests use `support::cluster`.
+//! Shared helpers for integration tests (`mod support;`); cluster tests use `support::cluster`,
+//! and those that plan and apply `support::fixture`.
 pub mod cluster;
+pub mod fixture;

@@ -42,10 +42,12 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, PostParams, WatchEvent, WatchParams,
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
 };
 use serde_json::{Value, json};
+
+use crate::support::cluster::nvidia_drivers;
 
 /// The operator's field manager for the labels it writes.
 pub const OPERATOR_MANAGER: &str = "gpu-operator-stand-in";
@@ -131,14 +133,6 @@ impl Drop for OperatorDriver {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-fn nvidia_drivers(client: &Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("nvidia.com", "v1alpha1", "NVIDIADriver"),
-        "nvidiadrivers",
-    );
-    Api::all_with(client.clone(), &ar)
 }
 
 /// GFD's driver labels for `version` (gpu-operator.md §5).
@@ -521,37 +515,22 @@ impl ServeWorkload {
             .await
             .expect("PDB created");
         let created = Arc::new(Mutex::new(0usize));
-        let nodes: Api<Node> = Api::all(client.clone());
-        let sel = node_selector.to_string();
-        let app_s = app.to_string();
-        let created_t = created.clone();
-        // First replicas now, so the test starts from a healthy service.
-        reconcile(
-            &pods,
-            &pdbs,
-            &nodes,
-            &sel,
-            &app_s,
+        let service = Service {
+            pods,
+            pdbs,
+            nodes: Api::all(client.clone()),
+            node_selector: node_selector.to_string(),
+            app: app.to_string(),
             replicas,
             min_available,
             gpus,
-            &created_t,
-        )
-        .await;
+            created: created.clone(),
+        };
+        // First replicas now, so the test starts from a healthy service.
+        reconcile(&service).await;
         let task = tokio::spawn(async move {
             loop {
-                reconcile(
-                    &pods,
-                    &pdbs,
-                    &nodes,
-                    &sel,
-                    &app_s,
-                    replicas,
-                    min_available,
-                    gpus,
-                    &created_t,
-                )
-                .await;
+                reconcile(&service).await;
                 tokio::time::sleep(tick).await;
             }
         });
@@ -563,18 +542,32 @@ impl ServeWorkload {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn reconcile(
-    pods: &Api<Pod>,
-    pdbs: &Api<PodDisruptionBudget>,
-    nodes: &Api<Node>,
-    sel: &str,
-    app: &str,
+/// What [`ServeWorkload`]'s ReplicaSet, scheduler and disruption controller keep current.
+struct Service {
+    pods: Api<Pod>,
+    pdbs: Api<PodDisruptionBudget>,
+    nodes: Api<Node>,
+    node_selector: String,
+    app: String,
     replicas: usize,
     min_available: i32,
     gpus: u32,
-    created: &Arc<Mutex<usize>>,
-) {
+    created: Arc<Mutex<usize>>,
+}
+
+async fn reconcile(service: &Service) {
+    let Service {
+        pods,
+        pdbs,
+        nodes,
+        node_selector: sel,
+        app,
+        replicas,
+        min_available,
+        gpus,
+        created,
+    } = service;
+    let (replicas, min_available, gpus) = (*replicas, *min_available, *gpus);
     let lp = ListParams::default().labels(&format!("app={app}"));
     let Ok(list) = pods.list(&lp).await else {
         return;
