@@ -339,7 +339,8 @@ mod tests {
     use super::*;
 
     fn example() -> Loaded {
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("blueprints/dgx-h100-training.yaml");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("blueprints/dgx-h100-training.yaml");
         blueprint::load_file(&path).expect("example loads")
     }
 
@@ -416,7 +417,8 @@ mod tests {
     fn a_green_cr_name_longer_than_a_label_value_is_an_error_of_the_upgrade() {
         // A 49-character pool on the default CR is fine as written; on its own CR for the target,
         // `pool-<pool>-595-91-07` would be 64 characters, too long for `gpuctl.dev/driver`.
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("blueprints/dgx-h100-training.yaml");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("blueprints/dgx-h100-training.yaml");
         let long = format!("h100-train{}", "-x".repeat(19) + "y");
         assert_eq!(long.len(), 49);
         let text = std::fs::read_to_string(path)
