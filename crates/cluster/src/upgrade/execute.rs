@@ -62,7 +62,8 @@ pub async fn start(
     if plan.errors() > 0 {
         return Err(UpgradeError::Preflight(plan.errors()));
     }
-    with_lease(k, &plan.namespace, &plan.pool, timing, progress, cancel, async |mut store, lease| {
+    let ctx = Ctx::new(k, timing, progress, cancel);
+    ctx.run(&plan.namespace, &plan.pool, Direction::Forward, async |store, holder| {
         if let Some(old) = store.load().await?
             && !old.phase.is_final()
         {
@@ -73,15 +74,12 @@ pub async fn start(
                 old.phase.describe()
             )));
         }
-        let mut j = Journal::from_plan(plan);
-        j.event(format!(
-            "upgrade of pool {} from {} ({}) to {} ({}) started by {}",
-            j.pool, j.from_version, j.blue_cr, j.to_version, j.green_cr, lease.holder
-        ));
-        store.save(&mut j).await?;
-        let mut run = Run::new(k, j, store, timing, progress, lease);
-        run.forward().await?;
-        Ok(run.j)
+        let j = Journal::from_plan(plan);
+        let event = format!(
+            "upgrade of pool {} from {} ({}) to {} ({}) started by {holder}",
+            j.pool, j.from_version, j.blue_cr, j.to_version, j.green_cr
+        );
+        Ok((j, event))
     })
     .await
 }
@@ -117,10 +115,11 @@ pub async fn resume(
         }
         JournalPhase::Running | JournalPhase::Failed => {}
     }
-    let pool = found.pool.clone();
-    with_lease(k, &found.namespace, &found.pool, timing, progress, cancel, async |mut store, lease| {
+    let pool = &found.pool;
+    let ctx = Ctx::new(k, timing, progress, cancel);
+    ctx.run(&found.namespace, pool, Direction::Forward, async |store, holder| {
         // Read again under the Lease: the journal may have moved while we waited for it.
-        let mut j = load_under_lease(&mut store, &pool).await?;
+        let mut j = load_under_lease(store, pool).await?;
         if j.phase != JournalPhase::Running && j.phase != JournalPhase::Failed {
             return Err(UpgradeError::Refused(format!(
                 "the upgrade of pool `{pool}` is {} now; see `gpuctl upgrade status --pool {pool}`",
@@ -128,11 +127,7 @@ pub async fn resume(
             )));
         }
         j.phase = JournalPhase::Running;
-        j.event(format!("resumed by {}", lease.holder));
-        store.save(&mut j).await?;
-        let mut run = Run::new(k, j, store, timing, progress, lease);
-        run.forward().await?;
-        Ok(run.j)
+        Ok((j, format!("resumed by {holder}")))
     })
     .await
 }
@@ -153,44 +148,88 @@ pub async fn rollback(
             found.pool
         )));
     }
-    let pool = found.pool.clone();
-    with_lease(
-        k,
+    let pool = &found.pool;
+    let ctx = Ctx::new(k, timing, progress, cancel);
+    ctx.run(
         &found.namespace,
-        &found.pool,
-        timing,
-        progress,
-        cancel,
-        async |mut store, lease| {
-            let mut j = load_under_lease(&mut store, &pool).await?;
+        pool,
+        Direction::Back,
+        async |store, holder| {
+            let mut j = load_under_lease(store, pool).await?;
             j.phase = JournalPhase::RollingBack;
-            j.event(format!("rollback started by {}", lease.holder));
-            store.save(&mut j).await?;
-            let mut run = Run::new(k, j, store, timing, progress, lease);
-            run.backward().await?;
-            Ok(run.j)
+            Ok((j, format!("rollback started by {holder}")))
         },
     )
     .await
 }
 
-/// Runs `f` holding `pool`'s Lease, with a journal store that checks it still holds it; Ctrl-C
-/// stops `f`, and the Lease is released however `f` ends.
-async fn with_lease(
-    k: &Kube,
-    namespace: &str,
-    pool: &str,
-    timing: &Timing,
-    progress: &dyn Reporter,
+/// What every run works with: the cluster, the timing, where progress goes and what stops it.
+struct Ctx<'a> {
+    k: &'a Kube,
+    timing: &'a Timing,
+    progress: &'a dyn Reporter,
     cancel: Cancel,
-    f: impl AsyncFnOnce(JournalStore, &LeaseGuard) -> Result<Journal, UpgradeError>,
-) -> Result<Journal, UpgradeError> {
-    let lease = acquire(k, namespace, pool, timing, progress, cancel.clone()).await?;
-    let mut store = JournalStore::new(k, namespace, pool);
-    store.guard(&lease);
-    let result = guarded(pool, cancel, f(store, &lease)).await;
-    lease.release().await;
-    result
+}
+
+impl<'a> Ctx<'a> {
+    /// Bundles a run's context.
+    fn new(k: &'a Kube, timing: &'a Timing, progress: &'a dyn Reporter, cancel: Cancel) -> Ctx<'a> {
+        Ctx {
+            k,
+            timing,
+            progress,
+            cancel,
+        }
+    }
+
+    /// Under `pool`'s Lease, `open` reads or makes the journal to run (given the store and the
+    /// Lease holder) and says what to record; the journal is saved with that event and run
+    /// `dir`: forward to green or back to blue.
+    async fn run(
+        &self,
+        namespace: &str,
+        pool: &str,
+        dir: Direction,
+        open: impl AsyncFnOnce(&mut JournalStore, &str) -> Result<(Journal, String), UpgradeError>,
+    ) -> Result<Journal, UpgradeError> {
+        self.with_lease(namespace, pool, async |mut store, lease| {
+            let (mut j, event) = open(&mut store, &lease.holder).await?;
+            j.event(event);
+            store.save(&mut j).await?;
+            let mut run = Run::new(self, j, store, lease);
+            match dir {
+                Direction::Forward => run.forward().await?,
+                Direction::Back => run.backward().await?,
+            }
+            Ok(run.j)
+        })
+        .await
+    }
+
+    /// Runs `f` holding `pool`'s Lease, with a journal store that checks it still holds it; Ctrl-C
+    /// stops `f`, and the Lease is released however `f` ends.
+    async fn with_lease(
+        &self,
+        namespace: &str,
+        pool: &str,
+        f: impl AsyncFnOnce(JournalStore, &LeaseGuard) -> Result<Journal, UpgradeError>,
+    ) -> Result<Journal, UpgradeError> {
+        let lease = self.acquire(namespace, pool).await?;
+        let mut store = JournalStore::new(self.k, namespace, pool);
+        store.guard(&lease);
+        let result = guarded(pool, self.cancel.clone(), f(store, &lease)).await;
+        lease.release().await;
+        result
+    }
+
+    /// Takes the pool's Lease; Ctrl-C while waiting for a previous run's lease to expire stops too.
+    async fn acquire(&self, namespace: &str, pool: &str) -> Result<LeaseGuard, UpgradeError> {
+        let mut cancel = self.cancel.clone();
+        tokio::select! {
+            l = journal::acquire(self.k, namespace, pool, self.timing.lease_duration, self.timing.poll, self.progress) => l,
+            () = cancel.cancelled() => Err(UpgradeError::Interrupted(pool.to_string())),
+        }
+    }
 }
 
 /// The journal, read again once the Lease is held.
@@ -201,21 +240,7 @@ async fn load_under_lease(store: &mut JournalStore, pool: &str) -> Result<Journa
         .ok_or_else(|| UpgradeError::NoJournal(format!("the journal of pool `{pool}` disappeared")))
 }
 
-/// Takes the pool's Lease; Ctrl-C while waiting for a previous run's lease to expire stops too.
-async fn acquire(
-    k: &Kube,
-    namespace: &str,
-    pool: &str,
-    timing: &Timing,
-    progress: &dyn Reporter,
-    mut cancel: Cancel,
-) -> Result<LeaseGuard, UpgradeError> {
-    tokio::select! {
-        l = journal::acquire(k, namespace, pool, timing.lease_duration, timing.poll, progress) => l,
-        () = cancel.cancelled() => Err(UpgradeError::Interrupted(pool.to_string())),
-    }
-}
-
+/// Runs `f` until it ends or Ctrl-C stops it.
 async fn guarded<F>(pool: &str, mut cancel: Cancel, f: F) -> Result<Journal, UpgradeError>
 where
     F: std::future::Future<Output = Result<Journal, UpgradeError>>,
@@ -236,7 +261,7 @@ struct Run<'a> {
     lease: &'a LeaseGuard,
 }
 
-/// Where a node is going: forward to green, or back to blue.
+/// Where a node (or a whole run) is going: forward to green, or back to blue.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -244,20 +269,14 @@ enum Direction {
 }
 
 impl<'a> Run<'a> {
-    fn new(
-        k: &'a Kube,
-        j: Journal,
-        store: JournalStore,
-        timing: &'a Timing,
-        progress: &'a dyn Reporter,
-        lease: &'a LeaseGuard,
-    ) -> Run<'a> {
+    /// A run over `j` in `ctx`, saving to `store` while `lease` is held.
+    fn new(ctx: &Ctx<'a>, j: Journal, store: JournalStore, lease: &'a LeaseGuard) -> Run<'a> {
         Run {
-            k,
+            k: ctx.k,
             j,
             store,
-            timing,
-            progress,
+            timing: ctx.timing,
+            progress: ctx.progress,
             lease,
         }
     }
