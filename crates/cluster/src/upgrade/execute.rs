@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use gpuctl_core::live::workloads::{LiveNode, PodRole};
+use gpuctl_core::live::workloads::{LiveNode, LivePod, PodRole};
 use gpuctl_core::render::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL};
 use gpuctl_core::upgrade::journal::{Journal, JournalPhase, NodeState};
 use gpuctl_core::upgrade::schedule::UpgradePlan;
@@ -545,77 +545,90 @@ impl<'a> Run<'a> {
             }
             self.progress
                 .phase(&format!("rollback batch {b}/{total}"), todo.len());
-            // A deleted Node has nothing left to restore.
-            for n in self.gone(&todo).await? {
-                self.set_state(
-                    &n,
-                    NodeState::RolledBack,
-                    Some("the Node object is gone".into()),
-                )
-                .await?;
-            }
-            // Nodes that never left blue only lose the colour, the steering taint and the cordon
-            // the upgrade put on them.
-            for n in self.with_state(
-                &todo,
-                &[NodeState::Blue, NodeState::Cordoned, NodeState::Drained],
-            ) {
-                let cordoned = self.state(&n) != NodeState::Blue;
-                self.release_node(&n, cordoned).await?;
-                self.set_state(&n, NodeState::RolledBack, None).await?;
-            }
-            let back = self.with_state(
-                &todo,
-                &[
-                    NodeState::Moved,
-                    NodeState::Validated,
-                    NodeState::Done,
-                    NodeState::Failed,
-                ],
-            );
-            if back.is_empty() {
-                continue;
-            }
-            self.gate(b, back.clone()).await?;
-            for n in &back {
-                self.cordon(n).await?;
-            }
-            self.drain(b, &back, Direction::Back).await?;
-            for n in &back {
-                let labels = self.owned_labels(n, Direction::Back, true);
-                nodeops::apply_owned_labels(self.k, n, &labels)
-                    .await
-                    .map_err(|e| self.cluster(e))?;
-                self.progress.step(&format!("Node/{n}"), "moved back");
-            }
-            let results = self.validate(&back, Direction::Back).await?;
-            let mut failed = Vec::new();
-            for (n, r) in results {
-                match r {
-                    Ok(()) => {
-                        self.settle(&n).await?;
-                        self.set_state(&n, NodeState::RolledBack, None).await?;
+            self.backward_batch(b, &todo).await?;
+        }
+        self.finish_rollback().await
+    }
+
+    /// Rolls back the nodes `todo` of batch `b`: releases those that never moved, and moves the
+    /// others back to the blue CR, validates and settles them.
+    async fn backward_batch(&mut self, b: usize, todo: &[String]) -> Result<(), UpgradeError> {
+        // A deleted Node has nothing left to restore.
+        for n in self.gone(todo).await? {
+            self.set_state(
+                &n,
+                NodeState::RolledBack,
+                Some("the Node object is gone".into()),
+            )
+            .await?;
+        }
+        // Nodes that never left blue only lose the colour, the steering taint and the cordon
+        // the upgrade put on them.
+        for n in self.with_state(
+            todo,
+            &[NodeState::Blue, NodeState::Cordoned, NodeState::Drained],
+        ) {
+            let cordoned = self.state(&n) != NodeState::Blue;
+            self.release_node(&n, cordoned).await?;
+            self.set_state(&n, NodeState::RolledBack, None).await?;
+        }
+        let back = self.with_state(
+            todo,
+            &[
+                NodeState::Moved,
+                NodeState::Validated,
+                NodeState::Done,
+                NodeState::Failed,
+            ],
+        );
+        if back.is_empty() {
+            return Ok(());
+        }
+        self.gate(b, back.clone()).await?;
+        for n in &back {
+            self.cordon(n).await?;
+        }
+        self.drain(b, &back, Direction::Back).await?;
+        for n in &back {
+            let labels = self.owned_labels(n, Direction::Back, true);
+            nodeops::apply_owned_labels(self.k, n, &labels)
+                .await
+                .map_err(|e| self.cluster(e))?;
+            self.progress.step(&format!("Node/{n}"), "moved back");
+        }
+        let results = self.validate(&back, Direction::Back).await?;
+        let mut failed = Vec::new();
+        for (n, r) in results {
+            match r {
+                Ok(()) => {
+                    self.settle(&n).await?;
+                    self.set_state(&n, NodeState::RolledBack, None).await?;
+                }
+                Err(m) => {
+                    if let Some(rec) = self.j.nodes.get_mut(&n) {
+                        rec.message = Some(m.clone());
                     }
-                    Err(m) => {
-                        if let Some(rec) = self.j.nodes.get_mut(&n) {
-                            rec.message = Some(m.clone());
-                        }
-                        failed.push(format!(
-                            "node {n} did not validate on {}: {m}",
-                            self.j.from_version
-                        ));
-                    }
+                    failed.push(format!(
+                        "node {n} did not validate on {}: {m}",
+                        self.j.from_version
+                    ));
                 }
             }
-            if !failed.is_empty() {
-                self.save(format!("rollback of batch {b} stopped")).await?;
-                let pool = self.j.pool.clone();
-                return Err(self.stopped(
-                    format!("rollback of batch {b} stopped:\n{}", failed.join("\n")),
-                    format!("fix the node(s) and run `gpuctl upgrade rollback --pool {pool}` again; it continues from here"),
-                ));
-            }
         }
+        if !failed.is_empty() {
+            self.save(format!("rollback of batch {b} stopped")).await?;
+            let pool = self.j.pool.clone();
+            return Err(self.stopped(
+                format!("rollback of batch {b} stopped:\n{}", failed.join("\n")),
+                format!("fix the node(s) and run `gpuctl upgrade rollback --pool {pool}` again; it continues from here"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Deletes the green CR when this upgrade created it and no node uses it, and records the
+    /// rollback as complete.
+    async fn finish_rollback(&mut self) -> Result<(), UpgradeError> {
         let green = self.j.green_cr.clone();
         if !self.j.green_cr_existed && self.unused(&green).await? {
             self.delete_cr(&green).await?;
@@ -736,60 +749,10 @@ impl<'a> Run<'a> {
     ) -> Result<(), UpgradeError> {
         let bound = Duration::from_secs(self.j.drain_timeout_s);
         let start = Instant::now();
-        let wait_for_jobs = self.j.wait_for_jobs;
         loop {
             let mut waiting: BTreeMap<String, String> = BTreeMap::new();
             for n in nodes {
-                let pods = read::pods_on(self.k, n)
-                    .await
-                    .map_err(|e| self.cluster(e))?;
-                for p in pods
-                    .iter()
-                    .filter(|p| p.uses_gpus() && !p.finished())
-                    .filter(|p| matches!(p.role, PodRole::Job | PodRole::Service))
-                {
-                    let id = p.id();
-                    if p.terminating {
-                        waiting.insert(id, format!("on {n}, terminating"));
-                    } else if p.role == PodRole::Job && wait_for_jobs {
-                        waiting.insert(
-                            id,
-                            format!("on {n}, a running job (waitForJobs: not evicted)"),
-                        );
-                    } else {
-                        match nodeops::evict(self.k, &p.namespace, &p.name)
-                            .await
-                            .map_err(|e| self.cluster(e))?
-                        {
-                            Eviction::Accepted => {
-                                self.progress.step(&format!("Pod/{id}"), "evicted");
-                                self.j.event(format!("evicted {id} from {n}"));
-                                waiting.insert(id, format!("on {n}, terminating"));
-                            }
-                            Eviction::Gone => {}
-                            Eviction::Blocked(why) => {
-                                let pdbs = read::read_pdbs(self.k, std::slice::from_ref(p))
-                                    .await
-                                    .map_err(|e| self.cluster(e))?;
-                                let budgets = pdbs
-                                    .iter()
-                                    .map(|d| {
-                                        format!(
-                                            "; PodDisruptionBudget {} ({}) allows {} disruption(s) now",
-                                            d.id(),
-                                            d.rule,
-                                            d.disruptions_allowed
-                                        )
-                                    })
-                                    .collect::<String>();
-                                waiting.insert(
-                                    id,
-                                    format!("on {n}, eviction refused: {why}{budgets}"),
-                                );
-                            }
-                        }
-                    }
-                }
+                self.drain_node(n, &mut waiting).await?;
             }
             if waiting.is_empty() {
                 return Ok(());
@@ -843,6 +806,69 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// One pass over the GPU pods on `n`: evicts those it may, and notes each pod still there in
+    /// `waiting`, with why.
+    async fn drain_node(
+        &mut self,
+        n: &str,
+        waiting: &mut BTreeMap<String, String>,
+    ) -> Result<(), UpgradeError> {
+        let pods = read::pods_on(self.k, n)
+            .await
+            .map_err(|e| self.cluster(e))?;
+        for p in pods
+            .iter()
+            .filter(|p| p.uses_gpus() && !p.finished())
+            .filter(|p| matches!(p.role, PodRole::Job | PodRole::Service))
+        {
+            let id = p.id();
+            if p.terminating {
+                waiting.insert(id, format!("on {n}, terminating"));
+            } else if p.role == PodRole::Job && self.j.wait_for_jobs {
+                waiting.insert(
+                    id,
+                    format!("on {n}, a running job (waitForJobs: not evicted)"),
+                );
+            } else {
+                match nodeops::evict(self.k, &p.namespace, &p.name)
+                    .await
+                    .map_err(|e| self.cluster(e))?
+                {
+                    Eviction::Accepted => {
+                        self.progress.step(&format!("Pod/{id}"), "evicted");
+                        self.j.event(format!("evicted {id} from {n}"));
+                        waiting.insert(id, format!("on {n}, terminating"));
+                    }
+                    Eviction::Gone => {}
+                    Eviction::Blocked(why) => {
+                        let budgets = self.budgets_of(p).await?;
+                        waiting.insert(id, format!("on {n}, eviction refused: {why}{budgets}"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The PodDisruptionBudgets covering `p` and what each allows now, as text to append to a
+    /// refused eviction.
+    async fn budgets_of(&self, p: &LivePod) -> Result<String, UpgradeError> {
+        let pdbs = read::read_pdbs(self.k, std::slice::from_ref(p))
+            .await
+            .map_err(|e| self.cluster(e))?;
+        Ok(pdbs
+            .iter()
+            .map(|d| {
+                format!(
+                    "; PodDisruptionBudget {} ({}) allows {} disruption(s) now",
+                    d.id(),
+                    d.rule,
+                    d.disruptions_allowed
+                )
+            })
+            .collect::<String>())
+    }
+
     /// Waits until each node passes the checks of `dir`'s driver, fails, or the time is up.
     async fn validate(
         &mut self,
@@ -860,29 +886,11 @@ impl<'a> Run<'a> {
         loop {
             let open: Vec<&String> = nodes.iter().filter(|n| !out.contains_key(*n)).collect();
             for n in open {
-                let Some(node) = read::read_node(self.k, n)
-                    .await
-                    .map_err(|e| self.cluster(e))?
-                else {
+                let Some(v) = self.verdict_on(n, &driver, &owner).await? else {
                     out.insert(n.clone(), Err("the node is gone".into()));
                     continue;
                 };
-                let want_validator = node.label(VALIDATOR_DEPLOY_LABEL) != Some("false");
-                let validators = if want_validator {
-                    nodeops::validator_pods(self.k, n)
-                        .await
-                        .map_err(|e| self.cluster(e))?
-                } else {
-                    Vec::new()
-                };
-                let mig = self.j.nodes.get(n).is_some_and(|r| r.mig_capable);
-                let want = Expectation {
-                    driver: &driver,
-                    owner_cr: &owner,
-                    mig,
-                    validator: want_validator,
-                };
-                match verdict(&node, &validators, &want) {
+                match v {
                     Verdict::Pass => {
                         out.insert(n.clone(), Ok(()));
                         pending.remove(n);
@@ -930,6 +938,37 @@ impl<'a> Run<'a> {
             );
             tokio::time::sleep(self.timing.poll).await;
         }
+    }
+
+    /// Node `n` checked once against `driver` on CR `owner` (`None`: the node is gone).
+    async fn verdict_on(
+        &self,
+        n: &str,
+        driver: &str,
+        owner: &str,
+    ) -> Result<Option<Verdict>, UpgradeError> {
+        let Some(node) = read::read_node(self.k, n)
+            .await
+            .map_err(|e| self.cluster(e))?
+        else {
+            return Ok(None);
+        };
+        let want_validator = node.label(VALIDATOR_DEPLOY_LABEL) != Some("false");
+        let validators = if want_validator {
+            nodeops::validator_pods(self.k, n)
+                .await
+                .map_err(|e| self.cluster(e))?
+        } else {
+            Vec::new()
+        };
+        let mig = self.j.nodes.get(n).is_some_and(|r| r.mig_capable);
+        let want = Expectation {
+            driver,
+            owner_cr: owner,
+            mig,
+            validator: want_validator,
+        };
+        Ok(Some(verdict(&node, &validators, &want)))
     }
 
     /// The driver GFD must report: the full version, or the branch with precompiled drivers.
