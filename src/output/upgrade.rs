@@ -6,12 +6,30 @@ use std::time::Duration;
 
 use gpuctl_core::journal::{Journal, JournalPhase, LeaseInfo, NodeState};
 use gpuctl_core::render::DRIVER_LABEL;
-use gpuctl_core::upgrade::schedule::{UpgradePlan, gpus_text};
+use gpuctl_core::upgrade::schedule::{PlanBatch, UpgradePlan, gpus_text};
 use gpuctl_core::upgrade::{UPGRADE_DONE, human_duration};
 
 /// The plan as text for a terminal or a log, ending with what happens next: the command to run
 /// it, or (`executing`) that it runs.
 pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
+    let mut s = header(plan);
+    s.push_str(&policy(plan));
+    s.push('\n');
+    s.push_str(&preflight(plan));
+    s.push('\n');
+    s.push_str("Steps:\n");
+    s.push_str(&prepare_step(plan));
+    for b in &plan.batches {
+        s.push_str(&batch_step(plan, b));
+    }
+    s.push_str(&finish_step(plan));
+    s.push('\n');
+    s.push_str(&next_steps(plan, executing));
+    s
+}
+
+/// The title, the versions and CRs, and the nodes and batches.
+fn header(plan: &UpgradePlan) -> String {
     let mut s = String::new();
     let p = &plan.policy;
     let _ = writeln!(
@@ -43,6 +61,13 @@ pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
         p.max_unavailable,
         p.max_unavailable_from
     );
+    s
+}
+
+/// How nodes are drained and new work steered, and the expected duration.
+fn policy(plan: &UpgradePlan) -> String {
+    let mut s = String::new();
+    let p = &plan.policy;
     let _ = writeln!(
         s,
         "  drain: GPU pods through the Eviction API (PodDisruptionBudgets honoured){}, up to {} per batch",
@@ -73,8 +98,12 @@ pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
             ""
         }
     );
-    let _ = writeln!(s);
-    let _ = writeln!(s, "Pre-flight:");
+    s
+}
+
+/// The pre-flight results, each with its hint.
+fn preflight(plan: &UpgradePlan) -> String {
+    let mut s = String::from("Pre-flight:\n");
     if plan.checks.is_empty() {
         let _ = writeln!(s, "  ok        nothing to report");
     }
@@ -95,11 +124,13 @@ pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
             let _ = writeln!(s, "            -> {h}");
         }
     }
-    let _ = writeln!(s);
-    let _ = writeln!(s, "Steps:");
-    let _ = writeln!(
-        s,
-        "  0. prepare: {} NVIDIADriver {} ({}, selects {DRIVER_LABEL}={}); label the pool's nodes {}={}; taint them {}",
+    s
+}
+
+/// Step 0: the green CR, the colour and the steering taint.
+fn prepare_step(plan: &UpgradePlan) -> String {
+    format!(
+        "  0. prepare: {} NVIDIADriver {} ({}, selects {DRIVER_LABEL}={}); label the pool's nodes {}={}; taint them {}\n",
         if plan.green_cr_exists {
             "update"
         } else {
@@ -108,90 +139,104 @@ pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
         plan.green_cr,
         plan.to_version,
         plan.green_cr,
-        p.color_label,
+        plan.policy.color_label,
         plan.blue_color,
         plan.pending_taint()
-    );
-    for b in &plan.batches {
-        let _ = writeln!(
-            s,
-            "  {}. batch {}/{}: {} ({} ~{}, from +{}{})",
-            b.index,
-            b.index,
-            plan.batches.len(),
-            b.nodes.join(", "),
-            if b.wait_for.is_empty() {
-                "expected"
-            } else {
-                "up to"
-            },
-            human_duration(Duration::from_secs(b.end_s - b.start_s)),
-            human_duration(Duration::from_secs(b.start_s)),
-            if b.wait_for.is_empty() {
-                ""
-            } else {
-                "; waits for running jobs"
-            }
-        );
-        let _ = writeln!(
-            s,
-            "       cordon; GPU offline: {}",
-            gpus_text(&b.gpus_offline)
-        );
-        for w in &b.wait_for {
-            let _ = writeln!(
-                s,
-                "       wait for job pod {} on {} ({}; {})",
-                w.pod,
-                w.node,
-                w.gpus,
-                w.queue.as_deref().unwrap_or("no queue")
-            );
-        }
-        for e in &b.evict {
-            let _ = writeln!(
-                s,
-                "       evict {} on {} ({}; {}; {}{})",
-                e.pod,
-                e.node,
-                e.gpus,
-                e.owner,
-                e.queue.as_deref().unwrap_or("no queue"),
-                if e.pdbs.is_empty() {
-                    String::new()
-                } else {
-                    format!("; PDB {}", e.pdbs.join(", "))
-                }
-            );
-        }
-        if b.wait_for.is_empty() && b.evict.is_empty() {
-            let _ = writeln!(s, "       no GPU pods to drain");
-        } else {
-            let _ = writeln!(
-                s,
-                "       displaced: {}; free elsewhere in the pool: {}",
-                gpus_text(&b.displaced),
-                gpus_text(&b.spare)
-            );
-        }
-        let _ = writeln!(
-            s,
-            "       move to {} ({DRIVER_LABEL}={}, {}={}); validate: state {UPGRADE_DONE}, driver {}, MIG config success, validator Ready (up to {})",
-            plan.green_cr,
-            plan.green_cr,
-            p.color_label,
-            plan.green_color,
-            plan.to_version,
-            human_duration(Duration::from_secs(plan.validate_timeout_s))
-        );
-        let _ = writeln!(
-            s,
-            "       restore recorded labels; uncordon; remove the steering taint"
-        );
-    }
+    )
+}
+
+/// One batch's step: its nodes and timing, the drain, the move and the validation.
+fn batch_step(plan: &UpgradePlan, b: &PlanBatch) -> String {
+    let mut s = String::new();
     let _ = writeln!(
         s,
-        "  {}. finish: {}then {}",
+        "  {}. batch {}/{}: {} ({} ~{}, from +{}{})",
+        b.index,
+        b.index,
+        plan.batches.len(),
+        b.nodes.join(", "),
+        if b.wait_for.is_empty() {
+            "expected"
+        } else {
+            "up to"
+        },
+        human_duration(Duration::from_secs(b.end_s - b.start_s)),
+        human_duration(Duration::from_secs(b.start_s)),
+        if b.wait_for.is_empty() {
+            ""
+        } else {
+            "; waits for running jobs"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "       cordon; GPU offline: {}",
+        gpus_text(&b.gpus_offline)
+    );
+    s.push_str(&drain(b));
+    let _ = writeln!(
+        s,
+        "       move to {} ({DRIVER_LABEL}={}, {}={}); validate: state {UPGRADE_DONE}, driver {}, MIG config success, validator Ready (up to {})",
+        plan.green_cr,
+        plan.green_cr,
+        plan.policy.color_label,
+        plan.green_color,
+        plan.to_version,
+        human_duration(Duration::from_secs(plan.validate_timeout_s))
+    );
+    let _ = writeln!(
+        s,
+        "       restore recorded labels; uncordon; remove the steering taint"
+    );
+    s
+}
+
+/// A batch's drain: the job pods waited for, the pods evicted, and the GPUs they take along.
+fn drain(b: &PlanBatch) -> String {
+    let mut s = String::new();
+    for w in &b.wait_for {
+        let _ = writeln!(
+            s,
+            "       wait for job pod {} on {} ({}; {})",
+            w.pod,
+            w.node,
+            w.gpus,
+            w.queue.as_deref().unwrap_or("no queue")
+        );
+    }
+    for e in &b.evict {
+        let _ = writeln!(
+            s,
+            "       evict {} on {} ({}; {}; {}{})",
+            e.pod,
+            e.node,
+            e.gpus,
+            e.owner,
+            e.queue.as_deref().unwrap_or("no queue"),
+            if e.pdbs.is_empty() {
+                String::new()
+            } else {
+                format!("; PDB {}", e.pdbs.join(", "))
+            }
+        );
+    }
+    if b.wait_for.is_empty() && b.evict.is_empty() {
+        let _ = writeln!(s, "       no GPU pods to drain");
+    } else {
+        let _ = writeln!(
+            s,
+            "       displaced: {}; free elsewhere in the pool: {}",
+            gpus_text(&b.displaced),
+            gpus_text(&b.spare)
+        );
+    }
+    s
+}
+
+/// The last step: the blue CR deleted or kept, then the blueprint edit.
+fn finish_step(plan: &UpgradePlan) -> String {
+    format!(
+        "  {}. finish: {}then {}\n",
         plan.batches.len() + 1,
         if plan.remove_blue_cr {
             format!(
@@ -205,30 +250,29 @@ pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
             )
         },
         plan.blueprint_change
-    );
-    let _ = writeln!(s);
+    )
+}
+
+/// What happens next: fix the errors, the run that follows, or the command that runs it.
+fn next_steps(plan: &UpgradePlan, executing: bool) -> String {
     if plan.errors() > 0 {
-        let _ = writeln!(
-            s,
-            "{} error(s): fix them and plan again; nothing was changed.",
+        format!(
+            "{} error(s): fix them and plan again; nothing was changed.\n",
             plan.errors()
-        );
+        )
     } else if executing {
-        let _ = writeln!(
-            s,
-            "Executing; progress follows. Ctrl-C stops cleanly; `gpuctl upgrade driver --resume --pool {}` continues.",
+        format!(
+            "Executing; progress follows. Ctrl-C stops cleanly; `gpuctl upgrade driver --resume --pool {}` continues.\n",
             plan.pool
-        );
+        )
     } else {
-        let _ = writeln!(
-            s,
-            "Nothing was changed. Run it with: gpuctl upgrade driver {} --pool {} --to {} --execute",
+        format!(
+            "Nothing was changed. Run it with: gpuctl upgrade driver {} --pool {} --to {} --execute\n",
             gpuctl_core::input::as_argument(&plan.file),
             plan.pool,
             plan.to_version
-        );
+        )
     }
-    s
 }
 
 fn batch_state(j: &Journal, nodes: &[String]) -> &'static str {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use gpuctl_core::live::workloads::{LiveNode, PodRole};
+use gpuctl_core::live::workloads::{LiveNode, LivePod, PodRole};
 use gpuctl_core::names::VALIDATOR_DEPLOY_LABEL;
 use gpuctl_core::render::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL};
 use gpuctl_core::upgrade::journal::{Journal, JournalPhase, NodeState};
@@ -60,7 +60,8 @@ pub async fn start(
     if plan.errors() > 0 {
         return Err(UpgradeError::Preflight(plan.errors()));
     }
-    with_lease(k, &plan.namespace, &plan.pool, timing, progress, cancel, async |mut store, lease| {
+    let ctx = Ctx::new(k, timing, progress, cancel);
+    ctx.run(&plan.namespace, &plan.pool, Direction::Forward, async |store, holder| {
         if let Some(old) = store.load().await?
             && !old.phase.is_final()
         {
@@ -71,15 +72,12 @@ pub async fn start(
                 old.phase.describe()
             )));
         }
-        let mut j = Journal::from_plan(plan);
-        j.event(format!(
-            "upgrade of pool {} from {} ({}) to {} ({}) started by {}",
-            j.pool, j.from_version, j.blue_cr, j.to_version, j.green_cr, lease.holder
-        ));
-        store.save(&mut j).await?;
-        let mut run = Run::new(k, j, store, timing, progress, lease);
-        run.forward().await?;
-        Ok(run.j)
+        let j = Journal::from_plan(plan);
+        let event = format!(
+            "upgrade of pool {} from {} ({}) to {} ({}) started by {holder}",
+            j.pool, j.from_version, j.blue_cr, j.to_version, j.green_cr
+        );
+        Ok((j, event))
     })
     .await
 }
@@ -115,10 +113,11 @@ pub async fn resume(
         }
         JournalPhase::Running | JournalPhase::Failed => {}
     }
-    let pool = found.pool.clone();
-    with_lease(k, &found.namespace, &found.pool, timing, progress, cancel, async |mut store, lease| {
+    let pool = &found.pool;
+    let ctx = Ctx::new(k, timing, progress, cancel);
+    ctx.run(&found.namespace, pool, Direction::Forward, async |store, holder| {
         // Read again under the Lease: the journal may have moved while we waited for it.
-        let mut j = load_under_lease(&mut store, &pool).await?;
+        let mut j = load_under_lease(store, pool).await?;
         if j.phase != JournalPhase::Running && j.phase != JournalPhase::Failed {
             return Err(UpgradeError::Refused(format!(
                 "the upgrade of pool `{pool}` is {} now; see `gpuctl upgrade status --pool {pool}`",
@@ -126,11 +125,7 @@ pub async fn resume(
             )));
         }
         j.phase = JournalPhase::Running;
-        j.event(format!("resumed by {}", lease.holder));
-        store.save(&mut j).await?;
-        let mut run = Run::new(k, j, store, timing, progress, lease);
-        run.forward().await?;
-        Ok(run.j)
+        Ok((j, format!("resumed by {holder}")))
     })
     .await
 }
@@ -151,44 +146,88 @@ pub async fn rollback(
             found.pool
         )));
     }
-    let pool = found.pool.clone();
-    with_lease(
-        k,
+    let pool = &found.pool;
+    let ctx = Ctx::new(k, timing, progress, cancel);
+    ctx.run(
         &found.namespace,
-        &found.pool,
-        timing,
-        progress,
-        cancel,
-        async |mut store, lease| {
-            let mut j = load_under_lease(&mut store, &pool).await?;
+        pool,
+        Direction::Back,
+        async |store, holder| {
+            let mut j = load_under_lease(store, pool).await?;
             j.phase = JournalPhase::RollingBack;
-            j.event(format!("rollback started by {}", lease.holder));
-            store.save(&mut j).await?;
-            let mut run = Run::new(k, j, store, timing, progress, lease);
-            run.backward().await?;
-            Ok(run.j)
+            Ok((j, format!("rollback started by {holder}")))
         },
     )
     .await
 }
 
-/// Runs `f` holding `pool`'s Lease, with a journal store that checks it still holds it; Ctrl-C
-/// stops `f`, and the Lease is released however `f` ends.
-async fn with_lease(
-    k: &Kube,
-    namespace: &str,
-    pool: &str,
-    timing: &Timing,
-    progress: &dyn Reporter,
+/// What every run works with: the cluster, the timing, where progress goes and what stops it.
+struct Ctx<'a> {
+    k: &'a Kube,
+    timing: &'a Timing,
+    progress: &'a dyn Reporter,
     cancel: Cancel,
-    f: impl AsyncFnOnce(JournalStore, &LeaseGuard) -> Result<Journal, UpgradeError>,
-) -> Result<Journal, UpgradeError> {
-    let lease = acquire(k, namespace, pool, timing, progress, cancel.clone()).await?;
-    let mut store = JournalStore::new(k, namespace, pool);
-    store.guard(&lease);
-    let result = guarded(pool, cancel, f(store, &lease)).await;
-    lease.release().await;
-    result
+}
+
+impl<'a> Ctx<'a> {
+    /// Bundles a run's context.
+    fn new(k: &'a Kube, timing: &'a Timing, progress: &'a dyn Reporter, cancel: Cancel) -> Ctx<'a> {
+        Ctx {
+            k,
+            timing,
+            progress,
+            cancel,
+        }
+    }
+
+    /// Under `pool`'s Lease, `open` reads or makes the journal to run (given the store and the
+    /// Lease holder) and says what to record; the journal is saved with that event and run
+    /// `dir`: forward to green or back to blue.
+    async fn run(
+        &self,
+        namespace: &str,
+        pool: &str,
+        dir: Direction,
+        open: impl AsyncFnOnce(&mut JournalStore, &str) -> Result<(Journal, String), UpgradeError>,
+    ) -> Result<Journal, UpgradeError> {
+        self.with_lease(namespace, pool, async |mut store, lease| {
+            let (mut j, event) = open(&mut store, &lease.holder).await?;
+            j.event(event);
+            store.save(&mut j).await?;
+            let mut run = Run::new(self, j, store, lease);
+            match dir {
+                Direction::Forward => run.forward().await?,
+                Direction::Back => run.backward().await?,
+            }
+            Ok(run.j)
+        })
+        .await
+    }
+
+    /// Runs `f` holding `pool`'s Lease, with a journal store that checks it still holds it; Ctrl-C
+    /// stops `f`, and the Lease is released however `f` ends.
+    async fn with_lease(
+        &self,
+        namespace: &str,
+        pool: &str,
+        f: impl AsyncFnOnce(JournalStore, &LeaseGuard) -> Result<Journal, UpgradeError>,
+    ) -> Result<Journal, UpgradeError> {
+        let lease = self.acquire(namespace, pool).await?;
+        let mut store = JournalStore::new(self.k, namespace, pool);
+        store.guard(&lease);
+        let result = guarded(pool, self.cancel.clone(), f(store, &lease)).await;
+        lease.release().await;
+        result
+    }
+
+    /// Takes the pool's Lease; Ctrl-C while waiting for a previous run's lease to expire stops too.
+    async fn acquire(&self, namespace: &str, pool: &str) -> Result<LeaseGuard, UpgradeError> {
+        let mut cancel = self.cancel.clone();
+        tokio::select! {
+            l = journal::acquire(self.k, namespace, pool, self.timing.lease_duration, self.timing.poll, self.progress) => l,
+            () = cancel.cancelled() => Err(UpgradeError::Interrupted(pool.to_string())),
+        }
+    }
 }
 
 /// The journal, read again once the Lease is held.
@@ -199,21 +238,7 @@ async fn load_under_lease(store: &mut JournalStore, pool: &str) -> Result<Journa
         .ok_or_else(|| UpgradeError::NoJournal(format!("the journal of pool `{pool}` disappeared")))
 }
 
-/// Takes the pool's Lease; Ctrl-C while waiting for a previous run's lease to expire stops too.
-async fn acquire(
-    k: &Kube,
-    namespace: &str,
-    pool: &str,
-    timing: &Timing,
-    progress: &dyn Reporter,
-    mut cancel: Cancel,
-) -> Result<LeaseGuard, UpgradeError> {
-    tokio::select! {
-        l = journal::acquire(k, namespace, pool, timing.lease_duration, timing.poll, progress) => l,
-        () = cancel.cancelled() => Err(UpgradeError::Interrupted(pool.to_string())),
-    }
-}
-
+/// Runs `f` until it ends or Ctrl-C stops it.
 async fn guarded<F>(pool: &str, mut cancel: Cancel, f: F) -> Result<Journal, UpgradeError>
 where
     F: std::future::Future<Output = Result<Journal, UpgradeError>>,
@@ -234,7 +259,7 @@ struct Run<'a> {
     lease: &'a LeaseGuard,
 }
 
-/// Where a node is going: forward to green, or back to blue.
+/// Where a node (or a whole run) is going: forward to green, or back to blue.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -242,20 +267,14 @@ enum Direction {
 }
 
 impl<'a> Run<'a> {
-    fn new(
-        k: &'a Kube,
-        j: Journal,
-        store: JournalStore,
-        timing: &'a Timing,
-        progress: &'a dyn Reporter,
-        lease: &'a LeaseGuard,
-    ) -> Run<'a> {
+    /// A run over `j` in `ctx`, saving to `store` while `lease` is held.
+    fn new(ctx: &Ctx<'a>, j: Journal, store: JournalStore, lease: &'a LeaseGuard) -> Run<'a> {
         Run {
-            k,
+            k: ctx.k,
             j,
             store,
-            timing,
-            progress,
+            timing: ctx.timing,
+            progress: ctx.progress,
             lease,
         }
     }
@@ -524,77 +543,90 @@ impl<'a> Run<'a> {
             }
             self.progress
                 .phase(&format!("rollback batch {b}/{total}"), todo.len());
-            // A deleted Node has nothing left to restore.
-            for n in self.gone(&todo).await? {
-                self.set_state(
-                    &n,
-                    NodeState::RolledBack,
-                    Some("the Node object is gone".into()),
-                )
-                .await?;
-            }
-            // Nodes that never left blue only lose the colour, the steering taint and the cordon
-            // the upgrade put on them.
-            for n in self.with_state(
-                &todo,
-                &[NodeState::Blue, NodeState::Cordoned, NodeState::Drained],
-            ) {
-                let cordoned = self.state(&n) != NodeState::Blue;
-                self.release_node(&n, cordoned).await?;
-                self.set_state(&n, NodeState::RolledBack, None).await?;
-            }
-            let back = self.with_state(
-                &todo,
-                &[
-                    NodeState::Moved,
-                    NodeState::Validated,
-                    NodeState::Done,
-                    NodeState::Failed,
-                ],
-            );
-            if back.is_empty() {
-                continue;
-            }
-            self.gate(b, back.clone()).await?;
-            for n in &back {
-                self.cordon(n).await?;
-            }
-            self.drain(b, &back, Direction::Back).await?;
-            for n in &back {
-                let labels = self.owned_labels(n, Direction::Back, true);
-                nodeops::apply_owned_labels(self.k, n, &labels)
-                    .await
-                    .map_err(|e| self.cluster(e))?;
-                self.progress.step(&format!("Node/{n}"), "moved back");
-            }
-            let results = self.validate(&back, Direction::Back).await?;
-            let mut failed = Vec::new();
-            for (n, r) in results {
-                match r {
-                    Ok(()) => {
-                        self.settle(&n).await?;
-                        self.set_state(&n, NodeState::RolledBack, None).await?;
+            self.backward_batch(b, &todo).await?;
+        }
+        self.finish_rollback().await
+    }
+
+    /// Rolls back the nodes `todo` of batch `b`: releases those that never moved, and moves the
+    /// others back to the blue CR, validates and settles them.
+    async fn backward_batch(&mut self, b: usize, todo: &[String]) -> Result<(), UpgradeError> {
+        // A deleted Node has nothing left to restore.
+        for n in self.gone(todo).await? {
+            self.set_state(
+                &n,
+                NodeState::RolledBack,
+                Some("the Node object is gone".into()),
+            )
+            .await?;
+        }
+        // Nodes that never left blue only lose the colour, the steering taint and the cordon
+        // the upgrade put on them.
+        for n in self.with_state(
+            todo,
+            &[NodeState::Blue, NodeState::Cordoned, NodeState::Drained],
+        ) {
+            let cordoned = self.state(&n) != NodeState::Blue;
+            self.release_node(&n, cordoned).await?;
+            self.set_state(&n, NodeState::RolledBack, None).await?;
+        }
+        let back = self.with_state(
+            todo,
+            &[
+                NodeState::Moved,
+                NodeState::Validated,
+                NodeState::Done,
+                NodeState::Failed,
+            ],
+        );
+        if back.is_empty() {
+            return Ok(());
+        }
+        self.gate(b, back.clone()).await?;
+        for n in &back {
+            self.cordon(n).await?;
+        }
+        self.drain(b, &back, Direction::Back).await?;
+        for n in &back {
+            let labels = self.owned_labels(n, Direction::Back, true);
+            nodeops::apply_owned_labels(self.k, n, &labels)
+                .await
+                .map_err(|e| self.cluster(e))?;
+            self.progress.step(&format!("Node/{n}"), "moved back");
+        }
+        let results = self.validate(&back, Direction::Back).await?;
+        let mut failed = Vec::new();
+        for (n, r) in results {
+            match r {
+                Ok(()) => {
+                    self.settle(&n).await?;
+                    self.set_state(&n, NodeState::RolledBack, None).await?;
+                }
+                Err(m) => {
+                    if let Some(rec) = self.j.nodes.get_mut(&n) {
+                        rec.message = Some(m.clone());
                     }
-                    Err(m) => {
-                        if let Some(rec) = self.j.nodes.get_mut(&n) {
-                            rec.message = Some(m.clone());
-                        }
-                        failed.push(format!(
-                            "node {n} did not validate on {}: {m}",
-                            self.j.from_version
-                        ));
-                    }
+                    failed.push(format!(
+                        "node {n} did not validate on {}: {m}",
+                        self.j.from_version
+                    ));
                 }
             }
-            if !failed.is_empty() {
-                self.save(format!("rollback of batch {b} stopped")).await?;
-                let pool = self.j.pool.clone();
-                return Err(self.stopped(
-                    format!("rollback of batch {b} stopped:\n{}", failed.join("\n")),
-                    format!("fix the node(s) and run `gpuctl upgrade rollback --pool {pool}` again; it continues from here"),
-                ));
-            }
         }
+        if !failed.is_empty() {
+            self.save(format!("rollback of batch {b} stopped")).await?;
+            let pool = self.j.pool.clone();
+            return Err(self.stopped(
+                format!("rollback of batch {b} stopped:\n{}", failed.join("\n")),
+                format!("fix the node(s) and run `gpuctl upgrade rollback --pool {pool}` again; it continues from here"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Deletes the green CR when this upgrade created it and no node uses it, and records the
+    /// rollback as complete.
+    async fn finish_rollback(&mut self) -> Result<(), UpgradeError> {
         let green = self.j.green_cr.clone();
         if !self.j.green_cr_existed && self.unused(&green).await? {
             self.delete_cr(&green).await?;
@@ -715,60 +747,10 @@ impl<'a> Run<'a> {
     ) -> Result<(), UpgradeError> {
         let bound = Duration::from_secs(self.j.drain_timeout_s);
         let start = Instant::now();
-        let wait_for_jobs = self.j.wait_for_jobs;
         loop {
             let mut waiting: BTreeMap<String, String> = BTreeMap::new();
             for n in nodes {
-                let pods = read::pods_on(self.k, n)
-                    .await
-                    .map_err(|e| self.cluster(e))?;
-                for p in pods
-                    .iter()
-                    .filter(|p| p.uses_gpus() && !p.finished())
-                    .filter(|p| matches!(p.role, PodRole::Job | PodRole::Service))
-                {
-                    let id = p.id();
-                    if p.terminating {
-                        waiting.insert(id, format!("on {n}, terminating"));
-                    } else if p.role == PodRole::Job && wait_for_jobs {
-                        waiting.insert(
-                            id,
-                            format!("on {n}, a running job (waitForJobs: not evicted)"),
-                        );
-                    } else {
-                        match nodeops::evict(self.k, &p.namespace, &p.name)
-                            .await
-                            .map_err(|e| self.cluster(e))?
-                        {
-                            Eviction::Accepted => {
-                                self.progress.step(&format!("Pod/{id}"), "evicted");
-                                self.j.event(format!("evicted {id} from {n}"));
-                                waiting.insert(id, format!("on {n}, terminating"));
-                            }
-                            Eviction::Gone => {}
-                            Eviction::Blocked(why) => {
-                                let pdbs = read::read_pdbs(self.k, std::slice::from_ref(p))
-                                    .await
-                                    .map_err(|e| self.cluster(e))?;
-                                let budgets = pdbs
-                                    .iter()
-                                    .map(|d| {
-                                        format!(
-                                            "; PodDisruptionBudget {} ({}) allows {} disruption(s) now",
-                                            d.id(),
-                                            d.rule,
-                                            d.disruptions_allowed
-                                        )
-                                    })
-                                    .collect::<String>();
-                                waiting.insert(
-                                    id,
-                                    format!("on {n}, eviction refused: {why}{budgets}"),
-                                );
-                            }
-                        }
-                    }
-                }
+                self.drain_node(n, &mut waiting).await?;
             }
             if waiting.is_empty() {
                 return Ok(());
@@ -822,6 +804,69 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// One pass over the GPU pods on `n`: evicts those it may, and notes each pod still there in
+    /// `waiting`, with why.
+    async fn drain_node(
+        &mut self,
+        n: &str,
+        waiting: &mut BTreeMap<String, String>,
+    ) -> Result<(), UpgradeError> {
+        let pods = read::pods_on(self.k, n)
+            .await
+            .map_err(|e| self.cluster(e))?;
+        for p in pods
+            .iter()
+            .filter(|p| p.uses_gpus() && !p.finished())
+            .filter(|p| matches!(p.role, PodRole::Job | PodRole::Service))
+        {
+            let id = p.id();
+            if p.terminating {
+                waiting.insert(id, format!("on {n}, terminating"));
+            } else if p.role == PodRole::Job && self.j.wait_for_jobs {
+                waiting.insert(
+                    id,
+                    format!("on {n}, a running job (waitForJobs: not evicted)"),
+                );
+            } else {
+                match nodeops::evict(self.k, &p.namespace, &p.name)
+                    .await
+                    .map_err(|e| self.cluster(e))?
+                {
+                    Eviction::Accepted => {
+                        self.progress.step(&format!("Pod/{id}"), "evicted");
+                        self.j.event(format!("evicted {id} from {n}"));
+                        waiting.insert(id, format!("on {n}, terminating"));
+                    }
+                    Eviction::Gone => {}
+                    Eviction::Blocked(why) => {
+                        let budgets = self.budgets_of(p).await?;
+                        waiting.insert(id, format!("on {n}, eviction refused: {why}{budgets}"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The PodDisruptionBudgets covering `p` and what each allows now, as text to append to a
+    /// refused eviction.
+    async fn budgets_of(&self, p: &LivePod) -> Result<String, UpgradeError> {
+        let pdbs = read::read_pdbs(self.k, std::slice::from_ref(p))
+            .await
+            .map_err(|e| self.cluster(e))?;
+        Ok(pdbs
+            .iter()
+            .map(|d| {
+                format!(
+                    "; PodDisruptionBudget {} ({}) allows {} disruption(s) now",
+                    d.id(),
+                    d.rule,
+                    d.disruptions_allowed
+                )
+            })
+            .collect::<String>())
+    }
+
     /// Waits until each node passes the checks of `dir`'s driver, fails, or the time is up.
     async fn validate(
         &mut self,
@@ -839,29 +884,11 @@ impl<'a> Run<'a> {
         loop {
             let open: Vec<&String> = nodes.iter().filter(|n| !out.contains_key(*n)).collect();
             for n in open {
-                let Some(node) = read::read_node(self.k, n)
-                    .await
-                    .map_err(|e| self.cluster(e))?
-                else {
+                let Some(v) = self.verdict_on(n, &driver, &owner).await? else {
                     out.insert(n.clone(), Err("the node is gone".into()));
                     continue;
                 };
-                let want_validator = node.label(VALIDATOR_DEPLOY_LABEL) != Some("false");
-                let validators = if want_validator {
-                    nodeops::validator_pods(self.k, n)
-                        .await
-                        .map_err(|e| self.cluster(e))?
-                } else {
-                    Vec::new()
-                };
-                let mig = self.j.nodes.get(n).is_some_and(|r| r.mig_capable);
-                let want = Expectation {
-                    driver: &driver,
-                    owner_cr: &owner,
-                    mig,
-                    validator: want_validator,
-                };
-                match verdict(&node, &validators, &want) {
+                match v {
                     Verdict::Pass => {
                         out.insert(n.clone(), Ok(()));
                         pending.remove(n);
@@ -909,6 +936,37 @@ impl<'a> Run<'a> {
             );
             tokio::time::sleep(self.timing.poll).await;
         }
+    }
+
+    /// Node `n` checked once against `driver` on CR `owner` (`None`: the node is gone).
+    async fn verdict_on(
+        &self,
+        n: &str,
+        driver: &str,
+        owner: &str,
+    ) -> Result<Option<Verdict>, UpgradeError> {
+        let Some(node) = read::read_node(self.k, n)
+            .await
+            .map_err(|e| self.cluster(e))?
+        else {
+            return Ok(None);
+        };
+        let want_validator = node.label(VALIDATOR_DEPLOY_LABEL) != Some("false");
+        let validators = if want_validator {
+            nodeops::validator_pods(self.k, n)
+                .await
+                .map_err(|e| self.cluster(e))?
+        } else {
+            Vec::new()
+        };
+        let mig = self.j.nodes.get(n).is_some_and(|r| r.mig_capable);
+        let want = Expectation {
+            driver,
+            owner_cr: owner,
+            mig,
+            validator: want_validator,
+        };
+        Ok(Some(verdict(&node, &validators, &want)))
     }
 
     /// The driver GFD must report: the full version, or the branch with precompiled drivers.

@@ -12,10 +12,10 @@ use super::{
     BLUE, DRIVER_VERSION_LABEL, GREEN, MIG_CAPABLE_LABEL, PENDING_TAINT_EFFECT, PENDING_TAINT_KEY,
     PENDING_TAINT_VALUE, Timing, UPGRADE_DONE, UPGRADE_POOL_LABEL, UPGRADE_STATE_LABEL,
 };
-use crate::blueprint::{Blueprint, IntOrString, UpgradeStrategy};
+use crate::blueprint::{Blueprint, IntOrString, NodePool, UpgradeStrategy};
 use crate::diag::Severity;
 use crate::journal::Journal;
-use crate::live::workloads::{LiveNode, LivePod, PodRole, Workloads, selector_text};
+use crate::live::workloads::{LiveDriverCr, LiveNode, LivePod, PodRole, Workloads, selector_text};
 use crate::quantity::parse_duration_ms;
 use crate::render::{
     DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, TENANT_LABEL, pool_driver_cr_name,
@@ -303,13 +303,75 @@ pub fn build(
     timing: &Timing,
 ) -> UpgradePlan {
     let bp = prep.blueprint();
-    let pool = &bp.spec.node_pools[prep.pool_index];
-    let patch = prep.node_patch();
-    let total = live.nodes.len();
-    let policy = policy(bp, total.max(1));
+    let pool = pool_of(prep);
+    let policy = policy(bp, live.nodes.len().max(1));
     let mut checks = prep.checks.clone();
-    let cluster = |level, msg: String| Check::new(level, "cluster", msg);
+    check_journal(journal, &mut checks);
 
+    // Nodes and the CR that owns them now.
+    check_node_count(prep, live, &mut checks);
+    let blue_cr = current_cr(prep, live, &mut checks);
+    check_current_cr(prep, live, &blue_cr, &mut checks);
+    let to_version = prep.target.to_string();
+    let green_cr = green_cr_name(&pool.name, &to_version);
+    check_not_on_green(prep, &blue_cr, &green_cr, &mut checks);
+    let crs = driver_crs(prep, live, &blue_cr, &green_cr, &mut checks);
+    check_node_drivers(live, &blue_cr, &mut checks);
+    check_node_owners(live, &mut checks);
+
+    let (blue_color, green_color) = colours(live, &policy, &mut checks);
+    check_policy(&policy, &mut checks);
+    let node_upgrade_s = timing.node_upgrade_estimate.as_secs();
+    let (nodes, batches) = schedule(bp, live, &policy, node_upgrade_s, &mut checks);
+    check_node_conditions(live, &mut checks);
+    check_restore(&nodes, &mut checks);
+    checks.sort_by_key(|c| c.level);
+    let total_s = batches.last().map_or(0, |b| b.end_s);
+
+    UpgradePlan {
+        blueprint: bp.metadata.name.clone(),
+        file: prep.validated.file().to_string(),
+        pool: pool.name.clone(),
+        selector: prep.node_patch().selector.clone(),
+        namespace: bp.spec.gpu_operator.namespace.clone(),
+        gpu_model: pool.gpu.model.clone(),
+        gpus_per_node: pool.gpu.count,
+        from_version: crs.from_version,
+        to_version,
+        blue_cr,
+        green_cr: green_cr.clone(),
+        green_cr_exists: crs.green_cr_exists,
+        green_manifest: prep
+            .green_manifest
+            .clone()
+            .map(|m| green_manifest(m, &green_cr, &pool.name)),
+        remove_blue_cr: crs.remove_blue_cr,
+        blue_color,
+        green_color,
+        policy,
+        nodes,
+        batches,
+        checks,
+        branch: prep.branch.clone(),
+        blueprint_change: prep.blueprint_change.clone(),
+        validate_timeout_s: timing.validate_timeout.as_secs(),
+        node_upgrade_s,
+        total_s,
+    }
+}
+
+/// The pool being upgraded.
+fn pool_of(prep: &Prepared) -> &NodePool {
+    &prep.blueprint().spec.node_pools[prep.pool_index]
+}
+
+/// A pre-flight result about the cluster's state.
+fn cluster(level: Severity, msg: String) -> Check {
+    Check::new(level, "cluster", msg)
+}
+
+/// Refuses to plan over an upgrade of the pool that is not finished.
+fn check_journal(journal: Option<&Journal>, checks: &mut Vec<Check>) {
     if let Some(j) = journal
         && !j.phase.is_final()
     {
@@ -331,8 +393,12 @@ pub fn build(
             )),
         );
     }
+}
 
-    // Nodes and the CR that owns them now.
+/// Compares the pool's node count with the blueprint's: none is an error, another number a warning.
+fn check_node_count(prep: &Prepared, live: &Workloads, checks: &mut Vec<Check>) {
+    let pool = pool_of(prep);
+    let total = live.nodes.len();
     if total == 0 {
         checks.push(
             cluster(
@@ -340,7 +406,7 @@ pub fn build(
                 format!(
                     "no node matches the selector of pool `{}` ({})",
                     pool.name,
-                    selector_text(&patch.selector)
+                    selector_text(&prep.node_patch().selector)
                 ),
             )
             .hint("check the pool's selector and the context (`--context`)"),
@@ -354,12 +420,17 @@ pub fn build(
             ),
         ));
     }
+}
+
+/// The CR the pool's nodes name in `gpuctl.dev/driver` now (the blue CR): the declared one when
+/// there is no node, the most common one (and an error) when they disagree, `(none)` unlabelled.
+fn current_cr(prep: &Prepared, live: &Workloads, checks: &mut Vec<Check>) -> String {
     let mut by_cr: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for n in &live.nodes {
         let cr = n.label(DRIVER_LABEL).unwrap_or("(none)").to_string();
         by_cr.entry(cr).or_default().push(&n.name);
     }
-    let blue_cr = match by_cr.len() {
+    match by_cr.len() {
         0 => prep.declared_cr(),
         1 => by_cr.keys().next().cloned().unwrap_or_default(),
         _ => {
@@ -368,7 +439,7 @@ pub fn build(
                     Severity::Error,
                     format!(
                         "the nodes of pool `{}` carry different `{DRIVER_LABEL}` values: {}",
-                        pool.name,
+                        pool_of(prep).name,
                         by_cr
                             .iter()
                             .map(|(cr, ns)| format!("{cr} ({} node(s))", ns.len()))
@@ -384,7 +455,13 @@ pub fn build(
                 .map(|(cr, _)| cr.clone())
                 .unwrap_or_default()
         }
-    };
+    }
+}
+
+/// Checks the blue CR against the blueprint: the nodes must name one, and a CR other than the
+/// one render declares is worth a warning.
+fn check_current_cr(prep: &Prepared, live: &Workloads, blue_cr: &str, checks: &mut Vec<Check>) {
+    let pool = pool_of(prep);
     if blue_cr == "(none)" {
         checks.push(
             cluster(
@@ -396,7 +473,7 @@ pub fn build(
             )
             .hint("`gpuctl apply` the blueprint first, so each pool's nodes name their NVIDIADriver CR"),
         );
-    } else if blue_cr != prep.declared_cr() && total > 0 {
+    } else if blue_cr != prep.declared_cr() && !live.nodes.is_empty() {
         let why = if pool.driver.is_some() && blue_cr == legacy_cr_name(&pool.name) {
             " (the name before blue-green driver CRs carried their version; the upgrade moves the pool to the versioned name)"
         } else {
@@ -410,15 +487,18 @@ pub fn build(
             ),
         ));
     }
-    let to_version = prep.target.to_string();
-    let green_cr = green_cr_name(&pool.name, &to_version);
+}
+
+/// Refuses to move nodes that are on the target's CR already.
+fn check_not_on_green(prep: &Prepared, blue_cr: &str, green_cr: &str, checks: &mut Vec<Check>) {
     if blue_cr == green_cr {
         checks.push(
             cluster(
                 Severity::Error,
                 format!(
-                    "the nodes of pool `{}` are on NVIDIADriver `{green_cr}` already, the CR of driver {to_version}",
-                    pool.name
+                    "the nodes of pool `{}` are on NVIDIADriver `{green_cr}` already, the CR of driver {}",
+                    pool_of(prep).name,
+                    prep.target
                 ),
             )
             .hint(format!(
@@ -427,80 +507,121 @@ pub fn build(
             )),
         );
     }
+}
 
-    let mut from_version = prep.declared.to_string();
-    let mut green_cr_exists = false;
-    let mut remove_blue_cr = false;
-    match &live.driver_crs {
-        None => checks.push(
+/// What the cluster's NVIDIADriver CRs say about the move.
+struct CrFacts {
+    /// Driver the pool runs now: the blue CR's version, else the declared one.
+    from_version: String,
+    /// The green CR exists already.
+    green_cr_exists: bool,
+    /// The blue CR is removed at the end.
+    remove_blue_cr: bool,
+}
+
+/// Reads the blue and green CRs: the API must be served and the blue CR exist; a green CR that
+/// exists already must be an earlier attempt of this pool's upgrade.
+fn driver_crs(
+    prep: &Prepared,
+    live: &Workloads,
+    blue_cr: &str,
+    green_cr: &str,
+    checks: &mut Vec<Check>,
+) -> CrFacts {
+    let mut facts = CrFacts {
+        from_version: prep.declared.to_string(),
+        green_cr_exists: false,
+        remove_blue_cr: false,
+    };
+    let Some(crs) = &live.driver_crs else {
+        checks.push(
             cluster(
                 Severity::Error,
                 "the cluster does not serve nvidia.com/v1alpha1 NVIDIADriver".to_string(),
             )
             .hint("install GPU Operator v24.9 or newer with `driver.nvidiaDriverCRD.enabled=true` (gpu-operator.md §2.3)"),
+        );
+        return facts;
+    };
+    match live.driver_cr(blue_cr) {
+        Some(b) => {
+            facts.from_version = b.version.clone();
+            facts.remove_blue_cr = removes_blue_cr(prep, b, blue_cr);
+        }
+        None if blue_cr != "(none)" && !live.nodes.is_empty() => checks.push(
+            cluster(
+                Severity::Error,
+                format!("the pool's nodes name NVIDIADriver `{blue_cr}`, which does not exist"),
+            )
+            .hint("`gpuctl apply` the blueprint first"),
         ),
-        Some(crs) => {
-            match live.driver_cr(&blue_cr) {
-                Some(b) => {
-                    from_version = b.version.clone();
-                    // Removed at the end only when it is this pool's own CR (no other pool, not the
-                    // default): other pools may share a CR. The pool's own CR is the one render
-                    // names for it, or `pool-<pool>`, its name before blue-green names carried the
-                    // version (still render's name with `strategy: rolling`).
-                    let own = pool.driver.is_some() && blue_cr == prep.declared_cr()
-                        || blue_cr == legacy_cr_name(&pool.name);
-                    remove_blue_cr = !b.default
-                        && b.node_selector.get(DRIVER_LABEL) == Some(&blue_cr)
-                        && own
-                        || b.labels.get(UPGRADE_POOL_LABEL) == Some(&pool.name);
-                }
-                None if blue_cr != "(none)" && total > 0 => checks.push(
-                    cluster(
-                        Severity::Error,
-                        format!("the pool's nodes name NVIDIADriver `{blue_cr}`, which does not exist"),
-                    )
-                    .hint("`gpuctl apply` the blueprint first"),
-                ),
-                None => {}
-            }
-            if let Some(g) = crs.iter().find(|c| c.name == green_cr) {
-                green_cr_exists = true;
-                let ours = g.labels.get(UPGRADE_POOL_LABEL) == Some(&pool.name);
-                if !ours {
-                    checks.push(
-                        cluster(
-                            Severity::Error,
-                            format!("NVIDIADriver `{green_cr}` exists already and was not created by an upgrade of pool `{}`", pool.name),
-                        )
-                        .hint(format!("if no node uses it, delete it (`kubectl delete nvidiadriver {green_cr}`) and plan again")),
-                    );
-                } else if g.version != to_version {
-                    checks.push(cluster(
-                        Severity::Warning,
-                        format!("NVIDIADriver `{green_cr}` from an earlier attempt carries {}; it is updated to {to_version}", g.version),
-                    ));
-                }
-            }
-        }
+        None => {}
     }
-    if let Some(v) = live.driver_cr(&blue_cr).map(|c| c.version.clone()) {
-        let off: Vec<&str> = live
-            .nodes
-            .iter()
-            .filter(|n| n.label(DRIVER_VERSION_LABEL).is_some_and(|d| d != v))
-            .map(|n| n.name.as_str())
-            .collect();
-        if !off.is_empty() {
-            checks.push(cluster(
-                Severity::Warning,
-                format!(
-                    "{} node(s) do not run {v}, the version of NVIDIADriver `{blue_cr}`: {}",
-                    off.len(),
-                    off.join(", ")
-                ),
-            ).hint("the operator has not finished an earlier change there; rollback returns them to the blue CR, whatever they ran"));
-        }
+    if let Some(g) = crs.iter().find(|c| c.name == green_cr) {
+        facts.green_cr_exists = true;
+        check_existing_green(prep, g, checks);
     }
+    facts
+}
+
+/// Whether the blue CR `b` is removed at the end: only when it is this pool's own CR (no other
+/// pool, not the default), as other pools may share a CR. The pool's own CR is the one render
+/// names for it, or `pool-<pool>`, its name before blue-green names carried the version (still
+/// render's name with `strategy: rolling`).
+fn removes_blue_cr(prep: &Prepared, b: &LiveDriverCr, blue_cr: &str) -> bool {
+    let pool = pool_of(prep);
+    let own = pool.driver.is_some() && blue_cr == prep.declared_cr()
+        || blue_cr == legacy_cr_name(&pool.name);
+    !b.default && b.node_selector.get(DRIVER_LABEL).map(String::as_str) == Some(blue_cr) && own
+        || b.labels.get(UPGRADE_POOL_LABEL) == Some(&pool.name)
+}
+
+/// Checks a green CR that exists already: an earlier attempt of this upgrade, else in the way.
+fn check_existing_green(prep: &Prepared, g: &LiveDriverCr, checks: &mut Vec<Check>) {
+    let pool = &pool_of(prep).name;
+    let green_cr = &g.name;
+    let to_version = prep.target.to_string();
+    if g.labels.get(UPGRADE_POOL_LABEL) != Some(pool) {
+        checks.push(
+            cluster(
+                Severity::Error,
+                format!("NVIDIADriver `{green_cr}` exists already and was not created by an upgrade of pool `{pool}`"),
+            )
+            .hint(format!("if no node uses it, delete it (`kubectl delete nvidiadriver {green_cr}`) and plan again")),
+        );
+    } else if g.version != to_version {
+        checks.push(cluster(
+            Severity::Warning,
+            format!("NVIDIADriver `{green_cr}` from an earlier attempt carries {}; it is updated to {to_version}", g.version),
+        ));
+    }
+}
+
+/// Warns about nodes that do not run the blue CR's version.
+fn check_node_drivers(live: &Workloads, blue_cr: &str, checks: &mut Vec<Check>) {
+    let Some(v) = live.driver_cr(blue_cr).map(|c| c.version.clone()) else {
+        return;
+    };
+    let off: Vec<&str> = live
+        .nodes
+        .iter()
+        .filter(|n| n.label(DRIVER_VERSION_LABEL).is_some_and(|d| d != v))
+        .map(|n| n.name.as_str())
+        .collect();
+    if !off.is_empty() {
+        checks.push(cluster(
+            Severity::Warning,
+            format!(
+                "{} node(s) do not run {v}, the version of NVIDIADriver `{blue_cr}`: {}",
+                off.len(),
+                off.join(", ")
+            ),
+        ).hint("the operator has not finished an earlier change there; rollback returns them to the blue CR, whatever they ran"));
+    }
+}
+
+/// Checks each node is left to exactly one CR and not in the middle of an operator upgrade.
+fn check_node_owners(live: &Workloads, checks: &mut Vec<Check>) {
     for n in &live.nodes {
         if let Err(crs) = live.owner_of(&n.labels) {
             checks.push(
@@ -531,8 +652,10 @@ pub fn build(
             );
         }
     }
+}
 
-    // Colours.
+/// The nodes' colour now (the most common one) and the colour they move to.
+fn colours(live: &Workloads, policy: &Policy, checks: &mut Vec<Check>) -> (String, String) {
     let colors: BTreeMap<&str, usize> = live.nodes.iter().fold(BTreeMap::new(), |mut m, n| {
         if let Some(c) = n.label(&policy.color_label) {
             *m.entry(c).or_default() += 1;
@@ -557,8 +680,11 @@ pub fn build(
             ),
         ));
     }
+    (blue_color, green_color)
+}
 
-    // Policy.
+/// Refuses a policy that lets no node go.
+fn check_policy(policy: &Policy, checks: &mut Vec<Check>) {
     if policy.max_unavailable == 0 {
         checks.push(
             cluster(
@@ -571,9 +697,11 @@ pub fn build(
             .hint("allow at least one node (`upgradePolicy.maxUnavailable`)"),
         );
     }
+}
 
-    // Batches: unavailable nodes first (they cost no extra availability), then the emptiest nodes,
-    // so the first batch is the cheapest canary; names break ties.
+/// The nodes in batches: unavailable nodes first (they cost no extra availability), then the
+/// emptiest nodes, so the first batch is the cheapest canary; names break ties.
+fn batch_groups<'a>(live: &'a Workloads, policy: &Policy) -> Vec<Vec<&'a LiveNode>> {
     let gpu_pods = |n: &LiveNode| {
         live.pods
             .iter()
@@ -583,174 +711,40 @@ pub fn build(
     let mut order: Vec<&LiveNode> = live.nodes.iter().collect();
     order.sort_by_key(|n| (n.available(), gpu_pods(n), n.name.clone()));
     let size = policy.batch_size.max(1);
-    let groups: Vec<Vec<&LiveNode>> = order.chunks(size).map(<[&LiveNode]>::to_vec).collect();
+    order.chunks(size).map(<[&LiveNode]>::to_vec).collect()
+}
 
+/// The planned nodes and the batches, one after the other from the start of the run, with the
+/// checks each batch raises.
+fn schedule(
+    bp: &Blueprint,
+    live: &Workloads,
+    policy: &Policy,
+    node_upgrade_s: u64,
+    checks: &mut Vec<Check>,
+) -> (Vec<PlanNode>, Vec<PlanBatch>) {
     let mut nodes = Vec::new();
     let mut batches = Vec::new();
     let mut clock = 0u64;
-    let node_upgrade_s = timing.node_upgrade_estimate.as_secs();
-    for (bi, group) in groups.iter().enumerate() {
+    for (bi, group) in batch_groups(live, policy).iter().enumerate() {
         let index = bi + 1;
-        let in_batch = |name: &str| group.iter().any(|n| n.name == name);
-        let others_unavailable: Vec<&str> = live
-            .nodes
-            .iter()
-            .filter(|n| !n.available() && !in_batch(&n.name))
-            .map(|n| n.name.as_str())
-            .collect();
-        if others_unavailable.len() + group.len() > policy.max_unavailable
-            && policy.max_unavailable > 0
-        {
-            checks.push(
-                cluster(
-                    Severity::Error,
-                    format!(
-                        "batch {index} would leave {} node(s) unavailable ({} already are: {}), more than the {} allowed",
-                        others_unavailable.len() + group.len(),
-                        others_unavailable.len(),
-                        others_unavailable.join(", "),
-                        policy.max_unavailable
-                    ),
-                )
-                .hint("bring those nodes back (uncordon, repair) or raise the batch size"),
-            );
-        }
-        let mut evict = Vec::new();
-        let mut wait_for = Vec::new();
-        let mut gpus_offline = BTreeMap::new();
-        let mut displaced = BTreeMap::new();
-        for n in group {
-            add(&mut gpus_offline, &n.gpus);
-            for p in live.pods.iter().filter(|p| p.node == n.name) {
-                if !p.uses_gpus() || p.finished() {
-                    continue;
-                }
-                let r = PodRef {
-                    pod: p.id(),
-                    node: n.name.clone(),
-                    gpus: gpus_text(&p.gpus),
-                    owner: p.owner.clone().unwrap_or_else(|| "bare pod".into()),
-                    queue: queue_of(p, bp),
-                    pdbs: live
-                        .pdbs
-                        .iter()
-                        .filter(|d| d.covers(p))
-                        .map(|d| {
-                            format!(
-                                "{} ({}, {} disruption(s) allowed now)",
-                                d.id(),
-                                d.rule,
-                                d.disruptions_allowed
-                            )
-                        })
-                        .collect(),
-                    grace_s: p.grace_seconds,
-                };
-                match p.role {
-                    PodRole::Job if policy.wait_for_jobs => {
-                        add(&mut displaced, &p.gpus);
-                        wait_for.push(r);
-                    }
-                    PodRole::Job | PodRole::Service => {
-                        add(&mut displaced, &p.gpus);
-                        evict.push(r);
-                    }
-                    PodRole::DaemonSet | PodRole::Mirror | PodRole::Skipped => {}
-                }
-            }
-            let recorded: BTreeMap<String, Option<String>> = [
-                DRIVER_LABEL.to_string(),
-                policy.color_label.clone(),
-                MIG_CONFIG_LABEL.to_string(),
-                DEVICE_PLUGIN_CONFIG_LABEL.to_string(),
-            ]
-            .into_iter()
-            .map(|k| {
-                let v = n.label(&k).map(str::to_string);
-                (k, v)
-            })
-            .collect();
-            nodes.push(PlanNode {
-                name: n.name.clone(),
-                batch: index,
-                driver: n.label(DRIVER_VERSION_LABEL).map(str::to_string),
-                recorded,
-                mig_capable: n.label(MIG_CAPABLE_LABEL) == Some("true"),
-                unschedulable: n.unschedulable,
-                ready: n.ready,
-                upgrade_state: n.label(UPGRADE_STATE_LABEL).map(str::to_string),
-            });
-        }
-        // Spare: allocatable minus running requests on the other available nodes.
-        let mut spare = BTreeMap::new();
-        for n in live
-            .nodes
-            .iter()
-            .filter(|n| n.available() && !in_batch(&n.name))
-        {
-            let mut free = n.gpus.clone();
-            for p in live
-                .pods
-                .iter()
-                .filter(|p| p.node == n.name && !p.finished())
-            {
-                for (k, v) in &p.gpus {
-                    if let Some(f) = free.get_mut(k) {
-                        *f = f.saturating_sub(*v);
-                    }
-                }
-            }
-            add(&mut spare, &free);
-        }
-        for (res, need) in &displaced {
-            let have = spare.get(res).copied().unwrap_or(0);
-            if *need > have {
-                checks.push(cluster(
-                    Severity::Warning,
-                    format!(
-                        "batch {index} displaces {need} {res} of running work, but only {have} are free on the pool's other nodes: the rest waits (Pending or queued) until the batch is back"
-                    ),
-                ).hint("run the upgrade when the pool is quieter, or accept the wait"));
-            }
-        }
-        for r in evict.iter().chain(&wait_for) {
-            for pdb in live.pdbs.iter().filter(|d| {
-                d.disruptions_allowed == 0 && r.pod.starts_with(&format!("{}/", d.namespace))
-            }) {
-                let covered = live.pods.iter().any(|p| p.id() == r.pod && pdb.covers(p));
-                if covered {
-                    checks.push(cluster(
-                        Severity::Warning,
-                        format!(
-                            "PodDisruptionBudget {} ({}) allows no disruption now, and covers {} on {} (batch {index})",
-                            pdb.id(), pdb.rule, r.pod, r.node
-                        ),
-                    ).hint(format!(
-                        "the drain waits until it allows one (up to drainTimeout {}); scale the workload up or relax the budget first",
-                        policy.drain_timeout
-                    )));
-                }
-            }
-        }
-        let drain_s = if !wait_for.is_empty() {
-            policy.drain_timeout_s
-        } else {
-            evict
-                .iter()
-                .map(|p| u64::try_from(p.grace_s).unwrap_or(0))
-                .max()
-                .unwrap_or(0)
-        };
+        check_unavailable(index, group, live, policy, checks);
+        nodes.extend(group.iter().map(|n| plan_node(n, index, policy)));
+        let drain = drain_pods(group, bp, live, policy);
+        let spare = spare(group, live);
+        check_displaced(index, &drain.displaced, &spare, checks);
+        check_budgets(index, &drain, live, policy, checks);
+        let drain_s = drain.expected_s(policy);
         let start_s = clock;
         let end_s = start_s + drain_s + node_upgrade_s;
         clock = end_s;
         batches.push(PlanBatch {
             index,
             nodes: group.iter().map(|n| n.name.clone()).collect(),
-            evict,
-            wait_for,
-            gpus_offline,
-            displaced,
+            evict: drain.evict,
+            wait_for: drain.wait_for,
+            gpus_offline: gpus_of(group),
+            displaced: drain.displaced,
             spare,
             drain_s,
             upgrade_s: node_upgrade_s,
@@ -758,6 +752,233 @@ pub fn build(
             end_s,
         });
     }
+    (nodes, batches)
+}
+
+/// Refuses a batch that would leave more pool nodes unavailable than the policy allows.
+fn check_unavailable(
+    index: usize,
+    group: &[&LiveNode],
+    live: &Workloads,
+    policy: &Policy,
+    checks: &mut Vec<Check>,
+) {
+    let in_batch = |name: &str| group.iter().any(|n| n.name == name);
+    let others_unavailable: Vec<&str> = live
+        .nodes
+        .iter()
+        .filter(|n| !n.available() && !in_batch(&n.name))
+        .map(|n| n.name.as_str())
+        .collect();
+    if others_unavailable.len() + group.len() > policy.max_unavailable && policy.max_unavailable > 0
+    {
+        checks.push(
+            cluster(
+                Severity::Error,
+                format!(
+                    "batch {index} would leave {} node(s) unavailable ({} already are: {}), more than the {} allowed",
+                    others_unavailable.len() + group.len(),
+                    others_unavailable.len(),
+                    others_unavailable.join(", "),
+                    policy.max_unavailable
+                ),
+            )
+            .hint("bring those nodes back (uncordon, repair) or raise the batch size"),
+        );
+    }
+}
+
+/// A node as planned in batch `index`, with the labels recorded to restore.
+fn plan_node(n: &LiveNode, index: usize, policy: &Policy) -> PlanNode {
+    let recorded: BTreeMap<String, Option<String>> = [
+        DRIVER_LABEL.to_string(),
+        policy.color_label.clone(),
+        MIG_CONFIG_LABEL.to_string(),
+        DEVICE_PLUGIN_CONFIG_LABEL.to_string(),
+    ]
+    .into_iter()
+    .map(|k| {
+        let v = n.label(&k).map(str::to_string);
+        (k, v)
+    })
+    .collect();
+    PlanNode {
+        name: n.name.clone(),
+        batch: index,
+        driver: n.label(DRIVER_VERSION_LABEL).map(str::to_string),
+        recorded,
+        mig_capable: n.label(MIG_CAPABLE_LABEL) == Some("true"),
+        unschedulable: n.unschedulable,
+        ready: n.ready,
+        upgrade_state: n.label(UPGRADE_STATE_LABEL).map(str::to_string),
+    }
+}
+
+/// The GPU pods a batch's drain moves.
+struct Drain {
+    /// Pods evicted through the Eviction API.
+    evict: Vec<PodRef>,
+    /// Job pods waited for (`waitForJobs`).
+    wait_for: Vec<PodRef>,
+    /// GPU requests of the pods that leave.
+    displaced: BTreeMap<String, u64>,
+}
+
+impl Drain {
+    /// Expected drain time (seconds): the drain timeout when jobs are waited for, else the
+    /// longest grace period of the evicted pods.
+    fn expected_s(&self, policy: &Policy) -> u64 {
+        if !self.wait_for.is_empty() {
+            policy.drain_timeout_s
+        } else {
+            self.evict
+                .iter()
+                .map(|p| u64::try_from(p.grace_s).unwrap_or(0))
+                .max()
+                .unwrap_or(0)
+        }
+    }
+}
+
+/// The running GPU pods on a batch's nodes, sorted into evicted and waited for by their role.
+fn drain_pods(group: &[&LiveNode], bp: &Blueprint, live: &Workloads, policy: &Policy) -> Drain {
+    let mut drain = Drain {
+        evict: Vec::new(),
+        wait_for: Vec::new(),
+        displaced: BTreeMap::new(),
+    };
+    for n in group {
+        for p in live.pods.iter().filter(|p| p.node == n.name) {
+            if !p.uses_gpus() || p.finished() {
+                continue;
+            }
+            let r = pod_ref(p, bp, live);
+            match p.role {
+                PodRole::Job if policy.wait_for_jobs => {
+                    add(&mut drain.displaced, &p.gpus);
+                    drain.wait_for.push(r);
+                }
+                PodRole::Job | PodRole::Service => {
+                    add(&mut drain.displaced, &p.gpus);
+                    drain.evict.push(r);
+                }
+                PodRole::DaemonSet | PodRole::Mirror | PodRole::Skipped => {}
+            }
+        }
+    }
+    drain
+}
+
+/// A pod as the plan shows it: GPUs, owner, queue and the PodDisruptionBudgets covering it.
+fn pod_ref(p: &LivePod, bp: &Blueprint, live: &Workloads) -> PodRef {
+    PodRef {
+        pod: p.id(),
+        node: p.node.clone(),
+        gpus: gpus_text(&p.gpus),
+        owner: p.owner.clone().unwrap_or_else(|| "bare pod".into()),
+        queue: queue_of(p, bp),
+        pdbs: live
+            .pdbs
+            .iter()
+            .filter(|d| d.covers(p))
+            .map(|d| {
+                format!(
+                    "{} ({}, {} disruption(s) allowed now)",
+                    d.id(),
+                    d.rule,
+                    d.disruptions_allowed
+                )
+            })
+            .collect(),
+        grace_s: p.grace_seconds,
+    }
+}
+
+/// GPU resources of `nodes` together.
+fn gpus_of(nodes: &[&LiveNode]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for n in nodes {
+        add(&mut m, &n.gpus);
+    }
+    m
+}
+
+/// Spare: allocatable minus running requests on the pool's other available nodes.
+fn spare(group: &[&LiveNode], live: &Workloads) -> BTreeMap<String, u64> {
+    let mut spare = BTreeMap::new();
+    for n in live
+        .nodes
+        .iter()
+        .filter(|n| n.available() && !group.iter().any(|g| g.name == n.name))
+    {
+        let mut free = n.gpus.clone();
+        for p in live
+            .pods
+            .iter()
+            .filter(|p| p.node == n.name && !p.finished())
+        {
+            for (k, v) in &p.gpus {
+                if let Some(f) = free.get_mut(k) {
+                    *f = f.saturating_sub(*v);
+                }
+            }
+        }
+        add(&mut spare, &free);
+    }
+    spare
+}
+
+/// Warns when a batch displaces more GPUs of a resource than the rest of the pool has free.
+fn check_displaced(
+    index: usize,
+    displaced: &BTreeMap<String, u64>,
+    spare: &BTreeMap<String, u64>,
+    checks: &mut Vec<Check>,
+) {
+    for (res, need) in displaced {
+        let have = spare.get(res).copied().unwrap_or(0);
+        if *need > have {
+            checks.push(cluster(
+                Severity::Warning,
+                format!(
+                    "batch {index} displaces {need} {res} of running work, but only {have} are free on the pool's other nodes: the rest waits (Pending or queued) until the batch is back"
+                ),
+            ).hint("run the upgrade when the pool is quieter, or accept the wait"));
+        }
+    }
+}
+
+/// Warns about each PodDisruptionBudget that allows no disruption now and covers a drained pod.
+fn check_budgets(
+    index: usize,
+    drain: &Drain,
+    live: &Workloads,
+    policy: &Policy,
+    checks: &mut Vec<Check>,
+) {
+    for r in drain.evict.iter().chain(&drain.wait_for) {
+        for pdb in live.pdbs.iter().filter(|d| {
+            d.disruptions_allowed == 0 && r.pod.starts_with(&format!("{}/", d.namespace))
+        }) {
+            let covered = live.pods.iter().any(|p| p.id() == r.pod && pdb.covers(p));
+            if covered {
+                checks.push(cluster(
+                    Severity::Warning,
+                    format!(
+                        "PodDisruptionBudget {} ({}) allows no disruption now, and covers {} on {} (batch {index})",
+                        pdb.id(), pdb.rule, r.pod, r.node
+                    ),
+                ).hint(format!(
+                    "the drain waits until it allows one (up to drainTimeout {}); scale the workload up or relax the budget first",
+                    policy.drain_timeout
+                )));
+            }
+        }
+    }
+}
+
+/// Notes nodes cordoned already (they stay so) and warns about nodes that are not Ready.
+fn check_node_conditions(live: &Workloads, checks: &mut Vec<Check>) {
     let cordoned: Vec<&str> = live
         .nodes
         .iter()
@@ -793,6 +1014,10 @@ pub fn build(
             .hint("repair them first if you can"),
         );
     }
+}
+
+/// Notes the MIG and device-plugin configs recorded to restore after the driver swap.
+fn check_restore(nodes: &[PlanNode], checks: &mut Vec<Check>) {
     let restore: BTreeMap<String, usize> = nodes.iter().fold(BTreeMap::new(), |mut m, n| {
         for (k, v) in &n.recorded {
             if (k == MIG_CONFIG_LABEL || k == DEVICE_PLUGIN_CONFIG_LABEL)
@@ -815,38 +1040,6 @@ pub fn build(
                     .join(", ")
             ),
         ));
-    }
-    checks.sort_by_key(|c| c.level);
-
-    UpgradePlan {
-        blueprint: bp.metadata.name.clone(),
-        file: prep.validated.file().to_string(),
-        pool: pool.name.clone(),
-        selector: patch.selector.clone(),
-        namespace: bp.spec.gpu_operator.namespace.clone(),
-        gpu_model: pool.gpu.model.clone(),
-        gpus_per_node: pool.gpu.count,
-        from_version,
-        to_version,
-        blue_cr: blue_cr.clone(),
-        green_cr: green_cr.clone(),
-        green_cr_exists,
-        green_manifest: prep
-            .green_manifest
-            .clone()
-            .map(|m| green_manifest(m, &green_cr, &pool.name)),
-        remove_blue_cr,
-        blue_color,
-        green_color,
-        policy,
-        nodes,
-        batches,
-        checks,
-        branch: prep.branch.clone(),
-        blueprint_change: prep.blueprint_change.clone(),
-        validate_timeout_s: timing.validate_timeout.as_secs(),
-        node_upgrade_s,
-        total_s: clock,
     }
 }
 
