@@ -165,65 +165,13 @@ pub async fn apply(
     opts: &ApplyOptions,
     progress: &dyn Reporter,
 ) -> Result<ApplyReport, ApplyError> {
-    let conflicts: Vec<String> = plan
-        .actions
-        .iter()
-        .filter(|a| a.action == ActionKind::Conflict)
-        .map(|a| format!("{}: {}", a.id(), a.reason.clone().unwrap_or_default()))
-        .collect();
-    if !conflicts.is_empty() && !opts.force_conflicts {
-        return Err(ApplyError::Conflicts(conflicts));
-    }
+    refuse_conflicts(plan, opts)?;
     let mut report = ApplyReport {
         unchanged: plan.summary.unchanged,
         ..ApplyReport::default()
     };
     let parent = ApplySetParent::for_blueprint(&plan.blueprint, &plan.helm.namespace);
-
-    // Phase 1: namespaces, then the ApplySet parent (recording every kind the set has now or had
-    // before, so a crash before prune never hides members), then the rest of the foundation.
-    let todo = |phase: Phase, namespaces: Option<bool>| -> Vec<&Action> {
-        plan.actions
-            .iter()
-            .filter(|a| {
-                a.phase == Some(phase)
-                    && a.action != ActionKind::NoOp
-                    && a.action != ActionKind::Delete
-            })
-            .filter(|a| namespaces.is_none_or(|ns| (a.kind == "Namespace") == ns))
-            .collect()
-    };
-    run_phase(
-        k,
-        "namespaces",
-        &todo(Phase::Foundation, Some(true)),
-        opts,
-        progress,
-        &mut report,
-    )
-    .await?;
-    let previous = crate::read::parent_group_kinds(k, &parent).await?;
-    let current: BTreeSet<String> = plan
-        .actions
-        .iter()
-        .filter(|a| a.action != ActionKind::Delete)
-        .map(|a| group_kind(&a.api_version, &a.kind))
-        .collect();
-    let union: BTreeSet<String> = current
-        .iter()
-        .cloned()
-        .chain(previous.iter().cloned())
-        .collect();
-    write_parent(k, &parent, &union, plan).await?;
-    run_phase(
-        k,
-        "foundation",
-        &todo(Phase::Foundation, Some(false)),
-        opts,
-        progress,
-        &mut report,
-    )
-    .await?;
+    let current = foundation(k, plan, &parent, opts, progress, &mut report).await?;
 
     // Nodes move to their pool's NVIDIADriver CR by the `gpuctl.dev/driver` label: set it before
     // the CRs exist, or the cluster-default CR installs its driver on a pool's nodes first and the
@@ -239,7 +187,7 @@ pub async fn apply(
         Phase::Queues,
         Phase::Monitoring,
     ] {
-        let steps = todo(phase, None);
+        let steps = to_apply(plan, phase, None);
         wait_for_kinds(k, &steps, opts, progress).await?;
         let name = format!("{phase:?}").to_lowercase();
         run_phase(k, &name, &steps, opts, progress, &mut report).await?;
@@ -247,48 +195,7 @@ pub async fn apply(
 
     // Nodes: labels per key (server-side apply owns only the keys gpuctl declares), taints merged.
     let changed_mig = nodes(k, plan, progress, &mut report).await?;
-
-    // Prune members the blueprint dropped, guarded by resourceVersion.
-    let deletes: Vec<&Action> = plan
-        .actions
-        .iter()
-        .filter(|a| a.action == ActionKind::Delete)
-        .collect();
-    if !deletes.is_empty() {
-        progress.phase("prune", deletes.len());
-        let mut failures = Vec::new();
-        for a in deletes {
-            let r = match k.resolve(&a.api_version, &a.kind).await? {
-                Some(r) => r,
-                None => continue,
-            };
-            match k
-                .delete(
-                    &r,
-                    a.namespace.as_deref(),
-                    &a.name,
-                    a.resource_version.as_deref(),
-                )
-                .await
-            {
-                Ok(()) => {
-                    report.pruned += 1;
-                    progress.step(&a.id(), "deleted");
-                }
-                Err(e) => {
-                    progress.failed(&a.id(), &e.to_string());
-                    failures.push(e.to_string());
-                }
-            }
-        }
-        if !failures.is_empty() {
-            return Err(ApplyError::Failed {
-                phase: "prune".into(),
-                failures,
-                applied: report.applied,
-            });
-        }
-    }
+    prune(k, plan, progress, &mut report).await?;
     // The set now holds only current kinds.
     write_parent(k, &parent, &current, plan).await?;
 
@@ -313,6 +220,101 @@ pub async fn apply(
         ),
     );
     Ok(report)
+}
+
+/// Conflicts stop the apply unless `--force-conflicts` takes the fields over.
+fn refuse_conflicts(plan: &Plan, opts: &ApplyOptions) -> Result<(), ApplyError> {
+    let conflicts: Vec<String> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Conflict)
+        .map(|a| format!("{}: {}", a.id(), a.reason.clone().unwrap_or_default()))
+        .collect();
+    if !conflicts.is_empty() && !opts.force_conflicts {
+        return Err(ApplyError::Conflicts(conflicts));
+    }
+    Ok(())
+}
+
+/// The writes of `phase` (`namespaces`: only Namespaces, or only the rest).
+fn to_apply(plan: &Plan, phase: Phase, namespaces: Option<bool>) -> Vec<&Action> {
+    plan.actions
+        .iter()
+        .filter(|a| {
+            a.phase == Some(phase) && a.action != ActionKind::NoOp && a.action != ActionKind::Delete
+        })
+        .filter(|a| namespaces.is_none_or(|ns| (a.kind == "Namespace") == ns))
+        .collect()
+}
+
+/// Phase 1: namespaces, then the ApplySet parent (recording every kind the set has now or had
+/// before, so a crash before prune never hides members), then the rest of the foundation. Returns
+/// the group-kinds the set has now.
+async fn foundation(
+    k: &Kube,
+    plan: &Plan,
+    parent: &ApplySetParent,
+    opts: &ApplyOptions,
+    progress: &dyn Reporter,
+    report: &mut ApplyReport,
+) -> Result<BTreeSet<String>, ApplyError> {
+    let namespaces = to_apply(plan, Phase::Foundation, Some(true));
+    run_phase(k, "namespaces", &namespaces, opts, progress, report).await?;
+    let previous = crate::read::parent_group_kinds(k, parent).await?;
+    let current: BTreeSet<String> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action != ActionKind::Delete)
+        .map(|a| group_kind(&a.api_version, &a.kind))
+        .collect();
+    let union: BTreeSet<String> = current.iter().cloned().chain(previous).collect();
+    write_parent(k, parent, &union, plan).await?;
+    let rest = to_apply(plan, Phase::Foundation, Some(false));
+    run_phase(k, "foundation", &rest, opts, progress, report).await?;
+    Ok(current)
+}
+
+/// Prunes the members the blueprint dropped, each guarded by its planned resourceVersion.
+async fn prune(
+    k: &Kube,
+    plan: &Plan,
+    progress: &dyn Reporter,
+    report: &mut ApplyReport,
+) -> Result<(), ApplyError> {
+    let deletes: Vec<&Action> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Delete)
+        .collect();
+    if deletes.is_empty() {
+        return Ok(());
+    }
+    progress.phase("prune", deletes.len());
+    let mut failures = Vec::new();
+    for a in deletes {
+        let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
+            continue;
+        };
+        let rv = a.resource_version.as_deref();
+        match k.delete(&r, a.namespace.as_deref(), &a.name, rv).await {
+            Ok(()) => {
+                report.pruned += 1;
+                progress.step(&a.id(), "deleted");
+            }
+            Err(e) => {
+                progress.failed(&a.id(), &e.to_string());
+                failures.push(e.to_string());
+            }
+        }
+    }
+    if failures.is_empty() {
+        return Ok(());
+    }
+    Err(ApplyError::Failed {
+        phase: "prune".into(),
+        failures,
+        applied: report.applied,
+    })
 }
 
 async fn write_parent(

@@ -165,6 +165,43 @@ pub fn prepare_loaded(
     let validated =
         validate::validate(loaded.clone(), catalog, opts).map_err(PrepareError::Blueprint)?;
     let bp = validated.blueprint();
+    let (pool_index, target, declared) = resolve(bp, pool, to)?;
+    let rendered = render::render(&validated, catalog, templates).map_err(PrepareError::Render)?;
+
+    let mut checks = blueprint_checks(bp, pool_index, &target, &declared);
+    let target_loaded = with_target_driver(loaded, pool_index, &target);
+    let (target_checks, target_errors) = target_findings(&before, &target_loaded, catalog, opts);
+    checks.extend(target_checks);
+    let branch = branch_facts(catalog, &target);
+    if let Some(b) = &branch {
+        checks.push(branch_check(b));
+    }
+    let green_manifest = if target_errors == 0 {
+        green_cr(target_loaded, pool, &target, catalog, opts, templates)?
+    } else {
+        None
+    };
+    let blueprint_change = blueprint_change(&validated, pool_index, &target);
+    Ok(Prepared {
+        validated,
+        rendered,
+        pool_index,
+        target,
+        declared,
+        checks,
+        green_manifest,
+        branch,
+        blueprint_change,
+    })
+}
+
+/// The pool's index, the target driver and the pool's declared driver; refuses an unknown pool, a
+/// version that does not parse, and `strategy: rolling` (the operator upgrades in place then).
+fn resolve(
+    bp: &Blueprint,
+    pool: &str,
+    to: &str,
+) -> Result<(usize, DriverVersion, DriverVersion), PrepareError> {
     let Some(pool_index) = bp.spec.node_pools.iter().position(|p| p.name == pool) else {
         let names = bp.spec.node_pools.iter().map(|p| p.name.as_str());
         return Err(PrepareError::Refused(format!(
@@ -191,8 +228,19 @@ pub fn prepare_loaded(
             "the blueprint says `upgrades.strategy: rolling`: set nodePools[{pool_index}].driver.version to \"{target}\" and run `gpuctl apply`; the operator rolls the pool in place under its upgradePolicy. `gpuctl upgrade driver` runs blue-green upgrades (`strategy: blue-green`)"
         )));
     }
-    let rendered = render::render(&validated, catalog, templates).map_err(PrepareError::Render)?;
+    Ok((pool_index, target, declared))
+}
 
+/// What the blueprint itself says against the upgrade: a colour label it declares (apply would
+/// reset it), a target it already names, a downgrade.
+fn blueprint_checks(
+    bp: &Blueprint,
+    pool_index: usize,
+    target: &DriverVersion,
+    declared: &DriverVersion,
+) -> Vec<Check> {
+    let p = &bp.spec.node_pools[pool_index];
+    let pool = &p.name;
     let mut checks = Vec::new();
     let color_label = bp
         .spec
@@ -228,110 +276,123 @@ pub fn prepare_loaded(
             .hint("fine for backing out of a bad driver; otherwise check the version"),
         );
     }
+    checks
+}
 
-    // Every finding the target adds, by rule and message (paths differ: the target's pool gets its
-    // own `driver`, so findings move from spec.gpuOperator.driver to spec.nodePools[i].driver).
-    let mut target_loaded = loaded;
+/// The blueprint with pool `pool_index` on driver `target` (keeping its kernel module type).
+fn with_target_driver(mut loaded: Loaded, pool_index: usize, target: &DriverVersion) -> Loaded {
+    let p = &mut loaded.blueprint.spec.node_pools[pool_index];
     let kmt = p.driver.as_ref().and_then(|d| d.kernel_module_type);
-    target_loaded.blueprint.spec.node_pools[pool_index].driver = Some(PoolDriver {
+    p.driver = Some(PoolDriver {
         version: target.to_string(),
         kernel_module_type: kmt,
     });
-    let after = validate::check(&target_loaded, catalog, opts);
+    loaded
+}
+
+/// Every finding the target adds, by rule and message (paths differ: the target's pool gets its
+/// own `driver`, so findings move from spec.gpuOperator.driver to spec.nodePools[i].driver), and
+/// how many of them are errors.
+fn target_findings(
+    before: &FileReport,
+    target_loaded: &Loaded,
+    catalog: &Catalog,
+    opts: validate::Options,
+) -> (Vec<Check>, usize) {
+    let after = validate::check(target_loaded, catalog, opts);
     let known: BTreeSet<(&str, &str)> = before
         .findings
         .iter()
         .map(|f| (f.rule, f.message.as_str()))
         .collect();
-    let mut target_errors = 0;
-    for f in &after.findings {
-        if known.contains(&(f.rule, f.message.as_str())) {
-            continue;
-        }
-        if f.severity == Severity::Error {
-            target_errors += 1;
-        }
-        checks.push(Check {
+    let added: Vec<Check> = after
+        .findings
+        .iter()
+        .filter(|f| !known.contains(&(f.rule, f.message.as_str())))
+        .map(|f| Check {
             level: f.severity,
             source: "catalog",
             rule: Some(f.rule.to_string()),
             message: f.message.clone(),
             hint: f.hint.clone(),
-        });
-    }
+        })
+        .collect();
+    let errors = added.iter().filter(|c| c.level == Severity::Error).count();
+    (added, errors)
+}
 
-    let branch = catalog.driver_branch(&target).map(|b| BranchFacts {
+/// The catalog's facts about the target's branch.
+fn branch_facts(catalog: &Catalog, target: &DriverVersion) -> Option<BranchFacts> {
+    catalog.driver_branch(target).map(|b| BranchFacts {
         branch: format!("R{}", b.branch),
         kind: b.branch_type.to_string(),
         end_of_life: b.end_of_life.to_string(),
         native_cuda: b.native_cuda.as_ref().map(ToString::to_string),
-    });
-    if let Some(b) = &branch {
-        checks.push(Check::new(
-            Severity::Info,
-            "catalog",
-            format!(
-                "target branch {} ({}), end of life {}{}",
-                b.branch,
-                b.kind,
-                b.end_of_life,
-                b.native_cuda
-                    .as_ref()
-                    .map(|c| format!(", native CUDA {c}"))
-                    .unwrap_or_default()
-            ),
-        ));
-    }
+    })
+}
 
-    // The green CR: render's own output for the target blueprint, so apply later writes the same.
-    let green_manifest = if target_errors == 0 {
-        match validate::validate(target_loaded, catalog, opts) {
-            Ok(tv) => {
-                let set = render::render(&tv, catalog, templates).map_err(PrepareError::Render)?;
-                // Render's name for the pool's CR on the target: the green CR's name.
-                let name =
-                    pool_driver_cr_name(pool, &target.to_string(), bp.spec.upgrades.strategy);
-                set.objects
-                    .into_iter()
-                    .find(|o| o.kind == "NVIDIADriver" && o.name == name)
-                    .map(|o| {
-                        let mut m = o.manifest;
-                        // Not an ApplySet member until the blueprint names the driver: a prune by an
-                        // apply of the old blueprint must never delete the CR the nodes run on.
-                        if let Some(labels) = m["metadata"]["labels"].as_object_mut() {
-                            labels.remove(PART_OF);
-                        }
-                        m
-                    })
-            }
-            Err(_) => None,
-        }
-    } else {
-        None
+fn branch_check(b: &BranchFacts) -> Check {
+    Check::new(
+        Severity::Info,
+        "catalog",
+        format!(
+            "target branch {} ({}), end of life {}{}",
+            b.branch,
+            b.kind,
+            b.end_of_life,
+            b.native_cuda
+                .as_ref()
+                .map(|c| format!(", native CUDA {c}"))
+                .unwrap_or_default()
+        ),
+    )
+}
+
+/// The green CR: render's own output for the target blueprint, so apply later writes the same.
+/// Not an ApplySet member until the blueprint names the driver: a prune by an apply of the old
+/// blueprint must never delete the CR the nodes run on.
+fn green_cr(
+    target_loaded: Loaded,
+    pool: &str,
+    target: &DriverVersion,
+    catalog: &Catalog,
+    opts: validate::Options,
+    templates: &Templates,
+) -> Result<Option<Value>, PrepareError> {
+    let Ok(tv) = validate::validate(target_loaded, catalog, opts) else {
+        return Ok(None);
     };
+    let set = render::render(&tv, catalog, templates).map_err(PrepareError::Render)?;
+    // Render's name for the pool's CR on the target: the green CR's name.
+    let strategy = tv.blueprint().spec.upgrades.strategy;
+    let name = pool_driver_cr_name(pool, &target.to_string(), strategy);
+    Ok(set
+        .objects
+        .into_iter()
+        .find(|o| o.kind == "NVIDIADriver" && o.name == name)
+        .map(|o| {
+            let mut m = o.manifest;
+            if let Some(labels) = m["metadata"]["labels"].as_object_mut() {
+                labels.remove(PART_OF);
+            }
+            m
+        }))
+}
 
-    let blueprint_change = match &p.driver {
+/// The blueprint edit that makes the upgrade permanent.
+fn blueprint_change(v: &ValidatedBlueprint, pool_index: usize, target: &DriverVersion) -> String {
+    let p = &v.blueprint().spec.node_pools[pool_index];
+    let pool = &p.name;
+    match &p.driver {
         Some(_) => format!(
             "in {}, set `spec.nodePools[{pool_index}].driver.version` (pool `{pool}`) to \"{target}\"",
-            validated.file()
+            v.file()
         ),
         None => format!(
             "in {}, give pool `{pool}` (spec.nodePools[{pool_index}]) its own driver: `driver: {{ version: \"{target}\" }}`",
-            validated.file()
+            v.file()
         ),
-    };
-
-    Ok(Prepared {
-        validated,
-        rendered,
-        pool_index,
-        target,
-        declared,
-        checks,
-        green_manifest,
-        branch,
-        blueprint_change,
-    })
+    }
 }
 
 #[cfg(test)]
