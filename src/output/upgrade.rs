@@ -295,87 +295,105 @@ fn batch_state(j: &Journal, nodes: &[String]) -> &'static str {
 
 /// `gpuctl upgrade status` as text.
 pub fn status(journals: &[Journal], leases: &[Option<LeaseInfo>]) -> String {
-    let mut s = String::new();
     if journals.is_empty() {
-        s.push_str("No driver upgrade is recorded in this cluster.\n");
-        return s;
+        return "No driver upgrade is recorded in this cluster.\n".into();
     }
-    for (j, l) in journals.iter().zip(leases) {
+    journals
+        .iter()
+        .zip(leases)
+        .map(|(j, l)| journal_status(j, l.as_ref()))
+        .collect()
+}
+
+/// One pool's upgrade: what moves where, who holds the lease, the batches, the last events and
+/// what to do next.
+fn journal_status(j: &Journal, lease: Option<&LeaseInfo>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "pool {} (blueprint {}, journal {}/{}): {}, step {}",
+        j.pool,
+        j.blueprint,
+        j.namespace,
+        gpuctl_core::names::journal_name(&j.pool),
+        j.phase.describe(),
+        j.step
+    );
+    let _ = writeln!(
+        s,
+        "  {} ({}) -> {} ({}); colour {} {} -> {}; at most {} node(s) unavailable",
+        j.from_version,
+        j.blue_cr,
+        j.to_version,
+        j.green_cr,
+        j.color_label,
+        j.blue_color,
+        j.green_color,
+        j.max_unavailable
+    );
+    let _ = writeln!(s, "  lease: {}", lease_text(lease));
+    let _ = writeln!(s, "  {}", j.where_it_is());
+    for (i, nodes) in j.batches.iter().enumerate() {
         let _ = writeln!(
             s,
-            "pool {} (blueprint {}, journal {}/{}): {}, step {}",
-            j.pool,
-            j.blueprint,
-            j.namespace,
-            gpuctl_core::names::journal_name(&j.pool),
-            j.phase.describe(),
-            j.step
+            "  batch {}: {:<11} {}",
+            i + 1,
+            batch_state(j, nodes),
+            nodes_text(j, nodes)
         );
-        let _ = writeln!(
-            s,
-            "  {} ({}) -> {} ({}); colour {} {} -> {}; at most {} node(s) unavailable",
-            j.from_version,
-            j.blue_cr,
-            j.to_version,
-            j.green_cr,
-            j.color_label,
-            j.blue_color,
-            j.green_color,
-            j.max_unavailable
-        );
-        let lease = match l {
-            Some(l) if l.live() => format!(
-                "held by {} (renewed {}s ago, lasts {}s): a run is active",
-                l.holder, l.age_s, l.duration_s
-            ),
-            Some(l) if !l.holder.is_empty() => format!(
-                "last held by {} (expired; the next run takes over)",
-                l.holder
-            ),
-            _ => "free".into(),
-        };
-        let _ = writeln!(s, "  lease: {lease}");
-        let _ = writeln!(s, "  {}", j.where_it_is());
-        for (i, nodes) in j.batches.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "  batch {}: {:<11} {}",
-                i + 1,
-                batch_state(j, nodes),
-                nodes
-                    .iter()
-                    .map(|n| {
-                        let r = j.nodes.get(n);
-                        let st = r.map_or("?", |r| r.state.name());
-                        match r.and_then(|r| r.message.as_deref()) {
-                            Some(m) => format!("{n} ({st}: {m})"),
-                            None => format!("{n} ({st})"),
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let recent: Vec<_> = j.events.iter().rev().take(5).collect();
-        if !recent.is_empty() {
-            let _ = writeln!(s, "  last events:");
-            for e in recent.iter().rev() {
-                let _ = writeln!(s, "    [{}] {} {}", e.step, e.at, e.message);
-            }
-        }
-        let next = match j.phase {
-            JournalPhase::Running | JournalPhase::Failed => format!(
-                "next: `gpuctl upgrade driver --resume --pool {0}` continues; `gpuctl upgrade rollback --pool {0}` undoes",
-                j.pool
-            ),
-            JournalPhase::RollingBack => format!(
-                "next: `gpuctl upgrade rollback --pool {}` finishes the rollback",
-                j.pool
-            ),
-            JournalPhase::Completed => format!("done; {}", j.blueprint_change),
-            JournalPhase::RolledBack => "done; the pool is back where it was".into(),
-        };
-        let _ = writeln!(s, "  {next}");
     }
+    let recent: Vec<_> = j.events.iter().rev().take(5).collect();
+    if !recent.is_empty() {
+        let _ = writeln!(s, "  last events:");
+        for e in recent.iter().rev() {
+            let _ = writeln!(s, "    [{}] {} {}", e.step, e.at, e.message);
+        }
+    }
+    let _ = writeln!(s, "  {}", next_step(j));
     s
+}
+
+fn lease_text(lease: Option<&LeaseInfo>) -> String {
+    match lease {
+        Some(l) if l.live() => format!(
+            "held by {} (renewed {}s ago, lasts {}s): a run is active",
+            l.holder, l.age_s, l.duration_s
+        ),
+        Some(l) if !l.holder.is_empty() => format!(
+            "last held by {} (expired; the next run takes over)",
+            l.holder
+        ),
+        _ => "free".into(),
+    }
+}
+
+/// `node (state)` or `node (state: message)`, for each node of a batch.
+fn nodes_text(j: &Journal, nodes: &[String]) -> String {
+    nodes
+        .iter()
+        .map(|n| {
+            let r = j.nodes.get(n);
+            let st = r.map_or("?", |r| r.state.name());
+            match r.and_then(|r| r.message.as_deref()) {
+                Some(m) => format!("{n} ({st}: {m})"),
+                None => format!("{n} ({st})"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn next_step(j: &Journal) -> String {
+    match j.phase {
+        JournalPhase::Running | JournalPhase::Failed => format!(
+            "next: `gpuctl upgrade driver --resume --pool {0}` continues; `gpuctl upgrade rollback --pool {0}` undoes",
+            j.pool
+        ),
+        JournalPhase::RollingBack => format!(
+            "next: `gpuctl upgrade rollback --pool {}` finishes the rollback",
+            j.pool
+        ),
+        JournalPhase::Completed => format!("done; {}", j.blueprint_change),
+        JournalPhase::RolledBack => "done; the pool is back where it was".into(),
+    }
 }

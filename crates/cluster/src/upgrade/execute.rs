@@ -323,19 +323,23 @@ impl<'a> Run<'a> {
 
     // ---- forward ------------------------------------------------------------------------------
 
+    /// The nodes of batch `b` not in state `done` yet.
+    fn not_yet(&self, b: usize, done: NodeState) -> Vec<String> {
+        self.j
+            .batch(b)
+            .iter()
+            .filter(|n| self.state(n) != done)
+            .cloned()
+            .collect()
+    }
+
     async fn forward(&mut self) -> Result<(), UpgradeError> {
         if !self.j.prepared {
             self.prepare().await?;
         }
         let total = self.j.batches.len();
         for b in 1..=total {
-            let todo: Vec<String> = self
-                .j
-                .batch(b)
-                .iter()
-                .filter(|n| self.state(n) != NodeState::Done)
-                .cloned()
-                .collect();
+            let todo = self.not_yet(b, NodeState::Done);
             if todo.is_empty() {
                 continue;
             }
@@ -531,13 +535,7 @@ impl<'a> Run<'a> {
     async fn backward(&mut self) -> Result<(), UpgradeError> {
         let total = self.j.batches.len();
         for b in (1..=total).rev() {
-            let todo: Vec<String> = self
-                .j
-                .batch(b)
-                .iter()
-                .filter(|n| self.state(n) != NodeState::RolledBack)
-                .cloned()
-                .collect();
+            let todo = self.not_yet(b, NodeState::RolledBack);
             if todo.is_empty() {
                 continue;
             }
