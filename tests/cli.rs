@@ -163,3 +163,35 @@ fn same_input_same_bytes() {
     ]);
     assert_eq!(a.stdout, b.stdout);
 }
+
+/// What users read (help, `explain`, the facts catalog with its sources) cites public sources and
+/// names cases by what they are: never a problem-statement number or a path outside the repository.
+#[test]
+fn user_facing_text_cites_no_seeds_or_paths_outside_the_repository() {
+    let forbidden = [
+        "shared/",
+        "seed ",
+        "seeds/",
+        "reference/",
+        ".md §",
+        "[S1",
+        "[S2",
+    ];
+    for args in [
+        &["--help"][..],
+        &["plan", "--help"],
+        &["apply", "--help"],
+        &["upgrade", "driver", "--help"],
+        &["explain", "--all"],
+        &["profiles"],
+        &["profiles", "--format", "json"],
+    ] {
+        let out = gpuctl(args);
+        assert!(out.status.success(), "gpuctl {args:?} failed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for f in forbidden {
+            let hit = text.lines().find(|l| l.contains(f));
+            assert!(hit.is_none(), "gpuctl {args:?} prints `{f}`: {hit:?}");
+        }
+    }
+}

@@ -28,10 +28,8 @@ fn key_trees_match_upstream_values() {
     let update = std::env::var_os("GPUCTL_UPDATE_KEYTREES").is_some();
     for version in CHART_RELEASES {
         let (_, values) = upstream_values(version);
-        let source = format!(
-            "NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at tag {version} \
-             (shared/upstream/gpu-operator/{version}/values.yaml)"
-        );
+        let source =
+            format!("NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at tag {version}");
         let want = gpuctl_core::profiles::chart::key_tree_file(version, &source, &values);
         let path = root().join(format!("profiles/gpu-operator-values/{version}.yaml"));
         if update {

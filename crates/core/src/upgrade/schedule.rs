@@ -539,7 +539,7 @@ fn driver_crs(
                 Severity::Error,
                 "the cluster does not serve nvidia.com/v1alpha1 NVIDIADriver".to_string(),
             )
-            .hint("install GPU Operator v24.9 or newer with `driver.nvidiaDriverCRD.enabled=true` (gpu-operator.md §2.3)"),
+            .hint("install GPU Operator v24.9 or newer with `driver.nvidiaDriverCRD.enabled=true`"),
         );
         return facts;
     };
