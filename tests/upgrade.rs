@@ -46,7 +46,7 @@ use support::fixture::{errors, live_plan, quiet, snapshot_plan};
 const FROM: &str = "580.173.02";
 const TO: &str = "595.91.07";
 /// The blueprint's default `upgrades.blueGreen.colorLabel`.
-const COLOR: &str = "gpuctl.dev/color";
+const COLOR: &str = gpuctl_core::names::DEFAULT_COLOR_LABEL;
 
 fn today() -> jiff::civil::Date {
     jiff::civil::date(2026, 11, 30)
@@ -224,7 +224,12 @@ impl Fixture {
             .load()
             .await
             .unwrap();
-        plan::build(&prep, view.workloads(), existing.as_ref(), t)
+        plan::build(
+            &prep,
+            &view.workloads.unwrap_or_default(),
+            existing.as_ref(),
+            t,
+        )
     }
 
     /// Rewrites the fixture's blueprint to declare driver `version` for the pool.

@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::{CommandError, CommandResult, connect, emit, runtime};
-use crate::args::{ClusterArgs, RenderArgs, UpgradeCommand, UpgradeFormat};
+use crate::args::{ClusterArgs, RenderArgs, UpgradeCommand, UpgradeFormat, UpgradeTimingArgs};
 use crate::exit::ExitStatus;
 use crate::output::progress::{Progress, ProgressMode};
 use crate::{output, settings};
@@ -45,8 +45,7 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
             cluster,
             ..
         } => {
-            let t = settings::timing(&timing)?;
-            let progress = Progress::new(ProgressMode::for_output(timing.output));
+            let (t, progress) = run_settings(&timing)?;
             journal_run(Run::Resume, &cluster, namespace, pool, &t, &progress)
         }
         UpgradeCommand::Driver {
@@ -62,8 +61,7 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
             cluster,
             render,
         } => {
-            let t = settings::timing(&timing)?;
-            let progress = Progress::new(ProgressMode::for_output(timing.output));
+            let (t, progress) = run_settings(&timing)?;
             let (Some(blueprint), Some(pool), Some(to)) = (blueprint, pool, to) else {
                 return Err(CommandError::Usage(
                     "BLUEPRINT, --pool and --to are required without --resume".into(),
@@ -91,11 +89,16 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
             timing,
             cluster,
         } => {
-            let t = settings::timing(&timing)?;
-            let progress = Progress::new(ProgressMode::for_output(timing.output));
+            let (t, progress) = run_settings(&timing)?;
             journal_run(Run::Rollback, &cluster, namespace, pool, &t, &progress)
         }
     }
+}
+
+/// An upgrade run's waits and estimates, and how its progress is shown.
+fn run_settings(timing: &UpgradeTimingArgs) -> Result<(Timing, Progress), CommandError> {
+    let t = settings::timing(timing)?;
+    Ok((t, Progress::new(ProgressMode::for_output(timing.output))))
 }
 
 /// `gpuctl upgrade driver BLUEPRINT --pool P --to V`.
@@ -126,7 +129,12 @@ impl Driver {
             let view = read::pool_workloads(&k, &prep.node_patch().selector).await?;
             let ns = &prep.blueprint().spec.gpu_operator.namespace;
             let existing = JournalStore::new(&k, ns, &self.pool).load().await?;
-            let plan = schedule::build(&prep, view.workloads(), existing.as_ref(), t);
+            let plan = schedule::build(
+                &prep,
+                &view.workloads.unwrap_or_default(),
+                existing.as_ref(),
+                t,
+            );
             emit(out, &self.show(&plan));
             if let Some(path) = &self.runbook {
                 write_runbook(&plan, &templates, path)?;

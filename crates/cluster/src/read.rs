@@ -473,7 +473,7 @@ pub async fn pool_workloads(
     let driver_crs = read_driver_crs(k).await?;
     let mut view = LiveView::empty(Source::Cluster {
         server: k.server.clone(),
-        fingerprint: String::new(),
+        fingerprint: k.fingerprint().await?,
     });
     view.workloads = Some(Workloads {
         nodes,

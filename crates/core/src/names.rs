@@ -51,6 +51,7 @@ pub const PENDING_TAINT_EFFECT: &str = "PreferNoSchedule";
 
 // A driver upgrade's own labels and taint.
 
+pub use crate::blueprint::DEFAULT_COLOR_LABEL;
 /// Label on the journal ConfigMap and Lease (value: the pool), and on a green CR the upgrade made.
 pub const UPGRADE_POOL_LABEL: &str = "gpuctl.dev/upgrade-pool";
 /// GFD's label of the GPU model.

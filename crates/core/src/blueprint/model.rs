@@ -806,8 +806,12 @@ pub struct BlueGreen {
     pub wait_for_jobs: bool,
 }
 
+/// Node label carrying a pool's colour during a blue-green driver upgrade, unless the blueprint
+/// names another (`upgrades.blueGreen.colorLabel`); `names` re-exports it with the other labels.
+pub const DEFAULT_COLOR_LABEL: &str = "gpuctl.dev/color";
+
 fn default_color_label() -> String {
-    "gpuctl.dev/color".to_string()
+    DEFAULT_COLOR_LABEL.to_string()
 }
 
 fn default_batch() -> IntOrString {

@@ -147,12 +147,4 @@ impl LiveView {
                 .collect(),
         )
     }
-
-    /// One pool's workloads, empty when they were not read.
-    pub fn workloads(&self) -> &Workloads {
-        static EMPTY: std::sync::OnceLock<Workloads> = std::sync::OnceLock::new();
-        self.workloads
-            .as_ref()
-            .unwrap_or_else(|| EMPTY.get_or_init(Workloads::default))
-    }
 }

@@ -242,12 +242,10 @@ fn blueprint_checks(
     let p = &bp.spec.node_pools[pool_index];
     let pool = &p.name;
     let mut checks = Vec::new();
-    let color_label = bp
-        .spec
-        .upgrades
-        .blue_green
-        .as_ref()
-        .map_or_else(|| "gpuctl.dev/color".to_string(), |b| b.color_label.clone());
+    let color_label = bp.spec.upgrades.blue_green.as_ref().map_or_else(
+        || crate::names::DEFAULT_COLOR_LABEL.to_string(),
+        |b| b.color_label.clone(),
+    );
     if p.labels.contains_key(&color_label) {
         checks.push(
             Check::new(
