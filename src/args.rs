@@ -111,6 +111,16 @@ pub enum Command {
         /// Do not run helm even when `install: helm` and helm is on PATH.
         #[arg(long)]
         no_helm: bool,
+        /// Wait this long for another apply of the same blueprint to finish (e.g. 5m; default:
+        /// refuse at once, naming who holds the lock).
+        #[arg(long, default_value = "0s", value_name = "DURATION")]
+        lock_timeout: String,
+        /// How long the apply lock outlives a run that stopped renewing it (killed, cut off).
+        #[arg(long, default_value = "60s", value_name = "DURATION")]
+        lock_duration: String,
+        /// Longest wait for an admission webhook that cannot be called yet (e.g. 2m).
+        #[arg(long, default_value = "2m", value_name = "DURATION")]
+        webhook_timeout: String,
         /// Do not ask for confirmation on a terminal (runs without a terminal never ask).
         #[arg(long, short = 'y', alias = "auto-approve")]
         yes: bool,
@@ -120,6 +130,21 @@ pub enum Command {
         /// Rendering settings.
         #[command(flatten)]
         render: RenderArgs,
+    },
+    /// Remove a blueprint's apply lock left by a killed run (asks first, like `terraform force-unlock`).
+    Unlock {
+        /// Blueprint file (or a plan saved from it) whose lock to remove.
+        #[arg(value_name = "BLUEPRINT|PLAN")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Remove the lock only while this run holds it (the holder id `gpuctl unlock` shows).
+        #[arg(long, value_name = "ID")]
+        holder: Option<String>,
+        /// Do not ask (required without a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Capture the live objects a blueprint touches, for offline plans in CI.
     Snapshot {

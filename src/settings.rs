@@ -60,15 +60,24 @@ pub fn duration(flag: &str, text: &str) -> Result<Duration, FlagError> {
         .map_err(|e| FlagError(format!("--{flag}: {e}")))
 }
 
+/// A duration flag that must be at least `min` (whole seconds).
+pub fn at_least(flag: &str, text: &str, min: Duration) -> Result<Duration, FlagError> {
+    let d = duration(flag, text)?;
+    if d < min {
+        return Err(FlagError(format!(
+            "--{flag} must be at least {}s",
+            min.as_secs()
+        )));
+    }
+    Ok(d)
+}
+
 /// An upgrade's waits and estimates.
 pub fn timing(a: &UpgradeTimingArgs) -> Result<Timing, FlagError> {
     let poll = duration("poll-interval", &a.poll_interval)?;
     let validate_timeout = duration("validate-timeout", &a.validate_timeout)?;
-    let lease_duration = duration("lease-duration", &a.lease_duration)?;
+    let lease_duration = at_least("lease-duration", &a.lease_duration, Duration::from_secs(1))?;
     let node_upgrade_estimate = duration("node-upgrade-estimate", &a.node_upgrade_estimate)?;
-    if lease_duration < Duration::from_secs(1) {
-        return Err(FlagError("--lease-duration must be at least 1s".into()));
-    }
     Ok(Timing {
         poll: poll.max(Duration::from_millis(10)),
         validate_timeout,

@@ -314,7 +314,8 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         String::from_utf8_lossy(&o.stderr)
     );
 
-    // Kill an apply mid-way (SIGKILL after its first applied object), then re-run: it converges.
+    // Kill an apply mid-way (SIGKILL after its first applied object), then re-run: it waits for
+    // the killed run's apply lock to expire (nobody renews it) and converges.
     let bigger = text.replace(
         "namespaces: [dev-test]",
         "namespaces: [dev-test, dev-extra-1, dev-extra-2, dev-extra-3]",
@@ -329,6 +330,8 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
             "--no-helm",
             "--parallelism",
             "1",
+            "--lock-duration",
+            "3s",
             "--kubeconfig",
             &kc,
         ])
@@ -353,7 +356,15 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     assert!(!changed(&mid).is_empty(), "the kill left work to do");
     let o = gpuctl(
         &[
-            &["apply", bp, "--no-helm", "--wait-timeout", "60s"][..],
+            &[
+                "apply",
+                bp,
+                "--no-helm",
+                "--wait-timeout",
+                "60s",
+                "--lock-timeout",
+                "60s",
+            ][..],
             &common[..],
         ]
         .concat(),

@@ -5,13 +5,16 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use gpuctl_cluster::apply::{self, ApplyError, ApplyOptions};
+use gpuctl_cluster::lock::{self, LeaseGuard, Policy};
 use gpuctl_cluster::read;
 use gpuctl_cluster::{ConnectOptions, Kube};
 use gpuctl_core::applyset::{self, ApplySetParent};
 use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::diag::Severity;
+use gpuctl_core::lock::Holder;
 use gpuctl_core::plan::{self, ActionKind, Plan, PlanFinding, PlanOptions};
 use gpuctl_core::render::{
     DRIVER_LABEL, HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet,
@@ -147,11 +150,15 @@ impl Fixture {
     }
 }
 
+/// Short waits; the apply lock of a run cut off mid-way expires after 3s, and a later apply waits
+/// up to 20s for it.
 fn opts() -> ApplyOptions {
     ApplyOptions {
         poll: std::time::Duration::from_millis(200),
         crd_timeout: std::time::Duration::from_secs(5),
         wait_timeout: std::time::Duration::from_secs(20),
+        lock_duration: std::time::Duration::from_secs(3),
+        lock_timeout: std::time::Duration::from_secs(20),
         ..ApplyOptions::default()
     }
 }
@@ -800,7 +807,7 @@ struct FaultProxy {
 }
 
 impl FaultProxy {
-    fn start(fail_every: u32, cut_after: u32) -> FaultProxy {
+    fn start(fail_every: u32, cut_after_writes: u32) -> FaultProxy {
         use std::io::BufRead;
         let harness =
             std::env::var("GPUCTL_HARNESS_DIR").expect("the harness env names its directory");
@@ -831,8 +838,8 @@ impl FaultProxy {
             .args([
                 "--fail-every",
                 &fail_every.to_string(),
-                "--cut-after",
-                &cut_after.to_string(),
+                "--cut-after-writes",
+                &cut_after_writes.to_string(),
             ])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -906,10 +913,11 @@ async fn an_interrupted_apply_converges_on_rerun() {
     let Some((_tc, direct, f)) = connected("apply_interrupted", "cut").await else {
         return;
     };
-    let p = live_plan(&direct, &f.set()).await;
-    // The API goes away after 12 forwarded requests of the apply: mid-way through its phases.
-    let proxy = FaultProxy::start(0, 12);
+    // The API goes away after 5 writes of the apply (the lock, the namespace, the ApplySet parent,
+    // the PriorityClass): mid-way through its phases, holding its lock.
+    let proxy = FaultProxy::start(0, 5);
     let k = proxy.kube().await;
+    let p = live_plan(&k, &f.set()).await;
     let fast = ApplyOptions {
         parallelism: 1,
         ..opts()
@@ -994,4 +1002,561 @@ async fn objects_of_missing_crds_wait_for_them() {
     .expect("apply after CRD");
     let again = live_plan(&k, &set).await;
     assert!(!again.summary.has_changes(), "{:#?}", actions(&again));
+}
+
+// --- The apply lock and admission webhooks that are not ready yet --------------------------------
+
+/// Records the waits a run reports.
+#[derive(Default)]
+struct Recorder {
+    waits: std::sync::Mutex<Vec<String>>,
+}
+
+impl Recorder {
+    fn waits(&self) -> Vec<String> {
+        self.waits.lock().unwrap().clone()
+    }
+
+    fn waited_for(&self, needle: &str) -> bool {
+        self.waits().iter().any(|w| w.contains(needle))
+    }
+}
+
+impl gpuctl_cluster::Reporter for Recorder {
+    fn phase(&self, _: &str, _: usize) {}
+    fn step(&self, _: &str, _: &str) {}
+    fn failed(&self, _: &str, _: &str) {}
+    fn waiting(&self, what: &str, _: u64, _: u64) {
+        self.waits.lock().unwrap().push(what.to_string());
+    }
+    fn note(&self, _: &str) {}
+    fn done(&self, _: Value, _: String) {}
+}
+
+/// Polls `cond` every 100 ms for up to `secs` seconds.
+async fn eventually(secs: u64, what: &str, mut cond: impl AsyncFnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond().await {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(secs),
+            "timed out after {secs}s waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Takes the blueprint's apply lock as another run would (`holder`), for 10s unless renewed.
+async fn hold_lock(k: &Kube, plan: &Plan, holder: &Holder) -> LeaseGuard {
+    let policy = Policy {
+        duration: std::time::Duration::from_secs(10),
+        poll: std::time::Duration::from_millis(200),
+        wait: std::time::Duration::ZERO,
+        outwait_silent: false,
+    };
+    lock::acquire(
+        k,
+        &apply::apply_lock(plan),
+        holder,
+        &policy,
+        &gpuctl_cluster::report::Silent,
+    )
+    .await
+    .expect("the test takes the lock")
+}
+
+async fn quota_hard(k: &Kube, ns: &str) -> String {
+    let rq: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(k.client(), ns);
+    let q = rq.get("gpu-quota").await.unwrap();
+    q.spec.unwrap().hard.unwrap()["requests.nvidia.com/gpu"]
+        .0
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_applies_one_writes_the_other_refuses_as_stale() {
+    let Some((_tc, k, f)) = applied("apply_race", "race").await else {
+        return;
+    };
+    // A raises the quota; B drops the Volcano queue and sets the quota to something else. Both
+    // are planned before either writes, as two CI jobs of two merged pull requests would.
+    let mut a = Fixture::new(&f.prefix);
+    a.quota = 111;
+    let mut b = Fixture::new(&f.prefix);
+    b.quota = 222;
+    b.with_volcano = false;
+    let (plan_a, plan_b) = (live_plan(&k, &a.set()).await, live_plan(&k, &b.set()).await);
+
+    // Another run holds the lock while both start, so both must wait for it.
+    let other = lock::this_run("test", None);
+    let held = hold_lock(&k, &plan_a, &other).await;
+    let (ka, kb) = (gpuctl_kube().await, gpuctl_kube().await);
+    let (ra, rb) = (Recorder::default(), Recorder::default());
+    let waiting = ApplyOptions {
+        lock_timeout: std::time::Duration::from_secs(60),
+        ..opts()
+    };
+    let release = async {
+        eventually(30, "both applies to wait for the lock", async || {
+            ra.waited_for("held by gpuctl test") && rb.waited_for("held by gpuctl test")
+        })
+        .await;
+        held.release().await;
+    };
+    let (res_a, res_b, ()) = tokio::join!(
+        apply::apply(&ka, &plan_a, &waiting, &ra),
+        apply::apply(&kb, &plan_b, &waiting, &rb),
+        release
+    );
+
+    let (winner, loser) = match (&res_a, &res_b) {
+        (Ok(_), Err(e)) => ((&a, "111"), e),
+        (Err(e), Ok(_)) => ((&b, "222"), e),
+        other => panic!("exactly one apply must write: {other:?}"),
+    };
+    match loser {
+        ApplyError::Stale(moved) => assert!(
+            moved
+                .iter()
+                .any(|m| m.contains(&format!("ResourceQuota/{}/gpu-quota", f.ns()))),
+            "{moved:?}"
+        ),
+        other => panic!("the second apply must refuse as stale, got {other}"),
+    }
+    assert_eq!(quota_hard(&k, &f.ns()).await, winner.1);
+    let after = live_plan(&k, &winner.0.set()).await;
+    assert!(!after.summary.has_changes(), "{:#?}", actions(&after));
+    // The lock is free again.
+    let info = lock::info(&k, &f.ns(), &gpuctl_core::names::apply_lock_name(&f.prefix))
+        .await
+        .unwrap()
+        .expect("the Lease stays, released");
+    assert!(!info.live(), "{info:?}");
+}
+
+#[tokio::test]
+async fn a_held_lock_refuses_at_once_naming_its_holder() {
+    let Some((_tc, k, mut f)) = applied("apply_locked", "locked").await else {
+        return;
+    };
+    f.quota = 30;
+    let p = live_plan(&k, &f.set()).await;
+    let env = |key: &str| match key {
+        "GITLAB_CI" => Some("true".to_string()),
+        "CI_JOB_URL" => Some("https://gitlab.example/acme/gpu/-/jobs/7".to_string()),
+        _ => None,
+    };
+    let other = Holder::new("apply", Some("alice"), "build-7", 42, 1, env);
+    let held = hold_lock(&k, &p, &other).await;
+    let recorder = Recorder::default();
+    let now = ApplyOptions {
+        lock_timeout: std::time::Duration::ZERO,
+        ..opts()
+    };
+    match apply::apply(&k, &p, &now, &recorder).await {
+        Err(e @ ApplyError::Locked { .. }) => {
+            let text = e.to_string();
+            for part in [
+                "gpuctl apply by alice on build-7 in https://gitlab.example/acme/gpu/-/jobs/7",
+                &format!("Lease/{}/gpuctl-applyset-{}", f.ns(), f.prefix),
+                "gpuctl unlock",
+                "nothing was applied",
+            ] {
+                assert!(text.contains(part), "`{part}` missing from: {text}");
+            }
+        }
+        other => panic!("expected a lock refusal, got {other:?}"),
+    }
+    assert!(recorder.waits().is_empty(), "{:?}", recorder.waits());
+    assert_eq!(quota_hard(&k, &f.ns()).await, "8", "nothing was written");
+    held.release().await;
+    apply::apply(&k, &p, &now, &quiet())
+        .await
+        .expect("applies once the lock is free");
+    assert_eq!(quota_hard(&k, &f.ns()).await, "30");
+}
+
+/// A validating webhook on the ResourceQuotas of namespace `ns`, behind Service `service` (with no
+/// endpoints until a test adds them), answered by `tests/support/webhook_server.py`.
+struct Webhook {
+    name: String,
+    config: String,
+    service: String,
+    ns: String,
+    server: Option<std::process::Child>,
+    endpoint: (String, u16),
+    _dir: tempfile::TempDir,
+}
+
+impl Webhook {
+    async fn register(k: &Kube, ns: &str, service: &str) -> Webhook {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        let dns = format!("{service}.{ns}.svc");
+        let ok = std::process::Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-days",
+                "1",
+            ])
+            .args([
+                "-subj",
+                &format!("/CN={dns}"),
+                "-addext",
+                &format!("subjectAltName=DNS:{dns}"),
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(ok.success(), "openssl made a certificate");
+        let mut server = std::process::Command::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/webhook_server.py"
+            ))
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs the webhook server");
+        let mut line = String::new();
+        std::io::BufReader::new(server.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let (port, ip) = line.trim().split_once(' ').expect("PORT IP");
+        let endpoint = (ip.to_string(), port.parse().unwrap());
+        let name = format!("check.{service}.gpuctl.test");
+        let config = format!("{ns}-{service}");
+        let apply = |v: Value| async move {
+            let api: Api<kube::api::DynamicObject> = Api::all_with(
+                k.client(),
+                &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                    v["apiVersion"]
+                        .as_str()
+                        .unwrap()
+                        .rsplit_once('/')
+                        .map_or("", |x| x.0),
+                    v["apiVersion"]
+                        .as_str()
+                        .unwrap()
+                        .rsplit('/')
+                        .next()
+                        .unwrap(),
+                    v["kind"].as_str().unwrap(),
+                )),
+            );
+            let name = v["metadata"]["name"].as_str().unwrap().to_string();
+            api.patch(&name, &PatchParams::apply("test"), &Patch::Apply(&v))
+                .await
+                .unwrap();
+        };
+        let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(k.client(), ns);
+        services
+            .patch(
+                service,
+                &PatchParams::apply("test"),
+                &Patch::Apply(json!({"apiVersion": "v1", "kind": "Service",
+                    "metadata": {"name": service, "namespace": ns},
+                    "spec": {"ports": [{"name": "https", "port": 443, "targetPort": endpoint.1}]}})),
+            )
+            .await
+            .unwrap();
+        use base64::Engine as _;
+        let ca = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&cert).unwrap());
+        apply(json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": config},
+            "webhooks": [{"name": name, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                "failurePolicy": "Fail", "timeoutSeconds": 5,
+                "clientConfig": {"service": {"namespace": ns, "name": service, "port": 443, "path": "/validate"}, "caBundle": ca},
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["resourcequotas"]}]}]}))
+        .await;
+        Webhook {
+            name,
+            config,
+            service: service.to_string(),
+            ns: ns.to_string(),
+            server: Some(server),
+            endpoint,
+            _dir: dir,
+        }
+    }
+
+    /// Gives the Service a ready endpoint: the webhook server.
+    async fn add_endpoint(&self, k: &Kube) {
+        let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+            Api::namespaced(k.client(), &self.ns);
+        let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": format!("{}-1", self.service), "namespace": self.ns,
+                "labels": {"kubernetes.io/service-name": self.service}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [self.endpoint.0], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": self.endpoint.1, "protocol": "TCP"}]});
+        slices
+            .patch(
+                &format!("{}-1", self.service),
+                &PatchParams::apply("test"),
+                &Patch::Apply(&slice),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// Removes the configuration and stops the server; returns how many reviews it answered.
+    async fn remove(mut self, k: &Kube) -> u64 {
+        let api: Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> =
+            Api::all(k.client());
+        api.delete(&self.config, &Default::default()).await.unwrap();
+        let mut child = self.server.take().unwrap();
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        let counters: Value = serde_json::from_str(
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("{}"),
+        )
+        .unwrap_or(Value::Null);
+        counters["requests"].as_u64().unwrap_or(0)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_waits_once_for_a_webhook_until_its_service_has_an_endpoint() {
+    let Some((_tc, k, mut f)) = applied("apply_webhook", "hook").await else {
+        return;
+    };
+    f.quota = 12;
+    let p = live_plan(&k, &f.set()).await;
+    let hook = Webhook::register(&k, &f.ns(), "quota-check").await;
+
+    let waiting = Arc::new(Recorder::default());
+    let kw = gpuctl_kube().await;
+    kw.webhooks.configure(
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_millis(200),
+        waiting.clone(),
+    );
+    let expect = format!(
+        "admission webhook `{}` (Service {}/quota-check) to have a ready endpoint",
+        hook.name,
+        f.ns()
+    );
+    let endpoint_later = async {
+        eventually(30, "apply to wait for the webhook", async || {
+            waiting.waited_for(&expect)
+        })
+        .await;
+        hook.add_endpoint(&k).await;
+    };
+    let o = opts();
+    let (res, ()) = tokio::join!(apply::apply(&kw, &p, &o, waiting.as_ref()), endpoint_later);
+    res.expect("apply proceeds once the webhook has an endpoint");
+    assert_eq!(quota_hard(&k, &f.ns()).await, "12");
+    let waits = waiting.waits();
+    assert!(
+        waits.iter().all(|w| w == &expect),
+        "one wait, for one webhook: {waits:?}"
+    );
+    let reviews = hook.remove(&k).await;
+    // The dry-run probe and the write, at most once more if the probe raced the endpoint: no
+    // retry storm.
+    assert!(
+        (1..=3).contains(&reviews),
+        "the webhook answered {reviews} reviews"
+    );
+
+    // A webhook that never gets an endpoint stops the apply after its bound, naming it.
+    f.quota = 13;
+    let p = live_plan(&k, &f.set()).await;
+    let dead = Webhook::register(&k, &f.ns(), "quota-dead").await;
+    let kd = gpuctl_kube().await;
+    kd.webhooks.configure(
+        std::time::Duration::from_secs(2),
+        std::time::Duration::from_millis(200),
+        Arc::new(gpuctl_cluster::report::Silent),
+    );
+    match apply::apply(&kd, &p, &opts(), &quiet()).await {
+        Err(ApplyError::Failed { failures, .. }) => assert!(
+            failures.iter().any(|m| m.contains(&format!(
+                "admission webhook `{}` did not answer within 2s",
+                dead.name
+            )) && m.contains(&format!("Service {}/quota-dead", f.ns()))),
+            "{failures:?}"
+        ),
+        other => panic!("expected the webhook wait to run out, got {other:?}"),
+    }
+    dead.remove(&k).await;
+}
+
+/// The real binary, with the harness's kubeconfig.
+fn gpuctl(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(std::env::var(support::cluster::KUBECONFIG_ENV).unwrap())
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Starts `gpuctl apply PLAN` that blocks on `hook` (no endpoints) while holding the lock, waits
+/// until the lock is held, and kills it (SIGKILL: nothing is released).
+async fn kill_blocked_apply(k: &Kube, f: &Fixture, plan: &std::path::Path) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .arg("apply")
+        .arg(plan)
+        .arg("--kubeconfig")
+        .arg(std::env::var(support::cluster::KUBECONFIG_ENV).unwrap())
+        .args([
+            "--lock-duration",
+            "3s",
+            "--webhook-timeout",
+            "10m",
+            "--output",
+            "json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("gpuctl runs");
+    let name = gpuctl_core::names::apply_lock_name(&f.prefix);
+    eventually(60, "the apply to hold its lock", async || {
+        lock::info(k, &f.ns(), &name)
+            .await
+            .unwrap()
+            .is_some_and(|i| i.live() && i.command.as_deref() == Some("apply"))
+    })
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_applys_lock_expires_and_unlock_clears_it() {
+    let Some((_tc, k, mut f)) = applied("apply_killed", "killed").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let save = async |f: &Fixture, file: &str| {
+        let path = dir.path().join(file);
+        std::fs::write(&path, live_plan(&k, &f.set()).await.to_saved_json()).unwrap();
+        path
+    };
+    // The quota write is held up by a webhook whose Service has no endpoints, so the apply sits
+    // in its quotas phase holding the lock until it is killed.
+    f.quota = 9;
+    let first = save(&f, "first.json").await;
+    let hook = Webhook::register(&k, &f.ns(), "quota-hold").await;
+    kill_blocked_apply(&k, &f, &first).await;
+
+    let o = gpuctl(&["apply", first.to_str().unwrap(), "--lock-timeout", "0s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for part in [
+        "another apply of blueprint",
+        "is held by gpuctl apply",
+        "gpuctl unlock BLUEPRINT",
+    ] {
+        assert!(
+            stderr(&o).contains(part),
+            "`{part}` missing: {}",
+            stderr(&o)
+        );
+    }
+    // Nobody renews it: it expires after its 3s, and the next apply takes it over.
+    hook.remove(&k).await;
+    let name = gpuctl_core::names::apply_lock_name(&f.prefix);
+    eventually(20, "the killed run's lock to expire", async || {
+        !lock::info(&k, &f.ns(), &name)
+            .await
+            .unwrap()
+            .unwrap()
+            .live()
+    })
+    .await;
+    let o = gpuctl(&["apply", first.to_str().unwrap(), "--lock-timeout", "0s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(quota_hard(&k, &f.ns()).await, "9");
+
+    // Killed again; `gpuctl unlock` clears the lock at once (and asks first).
+    f.quota = 10;
+    let second = save(&f, "second.json").await;
+    let hook = Webhook::register(&k, &f.ns(), "quota-hold").await;
+    kill_blocked_apply(&k, &f, &second).await;
+    hook.remove(&k).await;
+    let o = gpuctl(&["unlock", second.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("confirm with --yes"), "{}", stderr(&o));
+    assert!(
+        lock::info(&k, &f.ns(), &name)
+            .await
+            .unwrap()
+            .unwrap()
+            .live()
+    );
+    let o = gpuctl(&["unlock", second.to_str().unwrap(), "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("Removed Lease/{}/{name}", f.ns()))
+            && stderr(&o).contains("is held by gpuctl apply"),
+        "{}",
+        stderr(&o)
+    );
+    let o = gpuctl(&["apply", second.to_str().unwrap(), "--lock-timeout", "0s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(quota_hard(&k, &f.ns()).await, "10");
+    let done = live_plan(&k, &f.set()).await;
+    assert!(!done.summary.has_changes(), "{:#?}", actions(&done));
+}
+
+#[tokio::test]
+async fn apply_does_not_run_beside_a_driver_upgrade_of_its_pools() {
+    let Some((_tc, k, mut f)) = applied("apply_upgrade", "upg").await else {
+        return;
+    };
+    f.quota = 14;
+    let p = live_plan(&k, &f.set()).await;
+    let pool = format!("{}-pool", f.prefix);
+    let upgrade = gpuctl_cluster::upgrade::journal::acquire(
+        &k,
+        &f.ns(),
+        &pool,
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_millis(200),
+        &gpuctl_cluster::report::Silent,
+    )
+    .await
+    .expect("the test plays a running upgrade");
+    match apply::apply(&k, &p, &opts(), &quiet()).await {
+        Err(ApplyError::Upgrade(msgs)) => assert!(
+            msgs.iter().any(|m| m.contains(&format!(
+                "a driver upgrade holds Lease/{}/gpuctl-upgrade-{pool}",
+                f.ns()
+            )) && m.contains("gpuctl upgrade driver")),
+            "{msgs:?}"
+        ),
+        other => panic!("expected a refusal beside a running upgrade, got {other:?}"),
+    }
+    assert_eq!(quota_hard(&k, &f.ns()).await, "8", "nothing was written");
+    upgrade.release().await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("applies once the upgrade is done");
 }

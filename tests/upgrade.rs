@@ -1127,3 +1127,49 @@ async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
 fn human(plan: &UpgradePlan) -> String {
     gpuctl::output::upgrade::plan(plan, false)
 }
+
+#[tokio::test]
+async fn an_upgrade_does_not_start_while_an_apply_of_its_blueprint_runs() {
+    let Some(f) = Fixture::new("upgrade_apply_lock", 1, "1s", DriverConfig::default()).await else {
+        return;
+    };
+    let t = timing(Duration::from_secs(20));
+    let plan = f.plan(TO, &t).await;
+    assert_eq!(plan.errors(), 0, "{}", human(&plan));
+    let apply_lock = gpuctl_cluster::lock::LockRef {
+        namespace: f.tc.namespace.clone(),
+        name: gpuctl_core::names::apply_lock_name(&plan.blueprint),
+        labels: Default::default(),
+    };
+    let policy = gpuctl_cluster::lock::Policy {
+        duration: Duration::from_secs(10),
+        poll: Duration::from_millis(200),
+        wait: Duration::ZERO,
+        outwait_silent: false,
+    };
+    let held = gpuctl_cluster::lock::acquire(
+        &f.k,
+        &apply_lock,
+        &gpuctl_cluster::lock::this_run("apply", None),
+        &policy,
+        &gpuctl_cluster::report::Silent,
+    )
+    .await
+    .unwrap();
+    let err = execute::start(&f.k, &plan, &t, &quiet(), Cancel::never())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, UpgradeError::Refused(m) if m.contains(&format!("an apply of blueprint `{}` is running", plan.blueprint))),
+        "{err}"
+    );
+    assert!(f.journal().await.is_none(), "nothing was recorded");
+    let lease = gpuctl_cluster::upgrade::journal::lease_info(&f.k, &f.tc.namespace, &f.pool)
+        .await
+        .unwrap();
+    assert!(
+        lease.as_ref().is_none_or(|l| !l.live()),
+        "the pool's Lease was released: {lease:?}"
+    );
+    held.release().await;
+}

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 use gpuctl_cluster::Kube;
 use gpuctl_cluster::apply::{self, ApplyOptions};
@@ -14,7 +15,7 @@ use gpuctl_core::plan::{Plan, PlanOptions, is_saved_plan};
 use gpuctl_core::render::RenderedSet;
 
 use super::pipeline::render_loaded;
-use super::{CommandError, CommandResult, connect, runtime};
+use super::{CommandError, CommandResult, connect, interactive, runtime};
 use crate::args::{ApplyOutput, ClusterArgs, RenderArgs};
 use crate::exit::ExitStatus;
 use crate::output::progress::{Progress, ProgressMode};
@@ -36,6 +37,8 @@ pub struct ApplyCommand<'a> {
     pub render: &'a RenderArgs,
     /// Apply without asking on a terminal.
     pub yes: bool,
+    /// Longest wait for an admission webhook that cannot be called yet.
+    pub webhook_timeout: std::time::Duration,
 }
 
 /// What `gpuctl apply` was given.
@@ -78,8 +81,8 @@ pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
         }
     };
     let rt = runtime()?;
-    let progress = Progress::new(ProgressMode::for_output(cmd.output));
-    let (k, plan) = rt.block_on(plan_or_check(&cmd, saved, set.as_ref()))?;
+    let progress = Arc::new(Progress::new(ProgressMode::for_output(cmd.output)));
+    let (k, plan) = rt.block_on(plan_or_load(&cmd, saved, set.as_ref(), progress.clone()))?;
     refuse_errors(&plan)?;
     if !plan.summary.has_changes() {
         eprintln!("No changes. The cluster matches the blueprint.");
@@ -98,22 +101,25 @@ pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
             return Err(CommandError::Reported);
         }
     }
-    rt.block_on(apply::apply(&k, &plan, &cmd.options, &progress))?;
+    // Under the blueprint's apply lock, the plan is checked against the cluster again (a saved
+    // plan, or the one just shown: another apply may have written since), then applied.
+    rt.block_on(apply::apply(&k, &plan, &cmd.options, progress.as_ref()))?;
     Ok(ExitStatus::Success)
 }
 
-/// Connects, then checks a saved plan against the cluster, or plans the rendered set.
-async fn plan_or_check(
+/// Connects (webhook waits report to `progress`), then takes the saved plan or plans the
+/// rendered set.
+async fn plan_or_load(
     cmd: &ApplyCommand<'_>,
     saved: Option<Plan>,
     set: Option<&RenderedSet>,
+    progress: Arc<Progress>,
 ) -> Result<(Kube, Plan), CommandError> {
     let k = connect(cmd.cluster, None).await?;
+    k.webhooks
+        .configure(cmd.webhook_timeout, cmd.options.poll, progress);
     let plan = match (saved, set) {
-        (Some(p), _) => {
-            apply::check_stale(&k, &p, cmd.options.parallelism).await?;
-            p
-        }
+        (Some(p), _) => p,
         (None, Some(set)) => {
             let opts = PlanOptions {
                 prune_protected: cmd.prune_protected,
@@ -149,12 +155,6 @@ fn refuse_errors(plan: &Plan) -> Result<(), CommandError> {
             .collect::<Vec<_>>()
             .join("\n")
     )))
-}
-
-/// Both ends a person would use are terminals.
-fn interactive() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// Asks on the terminal; only `yes` goes ahead (as Terraform asks).

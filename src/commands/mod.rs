@@ -12,6 +12,7 @@ mod profiles;
 mod render;
 mod schema;
 mod snapshot;
+mod unlock;
 mod upgrade;
 mod validate;
 
@@ -200,6 +201,9 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             wait_timeout,
             crd_timeout,
             no_helm,
+            lock_timeout,
+            lock_duration,
+            webhook_timeout,
             yes,
             output,
             render,
@@ -213,12 +217,25 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
                 crd_timeout: crate::settings::duration("crd-timeout", &crd_timeout)?,
                 wait_timeout: crate::settings::duration("wait-timeout", &wait_timeout)?,
                 run_helm: !no_helm,
+                lock_timeout: crate::settings::duration("lock-timeout", &lock_timeout)?,
+                lock_duration: crate::settings::at_least(
+                    "lock-duration",
+                    &lock_duration,
+                    std::time::Duration::from_secs(1),
+                )?,
                 ..gpuctl_cluster::apply::ApplyOptions::default()
             },
+            webhook_timeout: crate::settings::duration("webhook-timeout", &webhook_timeout)?,
             output,
             render: &render,
             yes,
         }),
+        Command::Unlock {
+            blueprint,
+            cluster,
+            holder,
+            yes,
+        } => unlock::run(&blueprint, &cluster, holder.as_deref(), yes),
         Command::Snapshot {
             blueprint,
             cluster,
@@ -262,6 +279,12 @@ async fn connect(c: &ClusterArgs, hint: Option<&'static str>) -> Result<Kube, Co
     })
     .await
     .map_err(|source| CommandError::Connect { source, hint })
+}
+
+/// Both ends a person would use are terminals (so asking for confirmation makes sense).
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// Writes command output; a closed pipe is not an error worth a message.

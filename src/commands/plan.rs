@@ -14,8 +14,9 @@ use gpuctl_core::snapshot::Snapshot;
 
 use super::pipeline::render_file;
 use super::{CommandError, CommandResult, connect, emit, runtime};
-use crate::args::{ClusterArgs, PlanFormat, RenderArgs};
+use crate::args::{ApplyOutput, ClusterArgs, PlanFormat, RenderArgs};
 use crate::exit::ExitStatus;
+use crate::output::progress::{Progress, ProgressMode};
 use crate::{output, settings};
 
 /// What `gpuctl plan` was asked to do.
@@ -95,6 +96,13 @@ fn live_view(cmd: &PlanCommand<'_>, set: &RenderedSet) -> Result<LiveView, Comma
             Some("no cluster? plan offline with --offline, or against a snapshot with --snapshot FILE"),
         )
         .await?;
+        // A dry-run that meets an admission webhook still starting waits for it, said on stderr.
+        let waits = Progress::new(ProgressMode::for_output(ApplyOutput::Human));
+        k.webhooks.configure(
+            gpuctl_cluster::webhook::DEFAULT_TIMEOUT,
+            gpuctl_cluster::webhook::DEFAULT_POLL,
+            std::sync::Arc::new(waits),
+        );
         let reads = Reads {
             dry_run: true,
             parallelism: cmd.parallelism,

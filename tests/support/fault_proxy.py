@@ -7,7 +7,7 @@ real API server's Status bodies), and with --cut-after N it stops answering afte
 requests (connections are closed), which looks to a client exactly like a dead or unreachable server.
 
 Usage: fault_proxy.py --upstream https://127.0.0.1:PORT --ca CA --cert CRT --key KEY
-                      [--fail-every K] [--cut-after N]
+                      [--fail-every K] [--cut-after N] [--cut-after-writes N]
 Prints the listening port on the first line of stdout. Loopback only; stops when stdin closes.
 """
 import argparse
@@ -30,13 +30,15 @@ def main():
     ap.add_argument("--key", required=True)
     ap.add_argument("--fail-every", type=int, default=0, help="answer every K-th request with a fault")
     ap.add_argument("--cut-after", type=int, default=0, help="stop answering after N forwarded requests")
+    ap.add_argument("--cut-after-writes", type=int, default=0,
+                    help="stop answering after N forwarded writes (POST, PUT, PATCH, DELETE; dry-runs not counted)")
     args = ap.parse_args()
 
     up = urlparse(args.upstream)
     ctx = ssl.create_default_context(cafile=args.ca)
     ctx.load_cert_chain(args.cert, args.key)
     lock = threading.Lock()
-    counters = {"seen": 0, "forwarded": 0, "faults": 0}
+    counters = {"seen": 0, "forwarded": 0, "writes": 0, "faults": 0}
     faults = [(429, "TooManyRequests", "too many requests, please try again later"),
               (500, "InternalError", "Internal error occurred: injected by fault_proxy"),
               (503, "ServiceUnavailable", "the server is currently unable to handle the request")]
@@ -53,13 +55,16 @@ def main():
             with lock:
                 counters["seen"] += 1
                 n = counters["seen"]
-                cut = args.cut_after and counters["forwarded"] >= args.cut_after
+                cut = (args.cut_after and counters["forwarded"] >= args.cut_after) or \
+                    (args.cut_after_writes and counters["writes"] >= args.cut_after_writes)
                 fault = None
                 if not cut and args.fail_every and n % args.fail_every == 0:
                     fault = faults[counters["faults"] % len(faults)]
                     counters["faults"] += 1
                 if not cut and fault is None:
                     counters["forwarded"] += 1
+                    if self.command != "GET" and "dryRun=" not in self.path:
+                        counters["writes"] += 1
             if cut:
                 self.close_connection = True
                 self.connection.close()

@@ -13,11 +13,13 @@ use serde_json::{Value, json};
 
 use gpuctl_core::applyset::{self, ApplySetParent};
 use gpuctl_core::diag::Severity;
-use gpuctl_core::object::{TypeRef, group_kind};
+use gpuctl_core::names::{self, UPGRADE_POOL_LABEL};
+use gpuctl_core::object::{ObjectRef, TypeRef, group_kind};
 use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
 use gpuctl_core::render::Phase;
 
 use crate::client::{ClusterError, Kube};
+use crate::lock::{LeaseGuard, LockError, LockRef, Policy};
 use crate::report::Reporter;
 
 /// Settings for an apply.
@@ -35,6 +37,10 @@ pub struct ApplyOptions {
     pub poll: Duration,
     /// Run `helm upgrade --install` when the blueprint says `install: helm` and helm is on PATH.
     pub run_helm: bool,
+    /// How long to wait for another run's apply lock (`--lock-timeout`; zero: refuse at once).
+    pub lock_timeout: Duration,
+    /// How long the apply lock outlives a run that stopped renewing it (`--lock-duration`).
+    pub lock_duration: Duration,
 }
 
 impl Default for ApplyOptions {
@@ -46,6 +52,8 @@ impl Default for ApplyOptions {
             wait_timeout: Duration::from_secs(600),
             poll: Duration::from_secs(2),
             run_helm: true,
+            lock_timeout: Duration::ZERO,
+            lock_duration: Duration::from_secs(60),
         }
     }
 }
@@ -54,8 +62,34 @@ impl Default for ApplyOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// The saved plan no longer matches the cluster.
-    #[error("the saved plan is stale; these objects changed since it was made:\n{}\nre-run `gpuctl plan` and review the new plan", .0.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"))]
+    #[error("the plan is stale; these objects changed after it was made (by another apply, or by hand):\n{}\nnothing was applied. Re-run `gpuctl plan` (or `gpuctl apply BLUEPRINT`) and review the new plan", .0.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"))]
     Stale(Vec<String>),
+    /// Another apply of the same blueprint holds its lock.
+    #[error(
+        "another apply of blueprint `{blueprint}` is running: {lease} is held by {holder}{waited}; nothing was applied. Wait for it (`--lock-timeout 5m` waits), or, if that run was killed, run `gpuctl unlock BLUEPRINT` (the lock also expires {duration_s}s after its last renewal)"
+    )]
+    Locked {
+        /// Blueprint.
+        blueprint: String,
+        /// `Lease/ns/name`.
+        lease: String,
+        /// Who holds it.
+        holder: String,
+        /// `; waited Ns` when this run waited.
+        waited: String,
+        /// The lock's duration.
+        duration_s: i64,
+    },
+    /// This run lost its lock mid-way (removed by `gpuctl unlock`, or not renewed in time).
+    #[error(
+        "lost the apply lock {lease} before phase {phase} (removed with `gpuctl unlock`, or not renewed within its duration); stopped there. What was applied stays applied: run `gpuctl plan` to see the rest, then apply again"
+    )]
+    LockLost {
+        /// `Lease/ns/name`.
+        lease: String,
+        /// The phase that did not start.
+        phase: String,
+    },
     /// The plan was made against another cluster.
     #[error(
         "the plan was made against cluster {planned}, but this is cluster {actual}; use the right --context or re-plan"
@@ -118,9 +152,20 @@ pub struct ApplyReport {
     pub helm: String,
 }
 
-/// Refuses a saved plan whose objects moved since planning, that belongs to another cluster, or
-/// whose pools a driver upgrade is moving (or moved) since.
+/// Refuses a plan whose objects moved since planning, that belongs to another cluster, or whose
+/// pools a driver upgrade is moving (or moved) since. [`apply`] runs it under the apply lock.
 pub async fn check_stale(k: &Kube, plan: &Plan, parallelism: usize) -> Result<(), ApplyError> {
+    check_stale_except(k, plan, parallelism, None).await
+}
+
+/// [`check_stale`], not counting the namespace the lock step created for its Lease
+/// (`lock_namespace`) as created by someone else.
+async fn check_stale_except(
+    k: &Kube,
+    plan: &Plan,
+    parallelism: usize,
+    lock_namespace: Option<&str>,
+) -> Result<(), ApplyError> {
     if plan.mode != plan::Mode::Live {
         return Err(ApplyError::NotLive(
             format!("{:?}", plan.mode).to_lowercase(),
@@ -136,6 +181,10 @@ pub async fn check_stale(k: &Kube, plan: &Plan, parallelism: usize) -> Result<()
         });
     }
     let mut now = crate::read::planned(k, plan, parallelism).await?;
+    if let Some(ns) = lock_namespace {
+        now.objects
+            .remove(&ObjectRef::new("v1", "Namespace", None, ns));
+    }
     let moved = plan::stale::changes_since(plan, &now);
     if !moved.is_empty() {
         return Err(ApplyError::Stale(moved));
@@ -158,7 +207,27 @@ pub async fn check_stale(k: &Kube, plan: &Plan, parallelism: usize) -> Result<()
     }
 }
 
-/// Executes a plan against the cluster.
+/// The Lease that lets one apply of `plan`'s blueprint run at a time: beside its ApplySet parent.
+pub fn apply_lock(plan: &Plan) -> LockRef {
+    LockRef {
+        namespace: plan.helm.namespace.clone(),
+        name: names::apply_lock_name(&plan.blueprint),
+        labels: [
+            (applyset::MANAGED_BY.to_string(), "gpuctl".to_string()),
+            (
+                applyset::BLUEPRINT_LABEL.to_string(),
+                plan.blueprint.clone(),
+            ),
+        ]
+        .into(),
+    }
+}
+
+/// Applies `plan` holding its blueprint's apply lock. Takes the lock (waiting up to
+/// `opts.lock_timeout` for another apply), refuses while a driver upgrade of one of its pools
+/// runs, then checks the plan against the cluster again under the lock (a second of two
+/// concurrent applies sees the first one's writes here and stops instead of overwriting them),
+/// applies it, and releases the lock. A run that loses the lock stops before its next phase.
 pub async fn apply(
     k: &Kube,
     plan: &Plan,
@@ -166,6 +235,93 @@ pub async fn apply(
     progress: &dyn Reporter,
 ) -> Result<ApplyReport, ApplyError> {
     refuse_conflicts(plan, opts)?;
+    if plan.mode != plan::Mode::Live {
+        return Err(ApplyError::NotLive(
+            format!("{:?}", plan.mode).to_lowercase(),
+        ));
+    }
+    let lock = apply_lock(plan);
+    let created = crate::lock::ensure_namespace(k, &lock.namespace).await?;
+    let holder = crate::lock::this_run("apply", k.user.as_deref());
+    let policy = Policy {
+        duration: opts.lock_duration,
+        poll: opts.poll,
+        wait: opts.lock_timeout,
+        outwait_silent: false,
+    };
+    let guard = crate::lock::acquire(k, &lock, &holder, &policy, progress)
+        .await
+        .map_err(|e| match e {
+            LockError::Busy {
+                lease,
+                info,
+                waited_s,
+            } => ApplyError::Locked {
+                blueprint: plan.blueprint.clone(),
+                lease,
+                holder: info.describe(),
+                waited: if waited_s > 0 {
+                    format!("; waited {waited_s}s")
+                } else {
+                    String::new()
+                },
+                duration_s: info.duration_s,
+            },
+            LockError::Cluster(e) => e.into(),
+        })?;
+    let result = async {
+        refuse_running_upgrades(k, plan).await?;
+        let lock_ns = created.then_some(lock.namespace.as_str());
+        check_stale_except(k, plan, opts.parallelism, lock_ns).await?;
+        run(k, plan, opts, progress, &guard, &lock.id()).await
+    }
+    .await;
+    guard.release().await;
+    result
+}
+
+/// A driver upgrade that is running now (its pool's Lease is live) moves nodes and driver CRs
+/// this apply would write: refuse, naming it.
+async fn refuse_running_upgrades(k: &Kube, plan: &Plan) -> Result<(), ApplyError> {
+    let pools: BTreeSet<&str> = plan.node_patches.iter().map(|p| p.pool.as_str()).collect();
+    let running: Vec<String> = crate::lock::live(k, &plan.helm.namespace, UPGRADE_POOL_LABEL)
+        .await?
+        .into_iter()
+        .filter(|(name, _)| pools.iter().any(|p| names::journal_name(p) == *name))
+        .map(|(name, info)| {
+            format!(
+                "a driver upgrade holds Lease/{}/{name} ({}); nothing was applied. Apply again once it finishes (`gpuctl upgrade status` shows it)",
+                plan.helm.namespace,
+                info.describe()
+            )
+        })
+        .collect();
+    if running.is_empty() {
+        Ok(())
+    } else {
+        Err(ApplyError::Upgrade(running))
+    }
+}
+
+/// Executes a plan against the cluster, phase by phase, while `guard` holds the apply lock.
+async fn run(
+    k: &Kube,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    progress: &dyn Reporter,
+    guard: &LeaseGuard,
+    lease: &str,
+) -> Result<ApplyReport, ApplyError> {
+    let held = |phase: &str| {
+        if guard.is_lost() {
+            Err(ApplyError::LockLost {
+                lease: lease.to_string(),
+                phase: phase.to_string(),
+            })
+        } else {
+            Ok(())
+        }
+    };
     let mut report = ApplyReport {
         unchanged: plan.summary.unchanged,
         ..ApplyReport::default()
@@ -177,9 +333,11 @@ pub async fn apply(
     // the CRs exist, or the cluster-default CR installs its driver on a pool's nodes first and the
     // pool CR reinstalls its own right after. The full label set (MIG and device-plugin configs,
     // whose ConfigMaps the operator phase creates) follows after the operator phase.
+    held("driver labels")?;
     driver_labels(k, plan, progress).await?;
 
     // Phase 2: the operator release, then its custom resources.
+    held("operator")?;
     report.helm = helm_step(k, plan, opts, progress);
     for phase in [
         Phase::Operator,
@@ -190,11 +348,14 @@ pub async fn apply(
         let steps = to_apply(plan, phase, None);
         wait_for_kinds(k, &steps, opts, progress).await?;
         let name = format!("{phase:?}").to_lowercase();
+        held(&name)?;
         run_phase(k, &name, &steps, opts, progress, &mut report).await?;
     }
 
     // Nodes: labels per key (server-side apply owns only the keys gpuctl declares), taints merged.
+    held("nodes")?;
     let changed_mig = nodes(k, plan, progress, &mut report).await?;
+    held("prune")?;
     prune(k, plan, progress, &mut report).await?;
     // The set now holds only current kinds.
     write_parent(k, &parent, &current, plan).await?;

@@ -80,6 +80,15 @@ pub enum ClusterError {
         /// The server's words.
         message: String,
     },
+    /// An admission webhook the write must pass could not be called, and waiting for it did not
+    /// help.
+    #[error("{object}: {message}")]
+    WebhookUnavailable {
+        /// `Kind/ns/name`.
+        object: String,
+        /// Which webhook, what was waited for and what to check.
+        message: String,
+    },
     /// The kind is not served (its CRD is not installed).
     #[error("{api_version} {kind} is not served by this cluster (is its CRD installed?)")]
     KindNotServed {
@@ -118,6 +127,10 @@ pub struct Kube {
     pub context: Option<String>,
     /// `--kubeconfig`, when given (otherwise `KUBECONFIG` or `~/.kube/config`, as for kubectl).
     pub kubeconfig: Option<PathBuf>,
+    /// The context's user entry (recorded on locks so a held lock says whose run it is).
+    pub user: Option<String>,
+    /// Waits for admission webhooks that cannot be called yet ([`crate::webhook`]).
+    pub webhooks: crate::webhook::Waits,
 }
 
 /// Server-side apply parameters: field manager `gpuctl`, strict field validation.
@@ -144,6 +157,14 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Kube, ClusterError> {
         .context
         .clone()
         .or_else(|| kubeconfig.current_context.clone());
+    let user = context.as_ref().and_then(|c| {
+        kubeconfig
+            .contexts
+            .iter()
+            .find(|n| &n.name == c)
+            .and_then(|n| n.context.as_ref())
+            .and_then(|c| c.user.clone())
+    });
     let options = KubeConfigOptions {
         context: opts.context.clone(),
         ..KubeConfigOptions::default()
@@ -165,6 +186,8 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Kube, ClusterError> {
         server,
         context,
         kubeconfig: opts.kubeconfig.clone(),
+        user,
+        webhooks: crate::webhook::Waits::default(),
     })
 }
 
@@ -273,10 +296,35 @@ impl Kube {
         let id = display_id(&r.resource.kind, namespace, name);
         let params = apply_params(dry_run, force);
         let patch = Patch::Apply(manifest);
-        let obj = retry(|| api.patch(name, &params, &patch))
-            .await
-            .map_err(|e| classify(&id, e))?;
-        Ok(to_value(obj))
+        let mut waited: Option<String> = None;
+        loop {
+            let e = match retry(|| api.patch(name, &params, &patch)).await {
+                Ok(obj) => return Ok(to_value(obj)),
+                Err(e) => e,
+            };
+            let Some(webhook) = crate::webhook::unreachable_webhook(&e) else {
+                return Err(classify(&id, e));
+            };
+            if waited.as_deref() == Some(webhook.as_str()) {
+                return Err(ClusterError::WebhookUnavailable {
+                    object: id,
+                    message: format!(
+                        "admission webhook `{webhook}` answered a probe but not this write: {}",
+                        status_message(&e)
+                    ),
+                });
+            }
+            // One wait per webhook and connection; the probe is this write, dry-run.
+            let probe_params = apply_params(true, force);
+            let probe = || async { api.patch(name, &probe_params, &patch).await.map(|_| ()) };
+            if let Err(message) = self.webhooks.wait(&self.client, &webhook, probe).await {
+                return Err(ClusterError::WebhookUnavailable {
+                    object: id,
+                    message,
+                });
+            }
+            waited = Some(webhook);
+        }
     }
 
     /// Deletes an object, guarded by its resourceVersion so a changed object is not deleted blind.
@@ -339,8 +387,20 @@ fn is_invalid_500(s: &kube::core::Status) -> bool {
             || s.message.contains("failed to create typed patch object"))
 }
 
-/// Whether an error is worth retrying: throttling, server errors, connection trouble.
+/// The server's message of an API error, else the error.
+fn status_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether an error is worth retrying: throttling, server errors, connection trouble. A webhook
+/// the server cannot call is not retried blind: [`Kube::apply`] waits for it once instead.
 pub fn is_transient(e: &kube::Error) -> bool {
+    if crate::webhook::unreachable_webhook(e).is_some() {
+        return false;
+    }
     match e {
         kube::Error::Api(s) => {
             (s.code == 429

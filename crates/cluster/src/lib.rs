@@ -7,11 +7,13 @@
 
 pub mod apply;
 pub mod client;
+pub mod lock;
 pub mod nodeops;
 pub mod read;
 pub mod release;
 pub mod report;
 pub mod upgrade;
+pub mod webhook;
 
 pub use client::{ClusterError, ConnectOptions, DEFAULT_PARALLELISM, Kube, connect};
 pub use report::Reporter;

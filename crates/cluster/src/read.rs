@@ -442,6 +442,15 @@ pub async fn planned(
             view.objects.insert(v.0, v.1);
         }
     }
+    // The set's members now: one that joined since the plan (another apply added it) is a change
+    // the plan did not see, and its prune list would miss.
+    let mut kinds = Kinds::new();
+    for t in &served {
+        kinds.insert(t.clone(), k.resolve(&t.api_version, &t.kind).await?);
+    }
+    let parent =
+        gpuctl_core::applyset::ApplySetParent::for_blueprint(&plan.blueprint, &plan.helm.namespace);
+    view.members = Some(members(k, &parent, &kinds).await?);
     view.served = Some(served);
     let mut nodes = Vec::new();
     if let Some(r) = k.resolve("v1", "Node").await? {

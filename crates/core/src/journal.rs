@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::coordination::v1::Lease;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use crate::lock::LeaseInfo;
 
 /// Journal format version (refused when newer than this build knows).
 pub const FORMAT: u32 = 1;
@@ -241,38 +242,5 @@ impl Journal {
             ));
         }
         serde_json::from_value(v).map_err(|e| e.to_string())
-    }
-}
-
-/// Who holds a Lease now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LeaseInfo {
-    /// Holder identity (empty when released).
-    pub holder: String,
-    /// Seconds since the last renewal.
-    pub age_s: i64,
-    /// Lease duration (seconds).
-    pub duration_s: i64,
-}
-
-impl LeaseInfo {
-    /// Held by a live run (renewed within its duration).
-    pub fn live(&self) -> bool {
-        !self.holder.is_empty() && self.age_s < self.duration_s
-    }
-
-    /// Plain-data view of a Lease at time `now`.
-    pub fn of(l: &Lease, now: k8s_openapi::jiff::Timestamp) -> LeaseInfo {
-        let spec = l.spec.clone().unwrap_or_default();
-        let renewed = spec.renew_time.or(spec.acquire_time).map(|t| t.0);
-        LeaseInfo {
-            holder: spec.holder_identity.unwrap_or_default(),
-            age_s: renewed.map_or(i64::MAX, |t| {
-                (now - t)
-                    .total(k8s_openapi::jiff::Unit::Second)
-                    .map_or(i64::MAX, |s| s.floor() as i64)
-            }),
-            duration_s: i64::from(spec.lease_duration_seconds.unwrap_or(0)),
-        }
     }
 }

@@ -13,6 +13,7 @@ pub mod diag;
 pub mod input;
 pub mod journal;
 pub mod live;
+pub mod lock;
 pub mod names;
 pub mod object;
 pub mod plan;

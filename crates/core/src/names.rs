@@ -99,6 +99,12 @@ pub fn pool_driver_cr_name(pool: &str, version: &str, strategy: UpgradeStrategy)
     }
 }
 
+/// Name of the Lease that lets one `gpuctl apply` of `blueprint` run at a time: the ApplySet
+/// parent's name, in its namespace, so `kubectl get configmap,lease NAME` shows both.
+pub fn apply_lock_name(blueprint: &str) -> String {
+    crate::applyset::ApplySetParent::for_blueprint(blueprint, "").name
+}
+
 /// Name of the journal ConfigMap and of the Lease for `pool`.
 pub fn journal_name(pool: &str) -> String {
     format!("gpuctl-upgrade-{pool}")

@@ -61,7 +61,7 @@ pub async fn start(
         return Err(UpgradeError::Preflight(plan.errors()));
     }
     let ctx = Ctx::new(k, timing, progress, cancel);
-    ctx.run(&plan.namespace, &plan.pool, Direction::Forward, async |store, holder| {
+    ctx.run(&plan.namespace, &plan.blueprint, &plan.pool, Direction::Forward, async |store, holder| {
         if let Some(old) = store.load().await?
             && !old.phase.is_final()
         {
@@ -115,7 +115,7 @@ pub async fn resume(
     }
     let pool = &found.pool;
     let ctx = Ctx::new(k, timing, progress, cancel);
-    ctx.run(&found.namespace, pool, Direction::Forward, async |store, holder| {
+    ctx.run(&found.namespace, &found.blueprint, pool, Direction::Forward, async |store, holder| {
         // Read again under the Lease: the journal may have moved while we waited for it.
         let mut j = load_under_lease(store, pool).await?;
         if j.phase != JournalPhase::Running && j.phase != JournalPhase::Failed {
@@ -150,6 +150,7 @@ pub async fn rollback(
     let ctx = Ctx::new(k, timing, progress, cancel);
     ctx.run(
         &found.namespace,
+        &found.blueprint,
         pool,
         Direction::Back,
         async |store, holder| {
@@ -186,11 +187,12 @@ impl<'a> Ctx<'a> {
     async fn run(
         &self,
         namespace: &str,
+        blueprint: &str,
         pool: &str,
         dir: Direction,
         open: impl AsyncFnOnce(&mut JournalStore, &str) -> Result<(Journal, String), UpgradeError>,
     ) -> Result<Journal, UpgradeError> {
-        self.with_lease(namespace, pool, async |mut store, lease| {
+        self.with_lease(namespace, blueprint, pool, async |mut store, lease| {
             let (mut j, event) = open(&mut store, &lease.holder).await?;
             j.event(event);
             store.save(&mut j).await?;
@@ -205,14 +207,33 @@ impl<'a> Ctx<'a> {
     }
 
     /// Runs `f` holding `pool`'s Lease, with a journal store that checks it still holds it; Ctrl-C
-    /// stops `f`, and the Lease is released however `f` ends.
+    /// stops `f`, and the Lease is released however `f` ends. An apply of `blueprint` that is
+    /// running (its lock is live) is not raced: the run stops before `f`. Apply checks the upgrade
+    /// Leases after taking its lock, and this checks the apply lock after taking the Lease, so of
+    /// two that start together at least one sees the other.
     async fn with_lease(
         &self,
         namespace: &str,
+        blueprint: &str,
         pool: &str,
         f: impl AsyncFnOnce(JournalStore, &LeaseGuard) -> Result<Journal, UpgradeError>,
     ) -> Result<Journal, UpgradeError> {
         let lease = self.acquire(namespace, pool).await?;
+        let apply_lock = gpuctl_core::names::apply_lock_name(blueprint);
+        match crate::lock::info(self.k, namespace, &apply_lock).await {
+            Ok(Some(info)) if info.live() => {
+                lease.release().await;
+                return Err(UpgradeError::Refused(format!(
+                    "an apply of blueprint `{blueprint}` is running (Lease/{namespace}/{apply_lock} is held by {}); nothing was changed. Start the upgrade again once it finishes",
+                    info.describe()
+                )));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                lease.release().await;
+                return Err(UpgradeError::cluster(pool, e));
+            }
+        }
         let mut store = JournalStore::new(self.k, namespace, pool);
         store.guard(&lease);
         let result = guarded(pool, self.cancel.clone(), f(store, &lease)).await;

@@ -12,14 +12,14 @@ use gpuctl_core::applyset::{BLUEPRINT_LABEL, MANAGED_BY};
 use gpuctl_core::journal::{DATA_KEY, Journal, LeaseInfo};
 use gpuctl_core::names::journal_name;
 use gpuctl_core::upgrade::{FIELD_MANAGER, UPGRADE_POOL_LABEL};
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
 use super::UpgradeError;
 use crate::client::{Kube, classify, retry};
+pub use crate::lock::LeaseGuard;
+use crate::lock::{self, LockError, LockRef, Policy};
 use crate::read::{self, JournalsError};
 use crate::report::Reporter;
 
@@ -44,7 +44,7 @@ impl JournalStore {
 
     /// Writes refuse once `lost` is set (the Lease was lost).
     pub fn guard(&mut self, lease: &LeaseGuard) {
-        self.lease = Some(lease.lost.clone());
+        self.lease = Some(lease.lost_flag());
     }
 
     /// Reads the journal (`None` when there is none).
@@ -192,49 +192,28 @@ pub async fn find(
     }
 }
 
-/// A held Lease, renewed in the background until released or dropped.
-pub struct LeaseGuard {
-    api: Api<Lease>,
-    name: String,
-    /// This run's identity.
-    pub holder: String,
-    lost: Arc<AtomicBool>,
-    renewer: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for LeaseGuard {
-    fn drop(&mut self) {
-        // A crashed or dropped run stops renewing; its lease expires after the duration.
-        self.renewer.abort();
-    }
-}
-
 /// Who holds the Lease of `pool` (`None`: no Lease).
 pub async fn lease_info(
     k: &Kube,
     namespace: &str,
     pool: &str,
 ) -> Result<Option<LeaseInfo>, UpgradeError> {
-    let api: Api<Lease> = Api::namespaced(k.client(), namespace);
-    let name = journal_name(pool);
-    let l = retry(|| api.get_opt(&name)).await.map_err(|e| {
-        UpgradeError::cluster(pool, classify(&format!("Lease/{namespace}/{name}"), e))
-    })?;
-    Ok(l.as_ref()
-        .map(|l| LeaseInfo::of(l, k8s_openapi::jiff::Timestamp::now())))
+    lock::info(k, namespace, &journal_name(pool))
+        .await
+        .map_err(|e| UpgradeError::cluster(pool, e))
 }
 
-fn identity() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown-host".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("{host}/pid-{}/{nanos:08x}", std::process::id())
+/// The Lease of `pool`'s upgrade.
+pub fn lock_ref(namespace: &str, pool: &str) -> LockRef {
+    LockRef {
+        namespace: namespace.to_string(),
+        name: journal_name(pool),
+        labels: [
+            (UPGRADE_POOL_LABEL.to_string(), pool.to_string()),
+            (MANAGED_BY.to_string(), "gpuctl".to_string()),
+        ]
+        .into(),
+    }
 }
 
 /// Takes the Lease of `pool`: creates it, or takes it over once its holder stopped renewing. When
@@ -248,173 +227,24 @@ pub async fn acquire(
     poll: Duration,
     progress: &dyn Reporter,
 ) -> Result<LeaseGuard, UpgradeError> {
-    let api: Api<Lease> = Api::namespaced(k.client(), namespace);
-    let name = journal_name(pool);
-    let holder = identity();
-    let secs = i32::try_from(duration.as_secs().max(1)).unwrap_or(i32::MAX);
-    let cluster_err = |e: kube::Error| {
-        UpgradeError::cluster(pool, classify(&format!("Lease/{namespace}/{name}"), e))
+    let policy = Policy {
+        duration,
+        poll,
+        wait: Duration::ZERO,
+        outwait_silent: true,
     };
-    let started = std::time::Instant::now();
-    let mut seen_renew: Option<Option<MicroTime>> = None;
-    loop {
-        let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
-        let current = retry(|| api.get_opt(&name)).await.map_err(cluster_err)?;
-        let lease: Lease = match current {
-            None => serde_json::from_value(json!({
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": name, "namespace": namespace, "labels": {UPGRADE_POOL_LABEL: pool, MANAGED_BY: "gpuctl"}},
-                "spec": {"holderIdentity": holder, "leaseDurationSeconds": secs, "acquireTime": now, "renewTime": now, "leaseTransitions": 0},
-            }))
-            .expect("a Lease"),
-            Some(mut l) => {
-                let i = LeaseInfo::of(&l, k8s_openapi::jiff::Timestamp::now());
-                if i.live() {
-                    let renew = l.spec.as_ref().and_then(|s| s.renew_time.clone());
-                    // Renewed since we started waiting (its holder is alive), or held longer than
-                    // its own duration allows: busy either way.
-                    let renewed = seen_renew.as_ref().is_some_and(|r| *r != renew);
-                    let bound = Duration::from_secs(u64::try_from(i.duration_s).unwrap_or(0)) + poll * 2;
-                    if renewed || started.elapsed() > bound {
-                        return Err(UpgradeError::Busy {
-                            pool: pool.to_string(),
-                            holder: i.holder,
-                            namespace: namespace.to_string(),
-                            lease: name,
-                            age_s: i.age_s,
-                            duration_s: i.duration_s,
-                        });
-                    }
-                    if seen_renew.is_none() {
-                        seen_renew = Some(renew);
-                    }
-                    progress.waiting(
-                        &format!(
-                            "the lease of the previous run ({}) to expire (renewed {}s ago, lasts {}s)",
-                            i.holder, i.age_s, i.duration_s
-                        ),
-                        started.elapsed().as_secs(),
-                        bound.as_secs(),
-                    );
-                    tokio::time::sleep(poll).await;
-                    continue;
-                }
-                let spec = l.spec.get_or_insert_with(Default::default);
-                let transitions = spec.lease_transitions.unwrap_or(0);
-                spec.holder_identity = Some(holder.clone());
-                spec.lease_duration_seconds = Some(secs);
-                spec.acquire_time = Some(now.clone());
-                spec.renew_time = Some(now);
-                spec.lease_transitions = Some(transitions + 1);
-                l
-            }
-        };
-        let pp = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
-            ..PostParams::default()
-        };
-        let result = if lease.metadata.resource_version.is_some() {
-            api.replace(&name, &pp, &lease).await
-        } else {
-            api.create(&pp, &lease).await
-        };
-        match result {
-            Ok(stored) => {
-                let lost = Arc::new(AtomicBool::new(false));
-                let renewer = tokio::spawn(renew(
-                    api.clone(),
-                    name.clone(),
-                    holder.clone(),
-                    stored,
-                    duration,
-                    lost.clone(),
-                ));
-                return Ok(LeaseGuard {
-                    api,
-                    name,
-                    holder,
-                    lost,
-                    renewer,
-                });
-            }
-            // Someone else created or took it between our read and write: read again.
-            Err(kube::Error::Api(s)) if s.code == 409 => continue,
-            Err(e) => return Err(cluster_err(e)),
-        }
-    }
-}
-
-async fn renew(
-    api: Api<Lease>,
-    name: String,
-    holder: String,
-    mut lease: Lease,
-    duration: Duration,
-    lost: Arc<AtomicBool>,
-) {
-    let every = (duration / 3).max(Duration::from_millis(100));
-    let pp = PostParams {
-        field_manager: Some(FIELD_MANAGER.to_string()),
-        ..PostParams::default()
-    };
-    let mut last_ok = std::time::Instant::now();
-    loop {
-        tokio::time::sleep(every).await;
-        if let Some(spec) = lease.spec.as_mut() {
-            spec.renew_time = Some(MicroTime(k8s_openapi::jiff::Timestamp::now()));
-        }
-        match api.replace(&name, &pp, &lease).await {
-            Ok(stored) => {
-                lease = stored;
-                last_ok = std::time::Instant::now();
-            }
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                // Changed under us: still ours only if the holder is.
-                match api.get(&name).await {
-                    Ok(l)
-                        if l.spec.as_ref().and_then(|s| s.holder_identity.as_deref())
-                            == Some(holder.as_str()) =>
-                    {
-                        lease = l;
-                    }
-                    _ => {
-                        lost.store(true, Ordering::SeqCst);
-                        return;
-                    }
-                }
-            }
-            Err(_) => {
-                if last_ok.elapsed() >= duration {
-                    lost.store(true, Ordering::SeqCst);
-                    return;
-                }
-            }
-        }
-    }
-}
-
-impl LeaseGuard {
-    /// Whether the Lease was lost.
-    pub fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
-    }
-
-    /// Releases the Lease (empties the holder) so the next run starts at once.
-    pub async fn release(self) {
-        self.renewer.abort();
-        if let Ok(mut l) = self.api.get(&self.name).await
-            && l.spec.as_ref().and_then(|s| s.holder_identity.as_deref())
-                == Some(self.holder.as_str())
-        {
-            if let Some(spec) = l.spec.as_mut() {
-                spec.holder_identity = None;
-            }
-            let pp = PostParams {
-                field_manager: Some(FIELD_MANAGER.to_string()),
-                ..PostParams::default()
-            };
-            let _ = self.api.replace(&self.name, &pp, &l).await;
-        }
-    }
+    let holder = lock::this_run("upgrade driver", k.user.as_deref());
+    lock::acquire(k, &lock_ref(namespace, pool), &holder, &policy, progress)
+        .await
+        .map_err(|e| match e {
+            LockError::Busy { info, .. } => UpgradeError::Busy {
+                pool: pool.to_string(),
+                holder: info.describe(),
+                namespace: namespace.to_string(),
+                lease: journal_name(pool),
+                age_s: info.age_s,
+                duration_s: info.duration_s,
+            },
+            LockError::Cluster(e) => UpgradeError::cluster(pool, e),
+        })
 }

@@ -19,7 +19,7 @@ pub enum UpgradeError {
     Preflight(usize),
     /// Another run holds the upgrade's Lease.
     #[error(
-        "another gpuctl ({holder}) is running the upgrade of pool `{pool}` (Lease {namespace}/{lease}, renewed {age_s}s ago); wait for it, or stop it and re-run once its lease ({duration_s}s) has expired"
+        "another run is moving pool `{pool}`: Lease {namespace}/{lease} is held by {holder}; wait for it, or stop it and re-run once its lease ({duration_s}s) has expired"
     )]
     Busy {
         /// Pool.

@@ -36,6 +36,20 @@ pub fn changes_since(plan: &Plan, now: &LiveView) -> Vec<String> {
             _ => {}
         }
     }
+    // A member that joined the set since the plan (another apply added it) is a change the plan
+    // did not see. Protected kinds are left out: a plan keeps those it does not declare (with a
+    // warning, not an action), so their absence from the actions says nothing.
+    if let Some(members) = &now.members {
+        let planned: std::collections::BTreeSet<crate::object::ObjectRef> =
+            plan.actions.iter().map(super::Action::object_ref).collect();
+        moved.extend(
+            members
+                .keys()
+                .filter(|m| !planned.contains(*m))
+                .filter(|m| !super::PROTECTED_KINDS.contains(&m.kind.as_str()))
+                .map(|m| format!("{m}: joined the blueprint's ApplySet since the plan")),
+        );
+    }
     moved.extend(node_changes(plan, now));
     if let Some(hp) = &plan.helm_release
         && let Reading::Read(release) = &now.helm_release

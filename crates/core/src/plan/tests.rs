@@ -578,3 +578,28 @@ fn a_saved_plan_is_stale_when_what_it_planned_moved() {
         "{moved:?}"
     );
 }
+
+#[test]
+fn a_member_that_joined_the_set_since_the_plan_makes_it_stale() {
+    let then = snapshot_view();
+    let p = plan_of(&then);
+    let mut now = LiveView::empty(Source::Offline);
+    now.members = Some(BTreeMap::new());
+    assert!(stale::changes_since(&p, &now).is_empty());
+
+    // Another apply added a quota in a namespace this plan never saw, and a namespace.
+    let mut extra = stored(&quota());
+    extra["metadata"]["namespace"] = json!("team-z");
+    let mut ns = stored(&namespace());
+    ns["metadata"]["name"] = json!("team-z");
+    let mut members = BTreeMap::new();
+    for v in [extra, ns] {
+        members.insert(crate::object::ObjectRef::of(&v).unwrap(), v);
+    }
+    now.members = Some(members);
+    assert_eq!(
+        stale::changes_since(&p, &now),
+        ["ResourceQuota/team-z/team-a-quota: joined the blueprint's ApplySet since the plan"],
+        "a protected kind the plan would only keep (the namespace) is not a change"
+    );
+}
