@@ -1,12 +1,16 @@
-//! The real `gpuctl` binary against the harness: apply an example blueprint, plan again (exit 0),
-//! edit it (exit 2 and exactly the expected action), apply a saved plan, kill an apply mid-way and
-//! re-run it, and plan from a snapshot. One test function: the example's object names are fixed,
-//! so its steps must not run in parallel with each other.
+//! The real `gpuctl` binary against the harness: apply an example blueprint (installing the real
+//! GPU Operator chart with the real helm), plan again (exit 0), edit it (exit 2 and exactly the
+//! expected action), change a chart value (an upgrade of exactly that value), apply a saved plan,
+//! kill an apply mid-way and re-run it, and plan from a snapshot. One test function: the example's
+//! object names are fixed, so its steps must not run in parallel with each other.
 //!
-//! Stand-ins, stated plainly: the Prometheus Operator's CRDs are not in ../shared/upstream, so the
-//! test installs permissive CRDs for ServiceMonitor and PrometheusRule; MIG Manager does not run
-//! here, so a small task plays its part and reports `nvidia.com/mig.config.state=success` once a
-//! node's `nvidia.com/mig.config` label is set, as MIG Manager does after reconfiguring.
+//! Real parts: kube-apiserver with the upstream CRDs (the Prometheus Operator's included), helm
+//! v3.22.0 built from its Go module by the harness (`GPUCTL_HELM`), and the GPU Operator v26.7.0
+//! chart archive from ../shared/upstream, named by the blueprint's `gpuOperator.chart.path`.
+//! Stand-ins, stated plainly: MIG Manager does not run here, so a small task plays its part and
+//! reports `nvidia.com/mig.config.state=success` once a node's `nvidia.com/mig.config` label is
+//! set, as MIG Manager does after reconfiguring; no controller runs Jobs, so the chart's
+//! pre-upgrade CRD hook Job is turned off (`operator.upgradeCRD: false`), or helm would wait for it.
 
 mod support;
 
@@ -34,22 +38,58 @@ fn gpuctl_with(args: &[&str], env: &[(&str, String)]) -> Output {
         .expect("gpuctl runs")
 }
 
-/// A PATH whose `helm` is `support/fake-helm` (helm is not installed here; the stand-in stores
-/// the release as helm's Secret driver does and logs its arguments to `log`).
-fn fake_helm_env(dir: &std::path::Path, log: &std::path::Path) -> Vec<(&'static str, String)> {
+/// A PATH whose `helm` is the real helm the harness built.
+fn helm_env(dir: &std::path::Path) -> Vec<(&'static str, String)> {
+    let helm = std::env::var("GPUCTL_HELM").expect(
+        "the harness env names its helm (GPUCTL_HELM); restart it with tools/kube-harness/run up",
+    );
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/fake-helm"),
-        bin.join("helm"),
-    )
-    .unwrap();
+    let _ = std::fs::remove_file(bin.join("helm"));
+    std::os::unix::fs::symlink(helm, bin.join("helm")).unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    vec![("PATH", path), ("FAKE_HELM_LOG", log.display().to_string())]
+    vec![("PATH", path)]
+}
+
+/// The example blueprint next to a copy of the real chart archive, installed from it.
+fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
+    let shared = std::env::var("GPUCTL_SHARED")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
+    let archive = "gpu-operator-v26.7.0.tgz";
+    std::fs::copy(
+        std::path::Path::new(&shared)
+            .join("upstream/gpu-operator/v26.7.0")
+            .join(archive),
+        dir.join(archive),
+    )
+    .expect("the real chart archive is in ../shared/upstream");
+    let text = std::fs::read_to_string(BLUEPRINT).unwrap();
+    let local = text.replace(
+        "    install: helm\n",
+        &format!(
+            "    install: helm\n    chart: {{ path: {archive} }}\n    values: {{ operator: {{ upgradeCRD: false }} }}\n"
+        ),
+    );
+    assert_ne!(local, text, "the example installs with helm");
+    let path = dir.join("dgx-h100-training.yaml");
+    std::fs::write(&path, local).unwrap();
+    path
+}
+
+/// Revisions of the operator's release in Helm's storage (its Secrets).
+async fn helm_revisions(tc: &TestCluster) -> usize {
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(tc.client.clone(), "gpu-operator");
+    secrets
+        .list(&ListParams::default().labels("owner=helm,name=gpu-operator"))
+        .await
+        .unwrap()
+        .items
+        .len()
 }
 
 fn kubeconfig() -> String {
@@ -64,25 +104,6 @@ fn assert_code(o: &Output, code: i32, what: &str) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-async fn stand_in_monitoring_crds(tc: &TestCluster) {
-    let crds = tc.crds();
-    let text = include_str!("support/prometheus-operator-crds.yaml");
-    for doc in text.split("\n---\n") {
-        let crd: Value = serde_saphyr::from_str(doc).expect("stand-in CRD parses");
-        let name = crd["metadata"]["name"]
-            .as_str()
-            .expect("named CRD")
-            .to_string();
-        crds.patch(
-            &name,
-            &PatchParams::apply("gpuctl-test").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .expect("stand-in CRD");
-    }
 }
 
 /// Plays MIG Manager: a node whose `nvidia.com/mig.config` is set gets `mig.config.state=success`.
@@ -144,7 +165,6 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         return;
     };
     let kc = kubeconfig();
-    stand_in_monitoring_crds(&tc).await;
     for i in 0..2 {
         tc.create_gpu_node(
             &format!("infer{i}"),
@@ -168,11 +188,13 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let mig = mig_manager_stand_in(tc.client.clone(), "gpuctl.dev/pool=h100-infer".into());
     let dir = tempfile::tempdir().unwrap();
     let common = ["--kubeconfig", &kc];
+    let example = local_example(dir.path());
+    let example = example.to_str().unwrap();
 
     // At a terminal, apply shows the plan and asks; any answer but `yes` changes nothing.
     let summary = || {
         let (o, plan) =
-            plan_json(&[&["plan", BLUEPRINT, "--format", "json"][..], &common[..]].concat());
+            plan_json(&[&["plan", example, "--format", "json"][..], &common[..]].concat());
         assert_code(&o, 0, "plan");
         plan["summary"].clone()
     };
@@ -183,7 +205,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
             "/tests/support/pty-run"
         ))
         .args(["no", "Only 'yes' is accepted", env!("CARGO_BIN_EXE_gpuctl")])
-        .args(["apply", BLUEPRINT, "--kubeconfig", &kc, "--no-helm"])
+        .args(["apply", example, "--kubeconfig", &kc, "--no-helm"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("GPUCTL_TODAY", "2026-11-30")
         .output()
@@ -198,13 +220,13 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     );
     assert_eq!(summary(), before, "a cancelled apply changed the cluster");
 
-    // Apply (helm played by a stand-in), then a second plan finds nothing to do.
-    let helm_log = dir.path().join("helm.log");
-    let helm_env = fake_helm_env(dir.path(), &helm_log);
+    // Apply (the real helm installs the real chart archive), then a second plan finds nothing to
+    // do: the plan reads the release helm stored and finds its values equal.
+    let helm_env = helm_env(dir.path());
     let apply_args = [
         &[
             "apply",
-            BLUEPRINT,
+            example,
             "--wait-timeout",
             "60s",
             "--crd-timeout",
@@ -215,22 +237,14 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     .concat();
     let o = gpuctl_with(&apply_args, &helm_env);
     assert_code(&o, 0, "first apply");
-    // helm ran once, against the cluster gpuctl used (kubeconfig and context passed on).
-    let calls: Vec<Vec<String>> = std::fs::read_to_string(&helm_log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(calls.len(), 1, "{calls:?}");
-    let call = calls[0].join(" ");
+    // helm installed revision 1 from the archive, into the cluster gpuctl used.
+    assert_eq!(helm_revisions(&tc).await, 1);
     assert!(
-        call.starts_with("upgrade --install gpu-operator gpu-operator --repo ")
-            && call.contains("--version v26.7.0 --namespace gpu-operator --values ")
-            && call.contains(&format!("--kubeconfig {kc}"))
-            && call.contains("--kube-context "),
-        "{call}"
+        String::from_utf8_lossy(&o.stderr).contains("installed or upgraded to v26.7.0 from"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
     );
-    let o = gpuctl(&[&["plan", BLUEPRINT, "--detailed-exitcode"][..], &common[..]].concat());
+    let o = gpuctl(&[&["plan", example, "--detailed-exitcode"][..], &common[..]].concat());
     assert_code(&o, 0, "plan after apply");
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("Operator release: unchanged."),
@@ -241,10 +255,56 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let o = gpuctl_with(&apply_args, &helm_env);
     assert_code(&o, 0, "second apply");
     assert_eq!(
-        std::fs::read_to_string(&helm_log).unwrap().lines().count(),
+        helm_revisions(&tc).await,
         1,
         "helm ran again for an unchanged release"
     );
+
+    // A chart value changes: the plan is an upgrade of exactly that value, and apply makes
+    // revision 2.
+    let valued = std::fs::read_to_string(example).unwrap().replace(
+        "values: { operator: { upgradeCRD: false } }",
+        "values: { operator: { upgradeCRD: false, logging: { level: debug } } }",
+    );
+    let valued_path = dir.path().join("valued.yaml");
+    std::fs::write(&valued_path, &valued).unwrap();
+    let vp = valued_path.to_str().unwrap();
+    let (o, p) = plan_json(
+        &[
+            &["plan", vp, "--format", "json", "--detailed-exitcode"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_code(&o, 2, "plan of a values change");
+    assert!(
+        changed(&p).is_empty(),
+        "no object changes: {:?}",
+        changed(&p)
+    );
+    assert_eq!(
+        p["helm_release"]["action"], "upgrade",
+        "{}",
+        p["helm_release"]
+    );
+    // The release's stored values have no `operator.logging` yet: exactly that subtree is added.
+    assert_eq!(
+        p["helm_release"]["changes"],
+        serde_json::json!([{"path": "operator.logging", "after": {"level": "debug"}}]),
+        "{}",
+        p["helm_release"]
+    );
+    let o = gpuctl_with(
+        &[&["apply", vp, "--wait-timeout", "60s"][..], &common[..]].concat(),
+        &helm_env,
+    );
+    assert_code(&o, 0, "apply of a values change");
+    assert_eq!(helm_revisions(&tc).await, 2);
+    let o = gpuctl(&[&["plan", vp, "--detailed-exitcode"][..], &common[..]].concat());
+    assert_code(&o, 0, "plan after the upgrade");
+    let o = gpuctl_with(&apply_args, &helm_env);
+    assert_code(&o, 0, "back to the example's values");
+    assert_eq!(helm_revisions(&tc).await, 3);
     let nodes: Api<Node> = Api::all(tc.client.clone());
     let n = nodes.get(&tc.name("infer0")).await.unwrap();
     let labels = n.metadata.labels.unwrap();
@@ -257,7 +317,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     assert!(labels.contains_key("nvidia.com/mig.config"));
 
     // An edit: one quota changes, so exactly one object updates and the exit code is 2.
-    let text = std::fs::read_to_string(BLUEPRINT).unwrap();
+    let text = std::fs::read_to_string(example).unwrap();
     let edited = text.replace(
         "quota: { nvidia.com/gpu: 64, pods: 200,",
         "quota: { nvidia.com/gpu: 56, pods: 200,",
@@ -414,11 +474,11 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     );
 
     // Back to the example: the extra tenant namespaces' objects are pruned, the namespaces kept.
-    let o = gpuctl(&[&["apply", BLUEPRINT, "--no-helm"][..], &common[..]].concat());
+    let o = gpuctl(&[&["apply", example, "--no-helm"][..], &common[..]].concat());
     assert_code(&o, 0, "apply the original again");
     let (o, p) = plan_json(
         &[
-            &["plan", BLUEPRINT, "--format", "json", "--detailed-exitcode"][..],
+            &["plan", example, "--format", "json", "--detailed-exitcode"][..],
             &common[..],
         ]
         .concat(),

@@ -144,6 +144,7 @@ impl Fixture {
                 namespace: ns,
                 install: InstallMode::None,
                 values: json!({}),
+                source: Default::default(),
             },
             documents: BTreeMap::new(),
         }

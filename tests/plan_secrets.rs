@@ -85,6 +85,7 @@ fn set() -> RenderedSet {
             namespace: "gpu-operator".into(),
             install: InstallMode::Helm,
             values: values(""),
+            source: Default::default(),
         },
         documents: Default::default(),
     }

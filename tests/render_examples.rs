@@ -91,3 +91,80 @@ fn large_renders_are_deterministic() {
             .all(|w| w[0].sort_key() < w[1].sort_key())
     );
 }
+
+/// Every string of a rendered value, manifest or document.
+fn strings<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
+/// The air-gapped example: the chart comes from the archive beside the blueprint, every image
+/// repository the values and NVIDIADriver CRs name is the mirror's, and nothing rendered (values,
+/// objects, runbooks) names a public registry or NVIDIA's Helm repository.
+#[test]
+fn the_air_gapped_example_names_no_public_registry() {
+    const PUBLIC: [&str; 7] = [
+        "nvcr.io",
+        "registry.k8s.io",
+        "docker.io",
+        "ghcr.io",
+        "quay.io",
+        "helm.ngc.nvidia.com",
+        "gcr.io",
+    ];
+    const MIRROR: &str = "registry.internal.example:5000/nvidia-mirror/";
+    let set = render_file(&root().join("blueprints/air-gapped.yaml"));
+    assert_eq!(
+        set.helm.source,
+        gpuctl_core::render::ChartSource::Path {
+            path: "charts/gpu-operator-v26.7.0.tgz".into(),
+            resolved: None,
+            digest: None,
+        }
+    );
+    let mut all = Vec::new();
+    strings(&set.helm.values, &mut all);
+    for o in &set.objects {
+        strings(&o.manifest, &mut all);
+    }
+    all.extend(set.documents.values().map(String::as_str));
+    for s in &all {
+        for public in PUBLIC {
+            assert!(!s.contains(public), "`{public}` in rendered output: {s}");
+        }
+    }
+    // Every image repository of the chart (22 in v26.7.0 with node-feature-discovery's), mirrored.
+    let release = gpuctl_core::profiles::chart::chart_release("v26.7.0").unwrap();
+    let mut mirrored = 0;
+    for (path, default) in release.image_repositories() {
+        let pointer = format!("/{}", path.replace('.', "/"));
+        let v = set.helm.values.pointer(&pointer).and_then(|v| v.as_str());
+        if default.is_empty() {
+            continue;
+        }
+        assert!(v.is_some_and(|v| v.starts_with(MIRROR)), "{path}: {v:?}");
+        mirrored += 1;
+    }
+    assert!(mirrored >= 20, "{mirrored} repositories mirrored");
+    let driver = set
+        .objects
+        .iter()
+        .find(|o| o.kind == "NVIDIADriver")
+        .expect("a driver CR");
+    assert_eq!(
+        driver.manifest["spec"]["repository"],
+        format!("{MIRROR}nvidia")
+    );
+    assert_eq!(
+        driver.manifest["spec"]["imagePullSecrets"],
+        serde_json::json!(["internal-mirror-pull"])
+    );
+    assert_eq!(
+        set.helm.values["node-feature-discovery"]["imagePullSecrets"],
+        serde_json::json!([{"name": "internal-mirror-pull"}])
+    );
+}

@@ -175,6 +175,7 @@ fn all_schemas() -> Vec<((String, String, String), Value, Value)> {
     let up = shared().join("upstream");
     let mut all = crd_schemas(&up.join("kueue/v0.19.2/crds"));
     all.extend(crd_schemas(&up.join("volcano/v1.15.1/crds")));
+    all.extend(crd_schemas(&up.join("prometheus-operator/v0.93.0/crds")));
     all
 }
 
@@ -195,9 +196,6 @@ fn errors(schema: &Value, instance: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Kinds render writes that have no CRD in ../shared/upstream (prometheus-operator's).
-const NO_SCHEMA: [&str; 2] = ["ServiceMonitor", "PrometheusRule"];
-
 #[test]
 fn every_custom_resource_validates_against_its_upstream_crd() {
     let schemas = all_schemas();
@@ -209,8 +207,6 @@ fn every_custom_resource_validates_against_its_upstream_crd() {
             }
             let schema = if o.kind == "NVIDIADriver" {
                 nvidia_driver_schema(&set.helm.version)
-            } else if NO_SCHEMA.contains(&o.kind.as_str()) {
-                continue;
             } else {
                 schemas
                     .iter()
@@ -237,6 +233,8 @@ fn every_custom_resource_validates_against_its_upstream_crd() {
         "LocalQueue",
         "WorkloadPriorityClass",
         "Queue",
+        "ServiceMonitor",
+        "PrometheusRule",
     ] {
         assert!(checked.contains(kind), "no rendered {kind} was checked");
     }
@@ -431,6 +429,35 @@ fn path_in_values(values: &Map<String, Value>, path: &str) -> bool {
     true
 }
 
+/// The node-feature-discovery dependency's values.yaml as vendored in the release's chart archive.
+fn nfd_values(version: &str) -> Map<String, Value> {
+    let archive = shared().join(format!(
+        "upstream/gpu-operator/{version}/gpu-operator-{version}.tgz"
+    ));
+    let out = std::process::Command::new("tar")
+        .arg("-xzOf")
+        .arg(&archive)
+        .arg("gpu-operator/charts/node-feature-discovery/values.yaml")
+        .output()
+        .expect("tar runs");
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        archive.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Its long comment blocks overflow the YAML reader's look-ahead; comments carry no values.
+    let text: String = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let v: Value = serde_saphyr::from_str(&text).unwrap();
+    v.as_object().cloned().unwrap()
+}
+
+const NFD: &str = "node-feature-discovery.";
+
 #[test]
 fn every_rendered_helm_value_exists_in_the_real_chart() {
     let mut releases = std::collections::BTreeSet::new();
@@ -440,8 +467,13 @@ fn every_rendered_helm_value_exists_in_the_real_chart() {
         let mut paths = Vec::new();
         leaf_paths(&set.helm.values, "", &mut paths);
         for p in paths {
+            // A dependency's keys are in the dependency's own values.yaml.
+            let known = path_in_values(&values, &p)
+                || commented_key_exists(&text, &p)
+                || p.strip_prefix(NFD)
+                    .is_some_and(|sub| path_in_values(&nfd_values(&version), sub));
             assert!(
-                path_in_values(&values, &p) || commented_key_exists(&text, &p),
+                known,
                 "{source}: `{p}` is not a key of the GPU Operator {version} chart values"
             );
         }
@@ -486,4 +518,27 @@ fn release_facts_match_upstream_files() {
             "{version}"
         );
     }
+}
+
+/// The dependency image facts in releases.yaml are the vendored dependency's own defaults.
+#[test]
+fn subchart_image_facts_match_the_chart_archive() {
+    let r = gpuctl_core::profiles::chart::chart_release("v26.7.0").unwrap();
+    let nfd = nfd_values("v26.7.0");
+    let mut checked = 0;
+    for (path, default) in r.image_repositories() {
+        if let Some(sub) = path.strip_prefix(NFD) {
+            let pointer = format!("/{}", sub.replace('.', "/"));
+            assert_eq!(
+                Value::Object(nfd.clone())
+                    .pointer(&pointer)
+                    .and_then(Value::as_str),
+                Some(default),
+                "{path}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 1);
+    assert!(nfd.get("imagePullSecrets").is_some_and(Value::is_array));
 }

@@ -14,7 +14,7 @@ use gpuctl_core::input;
 use gpuctl_core::plan::{Plan, PlanOptions, is_saved_plan};
 use gpuctl_core::render::RenderedSet;
 
-use super::pipeline::render_loaded;
+use super::pipeline::{render_loaded, resolve_chart};
 use super::{CommandError, CommandResult, connect, interactive, runtime};
 use crate::args::{ApplyOutput, ClusterArgs, RenderArgs};
 use crate::exit::ExitStatus;
@@ -76,8 +76,9 @@ pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
         Target::Blueprint(loaded) => {
             let today = settings::today(cmd.render.today.as_deref())?;
             let templates = cmd.render.templates.as_deref();
-            let rendered = render_loaded(loaded, cmd.target, today, templates, "planning")?;
-            (None, Some(rendered.set))
+            let mut set = render_loaded(loaded, cmd.target, today, templates, "planning")?.set;
+            resolve_chart(&mut set, cmd.target)?;
+            (None, Some(set))
         }
     };
     let rt = runtime()?;

@@ -1,11 +1,12 @@
 //! Load -> validate -> render, written once for every command that needs a rendered set.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gpuctl_core::blueprint::{self, Loaded};
 use gpuctl_core::diag::{FileReport, Severity};
+use gpuctl_core::input;
 use gpuctl_core::profiles::Catalog;
-use gpuctl_core::render::{self, RenderedSet, Templates};
+use gpuctl_core::render::{self, ChartSource, RenderedSet, Templates};
 use gpuctl_core::validate;
 use jiff::civil::Date;
 
@@ -69,6 +70,38 @@ pub fn render_loaded(
     let templates = Templates::load(templates)?;
     let set = render::render(&validated, catalog, &templates)?;
     Ok(Rendered { set, warnings })
+}
+
+/// Finds the chart a blueprint names by `gpuOperator.chart.path` (relative to the blueprint's
+/// directory; the working directory for standard input) and pins it: its absolute path and, for an
+/// archive, its digest, which a saved plan carries and apply checks. Plans and applies need it;
+/// `render` does not.
+pub fn resolve_chart(set: &mut RenderedSet, blueprint: &Path) -> Result<(), CommandError> {
+    let ChartSource::Path {
+        path,
+        resolved,
+        digest,
+    } = &mut set.helm.source
+    else {
+        return Ok(());
+    };
+    let base = if input::is_stdin(blueprint) {
+        PathBuf::from(".")
+    } else {
+        match blueprint.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    let chart = input::chart(&base, path).map_err(|e| {
+        CommandError::Failed(format!(
+            "{}: spec.gpuOperator.chart.path: {e}; put the chart archive (`helm pull` writes one) or chart directory next to the blueprint, or name another source",
+            input::name(blueprint)
+        ))
+    })?;
+    *resolved = Some(chart.path.display().to_string());
+    *digest = chart.digest;
+    Ok(())
 }
 
 /// Loads and validates one file (standard input for `-`) into a report of every finding.

@@ -12,7 +12,7 @@ use gpuctl_core::plan::{self, Plan, PlanOptions, parent_of};
 use gpuctl_core::render::RenderedSet;
 use gpuctl_core::snapshot::Snapshot;
 
-use super::pipeline::render_file;
+use super::pipeline::{render_file, resolve_chart};
 use super::{CommandError, CommandResult, connect, emit, runtime};
 use crate::args::{ApplyOutput, ClusterArgs, PlanFormat, RenderArgs};
 use crate::exit::ExitStatus;
@@ -53,13 +53,14 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
         ));
     }
     let today = settings::today(cmd.render.today.as_deref())?;
-    let set = render_file(
+    let mut set = render_file(
         cmd.blueprint,
         today,
         cmd.render.templates.as_deref(),
         "planning",
     )?
     .set;
+    resolve_chart(&mut set, cmd.blueprint)?;
     plan::refuse_empty(&set)?;
     let live = live_view(&cmd, &set)?;
     let plan = plan::plan(

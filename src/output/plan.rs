@@ -7,6 +7,7 @@ use crate::settings::Style;
 use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::diag::Severity;
 use gpuctl_core::plan::{Action, ActionKind, HelmAction, Plan, diff::Change, redact};
+use gpuctl_core::render::{CHART_REPOSITORY, ChartSource};
 
 /// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
 pub const MARKDOWN_CAP: usize = 60_000;
@@ -136,12 +137,19 @@ fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
     if h.install != InstallMode::Helm {
         return String::new();
     }
+    let chart = match &h.source {
+        ChartSource::Repository { url } if url == CHART_REPOSITORY => h.chart.clone(),
+        ChartSource::Repository { url } => format!("gpu-operator --repo {url}"),
+        ChartSource::Oci { reference } => reference.clone(),
+        ChartSource::Path { path, .. } => path.clone(),
+    };
     let command = format!(
-        "helm upgrade --install {} {} --version {} -n {} (values: `gpuctl render -o DIR`)",
-        h.release, h.chart, h.version, h.namespace
+        "helm upgrade --install {} {chart} --version {} -n {} (values: `gpuctl render -o DIR`)",
+        h.release, h.version, h.namespace
     );
+    let source = format!("      # chart from {}\n", h.source);
     let Some(hp) = &plan.helm_release else {
-        return format!("\nOperator release: {command}\n");
+        return format!("\nOperator release: {command}\n{source}");
     };
     let id = format!("HelmRelease/{}/{}", h.namespace, h.release);
     let (sym, word, colour) = match hp.action {
@@ -169,6 +177,7 @@ fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
         }
         _ => out.push_str(&format!("      # {command}\n")),
     }
+    out.push_str(&source);
     if hp.action != HelmAction::Install || verbose {
         for c in &hp.changes {
             out.push_str(&format!("      {}\n", change_line(c)));
@@ -371,6 +380,7 @@ mod tests {
                 namespace: "gpu-operator".into(),
                 install: InstallMode::Helm,
                 values: json!({}),
+                source: Default::default(),
             },
             helm_release: None,
             node_patches: vec![],

@@ -317,6 +317,7 @@ fn tree_files(set: &RenderedSet) -> Result<BTreeMap<String, String>, TreeError> 
         "version": set.helm.version,
         "namespace": set.helm.namespace,
         "install": set.helm.install,
+        "source": set.helm.source,
         "valuesFile": "gpu-operator-values.yaml",
     });
     add("helm/release.yaml".to_string(), yaml(&release))?;
@@ -995,6 +996,7 @@ mod tests {
                 namespace: "gpu-operator".to_string(),
                 install: gpuctl_core::blueprint::InstallMode::Gitops,
                 values: json!({ "driver": { "enabled": true } }),
+                source: Default::default(),
             },
             documents: BTreeMap::from([(
                 TROUBLESHOOTING_RUNBOOK.to_string(),

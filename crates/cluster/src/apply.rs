@@ -16,7 +16,7 @@ use gpuctl_core::diag::Severity;
 use gpuctl_core::names::{self, UPGRADE_POOL_LABEL};
 use gpuctl_core::object::{ObjectRef, TypeRef, group_kind};
 use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
-use gpuctl_core::render::Phase;
+use gpuctl_core::render::{ChartSource, Phase};
 
 use crate::client::{ClusterError, Kube};
 use crate::lock::{LeaseGuard, LockError, LockRef, Policy};
@@ -132,6 +132,9 @@ pub enum ApplyError {
     /// would undo.
     #[error("{}", .0.join("\n"))]
     Upgrade(Vec<String>),
+    /// The chart a saved plan pinned is not the one on disk.
+    #[error("{0}; nothing more was applied")]
+    Chart(String),
     /// The cluster failed outside a step.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
@@ -338,7 +341,7 @@ async fn run(
 
     // Phase 2: the operator release, then its custom resources.
     held("operator")?;
-    report.helm = helm_step(k, plan, opts, progress);
+    report.helm = helm_step(k, plan, opts, progress)?;
     for phase in [
         Phase::Operator,
         Phase::Quotas,
@@ -639,10 +642,19 @@ fn providers(needed: &BTreeSet<TypeRef>) -> String {
     names.into_iter().collect::<Vec<_>>().join("; ")
 }
 
-fn helm_step(k: &Kube, plan: &Plan, opts: &ApplyOptions, progress: &dyn Reporter) -> String {
+/// The operator's Helm release: `helm upgrade --install` from the plan's chart source with the
+/// rendered values, unless the plan found it unchanged or gpuctl does not install it. A chart
+/// archive pinned by the plan must still have the pinned digest. helm failing stops the apply
+/// (the operator's CRs come next and would wait for CRDs that never arrive).
+fn helm_step(
+    k: &Kube,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    progress: &dyn Reporter,
+) -> Result<String, ApplyError> {
     let h = &plan.helm;
     if h.install != gpuctl_core::blueprint::InstallMode::Helm {
-        return format!("skipped (install: {})", h.install);
+        return Ok(format!("skipped (install: {})", h.install));
     }
     // Like helmfile's diff-before-sync: an unchanged release gets no new revision.
     if let Some(hp) = &plan.helm_release
@@ -656,12 +668,15 @@ fn helm_step(k: &Kube, plan: &Plan, opts: &ApplyOptions, progress: &dyn Reporter
             h.version
         );
         progress.note(&msg);
-        return msg;
+        return Ok(msg);
     }
+    let (chart, repo) = chart_argument(&h.source)?;
     let command = format!(
-        "helm upgrade --install {} {} --version {} --namespace {} --values <rendered values>{}",
+        "helm upgrade --install {} {chart}{} --version {} --namespace {} --values <rendered values>{}",
         h.release,
-        h.chart,
+        repo.as_deref()
+            .map(|r| format!(" --repo {r}"))
+            .unwrap_or_default(),
         h.version,
         h.namespace,
         k.context
@@ -675,28 +690,26 @@ fn helm_step(k: &Kube, plan: &Plan, opts: &ApplyOptions, progress: &dyn Reporter
             "helm is not on PATH: install the GPU Operator release yourself with `{command}` (write the values with `gpuctl render -o DIR`)"
         );
         progress.note(&msg);
-        return msg;
+        return Ok(msg);
     }
+    let failed = |why: String| ApplyError::Failed {
+        phase: "operator release".into(),
+        failures: vec![why],
+        applied: 0,
+    };
+    // The values may hold credentials: a private directory, removed when this returns.
+    let dir = private_dir().map_err(|e| failed(format!("cannot write the values file: {e}")))?;
+    let path = dir.path.join("values.yaml");
     // JSON is YAML, and helm reads values files as YAML: no second serialiser to trust.
     let values = serde_json::to_string_pretty(&h.values).unwrap_or_default();
-    let path = std::env::temp_dir().join(format!("gpuctl-values-{}.yaml", std::process::id()));
-    if let Err(e) = std::fs::write(&path, values) {
-        return format!("failed to write the values file: {e}");
+    write_private(&path, &values)
+        .map_err(|e| failed(format!("cannot write the values file: {e}")))?;
+    let mut cmd = std::process::Command::new(helm.expect("checked above"));
+    cmd.args(["upgrade", "--install", &h.release, &chart]);
+    if let Some(r) = &repo {
+        cmd.args(["--repo", r]);
     }
-    // The chart is fetched from NVIDIA's repository by URL, so no `helm repo add` is needed.
-    let chart = h
-        .chart
-        .rsplit_once('/')
-        .map_or(h.chart.as_str(), |(_, c)| c);
-    let out = std::process::Command::new(helm.expect("checked above"))
-        .args([
-            "upgrade",
-            "--install",
-            &h.release,
-            chart,
-            "--repo",
-            gpuctl_core::render::CHART_REPOSITORY,
-        ])
+    let out = cmd
         .args([
             "--version",
             &h.version,
@@ -717,19 +730,89 @@ fn helm_step(k: &Kube, plan: &Plan, opts: &ApplyOptions, progress: &dyn Reporter
                 .flat_map(|c| ["--kube-context", c.as_str()]),
         )
         .output();
-    let _ = std::fs::remove_file(&path);
-    let msg = match out {
+    match out {
         Ok(o) if o.status.success() => {
-            format!(
-                "helm release {} installed or upgraded to {}",
-                h.release, h.version
-            )
+            let msg = format!(
+                "helm release {} installed or upgraded to {} from {}",
+                h.release, h.version, h.source
+            );
+            progress.note(&msg);
+            Ok(msg)
         }
-        Ok(o) => format!("helm failed: {}", String::from_utf8_lossy(&o.stderr).trim()),
-        Err(e) => format!("helm could not run: {e}"),
-    };
-    progress.note(&msg);
-    msg
+        Ok(o) => Err(failed(format!(
+            "`{command}` failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))),
+        Err(e) => Err(failed(format!("helm could not run: {e}"))),
+    }
+}
+
+/// `(chart, --repo)` for helm from the plan's chart source; a pinned archive is checked first.
+fn chart_argument(source: &ChartSource) -> Result<(String, Option<String>), ApplyError> {
+    let chart = gpuctl_core::render::CHART
+        .rsplit_once('/')
+        .map_or(gpuctl_core::render::CHART, |(_, c)| c);
+    match source {
+        ChartSource::Repository { url } => Ok((chart.to_string(), Some(url.clone()))),
+        ChartSource::Oci { reference } => Ok((reference.clone(), None)),
+        ChartSource::Path {
+            path,
+            resolved,
+            digest,
+        } => {
+            let Some(resolved) = resolved else {
+                return Err(ApplyError::Chart(format!(
+                    "the plan does not say where the chart `{path}` is; plan again"
+                )));
+            };
+            if let Some(want) = digest {
+                let bytes = gpuctl_core::input::read(
+                    std::path::Path::new(resolved),
+                    &gpuctl_core::input::CHART,
+                )
+                .map_err(|e| ApplyError::Chart(e.to_string()))?;
+                let have = gpuctl_core::input::sha256(&bytes);
+                if &have != want {
+                    return Err(ApplyError::Chart(format!(
+                        "the chart archive `{resolved}` is {have}, but the plan was made with {want}; plan again with the archive you mean to install"
+                    )));
+                }
+            }
+            Ok((resolved.clone(), None))
+        }
+    }
+}
+
+/// A directory only this user can read, removed on drop.
+struct PrivateDir {
+    path: std::path::PathBuf,
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+fn private_dir() -> std::io::Result<PrivateDir> {
+    use std::os::unix::fs::DirBuilderExt;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let path = std::env::temp_dir().join(format!("gpuctl-helm-{}-{nanos:08x}", std::process::id()));
+    std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+    Ok(PrivateDir { path })
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())
 }
 
 fn which(cmd: &str) -> Option<std::path::PathBuf> {
@@ -939,5 +1022,43 @@ pub async fn wait_for_node_label(
         }
         progress.waiting(&what, elapsed.as_secs(), opts.wait_timeout.as_secs());
         tokio::time::sleep(opts.poll).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_chart_archive_must_be_the_one_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("gpu-operator.tgz");
+        std::fs::write(&archive, b"the reviewed chart").unwrap();
+        let source = |digest: &str| ChartSource::Path {
+            path: "gpu-operator.tgz".into(),
+            resolved: Some(archive.display().to_string()),
+            digest: Some(digest.into()),
+        };
+        let pinned = gpuctl_core::input::sha256(b"the reviewed chart");
+        let (chart, repo) = chart_argument(&source(&pinned)).unwrap();
+        assert_eq!((chart.as_str(), repo), (archive.to_str().unwrap(), None));
+        std::fs::write(&archive, b"a chart swapped after review").unwrap();
+        match chart_argument(&source(&pinned)) {
+            Err(ApplyError::Chart(m)) => assert!(m.contains("plan again"), "{m}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let (chart, repo) = chart_argument(&ChartSource::Oci {
+            reference: "oci://r.example/charts/gpu-operator".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            (chart.as_str(), repo),
+            ("oci://r.example/charts/gpu-operator", None)
+        );
+        let (chart, repo) = chart_argument(&ChartSource::default()).unwrap();
+        assert_eq!(
+            (chart.as_str(), repo.as_deref()),
+            ("gpu-operator", Some(gpuctl_core::render::CHART_REPOSITORY))
+        );
     }
 }

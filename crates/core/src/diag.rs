@@ -92,3 +92,43 @@ impl FileReport {
             .count()
     }
 }
+
+/// Longest finding message or hint kept whole. Messages quote values from the blueprint; a hostile
+/// one quoting an 80 KiB name in each of thousands of findings would otherwise turn a 600 KiB file
+/// into hundreds of MiB of findings (found by the hostile corpus).
+pub const MAX_MESSAGE: usize = 1024;
+
+/// `text` cut to [`MAX_MESSAGE`] bytes at a character boundary, saying how much was cut.
+pub fn bounded(text: String) -> String {
+    if text.len() <= MAX_MESSAGE {
+        return text;
+    }
+    let mut cut = MAX_MESSAGE - 64;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} more bytes)", &text[..cut], text.len() - cut)
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_at_a_character_boundary() {
+        assert_eq!(bounded("short".into()), "short");
+        let long = "é".repeat(2000);
+        let b = bounded(long.clone());
+        assert!(b.len() < MAX_MESSAGE + 32, "{}", b.len());
+        let kept = b.split("… (").next().unwrap().len();
+        assert_eq!(
+            b,
+            format!(
+                "{}… ({} more bytes)",
+                "é".repeat(kept / 2),
+                long.len() - kept
+            )
+        );
+        assert!(b.starts_with("éé"));
+    }
+}

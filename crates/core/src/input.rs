@@ -71,7 +71,70 @@ pub const TEMPLATE: Limit = Limit {
 /// Every file of a `--templates` directory together: the shipped set is 58 KiB.
 pub const TEMPLATE_DIR_BYTES: u64 = 8 * MIB;
 
+/// Chart archives named by `gpuOperator.chart.path`: the GPU Operator v26.7.0 chart with its
+/// node-feature-discovery dependency is 126 KiB; 32 MiB is 250 times that.
+pub const CHART: Limit = Limit {
+    what: "chart archive",
+    bytes: 32 * MIB,
+    hint: "give the chart as the `.tgz` archive `helm package` or `helm pull` writes",
+};
+
 const MIB: u64 = 1024 * 1024;
+
+/// A chart named by a blueprint, found on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalChart {
+    /// Absolute path.
+    pub path: std::path::PathBuf,
+    /// `sha256:<hex>` of an archive (`None` for a chart directory).
+    pub digest: Option<String>,
+}
+
+/// The chart at `relative` (as the blueprint writes it) beside the blueprint in `base`: it must
+/// stay inside `base` once symlinks are resolved (a pull request cannot point gpuctl at another
+/// file of the machine), and be a chart directory (with `Chart.yaml`) or a regular file, read
+/// under [`CHART`] to compute its digest.
+pub fn chart(base: &Path, relative: &str) -> Result<LocalChart, String> {
+    let root = base.canonicalize().map_err(|e| {
+        format!(
+            "cannot resolve the blueprint's directory `{}`: {e}",
+            base.display()
+        )
+    })?;
+    let joined = root.join(relative);
+    let path = joined
+        .canonicalize()
+        .map_err(|e| format!("`{}`: {e}", joined.display()))?;
+    if !path.starts_with(&root) {
+        return Err(format!(
+            "`{relative}` resolves to `{}`, outside the blueprint's directory `{}`",
+            path.display(),
+            root.display()
+        ));
+    }
+    if path.is_dir() {
+        if !path.join("Chart.yaml").is_file() {
+            return Err(format!(
+                "`{}` is a directory without Chart.yaml",
+                path.display()
+            ));
+        }
+        return Ok(LocalChart { path, digest: None });
+    }
+    let bytes = read(&path, &CHART).map_err(|e| e.to_string())?;
+    Ok(LocalChart {
+        path,
+        digest: Some(sha256(&bytes)),
+    })
+}
+
+/// `sha256:<hex>` of `bytes`.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(bytes);
+    let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
 
 /// Why an input could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -220,6 +283,38 @@ fn kind_of_special(_: &std::fs::FileType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_chart_path_stays_beside_the_blueprint_and_an_archive_is_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("repo");
+        std::fs::create_dir_all(base.join("charts/dir-chart")).unwrap();
+        std::fs::write(base.join("charts/gpu-operator.tgz"), b"archive bytes").unwrap();
+        std::fs::write(dir.path().join("outside.tgz"), b"secret").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside.tgz"), base.join("link.tgz")).unwrap();
+
+        let c = chart(&base, "charts/gpu-operator.tgz").unwrap();
+        assert_eq!(c.digest.as_deref(), Some(sha256(b"archive bytes").as_str()));
+        assert!(c.path.is_absolute() && c.path.ends_with("charts/gpu-operator.tgz"));
+        let e = chart(&base, "link.tgz").unwrap_err();
+        assert!(e.contains("outside the blueprint's directory"), "{e}");
+        let e = chart(&base, "../outside.tgz").unwrap_err();
+        assert!(e.contains("outside the blueprint's directory"), "{e}");
+        let e = chart(&base, "charts/dir-chart").unwrap_err();
+        assert!(e.contains("without Chart.yaml"), "{e}");
+        std::fs::write(
+            base.join("charts/dir-chart/Chart.yaml"),
+            "name: gpu-operator\n",
+        )
+        .unwrap();
+        assert_eq!(chart(&base, "charts/dir-chart").unwrap().digest, None);
+        let e = chart(&base, "charts/missing.tgz").unwrap_err();
+        assert!(e.contains("missing.tgz"), "{e}");
+        assert_eq!(
+            sha256(b""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
     use super::*;
 
     const SMALL: Limit = Limit {

@@ -115,10 +115,45 @@ pub struct GpuOperator {
     /// dcgm-exporter settings.
     #[serde(default)]
     pub dcgm_exporter: DcgmExporter,
+    /// Where the chart comes from (default: NVIDIA's Helm repository).
+    #[serde(default)]
+    pub chart: ChartSourceSpec,
+    /// Where images come from: a registry mirror for air-gapped clusters.
+    #[serde(default)]
+    pub images: Option<Images>,
     /// Raw chart overrides, deep-merged last.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub values: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where the GPU Operator chart comes from: at most one of the three (none: NVIDIA's Helm
+/// repository).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChartSourceSpec {
+    /// A Helm repository URL serving `gpu-operator` (`https://...`), e.g. an internal mirror of
+    /// NVIDIA's.
+    #[serde(default)]
+    pub repository: Option<String>,
+    /// An OCI chart reference, `oci://registry/path/gpu-operator`.
+    #[serde(default)]
+    pub oci: Option<String>,
+    /// A chart archive (`.tgz`) or chart directory, relative to the blueprint file.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// A registry mirror: every image repository the rendered values and NVIDIADriver CRs name is
+/// rewritten to it (its registry host replaced, its path kept).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Images {
+    /// Mirror registry, `host[:port][/path]` without scheme, e.g. `registry.internal:5000/mirror`.
+    pub registry: String,
+    /// Image pull Secrets (names in the operator's namespace) every operand uses.
+    #[serde(default)]
+    pub pull_secrets: Vec<String>,
 }
 
 fn default_operator_namespace() -> String {

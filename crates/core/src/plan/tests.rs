@@ -92,6 +92,7 @@ fn helm(install: InstallMode) -> HelmRelease {
         namespace: OPERATOR_NS.into(),
         install,
         values: json!({"driver": {"enabled": true}}),
+        source: Default::default(),
     }
 }
 

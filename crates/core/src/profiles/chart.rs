@@ -73,6 +73,14 @@ pub struct ReleaseFacts {
     /// Subtrees whose keys values.yaml does not list in full.
     #[serde(default)]
     pub open: Vec<String>,
+    /// Image repositories of dependency charts (path in the parent's values -> the dependency's
+    /// default), which the parent's values.yaml does not show.
+    #[serde(default)]
+    pub subchart_images: BTreeMap<String, String>,
+    /// Dependency charts' pull-secret lists, written as `[{name: ...}]` (a PodSpec's form) rather
+    /// than the operator's plain names.
+    #[serde(default)]
+    pub subchart_pull_secrets: Vec<String>,
 }
 
 /// One supported chart release: its key tree, defaults and facts.
@@ -113,9 +121,51 @@ impl ChartRelease {
         out
     }
 
-    /// The chart's default for one of [`DEFAULT_PATHS`], when it is a string.
+    /// The chart's default for one of [`DEFAULT_PATHS`] or an image repository, when it is a
+    /// string.
     pub fn default_of(&self, path: &str) -> Option<&str> {
         self.defaults.get(path).and_then(Value::as_str)
+    }
+
+    /// Every image repository path the chart (and its dependencies) has, with its default.
+    pub fn image_repositories(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.defaults.iter().filter_map(|(k, v)| {
+            (k == "repository" || k.ends_with(".repository"))
+                .then(|| Some((k.as_str(), v.as_str()?)))
+                .flatten()
+        })
+    }
+
+    /// Every `imagePullSecrets` list of the chart's operands (plain names), by path.
+    pub fn pull_secret_paths(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        collect_leaves(&self.keys, "", "imagePullSecrets", &mut out);
+        out
+    }
+}
+
+fn collect_leaves(tree: &Map<String, Value>, prefix: &str, name: &str, out: &mut Vec<String>) {
+    for (k, v) in tree {
+        let path = join(prefix, k);
+        match v {
+            Value::Object(sub) => collect_leaves(sub, &path, name, out),
+            Value::String(kind) if k == name && kind == LIST => out.push(path),
+            _ => {}
+        }
+    }
+}
+
+/// Every path in `values` whose last key is `repository` and whose value is a string.
+fn repository_paths(values: &Map<String, Value>, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    for (k, v) in values {
+        let path = join(prefix, k);
+        match v {
+            Value::Object(sub) => repository_paths(sub, &path, out),
+            Value::String(_) if k == "repository" => {
+                out.insert(path, v.clone());
+            }
+            _ => {}
+        }
     }
 }
 
@@ -159,10 +209,14 @@ fn load(trees: &[&str], releases: &str) -> Result<Vec<ChartRelease>, String> {
         for path in &facts.open {
             insert_path(&mut keys, path, Value::String(MAP.to_string()));
         }
+        let mut defaults = file.defaults;
+        for (path, repo) in &facts.subchart_images {
+            defaults.insert(path.clone(), Value::String(repo.clone()));
+        }
         out.push(ChartRelease {
             version: file.version,
             keys,
-            defaults: file.defaults,
+            defaults,
             facts,
         });
     }
@@ -295,6 +349,8 @@ pub fn key_tree_file(version: &str, source: &str, values: &Map<String, Value>) -
             defaults.insert(path.to_string(), v.clone());
         }
     }
+    // Every image repository, so an image mirror can rewrite the ones the blueprint leaves alone.
+    repository_paths(values, "", &mut defaults);
     let file = KeyTreeFile {
         source: source.to_string(),
         version: version.to_string(),
@@ -304,7 +360,7 @@ pub fn key_tree_file(version: &str, source: &str, values: &Map<String, Value>) -
     let body = serde_saphyr::to_string(&file).expect("key trees serialise");
     format!(
         "# GPU Operator {version} chart: every key of its values.yaml (leaf kinds: scalar, list, map = free-form,\n\
-         # any = left empty) and the defaults render copies into NVIDIADriver CRs. Generated; do not edit.\n\
+         # any = left empty) and the defaults render copies into NVIDIADriver CRs or rewrites for an image mirror. Generated; do not edit.\n\
          # Regenerate: GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values\n\
          {body}"
     )

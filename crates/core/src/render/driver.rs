@@ -50,6 +50,8 @@ pub struct DriverCr {
     pub image: String,
     /// Driver manager image, when the chart defines one.
     pub manager: Option<DriverManager>,
+    /// `spec.imagePullSecrets`: the chart's `driver.imagePullSecrets` (an image mirror's secrets).
+    pub image_pull_secrets: Vec<String>,
     /// Equality node selector (empty for a default CR).
     pub node_selector: BTreeMap<String, String>,
     /// Driver pod tolerations.
@@ -149,6 +151,16 @@ pub fn driver_crs(
             version: v,
         })
     };
+    let image_pull_secrets: Vec<String> = values
+        .pointer("/driver/imagePullSecrets")
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     let has_default = release.facts.nvidia_driver_default_field;
     let policy = release
         .facts
@@ -169,6 +181,7 @@ pub fn driver_crs(
         repository: repository.clone(),
         image: image.clone(),
         manager: manager.clone(),
+        image_pull_secrets: image_pull_secrets.clone(),
         node_selector: BTreeMap::from([(DRIVER_LABEL.to_string(), name.to_string())]),
         tolerations: tolerations(name),
         upgrade_policy: policy.clone(),

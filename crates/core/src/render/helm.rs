@@ -2,15 +2,16 @@
 //! `templates/helm/gpu-operator-values.yaml.j2`, every key checked against the release's chart key
 //! tree, then `gpuOperator.values` checked the same way and deep-merged last.
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
+use super::ChartSource;
 use super::driver::{upgrade_policy_value, written_version};
 use super::nodes::{DEVICE_PLUGIN_DEFAULT, MIG_DISABLED, PoolPlan};
 use super::{
     DCGM_METRICS_CONFIGMAP, DEVICE_PLUGIN_CONFIGMAP, HelmRelease, MIG_PARTED_CONFIGMAP,
     RenderError, Templates,
 };
-use crate::blueprint::{Blueprint, KernelModuleType};
+use crate::blueprint::{Blueprint, ChartSourceSpec, Images, KernelModuleType};
 use crate::profiles::chart::ChartRelease;
 use crate::quantity::parse_duration_ms;
 
@@ -94,6 +95,9 @@ pub fn release(
         });
     }
     crate::profiles::chart::deep_merge(map, &op.values);
+    if let Some(images) = &op.images {
+        mirror(map, chart, images);
+    }
     Ok(HelmRelease {
         release: RELEASE_NAME.to_string(),
         chart: CHART.to_string(),
@@ -101,12 +105,140 @@ pub fn release(
         namespace: op.namespace.clone(),
         install: op.install,
         values,
+        source: source(&op.chart),
     })
+}
+
+/// The chart source a blueprint names (validation has checked there is at most one).
+fn source(spec: &ChartSourceSpec) -> ChartSource {
+    if let Some(path) = &spec.path {
+        return ChartSource::Path {
+            path: path.clone(),
+            resolved: None,
+            digest: None,
+        };
+    }
+    if let Some(reference) = &spec.oci {
+        return ChartSource::Oci {
+            reference: reference.clone(),
+        };
+    }
+    match &spec.repository {
+        Some(url) => ChartSource::Repository { url: url.clone() },
+        None => ChartSource::default(),
+    }
+}
+
+/// `repository` with its registry replaced by `mirror`: `nvcr.io/nvidia/k8s` through
+/// `registry.internal/mirror` is `registry.internal/mirror/nvidia/k8s`. A first path part with a
+/// `.` or `:`, or `localhost`, is a registry host (the rule container tools use); without one the
+/// image is on Docker Hub and keeps its whole path.
+pub fn mirrored(repository: &str, mirror: &str) -> String {
+    let path = match repository.split_once('/') {
+        Some((host, rest)) if host.contains('.') || host.contains(':') || host == "localhost" => {
+            rest
+        }
+        _ => repository,
+    };
+    format!("{}/{path}", mirror.trim_end_matches('/'))
+}
+
+/// Rewrites every image repository of the chart (the blueprint's value where it sets one, the
+/// chart's default otherwise) to the mirror, and gives every operand the pull secrets.
+fn mirror(values: &mut Map<String, Value>, chart: &ChartRelease, images: &Images) {
+    for (path, default) in chart.image_repositories() {
+        let current = value_at(values, path)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(default)
+            .to_string();
+        if current.is_empty() {
+            continue;
+        }
+        set_at(values, path, json!(mirrored(&current, &images.registry)));
+    }
+    if images.pull_secrets.is_empty() {
+        return;
+    }
+    let objects = &chart.facts.subchart_pull_secrets;
+    let paths = chart
+        .pull_secret_paths()
+        .into_iter()
+        .chain(objects.iter().cloned());
+    for path in paths {
+        let object_form = objects.contains(&path);
+        let mut list: Vec<Value> = value_at(values, &path)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for name in &images.pull_secrets {
+            let entry = if object_form {
+                json!({ "name": name })
+            } else {
+                json!(name)
+            };
+            if !list.contains(&entry) {
+                list.push(entry);
+            }
+        }
+        set_at(values, &path, Value::Array(list));
+    }
+}
+
+fn value_at<'a>(values: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('.');
+    let mut node = values.get(parts.next()?)?;
+    for part in parts {
+        node = node.as_object()?.get(part)?;
+    }
+    Some(node)
+}
+
+fn set_at(values: &mut Map<String, Value>, path: &str, value: Value) {
+    let mut node = values;
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            node.insert(part.to_string(), value);
+            return;
+        }
+        let entry = node
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        node = entry.as_object_mut().expect("just made an object");
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mirror_replaces_the_registry_and_keeps_the_path() {
+        let m = "registry.internal:5000/mirror/";
+        for (repo, want) in [
+            ("nvcr.io/nvidia", "registry.internal:5000/mirror/nvidia"),
+            (
+                "nvcr.io/nvidia/cloud-native",
+                "registry.internal:5000/mirror/nvidia/cloud-native",
+            ),
+            (
+                "registry.k8s.io/nfd/node-feature-discovery",
+                "registry.internal:5000/mirror/nfd/node-feature-discovery",
+            ),
+            ("localhost/x", "registry.internal:5000/mirror/x"),
+            (
+                "library/busybox",
+                "registry.internal:5000/mirror/library/busybox",
+            ),
+            ("busybox", "registry.internal:5000/mirror/busybox"),
+        ] {
+            assert_eq!(mirrored(repo, m), want, "{repo}");
+        }
+    }
 
     #[test]
     fn durations_are_prometheus_durations() {

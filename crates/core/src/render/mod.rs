@@ -24,7 +24,7 @@ pub use crate::names::{
     VOLCANO_QUEUE_ANNOTATION, pool_driver_cr_name,
 };
 pub use driver::{DriverCr, DriverManager, driver_crs, nvidia_driver_cr};
-pub use helm::CHART_REPOSITORY;
+pub use helm::{CHART, CHART_REPOSITORY};
 pub use nodes::Toleration;
 pub use objects::{LOCAL_QUEUE, quota_key};
 pub use rendered::*;

@@ -145,6 +145,59 @@ pub struct HelmRelease {
     pub install: crate::blueprint::InstallMode,
     /// Rendered values (deep-merged overrides included).
     pub values: Value,
+    /// Where the chart comes from (plans made before this field existed: NVIDIA's repository).
+    #[serde(default)]
+    pub source: ChartSource,
+}
+
+/// Where the operator's chart comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "lowercase")]
+pub enum ChartSource {
+    /// A Helm repository: `helm upgrade --install RELEASE gpu-operator --repo URL`.
+    Repository {
+        /// Repository URL.
+        url: String,
+    },
+    /// An OCI reference, `oci://registry/path/gpu-operator`.
+    Oci {
+        /// The reference.
+        reference: String,
+    },
+    /// A chart archive or directory next to the blueprint.
+    Path {
+        /// As the blueprint writes it (relative to the blueprint file).
+        path: String,
+        /// Where it was found when the plan was made (absolute).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolved: Option<String>,
+        /// `sha256:<hex>` of the archive when the plan was made; apply refuses another archive.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
+    },
+}
+
+impl Default for ChartSource {
+    fn default() -> Self {
+        ChartSource::Repository {
+            url: super::helm::CHART_REPOSITORY.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for ChartSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChartSource::Repository { url } => write!(f, "repository {url}"),
+            ChartSource::Oci { reference } => write!(f, "{reference}"),
+            ChartSource::Path {
+                path,
+                digest: Some(d),
+                ..
+            } => write!(f, "{path} ({d})"),
+            ChartSource::Path { path, .. } => write!(f, "{path}"),
+        }
+    }
 }
 
 /// Everything a blueprint implies, deterministic and sorted.

@@ -115,13 +115,13 @@ impl Ctx<'_> {
             registry::rule(rule).is_some(),
             "rule {rule} is not registered"
         );
-        let hint = hint.into();
+        let hint = crate::diag::bounded(hint.into());
         self.findings.push(Finding {
             rule,
             severity,
             pos: self.tree.pos(&path),
             path,
-            message: message.into(),
+            message: crate::diag::bounded(message.into()),
             hint: (!hint.is_empty()).then_some(hint),
         });
     }

@@ -440,6 +440,27 @@ rules! {
         source: "docs/blueprint.md",
         example: "spec:\n  upgrades:\n    blueGreen: {batch: \"0%\"}\n",
     }
+    "GPU100" "chart-source" "install" Error {
+        checks: "`gpuOperator.chart` names at most one source: a Helm repository URL (`https://`), an OCI reference (`oci://host/path`) or a chart archive or directory relative to the blueprint file, inside its directory.",
+        why: "Air-gapped clusters cannot reach NVIDIA's Helm repository; a chart path that leaves the blueprint's directory would let a pull request point gpuctl at any file on the machine that applies it.",
+        fix: "Keep one source; write URLs with their scheme and paths relative to the blueprint (`charts/gpu-operator-v26.7.0.tgz`).",
+        source: "Helm documentation: `helm install` chart references (repository URL with `--repo`, `oci://` registries, local archives and directories)",
+        example: "spec:\n  gpuOperator:\n    chart: {path: ../../etc/passwd}\n",
+    }
+    "GPU101" "image-mirror" "install" Error {
+        checks: "`gpuOperator.images.registry` is `host[:port][/path]` (no scheme, tag, digest or credentials) and every `pullSecrets` entry is a Secret name, listed once.",
+        why: "Every image the operator deploys is rewritten to the mirror; a malformed registry makes every operand pod fail to pull.",
+        fix: "Write the mirror as container tools do, e.g. `registry.internal:5000/nvidia-mirror`, and name existing pull Secrets in the operator namespace.",
+        source: "OCI distribution specification (repository name grammar); Kubernetes `imagePullSecrets`",
+        example: "spec:\n  gpuOperator:\n    images: {registry: \"https://registry.internal\"}\n",
+    }
+    "GPU102" "air-gap-consistency" "install" Warning {
+        checks: "An image mirror comes with a chart that is not fetched from NVIDIA's public repository, and a chart source is only given when gpuctl installs the chart (`install: helm`).",
+        why: "A cluster that needs an image mirror usually cannot reach the public Helm repository either: the apply would fail at the chart download; a chart source gpuctl never uses is a misunderstanding worth pointing out.",
+        fix: "Set `gpuOperator.chart` to the mirrored chart (archive path, OCI reference or internal repository), or `install: helm` when gpuctl should install it.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  gpuOperator:\n    install: helm\n    images: {registry: registry.internal/nvidia}\n",
+    }
 }
 
 /// Looks a rule up by id (case-insensitive).

@@ -768,7 +768,135 @@ fn cases() -> Vec<Case> {
             k.clone(),
             vec![("drainTimeout: 30m", "drainTimeout: half an hour")],
         ),
+        (
+            "GPU100",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    chart: { path: ../../etc/shadow }\n",
+            )],
+        ),
+        (
+            "GPU100",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    chart: { path: /srv/charts/gpu-operator.tgz }\n",
+            )],
+        ),
+        (
+            "GPU100",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    chart: { path: c.tgz, oci: \"oci://r.example/c/gpu-operator\" }\n",
+            )],
+        ),
+        (
+            "GPU100",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    chart: { repository: helm.internal/nvidia }\n",
+            )],
+        ),
+        (
+            "GPU100",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    chart: { repository: \"https://user:pw@helm.internal/nvidia\" }\n",
+            )],
+        ),
+        (
+            "GPU100",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    chart: { oci: \"https://r.example/c\" }\n",
+            )],
+        ),
+        (
+            "GPU101",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    images: { registry: \"https://registry.internal\" }\n",
+            )],
+        ),
+        (
+            "GPU101",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    images: { registry: \"registry.internal/Mirror:v1\" }\n",
+            )],
+        ),
+        (
+            "GPU101",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    images: { registry: \"registry.internal:http\" }\n",
+            )],
+        ),
+        (
+            "GPU101",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    images: { registry: registry.internal, pullSecrets: [Pull_Secret] }\n",
+            )],
+        ),
+        (
+            "GPU101",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    images: { registry: registry.internal, pullSecrets: [a, a] }\n",
+            )],
+        ),
+        (
+            "GPU102",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    install: helm\n    images: { registry: registry.internal }\n",
+            )],
+        ),
+        (
+            "GPU102",
+            k.clone(),
+            vec![(
+                OPERATOR,
+                "    version: v26.7.0\n    install: gitops\n    chart: { path: c.tgz }\n",
+            )],
+        ),
     ]
+}
+
+/// The line of the base's operator version, where chart and image settings are inserted.
+const OPERATOR: &str = "    version: v26.7.0\n";
+
+#[test]
+fn chart_sources_and_image_mirrors_that_are_right_pass() {
+    for insert in [
+        "    install: helm\n    chart: { path: charts/gpu-operator-v26.7.0.tgz }\n    images: { registry: \"registry.internal:5000/nvidia-mirror\", pullSecrets: [mirror-pull, backup.pull] }\n",
+        "    install: helm\n    chart: { path: ./gpu-operator }\n    images: { registry: registry.internal }\n",
+        "    install: helm\n    chart: { oci: \"oci://registry.internal:5000/charts/gpu-operator\" }\n    images: { registry: localhost/mirror }\n",
+        "    install: helm\n    chart: { repository: \"https://charts.internal.example.com/nvidia\" }\n",
+        "    install: none\n    images: { registry: registry.internal/nvidia }\n",
+    ] {
+        let text = edit(KUEUE_BASE, &[(OPERATOR, &format!("{OPERATOR}{insert}"))]);
+        let r = run(&text);
+        let got = rules(&r);
+        assert!(
+            !got.iter()
+                .any(|r| ["GPU100", "GPU101", "GPU102"].contains(r)),
+            "{insert}: {:#?}",
+            r.findings
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Rule families, one file each (see `registry.rs` for the ids they emit).
 
 mod compat;
+mod install;
 mod kueue;
 mod mig;
 mod monitoring;
@@ -23,6 +24,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     kueue::check(ctx);
     volcano::check(ctx);
     monitoring::check(ctx);
+    install::check(ctx);
 }
 
 /// DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, 1..=max chars.
