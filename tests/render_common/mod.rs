@@ -111,9 +111,9 @@ spec:
         - name: shared
           resources:
             - pool: a100
-              quota: { nvidia.com/gpu: 112 }
+              quota: { nvidia.com/gpu: 112, cpu: "1000", memory: 8Ti }
             - pool: l4
-              quota: { nvidia.com/gpu: 8 }
+              quota: { nvidia.com/gpu: 8, cpu: "100", memory: 512Gi }
   tenants:
     - name: ml
       namespaces: [ml]
