@@ -244,9 +244,10 @@ mod tests {
         }
         for gpu in catalog.gpus() {
             if let Some(mig) = &gpu.mig {
-                let line = text
+                let section = &text[text.find("\nMIG profiles").unwrap()..];
+                let line = section
                     .lines()
-                    .find(|l| l.starts_with(&format!("  {:<24} ", gpu.key)) && !l.contains("GB  "))
+                    .find(|l| l.starts_with(&format!("  {:<24} ", gpu.key)))
                     .unwrap_or_else(|| panic!("no MIG line for {}", gpu.key));
                 for p in &mig.profiles {
                     assert!(line.contains(&p.name), "{}: {} missing", gpu.key, p.name);
