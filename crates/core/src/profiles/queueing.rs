@@ -89,10 +89,9 @@ impl QueueSystem {
         format!("{}/{}", self.group, self.renders)
     }
 
-    /// The known releases, for messages: `v0.13.x, ..., v0.19.x (newest v0.19.2)`.
+    /// The release lines gpuctl can write for, for hints: `v0.15.x, ..., v0.19.x (up to v0.19.2)`.
     pub fn known(&self) -> String {
-        self.releases
-            .iter()
+        self.renderable_lines()
             .map(|r| match &r.newest_patch {
                 Some(p) => format!("{}.x (up to {p})", r.line),
                 None => format!("{}.x", r.line),
@@ -146,6 +145,13 @@ impl QueueSystem {
         matches!((parse(version), parse(since)), (Some(v), Some(s)) if v >= s)
     }
 
+    /// The lines that serve the API version gpuctl writes.
+    fn renderable_lines(&self) -> impl Iterator<Item = &ReleaseLine> {
+        self.releases
+            .iter()
+            .filter(|r| r.serves.contains(&self.renders))
+    }
+
     fn suggest(&self, v: &semver::Version) -> Option<String> {
         // The same line's newest patch, or the nearest line of the same major.
         let newest = |r: &ReleaseLine| {
@@ -153,8 +159,7 @@ impl QueueSystem {
                 .clone()
                 .unwrap_or_else(|| format!("{}.0", r.line))
         };
-        self.releases
-            .iter()
+        self.renderable_lines()
             .filter(|r| parse_line(&r.line).is_some_and(|(major, _)| major == v.major))
             .min_by_key(|r| parse_line(&r.line).map_or(u64::MAX, |(_, m)| m.abs_diff(v.minor)))
             .map(newest)
@@ -239,13 +244,13 @@ impl ReleaseProblem {
         let known = system.known();
         match self {
             ReleaseProblem::Unparsable { .. } => format!(
-                "write the release you run as `v<major>.<minor>.<patch>`; known releases: {known}"
+                "write the release you run as `v<major>.<minor>.<patch>`; releases gpuctl writes for: {known}"
             ),
             ReleaseProblem::Unknown { suggestion, .. } => {
                 let dym = suggestion
                     .as_ref()
                     .map_or_else(String::new, |s| format!("did you mean `{s}`? "));
-                format!("{dym}known releases: {known}")
+                format!("{dym}releases gpuctl writes for: {known}")
             }
             ReleaseProblem::NotServed { first, .. } => match first {
                 Some(first) => format!(
@@ -253,7 +258,7 @@ impl ReleaseProblem {
                     system.name,
                     system.api_version()
                 ),
-                None => format!("known releases: {known}"),
+                None => format!("releases gpuctl writes for: {known}"),
             },
         }
     }
@@ -319,7 +324,19 @@ mod tests {
             "{}",
             p.hint(k)
         );
-        assert!(p.hint(k).contains("v0.13.x"), "{}", p.hint(k));
+        // Hints offer only releases gpuctl can write for.
+        assert!(p.hint(k).contains("v0.15.x"), "{}", p.hint(k));
+        assert!(
+            !p.hint(k).contains("v0.13") && !p.hint(k).contains("v0.14"),
+            "{}",
+            p.hint(k)
+        );
+        let p = k.renderable("v0.12.0").unwrap_err();
+        assert!(
+            p.hint(k).contains("did you mean `v0.15.0`?"),
+            "{}",
+            p.hint(k)
+        );
         let v = &Catalog::embedded().queueing().volcano;
         assert_eq!(
             v.renderable("v1.15.1").unwrap(),

@@ -1131,6 +1131,54 @@ fn kernel_module_hints_offer_only_valid_values() {
     }
 }
 
+/// A GPU076 / GPU084 did-you-mean names a release that the next run accepts.
+#[test]
+fn release_suggestions_are_accepted_releases() {
+    let cases = [
+        (
+            KUEUE_BASE.to_string(),
+            "version: v0.19.2",
+            "v0.19.9",
+            "GPU076",
+        ),
+        (
+            KUEUE_BASE.to_string(),
+            "version: v0.19.2",
+            "v0.12.0",
+            "GPU076",
+        ),
+        (
+            KUEUE_BASE.to_string(),
+            "version: v0.19.2",
+            "v0.20.1",
+            "GPU076",
+        ),
+        (volcano_base(), "version: v1.15.1", "v1.16.0", "GPU084"),
+        (volcano_base(), "version: v1.15.1", "v1.15.7", "GPU084"),
+    ];
+    for (base, from, bad, rule) in cases {
+        let text = base.replacen(from, &format!("version: {bad}"), 1);
+        let r = run(&text);
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.rule == rule)
+            .unwrap_or_else(|| panic!("{bad}: {:#?}", r.findings));
+        let hint = f.hint.as_deref().unwrap();
+        let suggested = hint
+            .strip_prefix("did you mean `")
+            .and_then(|h| h.split_once('`'))
+            .map(|(v, _)| v)
+            .unwrap_or_else(|| panic!("{bad}: no suggestion in {hint}"));
+        let r = run(&base.replacen(from, &format!("version: {suggested}"), 1));
+        assert!(
+            !rules(&r).contains(&rule),
+            "{bad} -> {suggested}: {:#?}",
+            r.findings
+        );
+    }
+}
+
 /// GPU028's hint lists only drivers the operator release validates and the pool's GPUs run.
 #[test]
 fn operator_driver_hint_offers_drivers_the_pool_can_run() {
