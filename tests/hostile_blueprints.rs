@@ -114,8 +114,8 @@ fn wrong_values_are_refused() {
             "fairSharingWeight: \"x\"",
             "GPU070",
         ),
-        ("version: v0.19.2", "version: latest", "GPU016"),
-        ("version: v0.19.2", "version: .nan", "GPU016"),
+        ("version: v0.19.2", "version: latest", "GPU076"),
+        ("version: v0.19.2", "version: .nan", "GPU076"),
         ("  name: train-prod\n", "  - x\n", "GPU003"),
         (
             "gpu: { model: H100-SXM5-80GB, count: 8 }",

@@ -237,7 +237,7 @@ fn a_template_override_that_never_ends_runs_out_of_fuel() {
 fn validate_dash_reads_stdin_and_names_it() {
     let o = gpuctl(
         &["validate", "-", "--format", "json"],
-        Some(&example("seed000-mixed-lab.yaml")),
+        Some(&example("mixed-lab.yaml")),
     );
     assert_eq!(o.status.code(), Some(1), "the example has errors");
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -271,7 +271,7 @@ fn render_plan_and_apply_take_the_blueprint_from_stdin() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("to create"), "{}", stdout(&o));
     // Findings of a blueprint on stdin name it; apply stops there, before any cluster.
-    let o = gpuctl(&["apply", "-"], Some(&example("seed000-mixed-lab.yaml")));
+    let o = gpuctl(&["apply", "-"], Some(&example("mixed-lab.yaml")));
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("<stdin>"), "{}", stderr(&o));
     assert!(

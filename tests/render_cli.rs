@@ -53,7 +53,7 @@ fn render_prints_the_objects_as_yaml() {
 
 #[test]
 fn render_refuses_a_blueprint_with_errors_and_prints_its_findings() {
-    let out = gpuctl(&["render", "blueprints/seed000-mixed-lab.yaml"]);
+    let out = gpuctl(&["render", "blueprints/mixed-lab.yaml"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -276,7 +276,7 @@ fn validation_errors(text: &str, rule: &str) -> String {
 
 #[test]
 fn a_release_without_a_key_tree_is_a_clear_error() {
-    let text = std::fs::read_to_string(root().join("blueprints/seed000-mixed-lab-fixed.yaml"))
+    let text = std::fs::read_to_string(root().join("blueprints/mixed-lab-fixed.yaml"))
         .unwrap()
         .replacen("version: v26.7.0", "version: v26.3.3", 1)
         .replacen("\"580.173.02\"", "\"580.159.04\"", 1);

@@ -51,19 +51,19 @@ fn no_unreferenced_golden_files() {
 }
 
 #[test]
-fn render_refuses_the_broken_seed_blueprint() {
+fn render_refuses_the_broken_example_blueprint() {
     let broken = blueprints()
         .into_iter()
-        .find(|p| p.ends_with("seed000-mixed-lab.yaml"))
-        .expect("blueprints/seed000-mixed-lab.yaml");
+        .find(|p| p.ends_with("mixed-lab.yaml"))
+        .expect("blueprints/mixed-lab.yaml");
     let text = std::fs::read_to_string(&broken).unwrap();
-    let loaded = gpuctl_core::blueprint::load_str("seed000-mixed-lab.yaml", &text).unwrap();
+    let loaded = gpuctl_core::blueprint::load_str("mixed-lab.yaml", &text).unwrap();
     let report = gpuctl_core::validate::validate(
         loaded,
         gpuctl_core::profiles::Catalog::embedded(),
         render_common::opts(),
     )
-    .expect_err("seed000-mixed-lab.yaml has errors on purpose");
+    .expect_err("mixed-lab.yaml has errors on purpose");
     assert!(gpuctl::has_errors(&report));
 }
 

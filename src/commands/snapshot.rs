@@ -21,10 +21,12 @@ pub fn run(
 ) -> CommandResult {
     let today = settings::today(render.today.as_deref())?;
     let set = render_file(blueprint, today, render.templates.as_deref(), "planning")?.set;
-    let snap = runtime()?.block_on(async {
+    let mut snap = runtime()?.block_on(async {
         let k = connect(cluster, None).await?;
         Ok::<_, CommandError>(read::snapshot(&k, &set).await?)
     })?;
+    // Plans made from the snapshot say when it was taken (they never contact the cluster).
+    snap.captured_at = Some(captured_now());
     // A snapshot holds the live Helm release's values unmasked (plans diff them): owner-only,
     // like a saved plan.
     write_owner_only(file, snap.to_json().as_bytes()).map_err(|source| CommandError::Write {
@@ -38,4 +40,20 @@ pub fn run(
         file.display()
     );
     Ok(ExitStatus::Success)
+}
+
+/// Now, in UTC to the second (`2026-11-30T11:12:20Z`).
+fn captured_now() -> String {
+    let now = jiff::Timestamp::now();
+    now.round(jiff::Unit::Second).unwrap_or(now).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn capture_time_is_utc_to_the_second() {
+        let t = super::captured_now();
+        assert!(t.ends_with('Z') && !t.contains('.'), "{t}");
+        assert!(t.parse::<jiff::Timestamp>().is_ok(), "{t}");
+    }
 }

@@ -6,8 +6,10 @@ use serde_json::Value;
 use crate::settings::Style;
 use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::diag::Severity;
-use gpuctl_core::plan::{Action, ActionKind, HelmAction, Plan, diff::Change, redact};
-use gpuctl_core::render::{CHART_REPOSITORY, ChartSource};
+use gpuctl_core::names::DEFAULT_DRIVER_CR;
+use gpuctl_core::plan::{
+    Action, ActionKind, DriverRollout, HelmAction, Mode, Plan, diff::Change, redact,
+};
 
 /// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
 pub const MARKDOWN_CAP: usize = 60_000;
@@ -51,19 +53,148 @@ fn change_line(c: &Change) -> String {
     }
 }
 
+/// The masked field changes as diff lines: `+ path: after`, `- path: before`, or both.
+fn diff_lines(c: &Change) -> Vec<String> {
+    let mut masked = [c.clone()];
+    redact::redact_change_values(&mut masked);
+    let [c] = masked;
+    let mut out = Vec::new();
+    if c.before.is_some() {
+        out.push(format!("- {}: {}", c.path, show(&c.before)));
+    }
+    if c.after.is_some() {
+        out.push(format!("+ {}: {}", c.path, show(&c.after)));
+    }
+    out
+}
+
+/// What the plan was made against. A snapshot plan says it is one, when it was taken and of which
+/// cluster: nothing was read from a server.
 fn header(plan: &Plan) -> String {
-    let target = match (&plan.server, &plan.cluster_fingerprint) {
-        (Some(s), Some(f)) => format!(" against {s} (cluster {f})"),
-        (None, Some(f)) => format!(" against snapshot of cluster {f}"),
-        _ => String::new(),
+    let target = match plan.mode {
+        Mode::Live => match (&plan.server, &plan.cluster_fingerprint) {
+            (Some(s), Some(f)) => format!(" (live) against {s} (cluster {f})"),
+            (Some(s), None) => format!(" (live) against {s}"),
+            _ => " (live)".to_string(),
+        },
+        Mode::Snapshot => {
+            let cluster = match (&plan.cluster_fingerprint, &plan.server) {
+                (Some(f), Some(s)) => format!("cluster {f} ({s})"),
+                (Some(f), None) => format!("cluster {f}"),
+                (None, Some(s)) => format!("the cluster at {s}"),
+                (None, None) => "an unidentified cluster".to_string(),
+            };
+            let when = plan.snapshot_captured_at.as_deref().map_or_else(
+                || "at a time the snapshot does not record".to_string(),
+                |t| format!("at {t}"),
+            );
+            format!(
+                " from a snapshot of {cluster} taken {when}; the cluster itself was not contacted"
+            )
+        }
+        Mode::Offline => " (offline: no cluster state, every object is new)".to_string(),
     };
+    format!("gpuctl plan for blueprint `{}`{target}", plan.blueprint)
+}
+
+/// Where the findings come from.
+fn findings_heading(plan: &Plan) -> &'static str {
+    match plan.mode {
+        Mode::Live => "Findings from the live cluster",
+        Mode::Snapshot => "Findings from the snapshot",
+        Mode::Offline => "Findings",
+    }
+}
+
+/// The blue-green commands that roll `r` out pool by pool.
+fn rollout_commands(r: &DriverRollout) -> Vec<String> {
+    r.pools
+        .iter()
+        .map(|p| {
+            format!(
+                "gpuctl upgrade driver BLUEPRINT --pool {} --to {}",
+                p.pool, r.to
+            )
+        })
+        .collect()
+}
+
+/// The first lines of a plan with a driver rollout: what it does, and how to do it blue-green.
+fn rollout_text(r: &DriverRollout) -> (String, String) {
+    let title = format!(
+        "Most disruptive change: driver {} -> {} on NVIDIADriver/{}",
+        r.from, r.to, r.driver_cr
+    );
+    let keep = if r.driver_cr == DEFAULT_DRIVER_CR {
+        format!(
+            "keep `gpuOperator.driver.version: \"{}\"` in the blueprint",
+            r.from
+        )
+    } else {
+        format!("keep driver {} in the blueprint", r.from)
+    };
+    let body = format!(
+        "Applying this plan makes the GPU Operator replace the driver on all {} nodes this CR serves, {}, at once and without draining them, although the blueprint upgrades drivers blue-green. Roll it out blue-green instead: {keep}, run the upgrade for each pool, and declare the new driver on each pool it moved (`nodePools[].driver.version: \"{}\"`):",
+        r.nodes(),
+        r.pool_list(),
+        r.to
+    );
+    (title, body)
+}
+
+/// `text` wrapped at `width` columns, each line prefixed with `indent`.
+fn wrap(text: &str, indent: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && indent.len() + line.len() + 1 + word.len() > width {
+            out.push_str(&format!("{indent}{line}\n"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&format!("{indent}{line}\n"));
+    }
+    out
+}
+
+/// The rollout block at the top of a human plan.
+fn rollout_block(plan: &Plan, style: Style) -> String {
+    let mut out = String::new();
+    for r in &plan.driver_rollouts {
+        let (title, body) = rollout_text(r);
+        out.push_str(&format!("{} {title}\n", paint(style, "1;31", "!!")));
+        out.push_str(&wrap(&body, "   ", 100));
+        for c in rollout_commands(r) {
+            out.push_str(&format!("     {c}\n"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Where the release's values come from.
+const HELM_VALUES_NOTE: &str = "(values: `gpuctl render -o DIR`)";
+
+/// `helm upgrade --install ...` for the operator's release, without the values note.
+fn helm_invocation(plan: &Plan) -> String {
+    let h = &plan.helm;
     format!(
-        "gpuctl plan for blueprint `{}` ({:?} mode){target}",
-        plan.blueprint, plan.mode
+        "helm upgrade --install {} {} --version {} -n {}",
+        h.release,
+        h.chart_reference(),
+        h.version,
+        h.namespace
     )
-    .replace("Live", "live")
-    .replace("Snapshot", "snapshot")
-    .replace("Offline", "offline")
+}
+
+/// `helm upgrade --install ... (values: ...)` for the operator's release.
+fn helm_command(plan: &Plan) -> String {
+    format!("{} {HELM_VALUES_NOTE}", helm_invocation(plan))
 }
 
 fn totals(plan: &Plan) -> String {
@@ -83,6 +214,7 @@ fn totals(plan: &Plan) -> String {
 /// Human plan. `verbose` also lists unchanged objects and every field of creates.
 pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
     let mut out = format!("{}\n\n", header(plan));
+    out.push_str(&rollout_block(plan, style));
     for a in &plan.actions {
         if a.action == ActionKind::NoOp && !verbose {
             continue;
@@ -107,7 +239,7 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
         }
     }
     if !plan.findings.is_empty() {
-        out.push_str("\nFindings from the live cluster:\n");
+        out.push_str(&format!("\n{}:\n", findings_heading(plan)));
         for f in &plan.findings {
             let tag = if f.severity == Severity::Error {
                 paint(style, "31", "error")
@@ -137,16 +269,7 @@ fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
     if h.install != InstallMode::Helm {
         return String::new();
     }
-    let chart = match &h.source {
-        ChartSource::Repository { url } if url == CHART_REPOSITORY => h.chart.clone(),
-        ChartSource::Repository { url } => format!("gpu-operator --repo {url}"),
-        ChartSource::Oci { reference } => reference.clone(),
-        ChartSource::Path { path, .. } => path.clone(),
-    };
-    let command = format!(
-        "helm upgrade --install {} {chart} --version {} -n {} (values: `gpuctl render -o DIR`)",
-        h.release, h.version, h.namespace
-    );
+    let command = helm_command(plan);
     let source = format!("      # chart from {}\n", h.source);
     let Some(hp) = &plan.helm_release else {
         return format!("\nOperator release: {command}\n{source}");
@@ -208,19 +331,27 @@ fn action_block(a: &Action, style: Style, verbose: bool) -> String {
     out
 }
 
-/// Markdown for a PR comment: summary table, changed objects, full diff collapsed, capped.
+/// Markdown for a PR comment: what the plan was made against, a driver rollout first, the totals,
+/// each changed object once (a table), the operator release, findings, then the field changes in a
+/// collapsed ```diff block whose lines start with `-`/`+` (so GitHub colours them) under one `@@`
+/// header per object. Capped to fit a comment.
 pub fn markdown(plan: &Plan) -> String {
     let s = &plan.summary;
-    let mut out = format!(
-        "### {}\n\n| create | update | delete | conflict | nodes | unchanged |\n|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} |\n\n",
-        header(plan),
-        s.create,
-        s.update,
-        s.delete,
-        s.conflict,
-        s.nodes,
-        s.unchanged
-    );
+    let mut out = format!("### {}\n\n", header(plan));
+    for r in &plan.driver_rollouts {
+        let (title, body) = rollout_text(r);
+        out.push_str(&format!(
+            "> [!CAUTION]\n> **{title}**\n>\n> {body}\n>\n> ```sh\n"
+        ));
+        for c in rollout_commands(r) {
+            out.push_str(&format!("> {c}\n"));
+        }
+        out.push_str("> ```\n\n");
+    }
+    out.push_str(&format!(
+        "| create | update | delete | conflict | nodes | unchanged |\n|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} |\n\n",
+        s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
+    ));
     let changed: Vec<&Action> = plan
         .actions
         .iter()
@@ -234,25 +365,46 @@ pub fn markdown(plan: &Plan) -> String {
     if changed.is_empty() && plan.nodes.is_empty() && release_row.is_none() {
         out.push_str("No changes. The cluster matches the blueprint.\n");
     } else {
-        out.push_str("| action | object |\n|---|---|\n");
+        out.push_str("| action | object | changes |\n|---|---|---|\n");
+        let fields = |n: usize| match n {
+            0 => String::new(),
+            1 => "1 field".to_string(),
+            n => format!("{n} fields"),
+        };
         let rows: Vec<String> = release_row
             .map(|word| {
                 format!(
-                    "| {word} | `HelmRelease/{}/{}` (chart {}) |\n",
-                    plan.helm.namespace, plan.helm.release, plan.helm.version
+                    "| {word} | `HelmRelease/{}/{}` (chart {}) | {} |\n",
+                    plan.helm.namespace,
+                    plan.helm.release,
+                    plan.helm.version,
+                    plan.helm_release
+                        .as_ref()
+                        .map_or(String::new(), |h| fields(h.changes.len()))
                 )
             })
             .into_iter()
-            .chain(
-                changed
-                    .iter()
-                    .map(|a| format!("| {} | `{}` |\n", symbol(a.action).1, a.id())),
-            )
-            .chain(
-                plan.nodes
-                    .iter()
-                    .map(|n| format!("| patch | `Node/{}` (pool {}) |\n", n.node, n.pool)),
-            )
+            .chain(changed.iter().map(|a| {
+                let note = match (&a.reason, a.action) {
+                    (_, ActionKind::Create) => String::new(),
+                    (_, ActionKind::CreateAfterCrd) => "after its CRD is installed".to_string(),
+                    (Some(r), ActionKind::Conflict | ActionKind::Delete) => r.replace('|', "\\|"),
+                    _ => fields(a.changes.len()),
+                };
+                format!("| {} | `{}` | {note} |\n", symbol(a.action).1, a.id())
+            }))
+            .chain(plan.nodes.iter().map(|n| {
+                let taints = match n.taints.len() {
+                    0 => String::new(),
+                    t => format!(", {t} taint(s)"),
+                };
+                format!(
+                    "| patch | `Node/{}` (pool {}) | {}{taints} |\n",
+                    n.node,
+                    n.pool,
+                    fields(n.labels.len())
+                )
+            }))
             .collect();
         // The table gets at most half the budget; the collapsed diff gets the rest.
         let mut shown = 0;
@@ -265,46 +417,74 @@ pub fn markdown(plan: &Plan) -> String {
         }
         if shown < rows.len() {
             out.push_str(&format!(
-                "| ... | {} more (see the JSON plan) |\n",
+                "| ... | {} more (see the JSON plan) | |\n",
                 rows.len() - shown
             ));
         }
     }
+    // Offline (or without a readable release) there is no release diff: say what runs.
+    if plan.helm.install == InstallMode::Helm && plan.helm_release.is_none() {
+        out.push_str(&format!(
+            "\n**Operator release:** `{}` {HELM_VALUES_NOTE}\n",
+            helm_invocation(plan)
+        ));
+    }
     if !plan.findings.is_empty() {
-        out.push_str("\n**Findings from the live cluster**\n\n");
+        out.push_str(&format!("\n**{}**\n\n", findings_heading(plan)));
         for f in &plan.findings {
             out.push_str(&format!("- {}: {}\n", f.severity, f.message));
         }
     }
     let mut diff = String::new();
-    if release_row.is_some() {
-        diff.push_str(
-            helm_block(plan, Style::Plain, false).trim_start_matches("\nOperator release:\n"),
-        );
+    if let Some(hp) = plan.helm_release.as_ref().filter(|_| release_row.is_some())
+        && !hp.changes.is_empty()
+    {
+        diff.push_str(&format!(
+            "@@ HelmRelease/{}/{} values @@\n",
+            plan.helm.namespace, plan.helm.release
+        ));
+        for c in &hp.changes {
+            for l in diff_lines(c) {
+                diff.push_str(&format!("{l}\n"));
+            }
+        }
     }
-    for a in &changed {
-        diff.push_str(&action_block(a, Style::Plain, false));
+    for a in changed.iter().filter(|a| {
+        !a.changes.is_empty()
+            && !matches!(a.action, ActionKind::Create | ActionKind::CreateAfterCrd)
+    }) {
+        diff.push_str(&format!("@@ {} @@\n", a.id()));
+        for c in &a.changes {
+            for l in diff_lines(c) {
+                diff.push_str(&format!("{l}\n"));
+            }
+        }
     }
     for n in &plan.nodes {
-        diff.push_str(&format!("  ~ patch    Node/{}\n", n.node));
+        diff.push_str(&format!("@@ Node/{} @@\n", n.node));
         for c in &n.labels {
-            diff.push_str(&format!("      {}\n", change_line(c)));
+            for l in diff_lines(c) {
+                diff.push_str(&format!("{l}\n"));
+            }
+        }
+        for t in &n.taints {
+            diff.push_str(&format!("+ taint {t}\n"));
         }
     }
     if !diff.is_empty() {
         let room = MARKDOWN_CAP.saturating_sub(out.len() + 200);
         let mut body = diff;
         if body.len() > room {
-            let cut = body
-                .char_indices()
-                .take_while(|(i, _)| *i < room)
-                .last()
-                .map_or(0, |(i, _)| i);
+            let mut end = room.min(body.len());
+            while !body.is_char_boundary(end) {
+                end -= 1;
+            }
+            let cut = body[..end].rfind('\n').map_or(0, |i| i + 1);
             body.truncate(cut);
-            body.push_str("\n... (truncated: the full plan is in the JSON artifact, `gpuctl plan --format json`)\n");
+            body.push_str("@@ truncated: the full plan is in the JSON artifact, `gpuctl plan --format json` @@\n");
         }
         out.push_str(&format!(
-            "\n<details><summary>Full diff</summary>\n\n```diff\n{body}```\n\n</details>\n"
+            "\n<details><summary>Field changes</summary>\n\n```diff\n{body}```\n\n</details>\n"
         ));
     }
     out.push_str(&format!("\n{}\n", totals(plan)));
@@ -356,6 +536,8 @@ mod tests {
             mode: Mode::Live,
             cluster_fingerprint: Some("abc".into()),
             server: Some("https://k".into()),
+            snapshot_captured_at: None,
+            driver_rollouts: vec![],
             applyset: "applyset-x-v1".into(),
             actions,
             nodes: vec![NodeAction {
@@ -419,7 +601,7 @@ mod tests {
     #[test]
     fn markdown_is_capped_and_collapses_the_diff() {
         let md = markdown(&sample(5));
-        assert!(md.contains("<details><summary>Full diff</summary>"));
+        assert!(md.contains("<details><summary>Field changes</summary>"));
         assert!(md.contains("| 0 | 5 | 0 | 1 | 1 | 0 |"), "{md}");
         let big = markdown(&sample(20_000));
         assert!(big.len() <= MARKDOWN_CAP + 2_000, "{}", big.len());

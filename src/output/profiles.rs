@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use gpuctl_core::profiles::{
     Architecture, Catalog, CudaRequirement, DriverBranch, ForwardCompatibility, GpuModel,
-    KernelModuleFlavors, Limits, OperatorFacts, OperatorRelease,
+    KernelModuleFlavors, Limits, OperatorFacts, OperatorRelease, Queueing,
 };
 
 /// The whole catalog as one JSON document (pretty-printed, ending with a newline).
@@ -29,6 +29,7 @@ pub fn json(catalog: &Catalog) -> String {
         operator_releases: Vec<&'a OperatorRelease>,
         operator: &'a OperatorFacts,
         limits: &'a Limits,
+        queueing: &'a Queueing,
         sources: Vec<Source<'a>>,
     }
 
@@ -43,6 +44,7 @@ pub fn json(catalog: &Catalog) -> String {
         operator_releases: catalog.operator_releases().collect(),
         operator: catalog.operator_facts(),
         limits: catalog.limits(),
+        queueing: catalog.queueing(),
         sources: sources
             .iter()
             .map(|(file, source)| Source { file, source })
@@ -73,7 +75,7 @@ pub fn human(catalog: &Catalog) -> String {
             .map_or("-".to_owned(), ToString::to_string);
         let mig = match &gpu.mig {
             Some(mig) => format!(
-                "{} profiles, driver >= {}",
+                "{} profiles, driver >= {} (names below)",
                 mig.profiles.len(),
                 mig.min_driver
             ),
@@ -94,6 +96,14 @@ pub fn human(catalog: &Catalog) -> String {
             segment,
             mig
         );
+    }
+
+    let _ = writeln!(out, "\nMIG profiles (`partitioning.mig.layout` keys)");
+    for gpu in catalog.gpus() {
+        if let Some(mig) = &gpu.mig {
+            let names: Vec<&str> = mig.profiles.iter().map(|p| p.name.as_str()).collect();
+            let _ = writeln!(out, "  {:<24} {}", gpu.key, names.join(", "));
+        }
     }
 
     let _ = writeln!(out, "\nCUDA toolkit -> minimum driver");
@@ -122,7 +132,10 @@ pub fn human(catalog: &Catalog) -> String {
         );
     }
 
-    let _ = writeln!(out, "\nGPU Operator releases");
+    let _ = writeln!(
+        out,
+        "\nGPU Operator releases (validated drivers, newest first)"
+    );
     for release in catalog.operator_releases() {
         let _ = writeln!(
             out,
@@ -132,6 +145,38 @@ pub fn human(catalog: &Catalog) -> String {
             release.kubernetes.max,
             release.default_driver
         );
+        let drivers: Vec<String> = release.drivers().iter().map(ToString::to_string).collect();
+        let _ = writeln!(out, "            drivers: {}", drivers.join(", "));
+    }
+
+    let queueing = catalog.queueing();
+    for system in [&queueing.kueue, &queueing.volcano] {
+        let _ = writeln!(
+            out,
+            "\n{} releases (gpuctl writes {})",
+            system.name,
+            system.api_version()
+        );
+        for line in &system.releases {
+            let newest = line
+                .newest_patch
+                .as_deref()
+                .map_or(String::new(), |p| format!(", up to {p}"));
+            let released = line
+                .released
+                .map_or(String::new(), |d| format!(", from {d}"));
+            let writes = if line.serves.contains(&system.renders) {
+                "rendered"
+            } else {
+                "refused"
+            };
+            let _ = writeln!(
+                out,
+                "  {}.x{newest}{released}  serves {}  ({writes})",
+                line.line,
+                line.serves.join(", ")
+            );
+        }
     }
 
     let _ = writeln!(out, "\nSources");
@@ -169,9 +214,45 @@ mod tests {
             "12.4   550.54.14",
             "R580",
             "v26.7.0",
+            "Kueue releases (gpuctl writes kueue.x-k8s.io/v1beta2)",
+            "v0.19.x, up to v0.19.2",
+            "Volcano releases",
             "Sources",
         ] {
             assert!(text.contains(needle), "missing {needle}");
+        }
+    }
+
+    /// What the hints send users to `gpuctl profiles` for is there: every validated driver of
+    /// every operator release, and the name of every MIG profile.
+    #[test]
+    fn human_summary_shows_what_hints_promise() {
+        let catalog = Catalog::embedded();
+        let text = human(catalog);
+        for release in catalog.operator_releases() {
+            let start = text
+                .find(&format!("  {:<9} Kubernetes", release.version.to_string()))
+                .unwrap_or_else(|| panic!("{} missing", release.version));
+            let line = text[start..].lines().nth(1).unwrap();
+            for d in release.drivers() {
+                assert!(
+                    line.contains(&d.to_string()),
+                    "{}: {d} missing",
+                    release.version
+                );
+            }
+        }
+        for gpu in catalog.gpus() {
+            if let Some(mig) = &gpu.mig {
+                let section = &text[text.find("\nMIG profiles").unwrap()..];
+                let line = section
+                    .lines()
+                    .find(|l| l.starts_with(&format!("  {:<24} ", gpu.key)))
+                    .unwrap_or_else(|| panic!("no MIG line for {}", gpu.key));
+                for p in &mig.profiles {
+                    assert!(line.contains(&p.name), "{}: {} missing", gpu.key, p.name);
+                }
+            }
         }
     }
 }

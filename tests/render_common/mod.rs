@@ -43,11 +43,11 @@ pub fn blueprints() -> Vec<PathBuf> {
     files
 }
 
-/// The blueprints meant to be valid (seed000-mixed-lab.yaml is broken on purpose).
+/// The blueprints meant to be valid (mixed-lab.yaml is broken on purpose).
 pub fn valid_blueprints() -> Vec<PathBuf> {
     blueprints()
         .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| n != "seed000-mixed-lab.yaml"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "mixed-lab.yaml"))
         .collect()
 }
 
@@ -111,9 +111,9 @@ spec:
         - name: shared
           resources:
             - pool: a100
-              quota: { nvidia.com/gpu: 112 }
+              quota: { nvidia.com/gpu: 112, cpu: "1000", memory: 8Ti }
             - pool: l4
-              quota: { nvidia.com/gpu: 8 }
+              quota: { nvidia.com/gpu: 8, cpu: "100", memory: 512Gi }
   tenants:
     - name: ml
       namespaces: [ml]

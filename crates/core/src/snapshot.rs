@@ -28,6 +28,9 @@ pub struct Snapshot {
     /// Server URL at capture time.
     #[serde(default)]
     pub server: Option<String>,
+    /// When it was captured (RFC 3339, UTC); snapshots made before gpuctl recorded it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub captured_at: Option<String>,
     /// Objects by key (`apiVersion|kind|namespace|name`).
     pub objects: BTreeMap<String, Value>,
     /// Kinds the cluster served at capture time (`apiVersion|kind`).
@@ -292,6 +295,7 @@ impl LiveView {
             source: Source::Snapshot {
                 server: s.server.clone(),
                 fingerprint: s.fingerprint.clone(),
+                captured_at: s.captured_at.clone(),
             },
             served,
             objects,

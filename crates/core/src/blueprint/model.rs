@@ -606,12 +606,31 @@ pub struct Kueue {
     /// Kueue release, e.g. `v0.19.2`.
     #[serde(deserialize_with = "version_text")]
     pub version: String,
+    /// Resource-name prefixes your Kueue's configuration lists in `resources.excludeResourcePrefixes`:
+    /// Kueue ignores those resources at admission, so cluster queues need no quota for them.
+    #[serde(default)]
+    pub exclude_resource_prefixes: Vec<String>,
+    /// Your Kueue's `resources.quotaCheckStrategy`: `BlockUndeclared` (Kueue's default) keeps a
+    /// workload pending when it requests a resource its ClusterQueue does not cover;
+    /// `IgnoreUndeclared` (Kueue v0.18 and later) checks only the covered ones.
+    #[serde(default)]
+    pub quota_check_strategy: QuotaCheckStrategy,
     /// Cohorts.
     #[serde(default)]
     pub cohorts: Vec<Cohort>,
     /// ClusterQueues.
     #[serde(default)]
     pub cluster_queues: Vec<ClusterQueue>,
+}
+
+/// Kueue's `resources.quotaCheckStrategy`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+pub enum QuotaCheckStrategy {
+    /// Every requested resource must be covered by the ClusterQueue (Kueue's default).
+    #[default]
+    BlockUndeclared,
+    /// Resources the ClusterQueue does not cover are not checked.
+    IgnoreUndeclared,
 }
 
 /// A Kueue Cohort.

@@ -32,6 +32,8 @@ pub enum Source {
         server: Option<String>,
         /// Cluster fingerprint at capture time.
         fingerprint: Option<String>,
+        /// When it was captured (RFC 3339, UTC), when the snapshot recorded it.
+        captured_at: Option<String>,
     },
     /// Nothing: an empty cluster that serves every kind.
     Offline,
@@ -48,6 +50,7 @@ impl Source {
             Source::Snapshot {
                 server,
                 fingerprint,
+                ..
             } => (server.clone(), fingerprint.clone()),
             Source::Offline => (None, None),
         }

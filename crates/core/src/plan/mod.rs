@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::applyset::ApplySetParent;
 use crate::diag::Severity;
 use crate::live::{LiveView, Source};
+use crate::names::DRIVER_LABEL;
 use crate::object::ObjectRef;
 use crate::render::{NodePatch, Phase, RenderedSet};
 use diff::Change;
@@ -245,6 +246,14 @@ pub struct Plan {
     /// Server URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// When the snapshot a snapshot-mode plan read was captured (RFC 3339), if it recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_captured_at: Option<String>,
+    /// Driver version changes of NVIDIADriver CRs the blueprint upgrades blue-green: the operator
+    /// would replace the driver on every node such a CR serves at once, the most disruptive thing
+    /// a plan can do; `gpuctl upgrade driver` is the way to roll it out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_rollouts: Vec<DriverRollout>,
     /// ApplySet id.
     pub applyset: String,
     /// Object actions, in apply order (prunes last).
@@ -265,6 +274,90 @@ pub struct Plan {
     /// Credentials in `helm.values` and manifests are masked: the plan can be shown, not applied.
     #[serde(default)]
     pub redacted: bool,
+}
+
+/// A driver version change of one NVIDIADriver CR under `upgrades.strategy: blue-green`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverRollout {
+    /// The CR's name (`cluster-default`).
+    pub driver_cr: String,
+    /// Driver version the live CR has.
+    pub from: String,
+    /// Driver version the blueprint declares.
+    pub to: String,
+    /// The pools whose nodes the CR serves, with their declared node counts.
+    pub pools: Vec<RolloutPool>,
+}
+
+/// One pool a driver rollout reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutPool {
+    /// Pool name.
+    pub pool: String,
+    /// Nodes the blueprint declares for it.
+    pub nodes: u32,
+}
+
+/// The driver version changes of NVIDIADriver CRs whose pools upgrade blue-green; each such update
+/// gets a reason pointing at the rollout.
+fn driver_rollouts(actions: &mut [Action], patches: &[NodePatch]) -> Vec<DriverRollout> {
+    let mut out = Vec::new();
+    for a in actions.iter_mut() {
+        if a.action != ActionKind::Update || a.kind != "NVIDIADriver" {
+            continue;
+        }
+        let Some(change) = a.changes.iter().find(|c| c.path == "spec.version") else {
+            continue;
+        };
+        let text = |v: &Option<Value>| match v {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => "(none)".to_string(),
+        };
+        let pools: Vec<RolloutPool> = patches
+            .iter()
+            .filter(|p| p.blue_green && p.labels.get(DRIVER_LABEL) == Some(&a.name))
+            .map(|p| RolloutPool {
+                pool: p.pool.clone(),
+                nodes: p.expected_nodes,
+            })
+            .collect();
+        if pools.is_empty() {
+            continue;
+        }
+        let rollout = DriverRollout {
+            driver_cr: a.name.clone(),
+            from: text(&change.before),
+            to: text(&change.after),
+            pools,
+        };
+        if a.reason.is_none() {
+            a.reason = Some(format!(
+                "driver {} -> {} on {} node(s) at once: the most disruptive change of this plan (see its top)",
+                rollout.from,
+                rollout.to,
+                rollout.nodes()
+            ));
+        }
+        out.push(rollout);
+    }
+    out
+}
+
+impl DriverRollout {
+    /// `pool `a` (16 nodes), pool `b` (4 nodes)`.
+    pub fn pool_list(&self) -> String {
+        self.pools
+            .iter()
+            .map(|p| format!("pool `{}` ({} nodes)", p.pool, p.nodes))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Nodes across its pools.
+    pub fn nodes(&self) -> u64 {
+        self.pools.iter().map(|p| u64::from(p.nodes)).sum()
+    }
 }
 
 /// Options that shape a plan.
@@ -323,8 +416,20 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     findings.extend(helm_findings);
     findings.extend(node_plan.findings);
 
+    let driver_rollouts = driver_rollouts(&mut actions, &set.node_patches);
     let summary = Summary::of(&actions, node_plan.actions.len(), helm_release.as_ref());
     let (server, cluster_fingerprint) = live.source.server_and_fingerprint();
+    // Only a real timestamp is shown: a snapshot file is input, and this goes to a terminal.
+    let snapshot_captured_at = match &live.source {
+        Source::Snapshot {
+            captured_at: Some(t),
+            ..
+        } => t
+            .parse::<jiff::Timestamp>()
+            .ok()
+            .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string()),
+        _ => None,
+    };
     Ok(Plan {
         format_version: PLAN_FORMAT_VERSION,
         gpuctl_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -332,6 +437,8 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
         mode: Mode::of(&live.source),
         cluster_fingerprint,
         server,
+        snapshot_captured_at,
+        driver_rollouts,
         applyset: set_id,
         actions,
         nodes: node_plan.actions,

@@ -111,6 +111,7 @@ fn snapshot_view() -> LiveView {
     let mut v = LiveView::empty(Source::Snapshot {
         server: Some("https://example:6443".into()),
         fingerprint: Some("fp".into()),
+        captured_at: Some("2026-11-28T09:30:00Z".into()),
     });
     v.members = Some(BTreeMap::new());
     v.nodes = Some(vec![]);
@@ -603,4 +604,30 @@ fn a_member_that_joined_the_set_since_the_plan_makes_it_stale() {
         ["ResourceQuota/team-z/team-a-quota: joined the blueprint's ApplySet since the plan"],
         "a protected kind the plan would only keep (the namespace) is not a change"
     );
+}
+
+/// A snapshot's capture time reaches the plan only when it is a timestamp: the file is input.
+#[test]
+fn snapshot_capture_time_is_shown_only_when_it_is_a_timestamp() {
+    for (written, shown) in [
+        (Some("2026-11-28T09:30:00Z"), Some("2026-11-28T09:30:00Z")),
+        (
+            Some("2026-11-28T09:30:00.75+01:00"),
+            Some("2026-11-28T08:30:01Z"),
+        ),
+        (Some("\u{1b}[2Jyesterday"), None),
+        (None, None),
+    ] {
+        let mut view = snapshot_view();
+        view.source = Source::Snapshot {
+            server: None,
+            fingerprint: None,
+            captured_at: written.map(str::to_string),
+        };
+        assert_eq!(
+            plan_of(&view).snapshot_captured_at.as_deref(),
+            shown,
+            "{written:?}"
+        );
+    }
 }

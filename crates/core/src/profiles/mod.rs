@@ -15,7 +15,9 @@ mod gpu;
 mod limits;
 mod mig;
 mod operator;
+mod queueing;
 
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
@@ -34,6 +36,7 @@ pub use mig::{MigFitError, MigPlacement, MigProfile, MigSupport};
 pub use operator::{
     KernelModuleTypeFacts, KubeRange, OperatorFacts, OperatorRelease, OperatorSupport,
 };
+pub use queueing::{QueueSystem, ReleaseLine, ReleaseProblem};
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};
 
@@ -49,8 +52,10 @@ pub const ARCHITECTURES_FILE: &str = "profiles/architectures.yaml";
 pub const OPERATOR_FILE: &str = "profiles/gpu-operator.yaml";
 /// See [`GPUS_FILE`].
 pub const LIMITS_FILE: &str = "profiles/limits.yaml";
+/// See [`GPUS_FILE`].
+pub const QUEUEING_FILE: &str = "profiles/queueing.yaml";
 
-/// The text of the six profile tables.
+/// The text of the seven profile tables.
 #[derive(Debug, Clone, Copy)]
 pub struct ProfileSources<'a> {
     /// `profiles/gpus.yaml`.
@@ -65,6 +70,8 @@ pub struct ProfileSources<'a> {
     pub gpu_operator: &'a str,
     /// `profiles/limits.yaml`.
     pub limits: &'a str,
+    /// `profiles/queueing.yaml`.
+    pub queueing: &'a str,
 }
 
 impl ProfileSources<'static> {
@@ -76,6 +83,7 @@ impl ProfileSources<'static> {
         architectures: include_str!("../../../../profiles/architectures.yaml"),
         gpu_operator: include_str!("../../../../profiles/gpu-operator.yaml"),
         limits: include_str!("../../../../profiles/limits.yaml"),
+        queueing: include_str!("../../../../profiles/queueing.yaml"),
     };
 }
 
@@ -116,7 +124,17 @@ pub struct Catalog {
     operator_releases: BTreeMap<OperatorVersion, OperatorRelease>,
     operator_facts: OperatorFacts,
     limits: Limits,
+    queueing: Queueing,
     sources: Vec<(&'static str, String)>,
+}
+
+/// Kueue and Volcano releases (`profiles/queueing.yaml`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Queueing {
+    /// Kueue release lines.
+    pub kueue: QueueSystem,
+    /// Volcano release lines.
+    pub volcano: QueueSystem,
 }
 
 impl Catalog {
@@ -139,6 +157,7 @@ impl Catalog {
         let drivers_file: driver::DriversFile = parse(DRIVERS_FILE, src.drivers)?;
         let operator_file: operator::OperatorFile = parse(OPERATOR_FILE, src.gpu_operator)?;
         let limits: Limits = parse(LIMITS_FILE, src.limits)?;
+        let queueing_file: queueing::QueueingFile = parse(QUEUEING_FILE, src.queueing)?;
 
         let mut sources = Vec::new();
         let architectures = load_architectures(architectures_file, &mut sources)?;
@@ -147,6 +166,7 @@ impl Catalog {
         let (drivers, kernel_module_flavors) = load_drivers(drivers_file, &mut sources)?;
         let (operator_releases, operator_facts) = load_operator(operator_file, &mut sources)?;
         load_limits(&limits, &mut sources)?;
+        let queueing = load_queueing(queueing_file, &mut sources)?;
 
         Ok(Catalog {
             gpus,
@@ -159,6 +179,7 @@ impl Catalog {
             operator_releases,
             operator_facts,
             limits,
+            queueing,
             sources,
         })
     }
@@ -255,6 +276,11 @@ impl Catalog {
     /// API limits.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Kueue and Volcano releases and the API versions they serve.
+    pub fn queueing(&self) -> &Queueing {
+        &self.queueing
     }
 
     /// The GPU Operator chart of `version` (`v26.7.0` or `26.7.0`): its values' key tree and
@@ -814,6 +840,22 @@ fn load_operator(
     Ok((releases, facts))
 }
 
+fn load_queueing(
+    file: queueing::QueueingFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<Queueing, ProfileError> {
+    const F: &str = QUEUEING_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    for (name, system) in [("kueue", &file.kueue), ("volcano", &file.volcano)] {
+        sourced(sources, F, Some(name), &system.source)?;
+        system.check().map_err(|m| inconsistent(F, m))?;
+    }
+    Ok(Queueing {
+        kueue: file.kueue,
+        volcano: file.volcano,
+    })
+}
+
 fn load_limits(
     limits: &Limits,
     sources: &mut Vec<(&'static str, String)>,
@@ -1239,6 +1281,7 @@ mod tests {
             ARCHITECTURES_FILE,
             OPERATOR_FILE,
             LIMITS_FILE,
+            QUEUEING_FILE,
         ] {
             assert!(
                 sources.iter().any(|(f, _)| *f == file),
@@ -1304,6 +1347,16 @@ mod tests {
 
         let err = with(|s, t| s.limits = t, "");
         assert!(err.contains("profiles/limits.yaml"), "{err}");
+
+        let unordered: &'static str = Box::leak(
+            ProfileSources::EMBEDDED
+                .queueing
+                .replacen("line: v0.13,", "line: v0.20,", 1)
+                .into_boxed_str(),
+        );
+        let err = with(|s, t| s.queueing = t, unordered);
+        assert!(err.contains("profiles/queueing.yaml"), "{err}");
+        assert!(err.contains("not in ascending order"), "{err}");
 
         let bad_driver: &'static str = Box::leak(
             ProfileSources::EMBEDDED

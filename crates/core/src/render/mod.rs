@@ -172,6 +172,15 @@ pub enum RenderError {
         /// `pool: strategy` pairs.
         detail: String,
     },
+    /// The declared Kueue or Volcano release does not serve the API version gpuctl writes, or is
+    /// unknown (validation refuses this first, GPU076 / GPU084).
+    #[error("{message}: {hint}")]
+    QueueRelease {
+        /// What is wrong.
+        message: String,
+        /// What to do.
+        hint: String,
+    },
     /// A pool names a GPU the catalog does not know (validation normally refuses this first).
     #[error("pool `{pool}`: GPU model `{model}` is not in the catalog")]
     UnknownGpu {
@@ -254,7 +263,7 @@ pub fn render(
     driver::objects(bp, &plan, release, &helm.values, &mut out)?;
     nodes::config_maps(bp, &plan, &mut out)?;
     objects::tenants(bp, &mut out)?;
-    objects::queues(bp, &mut out)?;
+    objects::queues(bp, catalog, &mut out)?;
     objects::monitoring(bp, &mut out)?;
 
     let mut objects = out.finish()?;
@@ -464,4 +473,59 @@ pub(crate) fn pool_resources(bp: &crate::blueprint::Blueprint) -> BTreeSet<Strin
         .iter()
         .flat_map(|p| crate::blueprint::resources::per_node(p).into_keys())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blueprint(version: &str) -> crate::blueprint::Blueprint {
+        let text = include_str!("../../../../blueprints/dgx-h100-training.yaml")
+            .replace("version: v0.19.2", &format!("version: {version}"));
+        crate::blueprint::load_str("dgx.yaml", &text)
+            .expect("loads")
+            .blueprint
+    }
+
+    fn queues(version: &str) -> Result<Vec<String>, RenderError> {
+        let templates = Templates::embedded();
+        let mut out = Builder {
+            templates: &templates,
+            labels: BTreeMap::new(),
+            objects: Vec::new(),
+            pending: Vec::new(),
+        };
+        objects::queues(&blueprint(version), Catalog::embedded(), &mut out)?;
+        Ok(out
+            .finish()?
+            .into_iter()
+            .map(|(o, _)| format!("{} {}", o.api_version, o.kind))
+            .collect())
+    }
+
+    /// Kueue objects carry the API version the declared release serves; a release that does not
+    /// serve what gpuctl writes is refused, never rendered in an API it would reject.
+    #[test]
+    fn kueue_objects_use_the_api_version_of_the_declared_release() {
+        for version in ["v0.19.2", "v0.15.0"] {
+            let objects = queues(version).unwrap();
+            assert!(
+                objects
+                    .iter()
+                    .any(|o| o == "kueue.x-k8s.io/v1beta2 ClusterQueue")
+            );
+            assert!(
+                objects
+                    .iter()
+                    .all(|o| o.starts_with("kueue.x-k8s.io/v1beta2 ")),
+                "{objects:?}"
+            );
+        }
+        for version in ["v0.13.0", "v0.14.6", "banana", "v0.19.9"] {
+            let err = queues(version).unwrap_err().to_string();
+            assert!(err.contains("Kueue"), "{version}: {err}");
+        }
+        let err = queues("v0.14.6").unwrap_err().to_string();
+        assert!(err.contains("v0.15.0 or later"), "{err}");
+    }
 }

@@ -12,6 +12,7 @@ use super::{Builder, DCGM_METRICS_CONFIGMAP, Phase, RenderError};
 use crate::blueprint::resources::is_extended_resource;
 use crate::blueprint::{Blueprint, ClusterQueue, Queueing, Tenant};
 use crate::names::TENANT_LABEL;
+use crate::profiles::Catalog;
 
 /// Name of the LocalQueue gpuctl makes in every tenant namespace (Kueue uses a LocalQueue named
 /// `default` for workloads without a queue-name label).
@@ -163,18 +164,37 @@ fn resource_groups(cq: &ClusterQueue) -> Vec<ResourceGroup> {
 }
 
 /// Kueue or Volcano objects, per `scheduling.queueing`.
-pub fn queues(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+/// Each is written in the API version its declared release serves (`profiles/queueing.yaml`);
+/// a release gpuctl cannot write for is refused (validation reports it first, GPU076 / GPU084).
+pub fn queues(bp: &Blueprint, catalog: &Catalog, out: &mut Builder<'_>) -> Result<(), RenderError> {
+    let q = catalog.queueing();
+    let api = |system: &crate::profiles::QueueSystem, version: &str| {
+        system
+            .renderable(version)
+            .map_err(|p| RenderError::QueueRelease {
+                message: p.message(system),
+                hint: p.hint(system),
+            })
+    };
     match bp.spec.scheduling.queueing {
-        Queueing::Kueue => kueue(bp, out),
-        Queueing::Volcano => volcano(bp, out),
+        Queueing::Kueue => match &bp.spec.scheduling.kueue {
+            Some(k) => kueue(bp, k, &api(&q.kueue, &k.version)?, out),
+            None => Ok(()),
+        },
+        Queueing::Volcano => match &bp.spec.scheduling.volcano {
+            Some(v) => volcano(v, &api(&q.volcano, &v.version)?, out),
+            None => Ok(()),
+        },
         Queueing::None => Ok(()),
     }
 }
 
-fn kueue(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
-    let Some(k) = &bp.spec.scheduling.kueue else {
-        return Ok(());
-    };
+fn kueue(
+    bp: &Blueprint,
+    k: &crate::blueprint::Kueue,
+    api: &str,
+    out: &mut Builder<'_>,
+) -> Result<(), RenderError> {
     let mut flavors: Vec<&str> = Vec::new();
     for cq in &k.cluster_queues {
         for r in &cq.resources {
@@ -192,7 +212,7 @@ fn kueue(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
             Phase::Queues,
             "objects/kueue-resourceflavor.yaml.j2",
             format!("spec.nodePools[{pi}]"),
-            json!({ "pool": pool, "tolerations": tolerations }),
+            json!({ "apiVersion": api, "pool": pool, "tolerations": tolerations }),
         )?;
     }
     for (i, c) in k.cohorts.iter().enumerate() {
@@ -200,7 +220,7 @@ fn kueue(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
             Phase::Queues,
             "objects/kueue-cohort.yaml.j2",
             format!("spec.scheduling.kueue.cohorts[{i}]"),
-            json!({ "cohort": c }),
+            json!({ "apiVersion": api, "cohort": c }),
         )?;
     }
     for (i, cq) in k.cluster_queues.iter().enumerate() {
@@ -216,6 +236,7 @@ fn kueue(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
             "objects/kueue-clusterqueue.yaml.j2",
             format!("spec.scheduling.kueue.clusterQueues[{i}]"),
             json!({
+                "apiVersion": api,
                 "clusterQueue": cq,
                 "tenants": tenants,
                 "tenantLabel": TENANT_LABEL,
@@ -230,7 +251,7 @@ fn kueue(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
                 Phase::Queues,
                 "objects/kueue-localqueue.yaml.j2",
                 format!("spec.tenants[{ti}].queue"),
-                json!({ "tenant": t, "namespace": ns, "name": LOCAL_QUEUE, "clusterQueue": q }),
+                json!({ "apiVersion": api, "tenant": t, "namespace": ns, "name": LOCAL_QUEUE, "clusterQueue": q }),
             )?;
         }
     }
@@ -239,22 +260,23 @@ fn kueue(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
             Phase::Queues,
             "objects/kueue-workloadpriorityclass.yaml.j2",
             format!("spec.priorityClasses[{i}]"),
-            json!({ "priorityClass": pc }),
+            json!({ "apiVersion": api, "priorityClass": pc }),
         )?;
     }
     Ok(())
 }
 
-fn volcano(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
-    let Some(v) = &bp.spec.scheduling.volcano else {
-        return Ok(());
-    };
+fn volcano(
+    v: &crate::blueprint::Volcano,
+    api: &str,
+    out: &mut Builder<'_>,
+) -> Result<(), RenderError> {
     for (i, q) in v.queues.iter().enumerate() {
         out.object(
             Phase::Queues,
             "objects/volcano-queue.yaml.j2",
             format!("spec.scheduling.volcano.queues[{i}]"),
-            json!({ "queue": q }),
+            json!({ "apiVersion": api, "queue": q }),
         )?;
     }
     Ok(())

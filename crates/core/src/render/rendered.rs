@@ -150,6 +150,21 @@ pub struct HelmRelease {
     pub source: ChartSource,
 }
 
+impl HelmRelease {
+    /// The chart as `helm upgrade --install RELEASE <this>` names it: `nvidia/gpu-operator` for
+    /// NVIDIA's repository, `gpu-operator --repo URL` for another, the OCI reference or the path.
+    pub fn chart_reference(&self) -> String {
+        match &self.source {
+            ChartSource::Repository { url } if url == super::helm::CHART_REPOSITORY => {
+                self.chart.clone()
+            }
+            ChartSource::Repository { url } => format!("gpu-operator --repo {url}"),
+            ChartSource::Oci { reference } => reference.clone(),
+            ChartSource::Path { path, .. } => path.clone(),
+        }
+    }
+}
+
 /// Where the operator's chart comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "from", rename_all = "lowercase")]

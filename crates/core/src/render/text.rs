@@ -27,14 +27,7 @@ impl RenderedSet {
     /// The Helm values file's text.
     pub fn helm_values_yaml(&self) -> String {
         let h = &self.helm;
-        let chart = match &h.source {
-            super::ChartSource::Repository { url } if url == super::CHART_REPOSITORY => {
-                h.chart.clone()
-            }
-            super::ChartSource::Repository { url } => format!("gpu-operator --repo {url}"),
-            super::ChartSource::Oci { reference } => reference.clone(),
-            super::ChartSource::Path { path, .. } => path.clone(),
-        };
+        let chart = h.chart_reference();
         format!(
             "# GPU Operator values rendered by gpuctl from blueprint `{}` (install: {}).\n\
              # helm upgrade --install {} {} --version {} --namespace {} -f gpu-operator-values.yaml\n{}",

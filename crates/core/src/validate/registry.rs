@@ -119,7 +119,7 @@ rules! {
         example: "spec:\n  nodePools:\n    - gpu: {model: A100-80GB, count: 8}\n",
     }
     "GPU016" "queueing-config" "structure" Error {
-        checks: "`scheduling.queueing` has its section (`kueue` or `volcano`), the section's `version` is a release version (`v0.19.2`), and tenants name a queue only when a queueing system is chosen.",
+        checks: "`scheduling.queueing` has its section (`kueue` or `volcano`), and tenants name a queue only when a queueing system is chosen (the section's `version` is checked by GPU076 and GPU084).",
         why: "Queues declared for the other system are never rendered, and tenants bound to them are never admitted.",
         fix: "Set `scheduling.queueing` to the system whose section you wrote, or remove the other section.",
         source: "docs/blueprint.md",
@@ -385,11 +385,18 @@ rules! {
         example: "spec:\n  scheduling: {queueing: kueue}\n  tenants:\n    - {name: a, namespaces: [a], quota: {nvidia.com/gpu: 8}}   # no queue\n",
     }
     "GPU075" "kueue-resource-uncovered" "kueue" Error {
-        checks: "Every GPU resource a tenant may request (its quota) is covered by its ClusterQueue.",
-        why: "Kueue leaves workloads requesting an uncovered resource pending forever.",
-        fix: "Add the resource to the ClusterQueue's quota on a pool that provides it.",
-        source: "Kueue ClusterQueue resourceGroups",
-        example: "tenants:\n  - {queue: cq, quota: {nvidia.com/mig-3g.40gb: 2}}   # cq has only nvidia.com/gpu\n",
+        checks: "Every resource a tenant's pods request is covered by its ClusterQueue: `cpu` and `memory` (every pod requests them), each resource its quota names (`nvidia.com/gpu`, `requests.ephemeral-storage`, ...; object counts such as `pods` are not requests) and each resource of its LimitRange `defaults`. Resources matching `scheduling.kueue.excludeResourcePrefixes` are skipped, and nothing is checked under `quotaCheckStrategy: IgnoreUndeclared`, mirroring the Kueue configuration the blueprint declares.",
+        why: "With Kueue's default quota check (`BlockUndeclared`), a workload requesting a resource its ClusterQueue does not cover stays pending forever (`resource cpu unavailable in ClusterQueue`); a queue that covers only GPUs admits nothing, because every pod also requests cpu and memory.",
+        fix: "Add the resource to every `quota` of the ClusterQueue (on a pool that provides it, for GPUs); or, if your Kueue's configuration ignores it, say so in `scheduling.kueue.excludeResourcePrefixes` or `quotaCheckStrategy: IgnoreUndeclared`.",
+        source: "Kueue ClusterQueue resourceGroups; Kueue Configuration `resources.excludeResourcePrefixes` and `resources.quotaCheckStrategy` (kubernetes-sigs/kueue apis/config/v1beta2/configuration_types.go, v0.19.2)",
+        example: "scheduling:\n  kueue:\n    clusterQueues:\n      - {name: cq, resources: [{pool: a100, quota: {nvidia.com/gpu: 8}}]}   # no cpu, no memory\ntenants:\n  - {queue: cq, quota: {nvidia.com/gpu: 8}}\n",
+    }
+    "GPU076" "kueue-release" "kueue" Error {
+        checks: "`scheduling.kueue.version` is a Kueue release gpuctl knows (`gpuctl profiles` lists the release lines) and serves `kueue.x-k8s.io/v1beta2`, the API version gpuctl writes (Kueue v0.15 and later); `quotaCheckStrategy: IgnoreUndeclared` is used only on releases that have it (v0.18 and later) and never together with `excludeResourcePrefixes`.",
+        why: "Objects written for an API version the cluster's Kueue does not serve are refused by the API server at apply time (`no matches for kind ClusterQueue in version kueue.x-k8s.io/v1beta2`); a version gpuctl does not know cannot be checked at all. Kueue refuses a configuration that sets both quota-check settings.",
+        fix: "Write the release you run as `v<major>.<minor>.<patch>`; below v0.15 upgrade Kueue first.",
+        source: "profiles/queueing.yaml (Kueue releases and the API versions they serve: Kueue release notes, CHANGELOG-0.15)",
+        example: "scheduling:\n  kueue:\n    version: \"0.13\"\n",
     }
     "GPU080" "volcano-weight" "volcano" Error {
         checks: "Volcano queue weight is within 1..65535.",
@@ -418,6 +425,13 @@ rules! {
         fix: "Bind the tenant to a leaf queue, or remove the children.",
         source: "Volcano hierarchical queues",
         example: "queues:\n  - {name: parent}\n  - {name: child, parent: parent}\ntenants:\n  - {queue: parent}\n",
+    }
+    "GPU084" "volcano-release" "volcano" Error {
+        checks: "`scheduling.volcano.version` is a Volcano release gpuctl knows (`gpuctl profiles` lists the release lines) and serves `scheduling.volcano.sh/v1beta1` Queues, the API version gpuctl writes.",
+        why: "A version gpuctl does not know cannot be checked, and objects of an API version the cluster does not serve are refused at apply time.",
+        fix: "Write the release you run as `v<major>.<minor>.<patch>`, one of the listed release lines.",
+        source: "profiles/queueing.yaml (Volcano releases and the Queue API version they serve)",
+        example: "scheduling:\n  volcano:\n    version: latest\n",
     }
     "GPU090" "dcgm-interval" "monitoring" Error {
         checks: "The dcgm-exporter collection interval parses and is at least the minimum.",

@@ -68,18 +68,18 @@ spec:
           cohort: all
           resources:
             - pool: train
-              quota: { nvidia.com/gpu: 24, cpu: "100" }
+              quota: { nvidia.com/gpu: 24, cpu: "100", memory: 1Ti }
               borrowingLimit: { nvidia.com/gpu: 8 }
               lendingLimit: { nvidia.com/gpu: 8 }
         - name: cq-infer
           cohort: sub
           resources:
             - pool: infer
-              quota: { nvidia.com/mig-3g.40gb: 32 }
+              quota: { nvidia.com/mig-3g.40gb: 32, cpu: "64", memory: 512Gi }
         - name: cq-dev
           resources:
             - pool: dev
-              quota: { nvidia.com/gpu: 32 }
+              quota: { nvidia.com/gpu: 32, cpu: "32", memory: 256Gi }
   tenants:
     - name: team-a
       namespaces: [team-a]
@@ -233,12 +233,12 @@ fn cases() -> Vec<Case> {
             )],
         ),
         (
-            "GPU016",
+            "GPU076",
             k.clone(),
             vec![("version: v0.19.2", "version: latest")],
         ),
         (
-            "GPU016",
+            "GPU076",
             k.clone(),
             vec![("version: v0.19.2", "version: .nan")],
         ),
@@ -605,8 +605,8 @@ fn cases() -> Vec<Case> {
             "GPU053",
             k.clone(),
             vec![(
-                "quota: { nvidia.com/mig-3g.40gb: 32 }",
-                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/mig-3g.40gb: 32,",
+                "quota: { nvidia.com/gpu: 32,",
             )],
         ),
         (
@@ -658,16 +658,16 @@ fn cases() -> Vec<Case> {
             "GPU070",
             k.clone(),
             vec![(
-                "quota: { nvidia.com/gpu: 32 }",
-                "quota: { nvidia.com/gpu: 32 }\n            - pool: train\n              quota: { nvidia.com/gpu: 1, cpu: \"1\" }",
+                "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }",
+                "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }\n            - pool: train\n              quota: { nvidia.com/gpu: 1, cpu: \"1\" }",
             )],
         ),
         (
             "GPU071",
             k.clone(),
             vec![(
-                "quota: { nvidia.com/gpu: 32 }",
-                "quota: { nvidia.com/gpu: 32 }\n              borrowingLimit: { nvidia.com/gpu: 4 }",
+                "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }",
+                "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }\n              borrowingLimit: { nvidia.com/gpu: 4 }",
             )],
         ),
         (
@@ -683,7 +683,7 @@ fn cases() -> Vec<Case> {
             k.clone(),
             vec![(
                 "lendingLimit: { nvidia.com/gpu: 8 }",
-                "lendingLimit: { memory: 1Gi }",
+                "lendingLimit: { ephemeral-storage: 1Gi }",
             )],
         ),
         (
@@ -699,6 +699,107 @@ fn cases() -> Vec<Case> {
                 "quota: { nvidia.com/gpu: 16, pods: 50",
                 "quota: { nvidia.com/gpu: 16, nvidia.com/mig-3g.40gb: 2, pods: 50",
             )],
+        ),
+        // A queue that covers only GPUs: every pod also requests cpu and memory.
+        (
+            "GPU075",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }",
+                "quota: { nvidia.com/gpu: 32 }",
+            )],
+        ),
+        (
+            "GPU075",
+            k.clone(),
+            vec![(
+                "defaults: { nvidia.com/gpu: 1 }",
+                "defaults: { nvidia.com/gpu: 1, ephemeral-storage: 1Gi }",
+            )],
+        ),
+        (
+            "GPU075",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16, pods: 50",
+                "quota: { nvidia.com/gpu: 16, hugepages-2Mi: 1Gi, pods: 50",
+            )],
+        ),
+        // Excluding only cpu still leaves memory uncovered.
+        (
+            "GPU075",
+            k.clone(),
+            vec![
+                (
+                    "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }",
+                    "quota: { nvidia.com/gpu: 32 }",
+                ),
+                (
+                    "version: v0.19.2\n",
+                    "version: v0.19.2\n      excludeResourcePrefixes: [cpu]\n",
+                ),
+            ],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: \"0.13\"")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: banana")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: v0.13.0")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: v0.14.6")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: v0.19.9")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: v0.12.0")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.17.0\n      quotaCheckStrategy: IgnoreUndeclared\n",
+            )],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      quotaCheckStrategy: IgnoreUndeclared\n      excludeResourcePrefixes: [example.com/]\n",
+            )],
+        ),
+        (
+            "GPU084",
+            v.clone(),
+            vec![("version: v1.15.1", "version: latest")],
+        ),
+        (
+            "GPU084",
+            v.clone(),
+            vec![("version: v1.15.1", "version: v1.3.0")],
+        ),
+        (
+            "GPU084",
+            v.clone(),
+            vec![("version: v1.15.1", "version: v1.15.9")],
         ),
         (
             "GPU080",
@@ -916,6 +1017,342 @@ fn every_rule_case_fires_its_rule() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// (rule, base, edits): the edits keep the base free of this rule, close to its failing cases.
+fn passing_cases() -> Vec<Case> {
+    let k = KUEUE_BASE.to_string();
+    let v = volcano_base();
+    let gpu_only = (
+        "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }",
+        "quota: { nvidia.com/gpu: 32 }",
+    );
+    vec![
+        ("GPU075", k.clone(), vec![]),
+        // The blueprint says Kueue ignores cpu and memory.
+        (
+            "GPU075",
+            k.clone(),
+            vec![
+                gpu_only,
+                (
+                    "version: v0.19.2\n",
+                    "version: v0.19.2\n      excludeResourcePrefixes: [cpu, memory]\n",
+                ),
+            ],
+        ),
+        // Kueue checks only what the queue covers.
+        (
+            "GPU075",
+            k.clone(),
+            vec![
+                gpu_only,
+                (
+                    "version: v0.19.2\n",
+                    "version: v0.19.2\n      quotaCheckStrategy: IgnoreUndeclared\n",
+                ),
+            ],
+        ),
+        // Object counts and PVC storage are not pod requests.
+        (
+            "GPU075",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16, pods: 50",
+                "quota: { nvidia.com/gpu: 16, requests.storage: 1Ti, count/jobs.batch: 10, pods: 50",
+            )],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: v0.15.0")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![("version: v0.19.2", "version: \"0.16.3\"")],
+        ),
+        (
+            "GPU076",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.18.1\n      quotaCheckStrategy: IgnoreUndeclared\n",
+            )],
+        ),
+        (
+            "GPU084",
+            v.clone(),
+            vec![("version: v1.15.1", "version: v1.14.2")],
+        ),
+    ]
+}
+
+#[test]
+fn passing_cases_stay_clean() {
+    for (rule, base, edits) in passing_cases() {
+        let report = run(&edit(&base, &edits));
+        assert!(
+            !rules(&report).contains(&rule),
+            "{rule} fired for {edits:?}: {:#?}",
+            report.findings
+        );
+    }
+}
+
+/// The finding names what to change and offers only settings that work for the case at hand.
+#[test]
+fn queue_findings_say_what_to_do() {
+    let text = edit(
+        KUEUE_BASE,
+        &[(
+            "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }",
+            "quota: { nvidia.com/gpu: 32 }",
+        )],
+    );
+    let r = run(&text);
+    let f = r.findings.iter().find(|f| f.rule == "GPU075").unwrap();
+    assert_eq!(f.path, "spec.tenants[2].queue");
+    assert!(f.message.contains("`cpu` and `memory`"), "{}", f.message);
+    assert!(
+        f.message.contains("covers only nvidia.com/gpu"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.hint
+            .as_deref()
+            .unwrap()
+            .contains("excludeResourcePrefixes")
+    );
+
+    let r = run(&edit(
+        KUEUE_BASE,
+        &[("version: v0.19.2", "version: v0.13.0")],
+    ));
+    let f = r.findings.iter().find(|f| f.rule == "GPU076").unwrap();
+    assert!(
+        f.message.contains("kueue.x-k8s.io/v1beta1 only"),
+        "{}",
+        f.message
+    );
+    assert!(f.hint.as_deref().unwrap().contains("v0.15.0 or later"));
+
+    let r = run(&edit(
+        KUEUE_BASE,
+        &[("version: v0.19.2", "version: banana")],
+    ));
+    let f = r.findings.iter().find(|f| f.rule == "GPU076").unwrap();
+    assert_eq!(f.path, "spec.scheduling.kueue.version");
+    assert!(
+        f.hint
+            .as_deref()
+            .unwrap()
+            .contains("v0.19.x (up to v0.19.2)")
+    );
+}
+
+/// The `kernelModuleType` values a GPU024 hint offers (`use `kernelModuleType: a` (or `b`)`).
+fn offered_kernel_modules(hint: &str) -> Vec<String> {
+    ["proprietary", "open", "auto"]
+        .into_iter()
+        .filter(|v| {
+            hint.contains(&format!("`kernelModuleType: {v}`")) || hint.contains(&format!("`{v}`"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// GPU024's hint offers only settings that the next run accepts for that GPU and driver: never
+/// `open` for a Volta pool, never `auto` below the operator's minimum driver, never
+/// `proprietary` where only open modules exist.
+#[test]
+fn kernel_module_hints_offer_only_valid_values() {
+    let train = |model: &str, driver: &str, kmt: &str| {
+        edit(
+            KUEUE_BASE,
+            &[
+                (
+                    "gpu: { model: H100-SXM5-80GB, count: 8 }",
+                    &*format!("gpu: {{ model: {model}, count: 8 }}").leak(),
+                ),
+                (
+                    "      version: \"595.91.07\"\n      kernelModuleType: auto",
+                    &*format!("      version: \"{driver}\"\n      kernelModuleType: {kmt}").leak(),
+                ),
+            ],
+        )
+    };
+    // (model, driver, kernelModuleType as written, what the hint must offer, what it must not)
+    type HintCase<'a> = (&'a str, &'a str, &'a str, &'a [&'a str], &'a [&'a str]);
+    let cases: &[HintCase<'_>] = &[
+        (
+            "V100-SXM2-32GB",
+            "580.173.02",
+            "open",
+            &["proprietary", "auto"],
+            &["open"],
+        ),
+        (
+            "V100-SXM2-32GB",
+            "535.309.01",
+            "auto",
+            &["proprietary"],
+            &["open", "auto"],
+        ),
+        (
+            "V100-SXM2-32GB",
+            "535.309.01",
+            "open",
+            &["proprietary"],
+            &["open", "auto"],
+        ),
+        (
+            "H100-SXM5-80GB",
+            "535.309.01",
+            "auto",
+            &["proprietary", "open"],
+            &["auto"],
+        ),
+        (
+            "B200",
+            "580.173.02",
+            "proprietary",
+            &["open", "auto"],
+            &["proprietary"],
+        ),
+    ];
+    for (model, driver, kmt, want, never) in cases {
+        let r = run(&train(model, driver, kmt));
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.rule == "GPU024" && f.message.contains("pool `train`"))
+            .unwrap_or_else(|| panic!("{model} {driver} {kmt}: no GPU024: {:#?}", r.findings));
+        let hint = f.hint.as_deref().unwrap();
+        let offered = offered_kernel_modules(hint);
+        for w in *want {
+            assert!(
+                offered.iter().any(|o| o == w),
+                "{model} {driver} {kmt}: {hint}"
+            );
+        }
+        for n in *never {
+            assert!(
+                !offered.iter().any(|o| o == n),
+                "{model} {driver} {kmt}: offers {n}: {hint}"
+            );
+        }
+        // Each offered value passes GPU024 for this pool on the next run.
+        for o in &offered {
+            let r = run(&train(model, driver, o));
+            let again: Vec<_> = r
+                .findings
+                .iter()
+                .filter(|f| f.rule == "GPU024" && f.message.contains("pool `train`"))
+                .collect();
+            assert!(
+                again.is_empty(),
+                "{model} {driver}: offered `{o}` fails: {again:#?}"
+            );
+        }
+    }
+}
+
+/// A GPU076 / GPU084 did-you-mean names a release that the next run accepts.
+#[test]
+fn release_suggestions_are_accepted_releases() {
+    let cases = [
+        (
+            KUEUE_BASE.to_string(),
+            "version: v0.19.2",
+            "v0.19.9",
+            "GPU076",
+        ),
+        (
+            KUEUE_BASE.to_string(),
+            "version: v0.19.2",
+            "v0.12.0",
+            "GPU076",
+        ),
+        (
+            KUEUE_BASE.to_string(),
+            "version: v0.19.2",
+            "v0.20.1",
+            "GPU076",
+        ),
+        (volcano_base(), "version: v1.15.1", "v1.16.0", "GPU084"),
+        (volcano_base(), "version: v1.15.1", "v1.15.7", "GPU084"),
+    ];
+    for (base, from, bad, rule) in cases {
+        let text = base.replacen(from, &format!("version: {bad}"), 1);
+        let r = run(&text);
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.rule == rule)
+            .unwrap_or_else(|| panic!("{bad}: {:#?}", r.findings));
+        let hint = f.hint.as_deref().unwrap();
+        let suggested = hint
+            .strip_prefix("did you mean `")
+            .and_then(|h| h.split_once('`'))
+            .map(|(v, _)| v)
+            .unwrap_or_else(|| panic!("{bad}: no suggestion in {hint}"));
+        let r = run(&base.replacen(from, &format!("version: {suggested}"), 1));
+        assert!(
+            !rules(&r).contains(&rule),
+            "{bad} -> {suggested}: {:#?}",
+            r.findings
+        );
+    }
+}
+
+/// GPU028's hint lists only drivers the operator release validates and the pool's GPUs run.
+#[test]
+fn operator_driver_hint_offers_drivers_the_pool_can_run() {
+    let text = edit(
+        KUEUE_BASE,
+        &[
+            (
+                "gpu: { model: H100-SXM5-80GB, count: 8 }",
+                "gpu: { model: V100-SXM2-32GB, count: 8 }",
+            ),
+            (
+                "      nodes: 4\n      gpu: { model: V100",
+                "      nodes: 4\n      driver: { version: \"580.95.05\", kernelModuleType: proprietary }\n      gpu: { model: V100",
+            ),
+        ],
+    );
+    let r = run(&text);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "GPU028" && f.path.starts_with("spec.nodePools[0]"))
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    let hint = f.hint.as_deref().unwrap();
+    // v26.7.0 validates 610, 595, 580 and 535 drivers; Volta ends with R580.
+    assert!(
+        hint.contains("580.173.02") && hint.contains("535.309.01"),
+        "{hint}"
+    );
+    assert!(
+        !hint.contains("610.57.04") && !hint.contains("595.91.07"),
+        "{hint}"
+    );
+    assert!(hint.contains("`gpuctl profiles`"), "{hint}");
+    let fixed = text.replace(
+        "version: \"580.95.05\", kernelModuleType",
+        "version: \"580.173.02\", kernelModuleType",
+    );
+    let r = run(&fixed);
+    let bad: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| {
+            f.path.starts_with("spec.nodePools[0]") && matches!(f.rule, "GPU023" | "GPU028")
+        })
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
 }
 
 #[test]

@@ -152,58 +152,72 @@ fn pool_against_driver(ctx: &mut Ctx<'_>, i: usize, pool: &NodePool, d: &PoolDri
             );
         }
         let flavors = ctx.catalog.kernel_module_flavors();
-        match d.kernel_modules {
-            KernelModuleType::Open if !gpu.kernel_modules.open => ctx.emit(
-                "GPU024",
-                d.kernel_path.clone(),
-                format!(
-                    "open kernel modules do not support {} GPUs (pool `{}`, {model})",
-                    arch.name, pool.name
+        let auto_min = &ctx
+            .catalog
+            .operator_facts()
+            .kernel_module_type
+            .auto_min_driver;
+        // The settings that work for this GPU with this driver, so a hint never offers one the
+        // next run rejects (Volta has no open modules, R620 no proprietary ones, ...).
+        let open_ok = gpu.kernel_modules.open && flavors.open_available(branch);
+        let proprietary_ok =
+            gpu.kernel_modules.proprietary && flavors.proprietary_available(branch);
+        let auto_ok = d.version >= *auto_min && (open_ok || proprietary_ok);
+        let choices = |except: KernelModuleType| -> String {
+            let valid: Vec<&str> = [
+                (KernelModuleType::Proprietary, proprietary_ok, "proprietary"),
+                (KernelModuleType::Open, open_ok, "open"),
+                (KernelModuleType::Auto, auto_ok, "auto"),
+            ]
+            .into_iter()
+            .filter(|(t, ok, _)| *ok && *t != except)
+            .map(|(_, _, name)| name)
+            .collect();
+            match valid.as_slice() {
+                [] => format!(
+                    "no `kernelModuleType` works for {model} with driver {}: give pool `{}` a driver that {} GPUs support",
+                    d.version, pool.name, arch.name
                 ),
-                "use `kernelModuleType: proprietary` (or `auto`) for this pool",
-            ),
-            KernelModuleType::Open if !flavors.open_available(branch) => ctx.emit(
-                "GPU024",
-                d.kernel_path.clone(),
-                format!(
-                    "open kernel modules exist from R{} on; driver {} (pool `{}`) has none",
-                    flavors.open_available_from_branch, d.version, pool.name
+                [one] => format!("use `kernelModuleType: {one}` for this pool"),
+                [first, rest @ ..] => format!(
+                    "use `kernelModuleType: {first}` (or `{}`) for this pool",
+                    rest.join("` or `")
                 ),
-                "use `kernelModuleType: proprietary` or a newer driver",
-            ),
-            KernelModuleType::Proprietary if !flavors.proprietary_available(branch) => ctx.emit(
-                "GPU024",
-                d.kernel_path.clone(),
-                format!(
+            }
+        };
+        let message = match d.kernel_modules {
+            KernelModuleType::Open if !gpu.kernel_modules.open => Some(format!(
+                "open kernel modules do not support {} GPUs (pool `{}`, {model})",
+                arch.name, pool.name
+            )),
+            KernelModuleType::Open if !flavors.open_available(branch) => Some(format!(
+                "open kernel modules exist from R{} on; driver {} (pool `{}`) has none",
+                flavors.open_available_from_branch, d.version, pool.name
+            )),
+            KernelModuleType::Proprietary if !flavors.proprietary_available(branch) => {
+                Some(format!(
                     "driver {} (pool `{}`) ships no proprietary kernel modules",
                     d.version, pool.name
-                ),
-                "use `kernelModuleType: open` (or `auto`)",
-            ),
-            KernelModuleType::Proprietary if !gpu.kernel_modules.proprietary => ctx.emit(
+                ))
+            }
+            KernelModuleType::Proprietary if !gpu.kernel_modules.proprietary => Some(format!(
+                "{} GPUs require the open kernel modules (pool `{}`, {model})",
+                arch.name, pool.name
+            )),
+            KernelModuleType::Auto if d.version < *auto_min => Some(format!(
+                "`kernelModuleType: auto` needs driver {auto_min} or newer; pool `{}` gets {}",
+                pool.name, d.version
+            )),
+            _ => None,
+        };
+        if let Some(message) = message {
+            ctx.emit(
                 "GPU024",
                 d.kernel_path.clone(),
-                format!(
-                    "{} GPUs require the open kernel modules (pool `{}`, {model})",
-                    arch.name, pool.name
-                ),
-                "use `kernelModuleType: open` (or `auto`) for this pool",
-            ),
-            _ => {}
+                message,
+                choices(d.kernel_modules),
+            );
         }
-    }
-    let auto_min = &ctx
-        .catalog
-        .operator_facts()
-        .kernel_module_type
-        .auto_min_driver;
-    if d.kernel_modules == KernelModuleType::Auto && d.version < *auto_min {
-        ctx.emit(
-            "GPU024",
-            d.kernel_path.clone(),
-            format!("`kernelModuleType: auto` needs driver {auto_min} or newer; pool `{}` gets {}", pool.name, d.version),
-            "set `kernelModuleType` to `proprietary` or `open` explicitly for this driver, or use a newer driver",
-        );
     }
     if let Some(min) = &gpu.min_driver
         && d.version < *min
@@ -379,6 +393,57 @@ fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
             continue;
         }
         if !release.supports_driver(&d.version) {
+            // Offer only validated drivers every pool on this driver can run.
+            let pools: Vec<&NodePool> = ctx
+                .bp
+                .spec
+                .node_pools
+                .iter()
+                .zip(drivers)
+                .filter(|(_, pd)| pd.as_ref().is_some_and(|pd| pd.path == d.path))
+                .map(|(p, _)| p)
+                .collect();
+            let fits = |v: &DriverVersion| {
+                pools.iter().all(|p| {
+                    let Some(gpu) = ctx.catalog.gpu(&p.gpu.model) else {
+                        return true;
+                    };
+                    let arch = ctx.catalog.architecture(&gpu.architecture);
+                    gpu.min_driver.as_ref().is_none_or(|m| v >= m)
+                        && arch.is_none_or(|a| {
+                            a.min_driver.as_ref().is_none_or(|m| v >= m)
+                                && a.last_driver_branch.is_none_or(|l| v.branch() <= l)
+                        })
+                })
+            };
+            let usable: Vec<String> = release
+                .drivers()
+                .into_iter()
+                .filter(|v| fits(v))
+                .map(ToString::to_string)
+                .collect();
+            let names = format!(
+                "pool{} {}",
+                if pools.len() == 1 { "" } else { "s" },
+                pools
+                    .iter()
+                    .map(|p| format!("`{}`", p.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let hint = if usable.is_empty() {
+                format!(
+                    "none of the drivers GPU Operator {} validates runs on {}: choose another operator release (`gpuctl profiles` lists each release's validated drivers)",
+                    release.version, names
+                )
+            } else {
+                format!(
+                    "use one GPU Operator {} validates that {} can run: {} (`gpuctl profiles` lists each release's validated drivers)",
+                    release.version,
+                    names,
+                    usable.join(", ")
+                )
+            };
             ctx.emit(
                 "GPU028",
                 d.path.clone(),
@@ -386,10 +451,7 @@ fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
                     "driver {} is not one GPU Operator {} was validated with (default {})",
                     d.version, release.version, release.default_driver
                 ),
-                format!(
-                    "use {} or another driver the release lists (`gpuctl profiles`)",
-                    release.default_driver
-                ),
+                hint,
             );
         }
     }

@@ -1,11 +1,10 @@
 //! Kueue v1beta2: resource groups and limits, borrowing/lending, cohort tree, tenant reachability
-//! (GPU070-GPU075, and GPU052/053/055 for queue quotas).
+//! (GPU070-GPU075, and GPU052/053/055 for queue quotas), and the declared release (GPU076).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::quota::gpu_resource_of_key;
 use crate::blueprint::resources::{is_gpu_resource, pool_capacity};
-use crate::blueprint::{ClusterQueue, Queueing};
+use crate::blueprint::{ClusterQueue, Queueing, QuotaCheckStrategy};
 use crate::quantity::{parse_count, parse_nonneg_milli};
 use crate::validate::Ctx;
 
@@ -16,6 +15,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     let Some(kueue) = ctx.bp.spec.scheduling.kueue.as_ref() else {
         return;
     };
+    release(ctx, kueue);
     weights(ctx, kueue);
     // pool -> resource -> (nominal total, path of last contributor)
     let mut nominal: BTreeMap<String, BTreeMap<String, (u64, String)>> = BTreeMap::new();
@@ -292,24 +292,116 @@ fn tenants(ctx: &mut Ctx<'_>) {
         let Some(cq) = k.cluster_queues.iter().find(|q| &q.name == qname) else {
             continue;
         };
+        if k.quota_check_strategy == QuotaCheckStrategy::IgnoreUndeclared {
+            continue;
+        }
         let covered: BTreeSet<&str> = cq
             .resources
             .iter()
             .flat_map(|r| r.quota.keys().map(String::as_str))
             .collect();
-        for key in t.quota.keys() {
-            if let Some(res) = gpu_resource_of_key(key)
-                && !covered.contains(res)
-            {
-                ctx.emit_at_key(
-                    "GPU075",
-                    crate::blueprint::yaml::join(&format!("spec.tenants[{ti}].quota"), key),
-                    format!("tenant `{}` may request `{res}` but cluster queue `{}` has no quota for it; such workloads never admit", t.name, cq.name),
-                    format!("add `{res}` to `{}` on a pool that provides it", cq.name),
-                );
+        let ignored = |res: &str| {
+            k.exclude_resource_prefixes
+                .iter()
+                .any(|p| !p.is_empty() && res.starts_with(p.as_str()))
+        };
+        let base = format!("spec.tenants[{ti}]");
+        let mut implicit: Vec<&str> = Vec::new();
+        for (res, key) in requested_resources(t) {
+            if covered.contains(res) || ignored(res) {
+                continue;
             }
+            let Some((field, key)) = key else {
+                implicit.push(res);
+                continue;
+            };
+            let path = crate::blueprint::yaml::join(&format!("{base}.{field}"), key);
+            let message = if is_gpu_resource(res) {
+                format!(
+                    "tenant `{}` may request `{res}` but cluster queue `{}` has no quota for it; such workloads never admit",
+                    t.name, cq.name
+                )
+            } else {
+                format!(
+                    "tenant `{}`'s pods request `{res}` (its `{field}` sets `{key}`) but cluster queue `{}` has no quota for it; Kueue keeps such workloads pending (`resource {res} unavailable in ClusterQueue`)",
+                    t.name, cq.name
+                )
+            };
+            let hint = if is_gpu_resource(res) {
+                format!("add `{res}` to `{}` on a pool that provides it", cq.name)
+            } else {
+                uncovered_hint(&cq.name, &[res])
+            };
+            ctx.emit_at_key("GPU075", path, message, hint);
+        }
+        if !implicit.is_empty() {
+            let list = implicit
+                .iter()
+                .map(|r| format!("`{r}`"))
+                .collect::<Vec<_>>()
+                .join(" and ");
+            let has: Vec<&str> = covered.iter().copied().collect();
+            ctx.emit(
+                "GPU075",
+                format!("{base}.queue"),
+                format!(
+                    "tenant `{}`'s pods request {list}, but cluster queue `{}` covers only {}: Kueue keeps every such workload pending (`resource {} unavailable in ClusterQueue`)",
+                    t.name,
+                    cq.name,
+                    if has.is_empty() { "nothing".to_string() } else { has.join(", ") },
+                    implicit[0]
+                ),
+                uncovered_hint(&cq.name, &implicit),
+            );
         }
     }
+}
+
+fn uncovered_hint(queue: &str, resources: &[&str]) -> String {
+    let list = resources
+        .iter()
+        .map(|r| format!("`{r}`"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    format!(
+        "add {list} to every `quota` of `{queue}`, or, if your Kueue is configured to ignore them, list them in `scheduling.kueue.excludeResourcePrefixes` (or set `quotaCheckStrategy: IgnoreUndeclared`)"
+    )
+}
+
+/// The resources a tenant's pods request, each with the field and key that makes them request it
+/// (`None`: every pod requests it, `cpu` and `memory`). Quota keys name resources with or without
+/// `requests.` / `limits.` (a ResourceQuota on them makes pods declare them); LimitRange defaults
+/// are added to every container. Object counts (`pods`, `count/...`) and PVC storage are not pod
+/// requests.
+fn requested_resources(
+    t: &crate::blueprint::Tenant,
+) -> BTreeMap<&str, Option<(&'static str, &str)>> {
+    let mut out: BTreeMap<&str, Option<(&'static str, &str)>> =
+        BTreeMap::from([("cpu", None), ("memory", None)]);
+    let pod_resource = |r: &str| {
+        matches!(r, "cpu" | "memory" | "ephemeral-storage")
+            || r.starts_with("hugepages-")
+            || (r.contains('/') && !r.starts_with("count/"))
+    };
+    let keyed = t
+        .quota
+        .keys()
+        .map(|k| ("quota", k.as_str()))
+        .chain(t.defaults.keys().map(|k| ("defaults", k.as_str())));
+    for (field, key) in keyed {
+        let res = key
+            .strip_prefix("requests.")
+            .or_else(|| key.strip_prefix("limits."))
+            .unwrap_or(key);
+        if !pod_resource(res) {
+            continue;
+        }
+        let slot = out.entry(res).or_insert(None);
+        if slot.is_none() {
+            *slot = Some((field, key));
+        }
+    }
+    out
 }
 
 /// Fair-sharing weights are non-negative quantities (Kueue's `FairSharing.weight` is a
@@ -341,6 +433,41 @@ fn weights(ctx: &mut Ctx<'_>, kueue: &crate::blueprint::Kueue) {
             path,
             format!("fair-sharing weight: {e}"),
             "write a non-negative number such as `1` or `0.5`",
+        );
+    }
+}
+
+/// The declared Kueue release is one gpuctl knows and serves the API version gpuctl writes; the
+/// quota-check settings are ones that release accepts (GPU076).
+fn release(ctx: &mut Ctx<'_>, kueue: &crate::blueprint::Kueue) {
+    let releases = &ctx.catalog.queueing().kueue;
+    let path = "spec.scheduling.kueue.version";
+    if let Err(p) = releases.renderable(&kueue.version) {
+        ctx.emit("GPU076", path, p.message(releases), p.hint(releases));
+        return;
+    }
+    if kueue.quota_check_strategy != QuotaCheckStrategy::IgnoreUndeclared {
+        return;
+    }
+    if !kueue.exclude_resource_prefixes.is_empty() {
+        ctx.emit(
+            "GPU076",
+            "spec.scheduling.kueue.excludeResourcePrefixes",
+            "Kueue refuses `excludeResourcePrefixes` together with `quotaCheckStrategy: IgnoreUndeclared`",
+            "keep one: with `IgnoreUndeclared` Kueue already ignores every resource a cluster queue does not cover",
+        );
+    }
+    if let Some(since) = releases.ignore_undeclared_since.as_deref()
+        && !crate::profiles::QueueSystem::at_least(&kueue.version, since)
+    {
+        ctx.emit(
+            "GPU076",
+            "spec.scheduling.kueue.quotaCheckStrategy",
+            format!(
+                "Kueue {} has no quota check strategy `IgnoreUndeclared` (it arrived in {since})",
+                kueue.version
+            ),
+            format!("remove `quotaCheckStrategy`, or upgrade Kueue to {since} or later"),
         );
     }
 }

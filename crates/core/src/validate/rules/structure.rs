@@ -667,25 +667,6 @@ fn queueing(ctx: &mut Ctx<'_>) {
             );
         }
     }
-    let versions = [
-        ("kueue", s.kueue.as_ref().map(|k| k.version.as_str())),
-        ("volcano", s.volcano.as_ref().map(|v| v.version.as_str())),
-    ];
-    for (name, version) in versions {
-        if let Some(v) = version
-            && semver::Version::parse(v.strip_prefix('v').unwrap_or(v)).is_err()
-        {
-            ctx.emit(
-                "GPU016",
-                format!("spec.scheduling.{name}.version"),
-                format!(
-                    "`{}` is not a {name} release version",
-                    crate::blueprint::yaml::shorten(v)
-                ),
-                "write the release you run, such as `v0.19.2` (Kueue) or `v1.15.1` (Volcano)",
-            );
-        }
-    }
     if s.queueing == Queueing::None {
         let seen: BTreeSet<usize> = ctx
             .bp

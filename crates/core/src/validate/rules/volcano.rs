@@ -1,5 +1,5 @@
 //! Volcano queues: weight, guarantee <= deserved <= capability, hierarchy, leaf binding
-//! (GPU080-GPU083).
+//! (GPU080-GPU083), and the declared release (GPU084).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,6 +14,15 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     let Some(v) = ctx.bp.spec.scheduling.volcano.as_ref() else {
         return;
     };
+    let releases = &ctx.catalog.queueing().volcano;
+    if let Err(p) = releases.renderable(&v.version) {
+        ctx.emit(
+            "GPU084",
+            "spec.scheduling.volcano.version",
+            p.message(releases),
+            p.hint(releases),
+        );
+    }
     let limits = ctx.catalog.limits();
     let (wmin, wmax, max_depth) = (
         i64::from(limits.volcano.min_queue_weight),

@@ -1,0 +1,348 @@
+//! Kueue and Volcano releases (`profiles/queueing.yaml`): which release lines gpuctl knows and
+//! which API version each serves, so that a blueprint's `scheduling.kueue.version` or
+//! `scheduling.volcano.version` is checked (GPU076 / GPU084) and render writes an API version the
+//! declared release serves.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{PartialDate, TextList, text_list};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct QueueingFile {
+    pub(super) source: TextList,
+    pub(super) kueue: QueueSystem,
+    pub(super) volcano: QueueSystem,
+}
+
+/// One queueing system's releases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSystem {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Display name (`Kueue`).
+    pub name: String,
+    /// API group of the objects gpuctl renders (`kueue.x-k8s.io`).
+    pub group: String,
+    /// The API version gpuctl's templates write (`v1beta2`).
+    pub renders: String,
+    /// First release with the quota check strategy `IgnoreUndeclared` (Kueue only).
+    #[serde(default)]
+    pub ignore_undeclared_since: Option<String>,
+    /// Release lines, oldest first.
+    pub releases: Vec<ReleaseLine>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// A release line (`v0.19`) and the API versions it serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseLine {
+    /// `v<major>.<minor>`.
+    pub line: String,
+    /// Date of the line's first release, when known.
+    #[serde(default)]
+    pub released: Option<PartialDate>,
+    /// The newest patch release of the line gpuctl knows; newer patches are refused until the
+    /// table learns them. `None`: any patch of the line.
+    #[serde(default)]
+    pub newest_patch: Option<String>,
+    /// API versions of [`QueueSystem::group`] the line serves.
+    pub serves: Vec<String>,
+}
+
+/// Why a declared release cannot be rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseProblem {
+    /// Not `v<major>.<minor>.<patch>`.
+    Unparsable {
+        /// The text as written.
+        written: String,
+    },
+    /// A release line the table does not list, or a patch newer than the newest it knows.
+    Unknown {
+        /// The release as written.
+        written: String,
+        /// A close known release, if any.
+        suggestion: Option<String>,
+    },
+    /// A known release that does not serve the API version gpuctl renders.
+    NotServed {
+        /// The release as written.
+        written: String,
+        /// What the release serves.
+        serves: Vec<String>,
+        /// The first line that serves what gpuctl renders.
+        first: Option<String>,
+    },
+}
+
+impl QueueSystem {
+    /// `group/version` gpuctl renders, e.g. `kueue.x-k8s.io/v1beta2`.
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.renders)
+    }
+
+    /// The release lines gpuctl can write for, for hints: `v0.15.x, ..., v0.19.x (up to v0.19.2)`.
+    pub fn known(&self) -> String {
+        self.renderable_lines()
+            .map(|r| match &r.newest_patch {
+                Some(p) => format!("{}.x (up to {p})", r.line),
+                None => format!("{}.x", r.line),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The release line of `version` and its parsed form, or why it is not one.
+    pub fn release(&self, version: &str) -> Result<&ReleaseLine, ReleaseProblem> {
+        let written = version.to_string();
+        let v = parse(version).ok_or_else(|| ReleaseProblem::Unparsable {
+            written: written.clone(),
+        })?;
+        let unknown = || ReleaseProblem::Unknown {
+            written: written.clone(),
+            suggestion: self.suggest(&v),
+        };
+        let line = self
+            .releases
+            .iter()
+            .find(|r| parse_line(&r.line) == Some((v.major, v.minor)))
+            .ok_or_else(unknown)?;
+        if let Some(newest) = line.newest_patch.as_deref().and_then(parse)
+            && v > newest
+        {
+            return Err(unknown());
+        }
+        Ok(line)
+    }
+
+    /// The API version (`group/version`) gpuctl writes for `version`, or why it cannot.
+    pub fn renderable(&self, version: &str) -> Result<String, ReleaseProblem> {
+        let line = self.release(version)?;
+        if !line.serves.contains(&self.renders) {
+            return Err(ReleaseProblem::NotServed {
+                written: version.to_string(),
+                serves: line.serves.clone(),
+                first: self
+                    .releases
+                    .iter()
+                    .find(|r| r.serves.contains(&self.renders))
+                    .map(|r| format!("{}.0", r.line)),
+            });
+        }
+        Ok(self.api_version())
+    }
+
+    /// Whether `version` (known to parse) is at least `since` (`v0.18.0`).
+    pub fn at_least(version: &str, since: &str) -> bool {
+        matches!((parse(version), parse(since)), (Some(v), Some(s)) if v >= s)
+    }
+
+    /// The lines that serve the API version gpuctl writes.
+    fn renderable_lines(&self) -> impl Iterator<Item = &ReleaseLine> {
+        self.releases
+            .iter()
+            .filter(|r| r.serves.contains(&self.renders))
+    }
+
+    fn suggest(&self, v: &semver::Version) -> Option<String> {
+        // The same line's newest patch, or the nearest line of the same major.
+        let newest = |r: &ReleaseLine| {
+            r.newest_patch
+                .clone()
+                .unwrap_or_else(|| format!("{}.0", r.line))
+        };
+        self.renderable_lines()
+            .filter(|r| parse_line(&r.line).is_some_and(|(major, _)| major == v.major))
+            .min_by_key(|r| parse_line(&r.line).map_or(u64::MAX, |(_, m)| m.abs_diff(v.minor)))
+            .map(newest)
+    }
+
+    /// Problems in the table itself.
+    pub(super) fn check(&self) -> Result<(), String> {
+        let mut last = None;
+        for r in &self.releases {
+            let line = parse_line(&r.line).ok_or_else(|| {
+                format!(
+                    "{} release line `{}` is not `v<major>.<minor>`",
+                    self.name, r.line
+                )
+            })?;
+            if last.is_some_and(|l| l >= line) {
+                return Err(format!(
+                    "{} release lines are not in ascending order at `{}`",
+                    self.name, r.line
+                ));
+            }
+            last = Some(line);
+            if let Some(p) = &r.newest_patch
+                && parse(p).is_none_or(|v| (v.major, v.minor) != line)
+            {
+                return Err(format!(
+                    "{} {}: newest_patch `{p}` is not a release of the line",
+                    self.name, r.line
+                ));
+            }
+            if r.serves.is_empty() {
+                return Err(format!("{} {} serves no API version", self.name, r.line));
+            }
+        }
+        if let Some(s) = &self.ignore_undeclared_since
+            && parse(s).is_none()
+        {
+            return Err(format!(
+                "{}: ignore_undeclared_since `{s}` is not a release",
+                self.name
+            ));
+        }
+        if !self
+            .releases
+            .iter()
+            .any(|r| r.serves.contains(&self.renders))
+        {
+            return Err(format!("no {} release serves {}", self.name, self.renders));
+        }
+        Ok(())
+    }
+}
+
+impl ReleaseProblem {
+    /// The finding's message for `system` (`Kueue`).
+    pub fn message(&self, system: &QueueSystem) -> String {
+        let name = &system.name;
+        match self {
+            ReleaseProblem::Unparsable { written } => format!(
+                "`{}` is not a {name} release version",
+                crate::blueprint::yaml::shorten(written)
+            ),
+            ReleaseProblem::Unknown { written, .. } => {
+                format!("{name} {written} is not a release gpuctl knows")
+            }
+            ReleaseProblem::NotServed {
+                written, serves, ..
+            } => format!(
+                "{name} {written} serves {} only, but gpuctl writes {}",
+                serves
+                    .iter()
+                    .map(|s| format!("{}/{s}", system.group))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                system.api_version()
+            ),
+        }
+    }
+
+    /// What to do.
+    pub fn hint(&self, system: &QueueSystem) -> String {
+        let known = system.known();
+        match self {
+            ReleaseProblem::Unparsable { .. } => format!(
+                "write the release you run as `v<major>.<minor>.<patch>`; releases gpuctl writes for: {known}"
+            ),
+            ReleaseProblem::Unknown { suggestion, .. } => {
+                let dym = suggestion
+                    .as_ref()
+                    .map_or_else(String::new, |s| format!("did you mean `{s}`? "));
+                format!("{dym}releases gpuctl writes for: {known}")
+            }
+            ReleaseProblem::NotServed { first, .. } => match first {
+                Some(first) => format!(
+                    "upgrade {} to {first} or later (it serves {} from that release)",
+                    system.name,
+                    system.api_version()
+                ),
+                None => format!("releases gpuctl writes for: {known}"),
+            },
+        }
+    }
+}
+
+impl fmt::Display for ReleaseLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.line)
+    }
+}
+
+fn parse(v: &str) -> Option<semver::Version> {
+    let t = v.trim();
+    let t = t.strip_prefix('v').unwrap_or(t);
+    semver::Version::parse(t).ok()
+}
+
+fn parse_line(line: &str) -> Option<(u64, u64)> {
+    let (major, minor) = line.strip_prefix('v')?.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::profiles::Catalog;
+
+    use super::ReleaseProblem;
+
+    #[test]
+    fn kueue_releases_map_to_the_api_version_they_serve() {
+        let k = &Catalog::embedded().queueing().kueue;
+        for (version, want) in [
+            ("v0.19.2", Ok("kueue.x-k8s.io/v1beta2")),
+            ("0.19.0", Ok("kueue.x-k8s.io/v1beta2")),
+            ("v0.15.0", Ok("kueue.x-k8s.io/v1beta2")),
+            ("v0.16.3", Ok("kueue.x-k8s.io/v1beta2")),
+            ("v0.13.0", Err("serves")),
+            ("v0.14.6", Err("serves")),
+            ("0.13", Err("not a Kueue release version")),
+            ("banana", Err("not a Kueue release version")),
+            ("v0.19.9", Err("not a release gpuctl knows")),
+            ("v0.12.0", Err("not a release gpuctl knows")),
+            ("v1.0.0", Err("not a release gpuctl knows")),
+        ] {
+            let got = k.renderable(version).map_err(|p| p.message(k));
+            match (got, want) {
+                (Ok(api), Ok(w)) => assert_eq!(api, w, "{version}"),
+                (Err(m), Err(w)) => assert!(m.contains(w), "{version}: {m}"),
+                (got, want) => panic!("{version}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn problems_point_at_a_release_that_works() {
+        let k = &Catalog::embedded().queueing().kueue;
+        let p = k.renderable("v0.13.0").unwrap_err();
+        assert!(matches!(p, ReleaseProblem::NotServed { .. }));
+        assert!(p.hint(k).contains("v0.15.0 or later"), "{}", p.hint(k));
+        let p = k.renderable("v0.19.9").unwrap_err();
+        assert!(
+            p.hint(k).contains("did you mean `v0.19.2`?"),
+            "{}",
+            p.hint(k)
+        );
+        // Hints offer only releases gpuctl can write for.
+        assert!(p.hint(k).contains("v0.15.x"), "{}", p.hint(k));
+        assert!(
+            !p.hint(k).contains("v0.13") && !p.hint(k).contains("v0.14"),
+            "{}",
+            p.hint(k)
+        );
+        let p = k.renderable("v0.12.0").unwrap_err();
+        assert!(
+            p.hint(k).contains("did you mean `v0.15.0`?"),
+            "{}",
+            p.hint(k)
+        );
+        let v = &Catalog::embedded().queueing().volcano;
+        assert_eq!(
+            v.renderable("v1.15.1").unwrap(),
+            "scheduling.volcano.sh/v1beta1"
+        );
+        let p = v.renderable("v1.51.0").unwrap_err();
+        assert!(p.message(v).contains("Volcano v1.51.0"), "{}", p.message(v));
+    }
+}
