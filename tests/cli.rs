@@ -129,6 +129,44 @@ fn explain_schema_profiles_and_completions() {
     let o = gpuctl(&["profiles"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("H100-SXM5-80GB"));
+    // The GPUs a late-2026 cluster has, each on its own row with its MIG summary.
+    for (key, mig) in [
+        ("GB300", "7 profiles, driver >= 595.58.03"),
+        ("GH200-144GB", "7 profiles, driver >= 550.90.07"),
+        ("RTX-PRO-5000-BLACKWELL", "no"),
+        ("RTX-PRO-4500-BLACKWELL", "no"),
+        ("H100-SXM5-94GB", "7 profiles, driver >= 525.85.12"),
+        ("A800-SXM4-80GB", "no"),
+        ("H800-SXM5-80GB", "no"),
+    ] {
+        let text = stdout(&o);
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("`gpuctl profiles` lists {key}:\n{text}"));
+        assert!(row.trim_end().ends_with(mig), "{row}");
+    }
+    let o = gpuctl(&["profiles", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("profiles json");
+    let gpu = |key: &str| {
+        doc["gpus"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g["key"] == key))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(gpu("GB300")["operator_since"], "v25.10.0");
+    assert_eq!(
+        gpu("RTX-PRO-6000-BLACKWELL")["mig"]["operator_since"],
+        "v25.3.4"
+    );
+    let v2532 = doc["operator_releases"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["version"] == "v25.3.2"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(v2532["default_driver"], "570.148.08");
+    assert_eq!(v2532["docs_default_driver"], "570.172.08");
 
     let o = gpuctl(&["completions", "bash"]);
     assert!(stdout(&o).contains("gpuctl"));
