@@ -27,14 +27,40 @@ fn valid_blueprint_exits_zero() {
 fn errors_exit_one_and_strict_fails_on_warnings() {
     let o = gpuctl(&["validate", "blueprints/seed000-mixed-lab.yaml"]);
     assert_eq!(o.status.code(), Some(1));
-    // The fixed file keeps one warning (consumer GPU): fine normally, fatal under --strict.
+    // The fixed file switches the operator's driver off on its RTX 4090 pool: no warning left,
+    // valid even under --strict.
     let o = gpuctl(&["validate", "blueprints/seed000-mixed-lab-fixed.yaml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("0 warnings"), "{}", stdout(&o));
     let o = gpuctl(&[
         "validate",
         "--strict",
         "blueprints/seed000-mixed-lab-fixed.yaml",
     ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // Without that switch the consumer-GPU warning (GPU029) comes back: fine normally, fatal
+    // under --strict.
+    let fixed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/blueprints/seed000-mixed-lab-fixed.yaml"
+    ))
+    .expect("fixed example");
+    let line =
+        "      operands: { driver: false }   # GeForce: the host brings its driver (GPU029)\n";
+    assert!(fixed.contains(line), "the example switches the driver off");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mixed-lab-driver-on.yaml");
+    std::fs::write(&path, fixed.replace(line, "")).expect("write");
+    let path = path.to_str().expect("utf-8 path");
+    let o = gpuctl(&["validate", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("GPU029"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("operands: {driver: false}"),
+        "{}",
+        stdout(&o)
+    );
+    let o = gpuctl(&["validate", "--strict", path]);
     assert_eq!(o.status.code(), Some(1));
 }
 
