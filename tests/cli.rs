@@ -151,6 +151,37 @@ fn explain_schema_profiles_and_completions() {
     let o = gpuctl(&["schema"]);
     let schema: serde_json::Value = serde_json::from_slice(&o.stdout).expect("schema is json");
     assert!(schema["properties"]["spec"].is_object(), "{schema}");
+    // nodePools[].operands is in the schema, with every operand switch and nothing else.
+    let defs = schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .expect("schema definitions");
+    assert!(
+        defs["NodePool"]["properties"]["operands"].is_object(),
+        "{}",
+        defs["NodePool"]
+    );
+    let operands: Vec<&str> = defs["Operands"]["properties"]
+        .as_object()
+        .expect("Operands properties")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        operands,
+        [
+            "driver",
+            "containerToolkit",
+            "devicePlugin",
+            "gpuFeatureDiscovery",
+            "dcgm",
+            "dcgmExporter",
+            "migManager",
+            "nodeStatusExporter",
+            "operatorValidator"
+        ]
+    );
+    assert_eq!(defs["Operands"]["additionalProperties"], false);
 
     let o = gpuctl(&["profiles"]);
     assert_eq!(o.status.code(), Some(0));

@@ -1191,11 +1191,7 @@ mod tests {
                 "{version}"
             );
             assert_eq!(r.default_driver, v(default), "{version}");
-            assert_eq!(
-                r.docs_default_driver,
-                docs_default.map(v),
-                "{version}"
-            );
+            assert_eq!(r.docs_default_driver, docs_default.map(v), "{version}");
             assert_eq!(r.recommended_driver, Some(v(recommended)), "{version}");
             assert!(
                 !r.source.is_empty(),
