@@ -27,10 +27,36 @@ fn valid_blueprint_exits_zero() {
 fn errors_exit_one_and_strict_fails_on_warnings() {
     let o = gpuctl(&["validate", "blueprints/mixed-lab.yaml"]);
     assert_eq!(o.status.code(), Some(1));
-    // The fixed file keeps one warning (consumer GPU): fine normally, fatal under --strict.
+    // The fixed file switches the operator's driver off on its RTX 4090 pool: no warning left,
+    // valid even under --strict.
     let o = gpuctl(&["validate", "blueprints/mixed-lab-fixed.yaml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("0 warnings"), "{}", stdout(&o));
     let o = gpuctl(&["validate", "--strict", "blueprints/mixed-lab-fixed.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // Without that switch the consumer-GPU warning (GPU029) comes back: fine normally, fatal
+    // under --strict.
+    let fixed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/blueprints/mixed-lab-fixed.yaml"
+    ))
+    .expect("fixed example");
+    let line =
+        "      operands: { driver: false }   # GeForce: the host brings its driver (GPU029)\n";
+    assert!(fixed.contains(line), "the example switches the driver off");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mixed-lab-driver-on.yaml");
+    std::fs::write(&path, fixed.replace(line, "")).expect("write");
+    let path = path.to_str().expect("utf-8 path");
+    let o = gpuctl(&["validate", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("GPU029"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("operands: {driver: false}"),
+        "{}",
+        stdout(&o)
+    );
+    let o = gpuctl(&["validate", "--strict", path]);
     assert_eq!(o.status.code(), Some(1));
 }
 
@@ -111,10 +137,79 @@ fn explain_schema_profiles_and_completions() {
     let o = gpuctl(&["schema"]);
     let schema: serde_json::Value = serde_json::from_slice(&o.stdout).expect("schema is json");
     assert!(schema["properties"]["spec"].is_object(), "{schema}");
+    // nodePools[].operands is in the schema, with every operand switch and nothing else.
+    let defs = schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .expect("schema definitions");
+    assert!(
+        defs["NodePool"]["properties"]["operands"].is_object(),
+        "{}",
+        defs["NodePool"]
+    );
+    let operands: Vec<&str> = defs["Operands"]["properties"]
+        .as_object()
+        .expect("Operands properties")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        operands,
+        [
+            "driver",
+            "containerToolkit",
+            "devicePlugin",
+            "gpuFeatureDiscovery",
+            "dcgm",
+            "dcgmExporter",
+            "migManager",
+            "nodeStatusExporter",
+            "operatorValidator"
+        ]
+    );
+    assert_eq!(defs["Operands"]["additionalProperties"], false);
 
     let o = gpuctl(&["profiles"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("H100-SXM5-80GB"));
+    // The GPUs a late-2026 cluster has, each on its own row with its MIG summary.
+    for (key, mig) in [
+        ("GB300", "7 profiles, driver >= 595.58.03"),
+        ("GH200-144GB", "7 profiles, driver >= 550.90.07"),
+        ("RTX-PRO-5000-BLACKWELL", "no"),
+        ("RTX-PRO-4500-BLACKWELL", "no"),
+        ("H100-SXM5-94GB", "7 profiles, driver >= 525.85.12"),
+        ("A800-SXM4-80GB", "no"),
+        ("H800-SXM5-80GB", "no"),
+    ] {
+        let text = stdout(&o);
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("`gpuctl profiles` lists {key}:\n{text}"));
+        assert!(row.contains(mig), "{row}");
+    }
+    let o = gpuctl(&["profiles", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("profiles json");
+    let gpu = |key: &str| {
+        doc["gpus"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g["key"] == key))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(gpu("GB300")["operator_since"], "v25.10.0");
+    assert_eq!(
+        gpu("RTX-PRO-6000-BLACKWELL")["mig"]["operator_since"],
+        "v25.3.4"
+    );
+    let v2532 = doc["operator_releases"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["version"] == "v25.3.2"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(v2532["default_driver"], "570.148.08");
+    assert_eq!(v2532["docs_default_driver"], "570.172.08");
 
     let o = gpuctl(&["completions", "bash"]);
     assert!(stdout(&o).contains("gpuctl"));

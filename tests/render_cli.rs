@@ -236,6 +236,54 @@ fn user_chart_values_merge_last_and_reach_the_driver_crs() {
     );
 }
 
+/// `nodePools[].operands` becomes the operator's per-node labels on exactly that pool's nodes,
+/// each set field with its value; the other pool gets none of them.
+#[test]
+fn pool_operands_render_as_gpu_deploy_node_labels() {
+    let text = dgx().replacen(
+        "      labels: { gpu.example.com/tier: premium }\n",
+        "      labels: { gpu.example.com/tier: premium }\n      operands: { devicePlugin: false, dcgmExporter: true, operatorValidator: false }\n",
+        1,
+    );
+    let set = try_render(&text, &Templates::embedded()).unwrap();
+    let labels = |pool: &str| {
+        set.node_patches
+            .iter()
+            .find(|p| p.pool == pool)
+            .unwrap_or_else(|| panic!("no patch for {pool}"))
+            .labels
+            .clone()
+    };
+    let train = labels("h100-train");
+    let deploy: Vec<(&str, &str)> = train
+        .iter()
+        .filter(|(k, _)| k.starts_with("nvidia.com/gpu.deploy."))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        deploy,
+        [
+            ("nvidia.com/gpu.deploy.dcgm-exporter", "true"),
+            ("nvidia.com/gpu.deploy.device-plugin", "false"),
+            ("nvidia.com/gpu.deploy.operator-validator", "false"),
+        ]
+    );
+    assert_eq!(train["gpu.example.com/tier"], "premium");
+    assert!(
+        !labels("h100-infer")
+            .keys()
+            .any(|k| k.starts_with("nvidia.com/gpu.deploy.")),
+        "a pool without operands leaves the labels to the operator"
+    );
+    // Without the field the render is what it was: no such label anywhere.
+    let plain = try_render(&dgx(), &Templates::embedded()).unwrap();
+    assert!(plain.node_patches.iter().all(|p| {
+        !p.labels
+            .keys()
+            .any(|k| k.starts_with("nvidia.com/gpu.deploy."))
+    }));
+}
+
 #[test]
 fn unknown_chart_value_paths_are_errors_naming_the_path() {
     let text = dgx().replacen(

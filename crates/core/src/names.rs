@@ -57,6 +57,15 @@ pub const UPGRADE_POOL_LABEL: &str = "gpuctl.dev/upgrade-pool";
 /// GFD's label of the GPU model.
 pub const PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
 
+/// Prefix of the node labels that place each GPU Operator operand on a node:
+/// `nvidia.com/gpu.deploy.<operand>` for `driver`, `container-toolkit`, `device-plugin`,
+/// `gpu-feature-discovery`, `dcgm`, `dcgm-exporter`, `mig-manager`, `node-status-exporter` and
+/// `operator-validator`. The operator sets each to `true` on GPU nodes unless it is already set,
+/// and an operand's DaemonSet selects `<label>=true`, so `false` keeps the operand off the node
+/// (NVIDIA/gpu-operator controllers/state_manager.go, gpuStateLabels; GPU Operator docs, "Common
+/// chart customization options": per-node operand labels).
+pub const OPERAND_DEPLOY_LABEL_PREFIX: &str = "nvidia.com/gpu.deploy.";
+
 /// The node label that places the operator's validator on a node (`false`: no validator expected).
 pub const VALIDATOR_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.operator-validator";
 

@@ -333,6 +333,72 @@ pub struct NodePool {
     /// Node taints gpuctl manages, per key.
     #[serde(default)]
     pub taints: Vec<Taint>,
+    /// Which GPU Operator operands run on the pool's nodes (all of them when absent). gpuctl
+    /// labels the nodes `nvidia.com/gpu.deploy.<operand>` with the value given, which the operator
+    /// honours per node; `driver: false` leaves the driver to the host (consumer GPUs, GPU029).
+    #[serde(default, skip_serializing_if = "Operands::is_empty")]
+    pub operands: Operands,
+}
+
+/// Per-pool switches for the GPU Operator's operands. Each field set becomes the node label
+/// `nvidia.com/gpu.deploy.<operand>` (`"true"` or `"false"`) on the pool's nodes; a field left out
+/// leaves that label to the operator, which sets it to `true` on every GPU node.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Operands {
+    /// The driver container (`false`: the hosts bring their own driver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<bool>,
+    /// The NVIDIA Container Toolkit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_toolkit: Option<bool>,
+    /// The Kubernetes device plugin (`false`: the nodes advertise no `nvidia.com/gpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_plugin: Option<bool>,
+    /// GPU Feature Discovery (the `nvidia.com/gpu.product` and other GPU labels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_feature_discovery: Option<bool>,
+    /// The standalone DCGM host engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dcgm: Option<bool>,
+    /// The DCGM exporter (GPU metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dcgm_exporter: Option<bool>,
+    /// MIG Manager.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_manager: Option<bool>,
+    /// The node status exporter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_status_exporter: Option<bool>,
+    /// The operator validator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_validator: Option<bool>,
+}
+
+impl Operands {
+    /// Whether no operand is switched.
+    pub fn is_empty(&self) -> bool {
+        self.switches().is_empty()
+    }
+
+    /// The operands switched, as (label suffix after `nvidia.com/gpu.deploy.`, on), in a fixed
+    /// order.
+    pub fn switches(&self) -> Vec<(&'static str, bool)> {
+        [
+            ("driver", self.driver),
+            ("container-toolkit", self.container_toolkit),
+            ("device-plugin", self.device_plugin),
+            ("gpu-feature-discovery", self.gpu_feature_discovery),
+            ("dcgm", self.dcgm),
+            ("dcgm-exporter", self.dcgm_exporter),
+            ("mig-manager", self.mig_manager),
+            ("node-status-exporter", self.node_status_exporter),
+            ("operator-validator", self.operator_validator),
+        ]
+        .into_iter()
+        .filter_map(|(name, on)| on.map(|on| (name, on)))
+        .collect()
+    }
 }
 
 /// The GPU model and count of a node.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{ComputeCapability, TextList, text_list};
 use super::mig::MigProfile;
-use crate::version::DriverVersion;
+use crate::version::{DriverVersion, OperatorVersion};
 
 /// A GPU model of the catalog.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,6 +43,11 @@ pub struct GpuModel {
     pub cuda_forward_compat: Option<bool>,
     /// MIG support; `None` for GPUs without MIG.
     pub mig: Option<super::MigSupport>,
+    /// The first GPU Operator release that supports this GPU, when it is newer than the oldest
+    /// release of the catalog; `None`: every release of the catalog supports it.
+    pub operator_since: Option<OperatorVersion>,
+    /// Where `operator_since` (and `mig.operator_since`) come from.
+    pub operator_since_source: Option<String>,
     /// Caveats from the data file.
     pub notes: Vec<String>,
 }
@@ -142,8 +147,23 @@ pub(super) struct GpuFile {
     pub(super) cuda_forward_compat: Option<bool>,
     #[serde(default)]
     pub(super) mig: Option<MigRefFile>,
+    #[serde(default)]
+    pub(super) operator_since: Option<OperatorSinceFile>,
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub(super) notes: Vec<String>,
+}
+
+/// The first GPU Operator releases that support a GPU and MIG on it, with their source.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OperatorSinceFile {
+    /// First release that supports the GPU (absent: every release of the catalog).
+    #[serde(default)]
+    pub(super) gpu: Option<OperatorVersion>,
+    /// First release whose MIG Manager supports MIG on it (absent: the same as `gpu`).
+    #[serde(default)]
+    pub(super) mig: Option<OperatorVersion>,
+    pub(super) source: String,
 }
 
 /// A GPU's MIG entry: its driver floor and the profile table it uses.

@@ -18,10 +18,14 @@ pub struct MigSupport {
     pub min_driver: DriverVersion,
     /// Compute (SM) slices of the whole GPU: 7, or 4 on A30 and RTX PRO Blackwell.
     pub compute_slices: u32,
-    /// Memory slices of the whole GPU, the width of the placement axis: 8, or 4 on A30 and RTX PRO.
+    /// Width of the placement axis as `nvidia-smi mig -lgipp` prints it: 8 on 7-compute-slice
+    /// GPUs, 4 on the A30, 12 on the RTX PRO 6000 Blackwell (its four memory quarters, 3 units each).
     pub memory_slices: u32,
     /// Most MIG instances one GPU can hold (the MIG user guide's "Max Number of Instances").
     pub max_instances: u32,
+    /// The first GPU Operator release whose MIG Manager supports MIG on this GPU, when it is newer
+    /// than the release that first supports the GPU (RTX PRO 6000 Blackwell: v25.3.4).
+    pub operator_since: Option<crate::version::OperatorVersion>,
     /// Name of the shared profile table in `profiles/gpus.yaml` (`mig_profile_sets`).
     pub profile_set: String,
     /// The profiles this GPU offers, in the order of the data file.
@@ -139,7 +143,7 @@ pub enum MigFitError {
 }
 
 /// Widest placement axis the search handles (it keeps occupancy in a `u64`). Catalog data is at
-/// most 8 wide; anything wider can only come from a hand-built `MigSupport`.
+/// at most 12 wide; anything wider can only come from a hand-built `MigSupport`.
 const MAX_AXIS: u32 = 64;
 
 impl MigSupport {
@@ -672,6 +676,7 @@ mod tests {
         };
         let support = MigSupport {
             min_driver: "1".parse().unwrap(),
+            operator_since: None,
             compute_slices: 7,
             memory_slices: 8,
             max_instances: 7,

@@ -491,6 +491,7 @@ fn load_gpus(
                 used_sets.insert(reference.profile_set.clone());
                 Some(MigSupport {
                     min_driver: reference.min_driver,
+                    operator_since: entry.operator_since.as_ref().and_then(|o| o.mig.clone()),
                     compute_slices: set.compute_slices,
                     memory_slices: set.memory_slices,
                     max_instances: set.max_instances,
@@ -516,6 +517,8 @@ fn load_gpus(
             kernel_modules: entry.kernel_modules.unwrap_or(architecture.kernel_modules),
             cuda_forward_compat: entry.cuda_forward_compat,
             mig,
+            operator_since: entry.operator_since.as_ref().and_then(|o| o.gpu.clone()),
+            operator_since_source: entry.operator_since.map(|o| o.source),
             notes: entry.notes,
         };
         gpus.insert(key, model);
@@ -1194,6 +1197,303 @@ mod tests {
         assert!(!flavors.open_available(510));
     }
 
+    /// One row per corrected operator fact (the 2026-11 audit against NVIDIA's release notes,
+    /// life-cycle matrix and chart values): (release, Kubernetes max, chart default driver, docs
+    /// default when it differs, recommended driver).
+    #[test]
+    fn corrected_operator_rows() {
+        let rows: &[(&str, &str, &str, Option<&str>, &str)] = &[
+            ("v25.3.0", "1.32", "570.124.06", None, "570.133.20"),
+            (
+                "v25.3.1",
+                "1.33",
+                "570.148.08",
+                Some("570.172.08"),
+                "570.172.08",
+            ),
+            (
+                "v25.3.2",
+                "1.33",
+                "570.148.08",
+                Some("570.172.08"),
+                "580.65.06",
+            ),
+            ("v25.3.3", "1.33", "580.82.07", None, "580.95.05"),
+            ("v25.3.4", "1.33", "580.82.07", None, "580.95.05"),
+            ("v26.3.0", "1.35", "580.126.20", None, "580.173.02"),
+            ("v26.3.1", "1.35", "580.126.20", None, "580.173.02"),
+            ("v26.3.2", "1.36", "580.126.20", None, "580.173.02"),
+            ("v26.3.3", "1.36", "580.126.20", None, "580.178.04"),
+        ];
+        for (version, kube_max, default, docs_default, recommended) in rows {
+            let r = catalog().operator_release(&v(version)).unwrap();
+            assert_eq!(r.kubernetes.max, v(kube_max), "{version}");
+            assert!(
+                r.supports_kubernetes(&v(&format!("{kube_max}.1"))),
+                "{version}"
+            );
+            assert_eq!(r.default_driver, v(default), "{version}");
+            assert_eq!(r.docs_default_driver, docs_default.map(v), "{version}");
+            assert_eq!(r.recommended_driver, Some(v(recommended)), "{version}");
+            assert!(
+                !r.source.is_empty(),
+                "{version}: a corrected row cites its source"
+            );
+        }
+        // A release before the corrected ones is unchanged: v25.3.0 still stops at 1.32.
+        let r = catalog().operator_release(&v("v25.3.0")).unwrap();
+        assert!(!r.supports_kubernetes(&v("1.33.0")));
+        // v26.3.1 does not reach 1.36 (the 26.3.2 notes add it).
+        let r = catalog().operator_release(&v("v26.3.1")).unwrap();
+        assert!(!r.supports_kubernetes(&v("1.36.0")));
+
+        // Validated-driver lists: (release, drivers it lists, drivers it does not).
+        let lists: &[(&str, &[&str], &[&str])] = &[
+            (
+                "v25.3.1",
+                &[
+                    "570.172.08",
+                    "570.148.08",
+                    "570.133.20",
+                    "550.163.01",
+                    "535.261.03",
+                    "535.247.01",
+                ],
+                &["580.65.06"],
+            ),
+            (
+                "v25.3.2",
+                &[
+                    "580.65.06",
+                    "570.172.08",
+                    "570.148.08",
+                    "535.261.03",
+                    "550.163.01",
+                    "535.247.01",
+                ],
+                &["580.82.07"],
+            ),
+            (
+                "v25.10.1",
+                &[
+                    "590.48.01",
+                    "580.126.09",
+                    "570.211.01",
+                    "535.288.01",
+                    "580.105.08",
+                ],
+                &["595.58.03"],
+            ),
+            (
+                "v26.3.0",
+                &["580.173.02", "580.167.08", "580.126.20"],
+                &["610.57.04", "595.91.07", "580.178.04"],
+            ),
+            (
+                "v26.3.2",
+                &["580.173.02", "580.167.08", "580.159.04"],
+                &["610.57.04", "595.91.07", "580.178.04"],
+            ),
+            (
+                "v26.3.3",
+                &[
+                    "610.57.04",
+                    "595.91.07",
+                    "580.178.04",
+                    "580.173.02",
+                    "580.167.08",
+                ],
+                &[],
+            ),
+        ];
+        for (version, listed, absent) in lists {
+            let r = catalog().operator_release(&v(version)).unwrap();
+            for d in *listed {
+                assert!(r.supports_driver(&v(d)), "{version} lists {d}");
+            }
+            for d in *absent {
+                assert!(!r.supports_driver(&v(d)), "{version} does not list {d}");
+            }
+        }
+    }
+
+    /// The GPUs added for late-2026 clusters, with their label values, MIG tables and the first
+    /// operator release that supports them.
+    #[test]
+    fn added_gpus_and_first_operator_releases() {
+        // (key, a GFD product value, MIG profile set, first operator release)
+        let rows: &[(&str, &str, Option<&str>, Option<&str>)] = &[
+            (
+                "GB300",
+                "NVIDIA-GB300",
+                Some("gb300-278gb"),
+                Some("v25.10.0"),
+            ),
+            (
+                "GH200-144GB",
+                "NVIDIA-GH200-144G-HBM3e",
+                Some("gh200-144gb"),
+                None,
+            ),
+            (
+                "RTX-PRO-5000-BLACKWELL",
+                "NVIDIA-RTX-PRO-5000-Blackwell",
+                None,
+                None,
+            ),
+            (
+                "RTX-PRO-4500-BLACKWELL",
+                "NVIDIA-RTX-PRO-4500-Blackwell",
+                None,
+                Some("v26.3.0"),
+            ),
+            (
+                "H100-SXM5-94GB",
+                "NVIDIA-H100-SXM5-94GB",
+                Some("h100-94gb"),
+                None,
+            ),
+            ("A800-SXM4-80GB", "NVIDIA-A800-SXM4-80GB", None, None),
+            ("H800-SXM5-80GB", "NVIDIA-H800", None, None),
+            ("B200", "NVIDIA-B200", Some("b200-180gb"), Some("v25.3.0")),
+            (
+                "GB200",
+                "NVIDIA-GB200",
+                Some("gb200-186gb"),
+                Some("v25.3.0"),
+            ),
+            (
+                "B300",
+                "NVIDIA-B300-SXM6-AC",
+                Some("b300-288gb"),
+                Some("v25.10.0"),
+            ),
+        ];
+        for (key, product, set, since) in rows {
+            let gpu = catalog()
+                .gpu(key)
+                .unwrap_or_else(|| panic!("{key} is in the catalog"));
+            assert!(gpu.gfd_products.iter().any(|p| p == product), "{key}");
+            assert_eq!(
+                catalog().gpu_by_product(product).map(|g| g.key.as_str()),
+                Some(*key)
+            );
+            assert_eq!(
+                gpu.mig.as_ref().map(|m| m.profile_set.as_str()),
+                *set,
+                "{key}"
+            );
+            assert_eq!(gpu.operator_since, since.map(v), "{key}");
+            if since.is_some() {
+                assert!(
+                    gpu.operator_since_source.is_some(),
+                    "{key} cites its source"
+                );
+            }
+        }
+        let gb300 = catalog().gpu("GB300").unwrap().mig.as_ref().unwrap();
+        assert_eq!(gb300.min_driver, v("595.58.03"));
+        let names: Vec<&str> = gb300.profiles.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "1g.35gb",
+                "1g.35gb+me",
+                "1g.70gb",
+                "2g.70gb",
+                "3g.139gb",
+                "4g.139gb",
+                "7g.278gb"
+            ]
+        );
+        let gh200 = catalog().gpu("GH200-144GB").unwrap();
+        assert!(!gh200.kernel_modules.proprietary);
+        let names: Vec<&str> = gh200
+            .mig
+            .as_ref()
+            .unwrap()
+            .profiles
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "1g.18gb",
+                "1g.18gb+me",
+                "1g.36gb",
+                "2g.36gb",
+                "3g.72gb",
+                "4g.72gb",
+                "7g.144gb"
+            ]
+        );
+        // MIG on the RTX PRO 6000 Blackwell: from operator v25.3.4; the GPU itself has no recorded
+        // first release.
+        let rtx = catalog().gpu("RTX-PRO-6000-BLACKWELL").unwrap();
+        assert_eq!(rtx.operator_since, None);
+        assert_eq!(rtx.mig.as_ref().unwrap().operator_since, Some(v("v25.3.4")));
+        assert!(
+            rtx.operator_since_source
+                .as_deref()
+                .unwrap()
+                .contains("v25.3.4")
+        );
+    }
+
+    /// The RTX PRO 6000 Blackwell's placements are on the 12-unit axis `nvidia-smi mig -lgipp`
+    /// prints, and every layout fits there exactly when it fits on the quarter axis (starts and
+    /// widths divided by 3).
+    #[test]
+    fn rtx_pro_6000_placement_axis_is_nvidia_smis() {
+        let mig = catalog()
+            .gpu("RTX-PRO-6000-BLACKWELL")
+            .unwrap()
+            .mig
+            .clone()
+            .unwrap();
+        assert_eq!(mig.memory_slices, 12);
+        let lgipp = |name: &str| {
+            let p = mig.profile(name).unwrap();
+            (p.placement_starts.clone(), p.memory_slices)
+        };
+        assert_eq!(lgipp("1g.24gb"), (vec![0, 3, 6, 9], 3));
+        assert_eq!(lgipp("2g.48gb"), (vec![0, 6], 6));
+        assert_eq!(lgipp("4g.96gb"), (vec![0], 12));
+
+        let mut quarter = mig.clone();
+        quarter.memory_slices = 4;
+        for p in &mut quarter.profiles {
+            p.memory_slices /= 3;
+            p.placement_starts = p.placement_starts.iter().map(|s| s / 3).collect();
+        }
+        let names: Vec<String> = mig.profiles.iter().map(|p| p.name.clone()).collect();
+        // Every combination of up to two profiles with 0..=4 instances each.
+        let mut checked = 0;
+        for a in &names {
+            for b in &names {
+                for na in 0..=4u32 {
+                    for nb in 0..=4u32 {
+                        let layout: Vec<(&str, u32)> = if a == b {
+                            vec![(a.as_str(), na + nb)]
+                        } else {
+                            vec![(a.as_str(), na), (b.as_str(), nb)]
+                        };
+                        let wide = mig.fit(&layout).is_ok();
+                        assert_eq!(wide, quarter.fit(&layout).is_ok(), "{layout:?}");
+                        checked += usize::from(wide);
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 50,
+            "the comparison covered fitting layouts too ({checked})"
+        );
+        assert!(mig.fit(&[("1g.24gb", 2), ("2g.48gb", 1)]).is_ok());
+        assert!(mig.fit(&[("4g.96gb", 1), ("1g.24gb", 1)]).is_err());
+    }
+
     #[test]
     fn operator_releases_cover_v24_9_to_v26_7() {
         let versions: Vec<String> = catalog()
@@ -1361,7 +1661,7 @@ mod tests {
         let bad_driver: &'static str = Box::leak(
             ProfileSources::EMBEDDED
                 .gpu_operator
-                .replacen("595.91.07", "595..91", 1)
+                .replacen("\"595.91.07\"", "\"595..91\"", 1)
                 .into_boxed_str(),
         );
         let err = with(|s, t| s.gpu_operator = t, bad_driver);

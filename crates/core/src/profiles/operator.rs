@@ -17,8 +17,14 @@ pub struct OperatorRelease {
     pub released: Option<PartialDate>,
     /// Upstream Kubernetes minors the release supports (bare metal).
     pub kubernetes: KubeRange,
-    /// The chart's default `driver.version`.
+    /// The chart's default `driver.version` (`deployments/gpu-operator/values.yaml` at the
+    /// release's tag): what Helm deploys when a blueprint leaves the driver out, so the value
+    /// every rule and render use.
     pub default_driver: DriverVersion,
+    /// The default NVIDIA's documentation names when it disagrees with the chart (v25.3.2: the
+    /// chart sets 570.148.08, the docs say 570.172.08). Kept as a fact; no rule uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs_default_driver: Option<DriverVersion>,
     /// The driver NVIDIA recommends with this release, when it names one.
     #[serde(default)]
     pub recommended_driver: Option<DriverVersion>,
@@ -28,6 +34,13 @@ pub struct OperatorRelease {
     /// Lifecycle state as of the data file's `support_as_of`.
     #[serde(default)]
     pub support: Option<OperatorSupport>,
+    /// Where this row's facts come from when they were corrected after the file-wide sources.
+    #[serde(
+        default,
+        deserialize_with = "text_list",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub source: Vec<String>,
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,

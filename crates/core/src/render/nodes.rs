@@ -11,7 +11,9 @@ use super::RenderError;
 use super::{Builder, DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIGMAP, NodePatch, NodeTaint, Phase};
 use crate::blueprint::resources::{GPU, mig_layout_per_gpu};
 use crate::blueprint::{Blueprint, MigStrategy, NodePool, PartitionMode, Taint, TaintEffect};
-use crate::names::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL};
+use crate::names::{
+    DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, OPERAND_DEPLOY_LABEL_PREFIX,
+};
 use crate::profiles::Catalog;
 use crate::profiles::chart::ChartRelease;
 
@@ -357,6 +359,12 @@ pub fn plan(
         }
         if wants_device_plugin_config {
             labels.insert(DEVICE_PLUGIN_CONFIG_LABEL.to_string(), p.name.clone());
+        }
+        for (operand, on) in p.operands.switches() {
+            labels.insert(
+                format!("{OPERAND_DEPLOY_LABEL_PREFIX}{operand}"),
+                on.to_string(),
+            );
         }
         let expected_driver = p
             .driver

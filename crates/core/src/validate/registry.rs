@@ -210,11 +210,11 @@ rules! {
         example: "spec:\n  gpuOperator: {version: v26.7.0, driver: {version: \"535.104.05\"}}\n",
     }
     "GPU029" "consumer-gpu" "compatibility" Warning {
-        checks: "Pools of consumer (GeForce) GPUs are flagged: the GPU Operator's data center driver containers do not support them.",
-        why: "Such nodes need a host-installed driver (`driver.enabled=false` on those nodes) and get no MIG, no data center support.",
-        fix: "Install the driver on the host for this pool and exclude it from operator-managed drivers, or keep GeForce cards out of the cluster.",
-        source: "profiles/gpus.yaml",
-        example: "spec:\n  nodePools:\n    - gpu: {model: RTX-4090, count: 4}\n",
+        checks: "Pools of consumer (GeForce) GPUs that leave the operator's driver on are flagged: the GPU Operator's data center driver containers do not support them.",
+        why: "Such nodes need a host-installed driver, and get no MIG and no data center support. Without `nodePools[].operands.driver: false` the operator schedules its driver container on them, which fails.",
+        fix: "Install the driver on the hosts of this pool and set `operands: {driver: false}` on the pool (gpuctl labels its nodes `nvidia.com/gpu.deploy.driver=false`, so the operator leaves the driver to the host), or keep GeForce cards out of the cluster. The finding is not reported once the pool disables the operator's driver.",
+        source: "profiles/gpus.yaml (segment); GPU Operator node labels `nvidia.com/gpu.deploy.<operand>` (crates/core/src/names.rs)",
+        example: "spec:\n  nodePools:\n    - gpu: {model: RTX-4090, count: 4}   # no operands: {driver: false}\n",
     }
     "GPU030" "mig-unsupported" "mig" Error {
         checks: "Pools with `partitioning.mode: mig` use a MIG-capable GPU.",
@@ -257,6 +257,13 @@ rules! {
         fix: "Give every MIG pool one strategy; with an MPS pool, use `single` (one profile per node), or time-slicing instead of MPS.",
         source: "GPU Operator chart values (mig.strategy); k8s-device-plugin (MPS is not supported with the mixed strategy)",
         example: "spec:\n  nodePools:\n    - partitioning: {mode: mig, mig: {strategy: mixed, layout: {...}}}\n    - partitioning: {mode: mps, mps: {replicas: 4}}\n",
+    }
+    "GPU036" "operator-too-old-for-gpu" "compatibility" Error {
+        checks: "The GPU Operator release is at least the first release that supports each pool's GPU, and, for a MIG pool, the first release whose MIG Manager supports MIG on that GPU (HGX B200 and GB200 from v25.3.0, B300 and GB300 from v25.10.0, MIG on the RTX PRO 6000 Blackwell from v25.3.4, RTX PRO 4500 Blackwell from v26.3.0).",
+        why: "An older operator does not know the GPU: its driver containers, device plugin and MIG Manager are not validated for it, and MIG Manager fails the node (`mig.config.state=failed`) on a profile table it does not have.",
+        fix: "Raise `gpuOperator.version` to the release the finding names or newer (`gpuctl profiles` lists the releases).",
+        source: "profiles/gpus.yaml (operator_since, from the GPU Operator release notes and platform support)",
+        example: "spec:\n  gpuOperator: {version: v25.3.0}\n  nodePools:\n    - gpu: {model: B300, count: 8}\n",
     }
     "GPU040" "sharing-replicas" "sharing" Error {
         checks: "Time-slicing and MPS use at least 2 replicas, and the mode has its section.",

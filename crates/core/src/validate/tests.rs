@@ -501,6 +501,14 @@ fn cases() -> Vec<Case> {
             vec![("model: A100-SXM4-80GB", "model: L40S")],
         ),
         (
+            "GPU036",
+            k.clone(),
+            vec![
+                ("version: v26.7.0", "version: v25.3.4"),
+                ("model: L4,", "model: B300,"),
+            ],
+        ),
+        (
             "GPU031",
             k.clone(),
             vec![("layout: { \"3g.40gb\": 2 }", "layout: { \"3g.20gb\": 2 }")],
@@ -1512,4 +1520,147 @@ fn hostile_input_never_panics() {
             let _ = run(&KUEUE_BASE[..cut]);
         }
     }
+}
+
+/// GPU036, one row per GPU whose first operator release the catalog records: the release before
+/// it fails, the release itself passes. MIG rows put the GPU on the MIG pool.
+#[test]
+fn gpu036_operator_too_old_for_gpu_table() {
+    // (operator, model, on the MIG pool with this layout, expect GPU036)
+    let rows: &[(&str, &str, Option<&str>, bool)] = &[
+        ("v24.9.2", "B200", None, true),
+        ("v25.3.0", "B200", None, false),
+        ("v24.9.2", "GB200", None, true),
+        ("v25.3.0", "GB200", None, false),
+        ("v25.3.4", "B300", None, true),
+        ("v25.10.0", "B300", None, false),
+        ("v25.3.4", "GB300", None, true),
+        ("v25.10.0", "GB300", None, false),
+        ("v25.10.1", "RTX-PRO-4500-BLACKWELL", None, true),
+        ("v26.3.0", "RTX-PRO-4500-BLACKWELL", None, false),
+        // MIG on the RTX PRO 6000 Blackwell only from v25.3.4; the GPU itself is not refused.
+        (
+            "v25.3.3",
+            "RTX-PRO-6000-BLACKWELL",
+            Some("{ \"2g.48gb\": 2 }"),
+            true,
+        ),
+        (
+            "v25.3.4",
+            "RTX-PRO-6000-BLACKWELL",
+            Some("{ \"2g.48gb\": 2 }"),
+            false,
+        ),
+        ("v25.3.3", "RTX-PRO-6000-BLACKWELL", None, false),
+        // GPUs every release of the catalog supports.
+        ("v24.9.0", "H100-SXM5-80GB", None, false),
+        ("v24.9.0", "GH200-144GB", Some("{ \"3g.72gb\": 2 }"), false),
+    ];
+    for (operator, model, mig, expect) in rows {
+        let version = format!("version: {operator}");
+        let text = match mig {
+            None => edit(
+                KUEUE_BASE,
+                &[
+                    ("version: v26.7.0", version.as_str()),
+                    ("model: L4,", &format!("model: {model},")),
+                ],
+            ),
+            Some(layout) => edit(
+                KUEUE_BASE,
+                &[
+                    ("version: v26.7.0", version.as_str()),
+                    ("model: A100-SXM4-80GB", &format!("model: {model}")),
+                    ("layout: { \"3g.40gb\": 2 }", &format!("layout: {layout}")),
+                ],
+            ),
+        };
+        let report = run(&text);
+        let fired: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == "GPU036")
+            .collect();
+        assert_eq!(
+            !fired.is_empty(),
+            *expect,
+            "{operator} + {model} (mig {mig:?}): {:#?}",
+            report.findings
+        );
+        for f in fired {
+            assert_eq!(f.severity, Severity::Error);
+            let hint = f.hint.as_deref().unwrap_or_default();
+            assert!(hint.contains("or newer"), "{hint}");
+            let path = if mig.is_some() {
+                "spec.nodePools[1].partitioning.mode"
+            } else {
+                "spec.gpuOperator.version"
+            };
+            assert_eq!(f.path, path);
+        }
+    }
+}
+
+/// GPU029 fires on a consumer-GPU pool until the pool switches the operator's driver off, and its
+/// hint names the field.
+#[test]
+fn gpu029_consumer_gpu_table() {
+    let consumer = ("model: L4,", "model: RTX-4090,");
+    // (operands line added to the pool, expect GPU029)
+    let rows: &[(Option<&str>, bool)] = &[
+        (None, true),
+        (Some("operands: { driver: false }"), false),
+        (Some("operands: { driver: true }"), true),
+        (Some("operands: { dcgmExporter: false }"), true),
+        (
+            Some("operands: { driver: false, devicePlugin: true }"),
+            false,
+        ),
+    ];
+    for (operands, expect) in rows {
+        let with = operands.map(|o| format!("gpu: {{ model: L4, count: 4 }}\n      {o}"));
+        let mut edits = vec![];
+        if let Some(w) = &with {
+            edits.push(("gpu: { model: L4, count: 4 }", w.as_str()));
+        }
+        let text = edit(&edit(KUEUE_BASE, &edits), &[consumer]);
+        let report = run(&text);
+        let fired: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == "GPU029")
+            .collect();
+        assert_eq!(
+            !fired.is_empty(),
+            *expect,
+            "{operands:?}: {:#?}",
+            report.findings
+        );
+        for f in fired {
+            let hint = f.hint.as_deref().unwrap_or_default();
+            assert!(
+                hint.contains("spec.nodePools[2].operands: {driver: false}"),
+                "{hint}"
+            );
+        }
+        assert!(
+            !rules(&report).iter().any(|r| r.starts_with("GPU00")),
+            "operands must load: {:#?}",
+            report.findings
+        );
+    }
+}
+
+/// An unknown operand is a GPU002 finding, not silently ignored.
+#[test]
+fn unknown_operand_is_reported() {
+    let text = edit(
+        KUEUE_BASE,
+        &[(
+            "gpu: { model: L4, count: 4 }",
+            "gpu: { model: L4, count: 4 }\n      operands: { drivr: false }",
+        )],
+    );
+    let report = run(&text);
+    assert!(rules(&report).contains(&"GPU002"), "{:#?}", report.findings);
 }

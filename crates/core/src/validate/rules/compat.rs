@@ -246,13 +246,50 @@ fn pool_against_driver(ctx: &mut Ctx<'_>, i: usize, pool: &NodePool, d: &PoolDri
             format!("use {} or newer for this pool", mig.min_driver),
         );
     }
-    if gpu.segment == Segment::Consumer {
+    if gpu.segment == Segment::Consumer && pool.operands.driver != Some(false) {
         ctx.emit(
             "GPU029",
             format!("spec.nodePools[{i}].gpu.model"),
             format!("{model} is a consumer GPU: the GPU Operator's driver containers do not support it"),
-            "install the driver on these hosts and disable the operator's driver for this pool; no MIG, no data center support",
+            format!("install the driver on these hosts and set `spec.nodePools[{i}].operands: {{driver: false}}` so the operator leaves the driver to them; no MIG, no data center support"),
         );
+    }
+}
+
+/// GPU036: the operator release is at least the first one that supports each pool's GPU, and, on a
+/// MIG pool, MIG on it.
+fn operator_gpu_support(ctx: &mut Ctx<'_>, version: &OperatorVersion) {
+    for (i, pool) in ctx.bp.spec.node_pools.iter().enumerate() {
+        let Some(gpu) = ctx.catalog.gpu(&pool.gpu.model) else {
+            continue;
+        };
+        let model = &pool.gpu.model;
+        if let Some(since) = gpu.operator_since.as_ref().filter(|s| *s > version) {
+            ctx.emit(
+                "GPU036",
+                "spec.gpuOperator.version",
+                format!(
+                    "GPU Operator {version} predates {model} (pool `{}`): the first release that supports it is {since}",
+                    pool.name
+                ),
+                format!("use GPU Operator {since} or newer"),
+            );
+            continue;
+        }
+        let mig_since = gpu.mig.as_ref().and_then(|m| m.operator_since.as_ref());
+        if pool.partitioning.mode == PartitionMode::Mig
+            && let Some(since) = mig_since.filter(|s| *s > version)
+        {
+            ctx.emit(
+                "GPU036",
+                format!("spec.nodePools[{i}].partitioning.mode"),
+                format!(
+                    "GPU Operator {version} does not support MIG on {model} (pool `{}`): MIG Manager supports it from {since}",
+                    pool.name
+                ),
+                format!("use GPU Operator {since} or newer, or no MIG on this pool"),
+            );
+        }
     }
 }
 
@@ -387,6 +424,7 @@ fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
             }
         }
     }
+    operator_gpu_support(ctx, &version);
     let mut seen = BTreeSet::new();
     for d in drivers.iter().flatten() {
         if !seen.insert(d.path.clone()) {
