@@ -192,6 +192,7 @@ pub struct Drain {
 pub struct WaitForCompletion {
     /// Label selector of the pods to wait for.
     #[serde(default)]
+    #[schemars(example = &"app=training")]
     pub pod_selector: String,
     /// 0 waits forever.
     #[serde(default)]
@@ -328,8 +329,9 @@ pub struct Os {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolDriver {
-    /// Driver version.
+    /// Driver version, e.g. `595.91.07`.
     #[serde(deserialize_with = "version_text")]
+    #[schemars(example = &"595.91.07")]
     pub version: String,
     /// Kernel module flavour (defaults to the cluster's).
     #[serde(default)]
@@ -424,6 +426,7 @@ pub struct TimeSlicing {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mps {
     /// Replicas per GPU.
+    #[schemars(example = 4)]
     pub replicas: u32,
     /// Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`.
     #[serde(default)]
@@ -587,6 +590,7 @@ pub struct Cohort {
     pub name: String,
     /// Parent cohort.
     #[serde(default)]
+    #[schemars(example = &"all-gpus")]
     pub parent: Option<String>,
     /// Fair-sharing weight.
     #[serde(default)]
