@@ -191,6 +191,10 @@ fn actions(plan: &Plan) -> Vec<(ActionKind, String)> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn apply_then_plan_reports_no_changes() {
     let Some((tc, k, f)) = connected("apply_noop", "noop").await else {
         return;
@@ -255,6 +259,10 @@ async fn apply_then_plan_reports_no_changes() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn an_edit_yields_exactly_the_expected_actions() {
     let Some((_tc, k, mut f)) = applied("apply_edit", "edit").await else {
         return;
@@ -296,6 +304,10 @@ async fn an_edit_yields_exactly_the_expected_actions() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn prune_removes_only_members() {
     let Some((tc, k, mut f)) = applied("apply_prune", "prune").await else {
         return;
@@ -374,6 +386,10 @@ async fn prune_removes_only_members() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn another_managers_field_is_a_conflict() {
     let Some((_tc, k, mut f)) = applied("apply_conflict", "conflict").await else {
         return;
@@ -423,6 +439,10 @@ async fn another_managers_field_is_a_conflict() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn an_object_of_another_blueprint_is_a_conflict() {
     let Some((tc, k, a)) = applied("apply_other_set", "own-a").await else {
         return;
@@ -527,6 +547,10 @@ async fn put_helm_release(
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn the_operator_release_is_diffed_against_its_live_values() {
     let Some((_tc, k, f)) = connected("apply_helm", "helm").await else {
         return;
@@ -684,6 +708,10 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn a_stale_saved_plan_is_refused() {
     let Some((_tc, k, mut f)) = applied("apply_stale", "stale").await else {
         return;
@@ -717,6 +745,10 @@ async fn a_stale_saved_plan_is_refused() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn node_mismatches_are_findings() {
     let Some((tc, k, f)) = connected("plan_nodes", "nodes").await else {
         return;
@@ -880,6 +912,10 @@ impl FaultProxy {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn throttling_and_server_errors_are_survived() {
     let Some(tc) = TestCluster::connect("apply_faults").await else {
         return;
@@ -902,6 +938,10 @@ async fn throttling_and_server_errors_are_survived() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn an_interrupted_apply_converges_on_rerun() {
     let Some((_tc, direct, f)) = connected("apply_interrupted", "cut").await else {
         return;
@@ -941,6 +981,10 @@ async fn an_interrupted_apply_converges_on_rerun() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn objects_of_missing_crds_wait_for_them() {
     let Some((tc, k, f)) = connected("apply_crd", "crd").await else {
         return;

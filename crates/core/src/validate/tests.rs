@@ -1056,3 +1056,108 @@ fn rule_fields_match_what_the_rules_report() {
         "findings at fields their rule does not declare in validate/fields.rs: {undeclared:#?}"
     );
 }
+
+/// Every field of the schema, one at a time: a required one left out is reported missing (GPU004)
+/// at its path, any field given a value of the wrong type is reported (GPU003) at its path, and
+/// the rules run on the rest of the document without panicking on the stand-in values.
+#[test]
+fn every_field_missing_or_mistyped_is_reported_and_the_rest_is_checked() {
+    use crate::blueprint::schema;
+    use serde_json::Value;
+    let base = crate::blueprint::yaml::SourceTree::parse(KUEUE_BASE)
+        .expect("base parses")
+        .value;
+    // The first instance of a reference path (`[]` takes item 0) in `v`, as a loader path.
+    fn locate(v: &Value, path: &str) -> Option<String> {
+        let mut out = String::new();
+        let mut cur = v;
+        for part in path.split('.') {
+            let (key, items) = match part.strip_suffix("[]") {
+                Some(k) => (k, true),
+                None => (part, false),
+            };
+            cur = cur.get(key)?;
+            out = if out.is_empty() {
+                key.to_string()
+            } else {
+                format!("{out}.{key}")
+            };
+            if items {
+                cur = cur.get(0)?;
+                out.push_str("[0]");
+            }
+        }
+        Some(out)
+    }
+    fn edit_at(v: &mut Value, path: &str, with: Option<Value>) {
+        let parts: Vec<&str> = path.split('.').collect();
+        let mut cur = v;
+        for (i, part) in parts.iter().enumerate() {
+            let (key, index) = match part.split_once('[') {
+                Some((k, _)) => (k, true),
+                None => (*part, false),
+            };
+            if i == parts.len() - 1 && !index {
+                let map = cur.as_object_mut().expect("a mapping");
+                match &with {
+                    Some(w) => {
+                        map.insert(key.to_string(), w.clone());
+                    }
+                    None => {
+                        map.shift_remove(key);
+                    }
+                }
+                return;
+            }
+            cur = cur.get_mut(key).expect("path exists");
+            if index {
+                cur = cur.get_mut(0).expect("item 0");
+            }
+        }
+    }
+    let mut checked = 0;
+    for f in schema::fields() {
+        if matches!(f.path.as_str(), "apiVersion" | "kind") {
+            continue;
+        }
+        let Some(at) = locate(&base, &f.path) else {
+            continue;
+        };
+        checked += 1;
+        // A value no field of the blueprint accepts: a list where a scalar or mapping is wanted,
+        // a mapping where a list is wanted.
+        let wrong = if f.ty.starts_with("list") {
+            serde_json::json!({"not": "a list"})
+        } else if f.ty == "any YAML value" {
+            continue;
+        } else {
+            serde_json::json!([["not", "this"]])
+        };
+        let mut mistyped = base.clone();
+        edit_at(&mut mistyped, &at, Some(wrong));
+        let r = run(&serde_json::to_string_pretty(&mistyped).unwrap());
+        assert!(
+            r.findings
+                .iter()
+                .any(|x| x.rule == "GPU003" && x.path == at),
+            "{at}: no GPU003 for a wrong type: {:#?}",
+            r.findings
+        );
+        if f.required {
+            let mut missing = base.clone();
+            edit_at(&mut missing, &at, None);
+            let r = run(&serde_json::to_string_pretty(&missing).unwrap());
+            assert!(
+                r.findings
+                    .iter()
+                    .any(|x| x.rule == "GPU004" && x.path == at),
+                "{at}: no GPU004 when it is missing: {:#?}",
+                r.findings
+            );
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} fields of the base were checked"
+    );
+}
