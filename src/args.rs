@@ -32,14 +32,18 @@ pub enum Command {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
-    /// Explain a validation rule (or every rule with --all).
+    /// Explain a validation rule (or every rule with --all, every blueprint field with --fields).
     Explain {
         /// Rule id, e.g. GPU050.
-        #[arg(value_name = "RULE", required_unless_present = "all")]
+        #[arg(value_name = "RULE", required_unless_present_any = ["all", "fields"])]
         rule: Option<String>,
         /// Print every rule (the content of docs/rules.md).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "fields")]
         all: bool,
+        /// Print every blueprint field: type, default, accepted values, the rules that check it
+        /// and an example (the content of docs/blueprint-reference.md).
+        #[arg(long)]
+        fields: bool,
     },
     /// Print the JSON Schema of the blueprint (for editors).
     Schema,
@@ -287,7 +291,7 @@ pub enum UpgradeCommand {
         /// Namespace of the journal (with --resume; default: every namespace is searched).
         #[arg(long, value_name = "NS", requires = "resume")]
         namespace: Option<String>,
-        /// Plan output format.
+        /// How the upgrade plan is printed: `human` text, or `json` (the plan as data).
         #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
         format: UpgradeFormat,
         /// Waits and progress.
@@ -308,7 +312,8 @@ pub enum UpgradeCommand {
         /// Only this namespace (default: every namespace).
         #[arg(long, value_name = "NS")]
         namespace: Option<String>,
-        /// Output format.
+        /// How the recorded upgrades are printed: `human` text, or `json` (each pool's journal
+        /// and lease as data).
         #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
         format: UpgradeFormat,
         /// Cluster connection.
@@ -355,8 +360,8 @@ pub struct UpgradeTimingArgs {
 /// `upgrade` output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum UpgradeFormat {
-    /// Text.
+    /// Text for people.
     Human,
-    /// JSON (the plan, or the journals).
+    /// JSON for scripts.
     Json,
 }

@@ -74,16 +74,155 @@ fn usage_errors_exit_64() {
     assert_eq!(gpuctl(&["--help"]).status.code(), Some(0));
 }
 
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes `text` to a blueprint file in a fresh directory (kept alive by the returned guard).
+fn blueprint_file(text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bp.yaml");
+    std::fs::write(&path, text).expect("write");
+    let path = path.to_str().expect("utf-8 path").to_string();
+    (dir, path)
+}
+
+/// Issue 12: a blueprint that is not there is an input error (as an unreadable snapshot is), not
+/// a YAML syntax finding, for every command that reads one.
 #[test]
-fn missing_file_is_a_finding_not_a_panic() {
-    let o = gpuctl(&["validate", "does/not/exist.yaml"]);
-    assert_eq!(o.status.code(), Some(1));
+fn missing_blueprint_is_an_input_error_like_any_other() {
+    let snapshot = gpuctl(&[
+        "plan",
+        "blueprints/dgx-h100-training.yaml",
+        "--snapshot",
+        "does/not/exist.json",
+    ]);
     assert!(
-        stdout(&o).contains("cannot read the file"),
+        stderr(&snapshot)
+            .starts_with("error: snapshot `does/not/exist.json`: cannot read the file"),
+        "{}",
+        stderr(&snapshot)
+    );
+    for args in [
+        vec!["validate", "does/not/exist.yaml"],
+        vec!["validate", "--format", "json", "does/not/exist.yaml"],
+        vec![
+            "validate",
+            "blueprints/dgx-h100-training.yaml",
+            "does/not/exist.yaml",
+        ],
+        vec!["render", "does/not/exist.yaml"],
+        vec!["plan", "does/not/exist.yaml", "--offline"],
+        vec![
+            "upgrade",
+            "driver",
+            "does/not/exist.yaml",
+            "--pool",
+            "a",
+            "--to",
+            "580.1.1",
+        ],
+    ] {
+        let o = gpuctl(&args);
+        assert_eq!(
+            o.status.code(),
+            snapshot.status.code(),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("error: blueprint `does/not/exist.yaml`: cannot read the file")
+                && err.contains("check the path and permissions"),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+        assert!(
+            !err.contains("GPU001") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Issue 12: the message says what the value must be, then what the file has.
+#[test]
+fn api_version_message_says_what_it_must_be() {
+    let text = std::fs::read_to_string("blueprints/dgx-h100-training.yaml")
+        .expect("example")
+        .replace(
+            "apiVersion: gpuctl.dev/v1alpha1",
+            "apiVersion: gpuctl.dev/v1",
+        );
+    let (_dir, path) = blueprint_file(&text);
+    let o = gpuctl(&["validate", "--format", "json", &path]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let messages: Vec<&str> = v["files"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["message"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["apiVersion must be `gpuctl.dev/v1alpha1`, not `gpuctl.dev/v1`"],
         "{}",
         stdout(&o)
     );
-    assert!(o.stderr.is_empty() || !String::from_utf8_lossy(&o.stderr).contains("panicked"));
+}
+
+/// Issue 12: the kubeconfig path is printed once, in one pair of quotes.
+#[test]
+fn kubeconfig_path_is_quoted_once() {
+    let o = gpuctl(&[
+        "plan",
+        "blueprints/dgx-h100-training.yaml",
+        "--kubeconfig",
+        "/does/not/exist/kubeconfig",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot load the kubeconfig `/does/not/exist/kubeconfig`: No such file"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("/does/not/exist/kubeconfig").count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("'\""), "{err}");
+}
+
+/// Issue 12: an unclosed `[` names the line it was opened on as well as where parsing stopped.
+#[test]
+fn unclosed_bracket_names_the_line_it_was_opened_on() {
+    let text = std::fs::read_to_string("blueprints/dgx-h100-training.yaml").expect("example");
+    // The first tenant's namespace list loses its `]`.
+    let start = text.find("namespaces: [").expect("a namespace list");
+    let line = text[..start].matches('\n').count() + 1;
+    let column = start - text[..start].rfind('\n').map_or(0, |i| i + 1) + 1 + "namespaces: ".len();
+    let end = start + text[start..].find(']').expect("closing bracket");
+    let broken = format!("{}{}", &text[..end], &text[end + 1..]);
+    let (_dir, path) = blueprint_file(&broken);
+    let o = gpuctl(&["validate", "--format", "json", &path]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let f = &v["files"][0]["findings"][0];
+    assert_eq!(f["rule"], "GPU001", "{out}");
+    let opened =
+        format!("inside the `[` opened at line {line}, column {column}: is its `]` missing?");
+    assert!(
+        f["message"].as_str().unwrap_or_default().contains(&opened),
+        "want {opened:?} in {out}"
+    );
+    // And the place the parser gave up, a later line.
+    let gave_up = f["pos"]["line"].as_u64().expect("a line") as usize;
+    assert!(
+        gave_up > line,
+        "gave up at {gave_up}, opened at {line}: {out}"
+    );
 }
 
 #[test]
@@ -224,6 +363,86 @@ fn docs_rules_md_is_current() {
         on_disk == stdout(&o),
         "docs/rules.md is stale: run `cargo run -- explain --all > docs/rules.md`"
     );
+}
+
+/// Issue 12: each `upgrade` subcommand's `--format` help says what that subcommand prints; the
+/// status help no longer mentions a plan, nor the driver help journals.
+#[test]
+fn upgrade_format_help_fits_each_subcommand() {
+    let section = |args: &[&str]| {
+        let o = gpuctl(args);
+        assert_eq!(o.status.code(), Some(0));
+        let help = stdout(&o);
+        let start = help.find("--format <FORMAT>").expect("a --format flag");
+        let rest = &help[start..];
+        let end = rest.find("[default: human]").expect("its default");
+        rest[..end].split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let status = section(&["upgrade", "status", "--help"]);
+    assert_eq!(
+        status,
+        "--format <FORMAT> How the recorded upgrades are printed: `human` text, or `json` (each \
+         pool's journal and lease as data) Possible values: - human: Text for people - json: JSON \
+         for scripts"
+    );
+    let driver = section(&["upgrade", "driver", "--help"]);
+    assert!(
+        driver.contains("the plan as data") && !driver.contains("journal"),
+        "{driver}"
+    );
+}
+
+/// Issue 12: the field reference is generated from the blueprint's JSON Schema (the one
+/// `gpuctl schema` prints) and must match it.
+#[test]
+fn docs_blueprint_reference_is_current() {
+    let o = gpuctl(&["explain", "--fields"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let generated = stdout(&o);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/blueprint-reference.md");
+    if std::env::var_os("GPUCTL_UPDATE_DOCS").is_some() {
+        std::fs::write(path, &generated).expect("write docs/blueprint-reference.md");
+    }
+    let on_disk = std::fs::read_to_string(path).expect("docs/blueprint-reference.md");
+    assert!(
+        on_disk == generated,
+        "docs/blueprint-reference.md is stale: run `cargo run -- explain --fields > docs/blueprint-reference.md` \
+         (or this test with GPUCTL_UPDATE_DOCS=1)"
+    );
+    // Every field that holds a value (not a section) has an example.
+    for row in generated.lines().filter(|l| l.starts_with("| `")) {
+        assert!(
+            row.contains("fields below") || !row.trim_end().ends_with("|  |"),
+            "no example: {row}"
+        );
+    }
+    // Every property of the schema `gpuctl schema` prints has a row.
+    let schema: serde_json::Value =
+        serde_json::from_slice(&gpuctl(&["schema"]).stdout).expect("schema json");
+    let mut names = Vec::new();
+    collect_property_names(&schema, &mut names);
+    for name in names {
+        assert!(
+            generated.contains(&format!("| `{name}` |"))
+                || generated.contains(&format!(".{name}` |")),
+            "field `{name}` of the schema is missing from the reference"
+        );
+    }
+}
+
+fn collect_property_names(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::Object(props)) = m.get("properties") {
+                out.extend(props.keys().cloned());
+            }
+            m.values().for_each(|c| collect_property_names(c, out));
+        }
+        serde_json::Value::Array(items) => {
+            items.iter().for_each(|c| collect_property_names(c, out))
+        }
+        _ => {}
+    }
 }
 
 #[test]

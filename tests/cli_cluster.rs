@@ -160,6 +160,10 @@ fn changed(plan: &Value) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let Some(tc) = TestCluster::connect("cli_cycle").await else {
         return;

@@ -76,6 +76,10 @@ fn applied_by(meta: &kube::api::ObjectMeta, manager: &str) -> bool {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn server_is_kubernetes_1_35() {
     let Some(tc) = TestCluster::connect("server_is_kubernetes_1_35").await else {
         return;
@@ -91,6 +95,10 @@ async fn server_is_kubernetes_1_35() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn server_side_apply_quota_clusterqueue_and_volcano_queue() {
     let Some(tc) =
         TestCluster::connect("server_side_apply_quota_clusterqueue_and_volcano_queue").await
@@ -233,6 +241,10 @@ impl serde::Serialize for DuplicateKeySpec<'_> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn strict_field_validation_rejects_unknown_fields() {
     let Some(tc) = TestCluster::connect("strict_field_validation_rejects_unknown_fields").await
     else {
@@ -358,6 +370,10 @@ async fn strict_field_validation_rejects_unknown_fields() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn gpu_nodes_carry_gfd_labels_and_gpu_capacity() {
     let Some(tc) = TestCluster::connect("gpu_nodes_carry_gfd_labels_and_gpu_capacity").await else {
         return;
@@ -467,6 +483,10 @@ async fn gpu_nodes_carry_gfd_labels_and_gpu_capacity() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn resource_quota_admission_limits_gpu_requests() {
     let Some(tc) = TestCluster::connect("resource_quota_admission_limits_gpu_requests").await
     else {

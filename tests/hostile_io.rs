@@ -76,7 +76,10 @@ fn example(name: &str) -> Vec<u8> {
 fn dev_zero_as_a_blueprint_is_refused_at_once() {
     let o = gpuctl(&["validate", "/dev/zero", "--format", "json"], None);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let out = stdout(&o);
+    // An input error (issue 12), not a finding: said on stderr, nothing on stdout.
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let out = stderr(&o);
+    assert!(out.starts_with("error: blueprint `/dev/zero`: "), "{out}");
     assert!(
         out.contains("it is a character device, not a regular file"),
         "{out}"
@@ -143,7 +146,8 @@ fn a_5_gb_blueprint_is_refused_without_reading_it() {
         None,
     );
     assert_eq!(o.status.code(), Some(1));
-    let out = stdout(&o);
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let out = stderr(&o);
     assert!(
         out.contains(
             "the blueprint is 5368709120 bytes; a blueprint over 4194304 bytes is refused"
@@ -168,8 +172,9 @@ fn an_endless_stdin_is_cut_at_the_limit() {
         Some(&vec![b'#'; 5 * 1024 * 1024]),
     );
     assert_eq!(o.status.code(), Some(1));
-    let out = stdout(&o);
-    assert!(out.contains("<stdin>"), "{out}");
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let out = stderr(&o);
+    assert!(out.starts_with("error: blueprint `<stdin>`: "), "{out}");
     assert!(
         out.contains("the blueprint is more than 4194304 bytes"),
         "{out}"

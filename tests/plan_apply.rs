@@ -199,6 +199,10 @@ fn actions(plan: &Plan) -> Vec<(ActionKind, String)> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn apply_then_plan_reports_no_changes() {
     let Some((tc, k, f)) = connected("apply_noop", "noop").await else {
         return;
@@ -263,6 +267,10 @@ async fn apply_then_plan_reports_no_changes() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn an_edit_yields_exactly_the_expected_actions() {
     let Some((_tc, k, mut f)) = applied("apply_edit", "edit").await else {
         return;
@@ -304,6 +312,10 @@ async fn an_edit_yields_exactly_the_expected_actions() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn prune_removes_only_members() {
     let Some((tc, k, mut f)) = applied("apply_prune", "prune").await else {
         return;
@@ -382,6 +394,10 @@ async fn prune_removes_only_members() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn another_managers_field_is_a_conflict() {
     let Some((_tc, k, mut f)) = applied("apply_conflict", "conflict").await else {
         return;
@@ -431,6 +447,10 @@ async fn another_managers_field_is_a_conflict() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn an_object_of_another_blueprint_is_a_conflict() {
     let Some((tc, k, a)) = applied("apply_other_set", "own-a").await else {
         return;
@@ -535,6 +555,10 @@ async fn put_helm_release(
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn the_operator_release_is_diffed_against_its_live_values() {
     let Some((_tc, k, f)) = connected("apply_helm", "helm").await else {
         return;
@@ -692,6 +716,10 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn a_stale_saved_plan_is_refused() {
     let Some((_tc, k, mut f)) = applied("apply_stale", "stale").await else {
         return;
@@ -725,6 +753,10 @@ async fn a_stale_saved_plan_is_refused() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn node_mismatches_are_findings() {
     let Some((tc, k, f)) = connected("plan_nodes", "nodes").await else {
         return;
@@ -888,6 +920,10 @@ impl FaultProxy {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn throttling_and_server_errors_are_survived() {
     let Some(tc) = TestCluster::connect("apply_faults").await else {
         return;
@@ -910,6 +946,10 @@ async fn throttling_and_server_errors_are_survived() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn an_interrupted_apply_converges_on_rerun() {
     let Some((_tc, direct, f)) = connected("apply_interrupted", "cut").await else {
         return;
@@ -950,6 +990,10 @@ async fn an_interrupted_apply_converges_on_rerun() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn objects_of_missing_crds_wait_for_them() {
     let Some((tc, k, f)) = connected("apply_crd", "crd").await else {
         return;
@@ -1073,6 +1117,10 @@ async fn quota_hard(k: &Kube, ns: &str) -> String {
         .clone()
 }
 
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_applies_one_writes_the_other_refuses_as_stale() {
     let Some((_tc, k, f)) = applied("apply_race", "race").await else {
@@ -1134,6 +1182,10 @@ async fn two_concurrent_applies_one_writes_the_other_refuses_as_stale() {
     assert!(!info.live(), "{info:?}");
 }
 
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 #[tokio::test]
 async fn a_held_lock_refuses_at_once_naming_its_holder() {
     let Some((_tc, k, mut f)) = applied("apply_locked", "locked").await else {
@@ -1336,6 +1388,10 @@ impl Webhook {
     }
 }
 
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_waits_once_for_a_webhook_until_its_service_has_an_endpoint() {
     let Some((_tc, k, mut f)) = applied("apply_webhook", "hook").await else {
@@ -1450,6 +1506,10 @@ async fn kill_blocked_apply(k: &Kube, f: &Fixture, plan: &std::path::Path) {
     child.wait().unwrap();
 }
 
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_applys_lock_expires_and_unlock_clears_it() {
     let Some((_tc, k, mut f)) = applied("apply_killed", "killed").await else {
@@ -1527,6 +1587,10 @@ async fn a_killed_applys_lock_expires_and_unlock_clears_it() {
     assert!(!done.summary.has_changes(), "{:#?}", actions(&done));
 }
 
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 #[tokio::test]
 async fn apply_does_not_run_beside_a_driver_upgrade_of_its_pools() {
     let Some((_tc, k, mut f)) = applied("apply_upgrade", "upg").await else {

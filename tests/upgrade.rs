@@ -452,6 +452,10 @@ async fn run_until_step(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     let started = Instant::now();
     // The pool is on `pool-<pool>`, as an apply from before blue-green CR names carried the
@@ -655,6 +659,10 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn stopping_at_any_step_and_resuming_converges() {
     let started = Instant::now();
     let Some(f) = Fixture::new("upgrade_resume", 8, "20s", DriverConfig::default()).await else {
@@ -764,6 +772,10 @@ fn gpuctl(args: &[&str]) -> Command {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
     let Some(f) = Fixture::new("upgrade_sigkill", 4, "20s", DriverConfig::default()).await else {
         return;
@@ -918,6 +930,10 @@ async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
     let Some(f) = Fixture::new(
         "upgrade_failure",
@@ -1045,6 +1061,10 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
     let Some(f) = Fixture::new("upgrade_lease_pdb", 2, "1s", DriverConfig::default()).await else {
         return;
@@ -1128,6 +1148,10 @@ fn human(plan: &UpgradePlan) -> String {
     gpuctl::output::upgrade::plan(plan, false)
 }
 
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
 #[tokio::test]
 async fn an_upgrade_does_not_start_while_an_apply_of_its_blueprint_runs() {
     let Some(f) = Fixture::new("upgrade_apply_lock", 1, "1s", DriverConfig::default()).await else {

@@ -32,7 +32,7 @@ fn every_example_blueprint_matches_its_golden_findings() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for path in blueprints() {
         let rel = path.strip_prefix(root).unwrap();
-        let mut report = gpuctl::validate_file(rel, opts());
+        let mut report = gpuctl::validate_file(rel, opts()).expect("readable example");
         report.file = rel.display().to_string();
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         insta::with_settings!({
@@ -50,7 +50,7 @@ fn every_example_blueprint_matches_its_golden_findings() {
 fn example_blueprints_meant_to_be_valid_have_no_errors() {
     for path in blueprints() {
         let name = path.file_name().unwrap().to_string_lossy();
-        let report = gpuctl::validate_file(&path, opts());
+        let report = gpuctl::validate_file(&path, opts()).expect("readable example");
         // mixed-lab.yaml reproduces a broken lab cluster on purpose.
         if name == "mixed-lab.yaml" {
             for want in [

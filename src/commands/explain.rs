@@ -8,8 +8,27 @@ use gpuctl_core::validate::registry;
 use super::{CommandError, CommandResult, emit};
 use crate::exit::ExitStatus;
 
+/// Shipped example blueprints: the field reference shows a field's first value in them.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "dgx-h100-training.yaml",
+        include_str!("../../blueprints/dgx-h100-training.yaml"),
+    ),
+    (
+        "inference-mig.yaml",
+        include_str!("../../blueprints/inference-mig.yaml"),
+    ),
+];
+
 /// Runs the command.
-pub fn run(rule: Option<&str>, all: bool, out: &mut dyn Write) -> CommandResult {
+pub fn run(rule: Option<&str>, all: bool, fields: bool, out: &mut dyn Write) -> CommandResult {
+    if fields {
+        emit(
+            out,
+            &gpuctl_core::validate::fields::reference_markdown(EXAMPLES),
+        );
+        return Ok(ExitStatus::Success);
+    }
     if all {
         emit(out, &registry::markdown());
         return Ok(ExitStatus::Success);

@@ -48,8 +48,8 @@ pub enum CommandError {
     /// The findings were printed already, with what to do (exit 1, nothing more printed).
     #[error("the findings above say what to fix")]
     Reported,
-    /// An input file could not be read.
-    #[error(transparent)]
+    /// An input file could not be read (`blueprint `x`: cannot read the file: ...`, as a snapshot's).
+    #[error("{what} {0}", what = .0.limit.what)]
     Input(#[from] InputError),
     /// Templates failed to load or render.
     #[error(transparent)]
@@ -161,7 +161,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             strict,
             today,
         } => validate::run(&files, format, strict, today.as_deref(), out),
-        Command::Explain { rule, all } => explain::run(rule.as_deref(), all, out),
+        Command::Explain { rule, all, fields } => explain::run(rule.as_deref(), all, fields, out),
         Command::Schema => schema::run(out),
         Command::Profiles { format } => profiles::run(format, out),
         Command::Plan {

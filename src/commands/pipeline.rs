@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use gpuctl_core::blueprint::{self, Loaded};
 use gpuctl_core::diag::{FileReport, Severity};
-use gpuctl_core::input;
+use gpuctl_core::input::{self, InputError};
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::{self, ChartSource, RenderedSet, Templates};
 use gpuctl_core::validate;
@@ -30,7 +30,10 @@ pub fn render_file(
     templates: Option<&Path>,
     next: &str,
 ) -> Result<Rendered, CommandError> {
-    render_loaded(blueprint::load_file(path), path, today, templates, next)
+    // An unreadable blueprint is an input error (like an unreadable snapshot), not a finding.
+    let bytes = input::read(path, &input::BLUEPRINT)?;
+    let loaded = blueprint::load_bytes(&input::name(path), bytes);
+    render_loaded(loaded, path, today, templates, next)
 }
 
 /// [`render_file`] of a blueprint already read; `path` is what the user named, for the hint.
@@ -104,12 +107,17 @@ pub fn resolve_chart(set: &mut RenderedSet, blueprint: &Path) -> Result<(), Comm
     Ok(())
 }
 
-/// Loads and validates one file (standard input for `-`) into a report of every finding.
-pub fn validate_file(path: &Path, opts: validate::Options) -> FileReport {
-    match blueprint::load_file(path) {
-        Ok(loaded) => validate::check(&loaded, Catalog::embedded(), opts),
-        Err(report) => report,
-    }
+/// Reads and validates one file (standard input for `-`) into a report of every finding: every
+/// structural problem, and the rules' findings on every part that loaded. A file that cannot be
+/// read is an input error, not a finding.
+pub fn validate_file(path: &Path, opts: validate::Options) -> Result<FileReport, InputError> {
+    let bytes = input::read(path, &input::BLUEPRINT)?;
+    Ok(validate::check_bytes(
+        &input::name(path),
+        bytes,
+        Catalog::embedded(),
+        opts,
+    ))
 }
 
 /// True when a report has error findings.

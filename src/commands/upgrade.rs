@@ -13,6 +13,7 @@ use gpuctl_core::upgrade::Timing;
 use gpuctl_core::upgrade::preflight::{self, PrepareError};
 use gpuctl_core::upgrade::runbook;
 use gpuctl_core::upgrade::schedule::{self, UpgradePlan};
+use gpuctl_core::{blueprint, input};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -122,7 +123,11 @@ impl Driver {
     ) -> CommandResult {
         let today = settings::today(render.today.as_deref())?;
         let templates = Templates::load(render.templates.as_deref())?;
-        let prep = preflight::prepare(&self.blueprint, &self.pool, &self.to, today, &templates)
+        // An unreadable blueprint is an input error, not a finding about its content.
+        let bytes = input::read(&self.blueprint, &input::BLUEPRINT)?;
+        let loaded = blueprint::load_bytes(&input::name(&self.blueprint), bytes)
+            .map_err(|r| self.refused(PrepareError::Blueprint(r)))?;
+        let prep = preflight::prepare_loaded(loaded, &self.pool, &self.to, today, &templates)
             .map_err(|e| self.refused(e))?;
         runtime()?.block_on(async {
             let k = connect(cluster, CONNECT_HINT).await?;

@@ -24,10 +24,12 @@ pub fn run(
         ));
     }
     let today = settings::today(today)?;
-    let reports: Vec<_> = files
+    // Every file is read before any is reported on: a path that cannot be read is an input error
+    // (as for every other command), and the output never mixes reports with it.
+    let reports = files
         .iter()
         .map(|f| super::validate_file(f, validate::Options { today }))
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     let text = match format {
         Format::Human => output::human(&reports, settings::stdout_style()),
         Format::Json => output::json(&reports),

@@ -12,7 +12,7 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
     PatchParams, ValidationDirective,
 };
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::discovery::Scope;
 use kube::{Client, Config};
 use serde_json::Value;
@@ -143,14 +143,29 @@ pub fn apply_params(dry_run: bool, force: bool) -> PatchParams {
     }
 }
 
+/// A kubeconfig that could not be loaded. kube-rs' "cannot read" error prints the path again, in
+/// Rust debug quotes (`'"/path"'`); the path is said once, by [`ClusterError::Kubeconfig`].
+fn kubeconfig_error(path: Option<PathBuf>, e: KubeconfigError) -> ClusterError {
+    match e {
+        KubeconfigError::ReadConfig(source, read) => ClusterError::Kubeconfig {
+            path: Some(path.unwrap_or(read)),
+            source: Box::new(source),
+        },
+        e => ClusterError::Kubeconfig {
+            path,
+            source: Box::new(e),
+        },
+    }
+}
+
 /// Connects using the kubeconfig (exec credential plugins included, as kube-rs supports them).
 pub async fn connect(opts: &ConnectOptions) -> Result<Kube, ClusterError> {
     let kc_err = |path: Option<PathBuf>, e: Box<dyn std::error::Error + Send + Sync>| {
         ClusterError::Kubeconfig { path, source: e }
     };
     let kubeconfig = match &opts.kubeconfig {
-        Some(p) => Kubeconfig::read_from(p).map_err(|e| kc_err(Some(p.clone()), Box::new(e)))?,
-        None => Kubeconfig::read().map_err(|e| kc_err(None, Box::new(e)))?,
+        Some(p) => Kubeconfig::read_from(p).map_err(|e| kubeconfig_error(Some(p.clone()), e))?,
+        None => Kubeconfig::read().map_err(|e| kubeconfig_error(None, e))?,
     };
     // The context actually used, so tools gpuctl runs (helm) talk to the same cluster.
     let context = opts

@@ -45,8 +45,17 @@ pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
 /// Loads a blueprint already read (e.g. by `gpuctl apply`, which reads its target once to tell a
 /// saved plan from a blueprint); `file` names it in findings. Refuses what [`load_file`] refuses.
 pub fn load_bytes(file: &str, bytes: Vec<u8>) -> Result<Loaded, FileReport> {
+    load_bytes_partial(file, bytes).map_err(|b| b.report)
+}
+
+/// [`load_bytes`], keeping what loaded of a broken document.
+pub fn load_bytes_partial(file: &str, bytes: Vec<u8>) -> Result<Loaded, Broken> {
+    let whole = |report| Broken {
+        report,
+        partial: None,
+    };
     if let Some(report) = too_large(file, bytes.len()) {
-        return Err(report);
+        return Err(whole(report));
     }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
@@ -57,29 +66,73 @@ pub fn load_bytes(file: &str, bytes: Vec<u8>) -> Result<Loaded, FileReport> {
             let column = std::str::from_utf8(valid).map_or(0, |t| {
                 t.rsplit('\n').next().map_or(0, |l| l.chars().count())
             }) + 1;
-            return Err(single(
+            return Err(whole(single(
                 file,
                 Some(Pos { line, column }),
                 "the file is not UTF-8 text".into(),
                 "a blueprint is a YAML text file; check that this is the right file",
-            ));
+            )));
         }
     };
-    load_str(file, &text)
+    load_str_partial(file, &text)
 }
 
 /// Loads a blueprint from text; `file` names it in findings.
 pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
+    load_str_partial(file, text).map_err(|b| b.report)
+}
+
+/// A blueprint with structural problems: every one of them, and what could still be loaded.
+#[derive(Debug, Clone)]
+pub struct Broken {
+    /// The structural findings (syntax, header, unknown fields, types, values, missing fields).
+    pub report: FileReport,
+    /// The document with each problem worked around, when it could be: semantic rules still run on
+    /// it, so one run reports everything.
+    pub partial: Option<Box<Partial>>,
+}
+
+/// A broken blueprint with its broken parts removed (optional fields, which then take their
+/// defaults) or stood in for (required fields and list items get a neutral value).
+#[derive(Debug, Clone)]
+pub struct Partial {
+    /// The blueprint as loaded after the repairs; positions are the file's.
+    pub loaded: Loaded,
+    /// The paths removed or stood in for: findings at or under them are about the repair, not
+    /// about what the file says.
+    pub repaired: Vec<String>,
+}
+
+impl Partial {
+    /// Whether a finding at `path` is about a repaired part.
+    pub fn covers(&self, path: &str) -> bool {
+        self.repaired.iter().any(|r| {
+            path == r
+                || path
+                    .strip_prefix(r.as_str())
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+        })
+    }
+}
+
+/// [`load_str`], keeping what loaded of a broken document.
+pub fn load_str_partial(file: &str, text: &str) -> Result<Loaded, Broken> {
     // A UTF-8 byte order mark is not content; dropped here, positions and snippets agree.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let fail = |findings: Vec<Finding>| FileReport {
-        file: file.to_string(),
-        source: text.to_string(),
-        findings,
+    let fail = |findings: Vec<Finding>| Broken {
+        report: FileReport {
+            file: file.to_string(),
+            source: text.to_string(),
+            findings,
+        },
+        partial: None,
     };
     // Text handed in directly (tests, callers of the library) meets the limit the readers use.
     if let Some(report) = too_large(file, text.len()) {
-        return Err(report);
+        return Err(Broken {
+            report,
+            partial: None,
+        });
     }
     let tree = SourceTree::parse(text).map_err(|e| {
         fail(vec![finding(
@@ -90,40 +143,66 @@ pub fn load_str(file: &str, text: &str) -> Result<Loaded, FileReport> {
             Some("fix the YAML syntax at this position".into()),
         )])
     })?;
-
-    let mut findings = header_findings(&tree);
-    if !findings.is_empty() {
-        return Err(fail(findings));
+    if !tree.value.is_object() {
+        return Err(fail(vec![finding(
+            "GPU003",
+            "",
+            tree.pos(""),
+            "the document is not a mapping".into(),
+            Some(format!(
+                "a blueprint starts with `apiVersion: {API_VERSION}` and `kind: {KIND}`"
+            )),
+        )]));
     }
 
-    // serde stops at the first error; to report every structural problem at once, each offending
-    // node is removed and deserialisation runs again. A required field removed this way shows up
-    // as "missing" next time: that is where the loop stops, as later errors would be noise.
+    let mut findings = header_findings(&tree);
     let mut value = tree.value.clone();
-    let mut removed: Vec<String> = Vec::new();
+    // The header was checked above; the rest of the document is checked as if it were right.
+    value["apiVersion"] = API_VERSION.into();
+    value["kind"] = KIND.into();
+
+    // serde stops at the first error; to report every structural problem at once, each one is
+    // worked around and deserialisation runs again: an optional field with a wrong value or an
+    // unknown field is removed, a missing or unusable required field or list item gets a stand-in
+    // value from the schema (so items keep their indices, and positions stay the file's).
+    let schema = super::schema::json();
+    let mut repaired: Vec<String> = Vec::new();
     let passes = (STRUCTURAL_WORK / node_count(&value).max(1)).clamp(2, MAX_STRUCTURAL);
     for _ in 0..passes {
         match serde_path_to_error::deserialize::<_, Blueprint>(super::strict::Strict(&value)) {
-            Ok(blueprint) if findings.is_empty() => {
-                return Ok(Loaded {
+            Ok(blueprint) => {
+                let loaded = Loaded {
                     file: file.to_string(),
                     source: text.to_string(),
                     tree,
                     blueprint,
+                };
+                if findings.is_empty() {
+                    return Ok(loaded);
+                }
+                findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+                return Err(Broken {
+                    report: FileReport {
+                        file: file.to_string(),
+                        source: text.to_string(),
+                        findings,
+                    },
+                    partial: Some(Box::new(Partial { loaded, repaired })),
                 });
             }
-            Ok(_) => break,
             Err(err) => {
-                let path = normalise_path(&err.path().to_string());
+                let path = error_path(err.path());
                 let message = err.inner().to_string();
-                let Some((f, remove)) = classify(&tree, &path, &message, &removed) else {
+                let Some((f, fix)) = classify(&tree, &schema, &path, &message) else {
                     break;
                 };
                 findings.push(f);
-                if !remove_path(&mut value, &remove) {
+                let target = fix.path().to_string();
+                // The same node failing twice means its stand-in did not help: stop here.
+                if repaired.contains(&target) || !fix.apply(&mut value) {
                     break;
                 }
-                removed.push(remove);
+                repaired.push(target);
             }
         }
     }
@@ -181,17 +260,6 @@ fn finding(
 
 fn header_findings(tree: &SourceTree) -> Vec<Finding> {
     let v = &tree.value;
-    if !v.is_object() {
-        return vec![finding(
-            "GPU003",
-            "",
-            tree.pos(""),
-            "the document is not a mapping".into(),
-            Some(format!(
-                "a blueprint starts with `apiVersion: {API_VERSION}` and `kind: {KIND}`"
-            )),
-        )];
-    }
     let mut out = Vec::new();
     for (field, want) in [("apiVersion", API_VERSION), ("kind", KIND)] {
         match v.get(field) {
@@ -200,7 +268,13 @@ fn header_findings(tree: &SourceTree) -> Vec<Finding> {
                 "GPU005",
                 field,
                 tree.pos(field),
-                format!("{field} is {other}, not `{want}`"),
+                // The value the file has is the wrong one: say what it must be first.
+                format!(
+                    "{field} must be `{want}`, not `{}`",
+                    other
+                        .as_str()
+                        .map_or_else(|| other.to_string(), str::to_string)
+                ),
                 Some(format!("set `{field}: {want}`")),
             )),
             None => out.push(finding(
@@ -215,22 +289,65 @@ fn header_findings(tree: &SourceTree) -> Vec<Finding> {
     out
 }
 
-/// serde_path_to_error prints `.` for the root and `?` for unknown segments.
-fn normalise_path(path: &str) -> String {
-    if path == "." {
-        String::new()
-    } else {
-        path.to_string()
+/// A serde_path_to_error path written as the source tree's paths are (`join`), so keys with dots
+/// (`nvidia.com/gpu`) stay one step.
+fn error_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment as S;
+    let mut out = String::new();
+    for seg in path.iter() {
+        match seg {
+            S::Seq { index } => out.push_str(&format!("[{index}]")),
+            S::Map { key } => out = super::yaml::join(&out, key),
+            S::Enum { .. } | S::Unknown => {}
+        }
+    }
+    out
+}
+
+/// How the loader works around one structural problem before the next pass.
+enum Fix {
+    /// Remove the node at the path (an unknown field, an optional field's unusable value).
+    Remove(String),
+    /// Put this value at the path (a required field's or a list item's stand-in).
+    Set(String, serde_json::Value),
+}
+
+impl Fix {
+    fn path(&self) -> &str {
+        match self {
+            Fix::Remove(p) | Fix::Set(p, _) => p,
+        }
+    }
+
+    /// Applies the fix; false when the path is not in the document.
+    fn apply(self, value: &mut serde_json::Value) -> bool {
+        match self {
+            Fix::Remove(path) => edit_path(value, &path, None),
+            Fix::Set(path, v) => edit_path(value, &path, Some(v)),
+        }
     }
 }
 
-/// Turns one serde error into a finding and the path to remove before trying again.
+/// The fix for a wrong value at `path`: removed when the field is optional or a mapping entry,
+/// stood in for when it is required or a list item (removing an item would shift the indices, and
+/// positions, of the ones after it).
+fn fix_for(schema: &serde_json::Value, path: &str) -> Option<Fix> {
+    let (node, required) = super::schema::at(schema, path)?;
+    let last_is_index = matches!(split_path(path).last(), Some(Segment::Index(_)));
+    Some(if required || last_is_index {
+        Fix::Set(path.to_string(), super::schema::stand_in(schema, &node))
+    } else {
+        Fix::Remove(path.to_string())
+    })
+}
+
+/// Turns one serde error into a finding and the fix to apply before trying again.
 fn classify(
     tree: &SourceTree,
+    schema: &serde_json::Value,
     path: &str,
     message: &str,
-    removed: &[String],
-) -> Option<(Finding, String)> {
+) -> Option<(Finding, Fix)> {
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
         let candidates = backticked(expected);
@@ -253,24 +370,22 @@ fn classify(
                 format!("unknown field `{name}`"),
                 Some(hint),
             ),
-            field_path,
+            Fix::Remove(field_path),
         ));
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
         let name = rest.split('`').next().unwrap_or(rest);
         let field_path = super::yaml::join(path, name);
-        if removed.contains(&field_path) {
-            return None;
-        }
+        let (node, _) = super::schema::at(schema, &field_path)?;
         let f = finding(
             "GPU004",
             &field_path,
             tree.pos(path),
             format!("required field `{name}` is missing"),
-            Some(format!("add `{name}` here (see docs/blueprint.md)")),
+            Some(missing_hint(name, &field_path, &node)),
         );
-        // Nothing to remove: stop after reporting.
-        return Some((f, String::new()));
+        let stand_in = super::schema::stand_in(schema, &node);
+        return Some((f, Fix::Set(field_path, stand_in)));
     }
     let (what, hint) = if let Some(rest) = message.strip_prefix("unknown variant `") {
         let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
@@ -288,8 +403,31 @@ fn classify(
     };
     Some((
         finding("GPU003", path, tree.pos(path), what, Some(hint)),
-        path.to_string(),
+        fix_for(schema, path)?,
     ))
+}
+
+/// What to write for a missing field, and where every field is described.
+fn missing_hint(name: &str, field_path: &str, node: &serde_json::Value) -> String {
+    let what = node
+        .get("description")
+        .and_then(serde_json::Value::as_str)
+        .map(|d| {
+            let d = d.trim_end_matches('.');
+            // "Names the blueprint" reads on as "names the blueprint"; "DNS-1123 label" stays.
+            let mut chars = d.chars();
+            match (chars.next(), chars.next()) {
+                (Some(first), Some(second)) if second.is_lowercase() => {
+                    format!(" ({}{})", first.to_lowercase(), &d[first.len_utf8()..])
+                }
+                _ => format!(" ({d})"),
+            }
+        })
+        .unwrap_or_default();
+    format!(
+        "add `{name}`{what} to this mapping; `{}` in docs/blueprint-reference.md (`gpuctl explain --fields`) says what it takes",
+        super::schema::field_path(field_path)
+    )
 }
 
 fn backticked(text: &str) -> Vec<String> {
@@ -300,11 +438,9 @@ fn backticked(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Removes the node at `path` from `value`; false when there is nothing to remove.
-fn remove_path(value: &mut serde_json::Value, path: &str) -> bool {
-    if path.is_empty() {
-        return false;
-    }
+/// Removes the node at `path` (`with` None) or sets it, creating the last key when missing;
+/// false when the path is not in `value`.
+fn edit_path(value: &mut serde_json::Value, path: &str, with: Option<serde_json::Value>) -> bool {
     let segments = split_path(path);
     let Some((last, parents)) = segments.split_last() else {
         return false;
@@ -320,10 +456,20 @@ fn remove_path(value: &mut serde_json::Value, path: &str) -> bool {
             None => return false,
         }
     }
-    match (last, cur) {
-        (Segment::Key(k), serde_json::Value::Object(map)) => map.shift_remove(k.as_str()).is_some(),
-        (Segment::Index(i), serde_json::Value::Array(items)) if *i < items.len() => {
+    match (last, cur, with) {
+        (Segment::Key(k), serde_json::Value::Object(map), None) => {
+            map.shift_remove(k.as_str()).is_some()
+        }
+        (Segment::Key(k), serde_json::Value::Object(map), Some(v)) => {
+            map.insert(k.clone(), v);
+            true
+        }
+        (Segment::Index(i), serde_json::Value::Array(items), None) if *i < items.len() => {
             items.remove(*i);
+            true
+        }
+        (Segment::Index(i), serde_json::Value::Array(items), Some(v)) if *i < items.len() => {
+            items[*i] = v;
             true
         }
         _ => false,

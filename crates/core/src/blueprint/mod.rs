@@ -3,8 +3,11 @@
 mod load;
 pub mod model;
 pub mod resources;
+pub mod schema;
 mod strict;
 pub mod yaml;
 
-pub use load::{Loaded, load_bytes, load_file, load_str};
+pub use load::{
+    Broken, Loaded, Partial, load_bytes, load_bytes_partial, load_file, load_str, load_str_partial,
+};
 pub use model::*;

@@ -135,14 +135,20 @@ pub struct ChartSourceSpec {
     /// A Helm repository URL serving `gpu-operator` (`https://...`), e.g. an internal mirror of
     /// NVIDIA's.
     #[serde(default)]
+    #[schemars(example = &"https://charts.internal.example.com/nvidia")]
     pub repository: Option<String>,
     /// An OCI chart reference, `oci://registry/path/gpu-operator`.
     #[serde(default)]
+    #[schemars(example = &"oci://registry.internal.example.com/charts/gpu-operator")]
     pub oci: Option<String>,
     /// A chart archive (`.tgz`) or chart directory, relative to the blueprint file.
     #[serde(default)]
+    #[schemars(example = &"charts/gpu-operator-v26.7.0.tgz")]
     pub path: Option<String>,
 }
+
+/// `gpuctl explain --fields` shows this for `images.pullSecrets`.
+const PULL_SECRETS_EXAMPLE: [&str; 1] = ["internal-mirror-pull"];
 
 /// A registry mirror: every image repository the rendered values and NVIDIADriver CRs name is
 /// rewritten to it (its registry host replaced, its path kept).
@@ -150,9 +156,11 @@ pub struct ChartSourceSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Images {
     /// Mirror registry, `host[:port][/path]` without scheme, e.g. `registry.internal:5000/mirror`.
+    #[schemars(example = &"registry.internal.example:5000/nvidia-mirror")]
     pub registry: String,
     /// Image pull Secrets (names in the operator's namespace) every operand uses.
     #[serde(default)]
+    #[schemars(example = &PULL_SECRETS_EXAMPLE)]
     pub pull_secrets: Vec<String>,
 }
 
@@ -227,6 +235,7 @@ pub struct Drain {
 pub struct WaitForCompletion {
     /// Label selector of the pods to wait for.
     #[serde(default)]
+    #[schemars(example = &"app=training")]
     pub pod_selector: String,
     /// 0 waits forever.
     #[serde(default)]
@@ -348,30 +357,39 @@ pub struct NodePool {
 pub struct Operands {
     /// The driver container (`false`: the hosts bring their own driver).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub driver: Option<bool>,
     /// The NVIDIA Container Toolkit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub container_toolkit: Option<bool>,
     /// The Kubernetes device plugin (`false`: the nodes advertise no `nvidia.com/gpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub device_plugin: Option<bool>,
     /// GPU Feature Discovery (the `nvidia.com/gpu.product` and other GPU labels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub gpu_feature_discovery: Option<bool>,
     /// The standalone DCGM host engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub dcgm: Option<bool>,
     /// The DCGM exporter (GPU metrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub dcgm_exporter: Option<bool>,
     /// MIG Manager.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub mig_manager: Option<bool>,
     /// The node status exporter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub node_status_exporter: Option<bool>,
     /// The operator validator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = false)]
     pub operator_validator: Option<bool>,
 }
 
@@ -429,8 +447,9 @@ pub struct Os {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PoolDriver {
-    /// Driver version.
+    /// Driver version, e.g. `595.91.07`.
     #[serde(deserialize_with = "version_text")]
+    #[schemars(example = &"595.91.07")]
     pub version: String,
     /// Kernel module flavour (defaults to the cluster's).
     #[serde(default)]
@@ -525,6 +544,7 @@ pub struct TimeSlicing {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mps {
     /// Replicas per GPU.
+    #[schemars(example = 4)]
     pub replicas: u32,
     /// Advertise `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`.
     #[serde(default)]
@@ -707,6 +727,7 @@ pub struct Cohort {
     pub name: String,
     /// Parent cohort.
     #[serde(default)]
+    #[schemars(example = &"all-gpus")]
     pub parent: Option<String>,
     /// Fair-sharing weight.
     #[serde(default)]

@@ -270,6 +270,32 @@ fn clamp_to_text(mut e: SyntaxError, text: &str) -> SyntaxError {
     e
 }
 
+/// Where the innermost `[` or `{` still open was opened, for a syntax error inside it: the parser
+/// names the place it gave up, often the end of the file, far from the bracket left unclosed.
+fn open_bracket(stack: &[Frame], text: &str) -> String {
+    stack
+        .iter()
+        .rev()
+        .find_map(|frame| {
+            let pos = match frame {
+                Frame::Seq(pos, _, _) => *pos,
+                Frame::Map(m) => m.pos,
+            };
+            let line = text.lines().nth(pos.line.checked_sub(1)?)?;
+            let c = line.chars().nth(pos.column.checked_sub(1)?)?;
+            let close = match c {
+                '[' => ']',
+                '{' => '}',
+                _ => return None,
+            };
+            Some(format!(
+                " (inside the `{c}` opened at line {}, column {}: is its `{close}` missing?)",
+                pos.line, pos.column
+            ))
+        })
+        .unwrap_or_default()
+}
+
 /// `%YAML` and `%TAG` directives. saphyr accepts any `%YAML 1.x` and user tag handles; a blueprint
 /// is YAML 1.2 with the core schema only, so anything else is refused before parsing. Directives
 /// stand at the start of a line before the document's `---`; a `%` cannot start a plain scalar, so
@@ -363,7 +389,7 @@ impl Builder {
                     line: e.marker().line(),
                     column: e.marker().col() + 1,
                 },
-                message: e.info().to_string(),
+                message: format!("{}{}", e.info(), open_bracket(&stack, text)),
             })?;
             let pos = Pos::from_span(&span);
             let done = match event {

@@ -3,6 +3,7 @@
 //! Rules live in `rules/`, one file per family; each emits findings through [`Ctx`], which fills in
 //! severity (from the registry) and position (from the source tree). The engine never stops early.
 
+pub mod fields;
 pub mod registry;
 mod rules;
 
@@ -10,7 +11,7 @@ pub(crate) use rules::{is_dns_label, is_dns_subdomain};
 
 use jiff::civil::Date;
 
-use crate::blueprint::{Blueprint, Loaded, yaml::SourceTree};
+use crate::blueprint::{Blueprint, Broken, Loaded, yaml::SourceTree};
 use crate::diag::{FileReport, Finding, Severity};
 use crate::profiles::Catalog;
 
@@ -61,6 +62,34 @@ pub fn check(loaded: &Loaded, catalog: &Catalog, opts: Options) -> FileReport {
         file: loaded.file.clone(),
         findings,
         source: loaded.source.clone(),
+    }
+}
+
+/// Every finding of a blueprint that did not load cleanly: its structural findings, and the rules'
+/// findings on the parts that did load (none about a part the loader removed or stood in for).
+pub fn check_broken(broken: &Broken, catalog: &Catalog, opts: Options) -> FileReport {
+    let mut report = broken.report.clone();
+    if let Some(partial) = &broken.partial {
+        let semantic = check(&partial.loaded, catalog, opts);
+        report.findings.extend(
+            semantic
+                .findings
+                .into_iter()
+                .filter(|f| !partial.covers(&f.path)),
+        );
+        report
+            .findings
+            .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        report.findings.dedup();
+    }
+    report
+}
+
+/// Loads and checks a blueprint already read: every structural and semantic finding in one report.
+pub fn check_bytes(file: &str, bytes: Vec<u8>, catalog: &Catalog, opts: Options) -> FileReport {
+    match crate::blueprint::load_bytes_partial(file, bytes) {
+        Ok(loaded) => check(&loaded, catalog, opts),
+        Err(broken) => check_broken(&broken, catalog, opts),
     }
 }
 

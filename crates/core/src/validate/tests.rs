@@ -4,8 +4,7 @@
 
 use jiff::civil::date;
 
-use super::{Options, check};
-use crate::blueprint::load_str;
+use super::Options;
 use crate::diag::{FileReport, Severity};
 use crate::profiles::Catalog;
 
@@ -130,16 +129,14 @@ fn volcano_base() -> String {
 }
 
 fn run(text: &str) -> FileReport {
-    match load_str("test.yaml", text) {
-        Ok(loaded) => check(
-            &loaded,
-            Catalog::embedded(),
-            Options {
-                today: date(2026, 11, 30),
-            },
-        ),
-        Err(report) => report,
-    }
+    super::check_bytes(
+        "test.yaml",
+        text.as_bytes().to_vec(),
+        Catalog::embedded(),
+        Options {
+            today: date(2026, 11, 30),
+        },
+    )
 }
 
 fn edit(base: &str, edits: &[(&str, &str)]) -> String {
@@ -1399,6 +1396,68 @@ fn all_findings_are_reported_at_once() {
     assert_eq!(unknown.pos.unwrap().line, 19);
 }
 
+/// Issue 12: one run reports every structural problem (three missing required fields, an unknown
+/// field, a version written as a number, a value outside an enum), each at its line:column, and
+/// the rules still check the parts that loaded.
+#[test]
+fn every_structural_problem_and_the_rules_in_one_run() {
+    let text = edit(
+        KUEUE_BASE,
+        &[
+            // Missing required fields: a whole section, a nested version, a pool's selector.
+            ("  kubernetes:\n    version: \"1.34.2\"\n", ""),
+            ("    version: v26.7.0\n", ""),
+            ("      selector: { gpuctl.dev/pool: infer }\n", ""),
+            // An unknown field.
+            ("      nodes: 4\n", "      nodes: 4\n      gpus: 8\n"),
+            // A type error: a version YAML reads as a number.
+            ("version: v0.19.2", "version: 0.19"),
+            // A value outside an enum.
+            ("role: development", "role: dev"),
+            // And a semantic problem in a part that loads: a queue that does not exist.
+            ("queue: cq-dev", "queue: cq-dve"),
+        ],
+    );
+    let r = run(&text);
+    let got: Vec<(&str, &str, String)> = r
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.rule,
+                f.path.as_str(),
+                f.pos.map(|p| p.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    // Missing fields are reported at the mapping that lacks them (`spec` starts at 6:3 once
+    // `kubernetes` is gone, `gpuOperator` at 7:5), the others at their value.
+    let want = [
+        ("GPU004", "spec.kubernetes", "6:3"),
+        ("GPU004", "spec.gpuOperator.version", "7:5"),
+        ("GPU002", "spec.nodePools[0].gpus", "16:7"),
+        ("GPU004", "spec.nodePools[1].selector", "21:7"),
+        ("GPU003", "spec.nodePools[2].role", "31:13"),
+        ("GPU003", "spec.scheduling.kueue.version", "48:16"),
+        ("GPU012", "spec.tenants[2].queue", "86:14"),
+    ];
+    for (rule, path, pos) in want {
+        assert!(
+            got.iter().any(|g| g.0 == rule && g.1 == path && g.2 == pos),
+            "{rule} at {path} {pos} missing from {got:#?}"
+        );
+    }
+    assert_eq!(r.findings.len(), want.len(), "{got:#?}");
+    let missing = r
+        .findings
+        .iter()
+        .find(|f| f.path == "spec.kubernetes")
+        .unwrap();
+    let hint = missing.hint.as_deref().unwrap_or_default();
+    assert!(hint.contains("docs/blueprint-reference.md"), "{hint}");
+    assert!(hint.contains("`spec.kubernetes`"), "{hint}");
+}
+
 #[test]
 fn semantic_findings_are_collected_together() {
     let text = edit(
@@ -1663,4 +1722,158 @@ fn unknown_operand_is_reported() {
     );
     let report = run(&text);
     assert!(rules(&report).contains(&"GPU002"), "{:#?}", report.findings);
+}
+
+/// The field reference lists, per field, the rules that check it (validate/fields.rs). That list
+/// must agree with the rules: every declared field is in the schema, every rule declares its
+/// fields, and every finding of every table case is at (or under) a field its rule declares.
+#[test]
+fn rule_fields_match_what_the_rules_report() {
+    use super::fields::{RULE_FIELDS, STRUCTURAL, covers};
+    use crate::blueprint::schema;
+    let known: Vec<String> = schema::fields().into_iter().map(|f| f.path).collect();
+    for (rule, fields) in RULE_FIELDS {
+        assert!(
+            super::registry::rule(rule).is_some(),
+            "{rule} is not a rule"
+        );
+        for f in *fields {
+            let base = f.strip_suffix("[]").unwrap_or(f);
+            assert!(
+                known.iter().any(|k| k == base),
+                "{rule}: `{f}` is not a blueprint field"
+            );
+        }
+    }
+    for r in super::registry::RULES {
+        assert!(
+            STRUCTURAL.contains(&r.id) || RULE_FIELDS.iter().any(|(id, _)| *id == r.id),
+            "{} declares no fields in validate/fields.rs",
+            r.id
+        );
+    }
+    let mut undeclared = std::collections::BTreeSet::new();
+    for (_, base, edits) in cases() {
+        for f in run(&edit(&base, &edits)).findings {
+            if STRUCTURAL.contains(&f.rule) {
+                continue;
+            }
+            let declared = RULE_FIELDS
+                .iter()
+                .filter(|(id, _)| *id == f.rule)
+                .flat_map(|(_, fields)| fields.iter());
+            if !declared.clone().any(|d| covers(d, &f.path)) {
+                undeclared.insert((f.rule, schema::field_path(&f.path)));
+            }
+        }
+    }
+    assert!(
+        undeclared.is_empty(),
+        "findings at fields their rule does not declare in validate/fields.rs: {undeclared:#?}"
+    );
+}
+
+/// Every field of the schema, one at a time: a required one left out is reported missing (GPU004)
+/// at its path, any field given a value of the wrong type is reported (GPU003) at its path, and
+/// the rules run on the rest of the document without panicking on the stand-in values.
+#[test]
+fn every_field_missing_or_mistyped_is_reported_and_the_rest_is_checked() {
+    use crate::blueprint::schema;
+    use serde_json::Value;
+    let base = crate::blueprint::yaml::SourceTree::parse(KUEUE_BASE)
+        .expect("base parses")
+        .value;
+    // The first instance of a reference path (`[]` takes item 0) in `v`, as a loader path.
+    fn locate(v: &Value, path: &str) -> Option<String> {
+        let mut out = String::new();
+        let mut cur = v;
+        for part in path.split('.') {
+            let (key, items) = match part.strip_suffix("[]") {
+                Some(k) => (k, true),
+                None => (part, false),
+            };
+            cur = cur.get(key)?;
+            out = if out.is_empty() {
+                key.to_string()
+            } else {
+                format!("{out}.{key}")
+            };
+            if items {
+                cur = cur.get(0)?;
+                out.push_str("[0]");
+            }
+        }
+        Some(out)
+    }
+    fn edit_at(v: &mut Value, path: &str, with: Option<Value>) {
+        let parts: Vec<&str> = path.split('.').collect();
+        let mut cur = v;
+        for (i, part) in parts.iter().enumerate() {
+            let (key, index) = match part.split_once('[') {
+                Some((k, _)) => (k, true),
+                None => (*part, false),
+            };
+            if i == parts.len() - 1 && !index {
+                let map = cur.as_object_mut().expect("a mapping");
+                match &with {
+                    Some(w) => {
+                        map.insert(key.to_string(), w.clone());
+                    }
+                    None => {
+                        map.shift_remove(key);
+                    }
+                }
+                return;
+            }
+            cur = cur.get_mut(key).expect("path exists");
+            if index {
+                cur = cur.get_mut(0).expect("item 0");
+            }
+        }
+    }
+    let mut checked = 0;
+    for f in schema::fields() {
+        if matches!(f.path.as_str(), "apiVersion" | "kind") {
+            continue;
+        }
+        let Some(at) = locate(&base, &f.path) else {
+            continue;
+        };
+        checked += 1;
+        // A value no field of the blueprint accepts: a list where a scalar or mapping is wanted,
+        // a mapping where a list is wanted.
+        let wrong = if f.ty.starts_with("list") {
+            serde_json::json!({"not": "a list"})
+        } else if f.ty == "any YAML value" {
+            continue;
+        } else {
+            serde_json::json!([["not", "this"]])
+        };
+        let mut mistyped = base.clone();
+        edit_at(&mut mistyped, &at, Some(wrong));
+        let r = run(&serde_json::to_string_pretty(&mistyped).unwrap());
+        assert!(
+            r.findings
+                .iter()
+                .any(|x| x.rule == "GPU003" && x.path == at),
+            "{at}: no GPU003 for a wrong type: {:#?}",
+            r.findings
+        );
+        if f.required {
+            let mut missing = base.clone();
+            edit_at(&mut missing, &at, None);
+            let r = run(&serde_json::to_string_pretty(&missing).unwrap());
+            assert!(
+                r.findings
+                    .iter()
+                    .any(|x| x.rule == "GPU004" && x.path == at),
+                "{at}: no GPU004 when it is missing: {:#?}",
+                r.findings
+            );
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} fields of the base were checked"
+    );
 }
