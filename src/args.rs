@@ -23,8 +23,11 @@ pub enum Command {
         #[arg(required = true, value_name = "BLUEPRINT")]
         files: Vec<PathBuf>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        #[arg(short = 'o', long, value_enum, default_value_t = Format::Human)]
+        output: Format,
+        /// Deprecated spelling of -o/--output (kept for one release).
+        #[arg(long, value_enum, hide = true)]
+        format: Option<Format>,
         /// Fail on warnings too.
         #[arg(long)]
         strict: bool,
@@ -50,8 +53,11 @@ pub enum Command {
     /// List the facts catalog: GPUs, drivers, CUDA, architectures, operator releases.
     Profiles {
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ProfilesFormat::Human)]
-        format: ProfilesFormat,
+        #[arg(short = 'o', long, value_enum, default_value_t = ProfilesFormat::Human)]
+        output: ProfilesFormat,
+        /// Deprecated spelling of -o/--output (kept for one release).
+        #[arg(long, value_enum, hide = true)]
+        format: Option<ProfilesFormat>,
     },
     /// Show what applying a blueprint would change: live (server-side dry-run), from a snapshot, or offline.
     Plan {
@@ -71,8 +77,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
-        format: PlanFormat,
+        #[arg(short = 'o', long, value_enum, default_value_t = PlanFormat::Human)]
+        output: PlanFormat,
+        /// Deprecated spelling of -o/--output (kept for one release).
+        #[arg(long, value_enum, hide = true)]
+        format: Option<PlanFormat>,
         /// Exit 2 when there are changes, 0 when none, 1 on error.
         #[arg(long)]
         detailed_exitcode: bool,
@@ -128,8 +137,8 @@ pub enum Command {
         /// Do not ask for confirmation on a terminal (runs without a terminal never ask).
         #[arg(long, short = 'y', alias = "auto-approve")]
         yes: bool,
-        /// Progress output.
-        #[arg(long, value_enum, default_value_t = ApplyOutput::Human)]
+        /// Output format of the plan and the progress (`json`: NDJSON events).
+        #[arg(short = 'o', long, value_enum, default_value_t = ApplyOutput::Human)]
         output: ApplyOutput,
         /// Rendering settings.
         #[command(flatten)]
@@ -171,7 +180,17 @@ pub enum Command {
         #[arg(value_name = "BLUEPRINT")]
         blueprint: PathBuf,
         /// Write a kustomize-ready tree to DIR instead of printing YAML.
-        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+        /// Deprecated spelling of --output-dir (kept for one release; -o/--output will select
+        /// the output format, as on every other command).
+        #[arg(
+            short = 'o',
+            long = "output",
+            value_name = "DIR",
+            hide = true,
+            conflicts_with = "output_dir"
+        )]
         output: Option<PathBuf>,
         /// Directory whose templates replace the embedded ones (same relative paths).
         #[arg(long, value_name = "DIR")]
@@ -291,9 +310,9 @@ pub enum UpgradeCommand {
         /// Namespace of the journal (with --resume; default: every namespace is searched).
         #[arg(long, value_name = "NS", requires = "resume")]
         namespace: Option<String>,
-        /// How the upgrade plan is printed: `human` text, or `json` (the plan as data).
-        #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
-        format: UpgradeFormat,
+        /// Deprecated: how the upgrade plan is printed; use -o/--output (kept for one release).
+        #[arg(long, value_enum, hide = true)]
+        format: Option<UpgradeFormat>,
         /// Waits and progress.
         #[command(flatten)]
         timing: UpgradeTimingArgs,
@@ -314,8 +333,11 @@ pub enum UpgradeCommand {
         namespace: Option<String>,
         /// How the recorded upgrades are printed: `human` text, or `json` (each pool's journal
         /// and lease as data).
-        #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
-        format: UpgradeFormat,
+        #[arg(short = 'o', long, value_enum, default_value_t = UpgradeFormat::Human)]
+        output: UpgradeFormat,
+        /// Deprecated spelling of -o/--output (kept for one release).
+        #[arg(long, value_enum, hide = true)]
+        format: Option<UpgradeFormat>,
         /// Cluster connection.
         #[command(flatten)]
         cluster: ClusterArgs,
@@ -352,8 +374,9 @@ pub struct UpgradeTimingArgs {
     /// Planning estimate of one node's driver swap (plan, runbook and timeline).
     #[arg(long, default_value = "10m", value_name = "DURATION")]
     pub node_upgrade_estimate: String,
-    /// Progress output.
-    #[arg(long, value_enum, default_value_t = ApplyOutput::Human)]
+    /// Output format: `human` text, or `json` (the plan as data, then NDJSON progress
+    /// events when it runs).
+    #[arg(short = 'o', long, value_enum, default_value_t = ApplyOutput::Human)]
     pub output: ApplyOutput,
 }
 

@@ -85,3 +85,17 @@ pub fn timing(a: &UpgradeTimingArgs) -> Result<Timing, FlagError> {
         node_upgrade_estimate,
     })
 }
+
+/// The value of a flag given under its deprecated spelling `old`, else `current`; says so on
+/// stderr (once per run) so scripts can move to `new` before the old spelling goes.
+pub fn deprecated<T>(old: &str, new: &str, given: Option<T>, current: T) -> T {
+    match given {
+        Some(v) => {
+            eprintln!(
+                "warning: {old} is deprecated and will be removed in the next release; use {new}"
+            );
+            v
+        }
+        None => current,
+    }
+}

@@ -65,9 +65,7 @@ fn usage_errors_exit_64() {
     assert_eq!(gpuctl(&["validate"]).status.code(), Some(64));
     assert_eq!(gpuctl(&["frobnicate"]).status.code(), Some(64));
     assert_eq!(
-        gpuctl(&["validate", "--format", "xml", "x.yaml"])
-            .status
-            .code(),
+        gpuctl(&["validate", "-o", "xml", "x.yaml"]).status.code(),
         Some(64)
     );
     assert_eq!(gpuctl(&["explain", "GPU999"]).status.code(), Some(64));
@@ -105,7 +103,7 @@ fn missing_blueprint_is_an_input_error_like_any_other() {
     );
     for args in [
         vec!["validate", "does/not/exist.yaml"],
-        vec!["validate", "--format", "json", "does/not/exist.yaml"],
+        vec!["validate", "-o", "json", "does/not/exist.yaml"],
         vec![
             "validate",
             "blueprints/dgx-h100-training.yaml",
@@ -154,7 +152,7 @@ fn api_version_message_says_what_it_must_be() {
             "apiVersion: gpuctl.dev/v1",
         );
     let (_dir, path) = blueprint_file(&text);
-    let o = gpuctl(&["validate", "--format", "json", &path]);
+    let o = gpuctl(&["validate", "-o", "json", &path]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let messages: Vec<&str> = v["files"][0]["findings"]
@@ -205,7 +203,7 @@ fn unclosed_bracket_names_the_line_it_was_opened_on() {
     let end = start + text[start..].find(']').expect("closing bracket");
     let broken = format!("{}{}", &text[..end], &text[end + 1..]);
     let (_dir, path) = blueprint_file(&broken);
-    let o = gpuctl(&["validate", "--format", "json", &path]);
+    let o = gpuctl(&["validate", "-o", "json", &path]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -227,7 +225,7 @@ fn unclosed_bracket_names_the_line_it_was_opened_on() {
 
 #[test]
 fn json_is_versioned_and_counts_findings() {
-    let o = gpuctl(&["validate", "--format", "json", "blueprints/mixed-lab.yaml"]);
+    let o = gpuctl(&["validate", "-o", "json", "blueprints/mixed-lab.yaml"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["format_version"], 1);
     let findings = v["files"][0]["findings"].as_array().unwrap();
@@ -243,7 +241,7 @@ fn json_is_versioned_and_counts_findings() {
 
 #[test]
 fn sarif_is_2_1_0_with_rules_and_regions() {
-    let o = gpuctl(&["validate", "--format", "sarif", "blueprints/mixed-lab.yaml"]);
+    let o = gpuctl(&["validate", "-o", "sarif", "blueprints/mixed-lab.yaml"]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["version"], "2.1.0");
@@ -328,7 +326,7 @@ fn explain_schema_profiles_and_completions() {
             .unwrap_or_else(|| panic!("`gpuctl profiles` lists {key}:\n{text}"));
         assert!(row.contains(mig), "{row}");
     }
-    let o = gpuctl(&["profiles", "--format", "json"]);
+    let o = gpuctl(&["profiles", "-o", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("profiles json");
     let gpu = |key: &str| {
         doc["gpus"]
@@ -365,7 +363,7 @@ fn docs_rules_md_is_current() {
     );
 }
 
-/// Issue 12: each `upgrade` subcommand's `--format` help says what that subcommand prints; the
+/// Issue 12: each `upgrade` subcommand's `-o/--output` help says what that subcommand prints; the
 /// status help no longer mentions a plan, nor the driver help journals.
 #[test]
 fn upgrade_format_help_fits_each_subcommand() {
@@ -373,7 +371,7 @@ fn upgrade_format_help_fits_each_subcommand() {
         let o = gpuctl(args);
         assert_eq!(o.status.code(), Some(0));
         let help = stdout(&o);
-        let start = help.find("--format <FORMAT>").expect("a --format flag");
+        let start = help.find("--output <OUTPUT>").expect("a -o/--output flag");
         let rest = &help[start..];
         let end = rest.find("[default: human]").expect("its default");
         rest[..end].split_whitespace().collect::<Vec<_>>().join(" ")
@@ -381,7 +379,7 @@ fn upgrade_format_help_fits_each_subcommand() {
     let status = section(&["upgrade", "status", "--help"]);
     assert_eq!(
         status,
-        "--format <FORMAT> How the recorded upgrades are printed: `human` text, or `json` (each \
+        "--output <OUTPUT> How the recorded upgrades are printed: `human` text, or `json` (each \
          pool's journal and lease as data) Possible values: - human: Text for people - json: JSON \
          for scripts"
     );
@@ -449,14 +447,14 @@ fn collect_property_names(v: &serde_json::Value, out: &mut Vec<String>) {
 fn same_input_same_bytes() {
     let a = gpuctl(&[
         "validate",
-        "--format",
+        "-o",
         "json",
         "blueprints/mixed-lab.yaml",
         "blueprints/inference-mig.yaml",
     ]);
     let b = gpuctl(&[
         "validate",
-        "--format",
+        "-o",
         "json",
         "blueprints/mixed-lab.yaml",
         "blueprints/inference-mig.yaml",
@@ -508,7 +506,7 @@ fn user_facing_text_cites_no_seeds_or_paths_outside_the_repository() {
         &["upgrade", "rollback", "--help"],
         &["explain", "--all"],
         &["profiles"],
-        &["profiles", "--format", "json"],
+        &["profiles", "-o", "json"],
     ]
     .iter()
     .map(|a| a.iter().map(|s| s.to_string()).collect())
@@ -524,12 +522,7 @@ fn user_facing_text_cites_no_seeds_or_paths_outside_the_repository() {
     for p in &examples {
         let rel = format!("blueprints/{}", p.file_name().unwrap().to_string_lossy());
         runs.push(vec!["validate".into(), rel.clone()]);
-        runs.push(vec![
-            "validate".into(),
-            rel,
-            "--format".into(),
-            "json".into(),
-        ]);
+        runs.push(vec!["validate".into(), rel, "-o".into(), "json".into()]);
         check(
             &p.display().to_string(),
             &std::fs::read_to_string(p).unwrap(),
@@ -562,5 +555,74 @@ fn user_facing_text_cites_no_seeds_or_paths_outside_the_repository() {
             &p.display().to_string(),
             &std::fs::read_to_string(&p).unwrap(),
         );
+    }
+}
+
+/// One flag vocabulary: `-o/--output` picks the output format on every command; files and
+/// directories have their own flags (`--out FILE`, `--output-dir DIR`, `--runbook FILE`). The old
+/// spellings still work for one release and say so on stderr.
+#[test]
+fn one_output_flag_and_the_old_spellings_still_work_with_a_deprecation_note() {
+    let bp = "blueprints/dgx-h100-training.yaml";
+    let snap = "blueprints/snapshots/dgx-h100-training.json";
+    for (new, old) in [
+        (
+            vec!["validate", bp, "-o", "json"],
+            vec!["validate", bp, "--format", "json"],
+        ),
+        (
+            vec!["profiles", "--output", "json"],
+            vec!["profiles", "--format", "json"],
+        ),
+        (
+            vec!["plan", bp, "--snapshot", snap, "-o", "json"],
+            vec!["plan", bp, "--snapshot", snap, "--format", "json"],
+        ),
+    ] {
+        let n = gpuctl(&new);
+        let o = gpuctl(&old);
+        assert_eq!(n.status.code(), o.status.code(), "{new:?}");
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&n.stdout).is_ok(),
+            "{new:?} prints JSON"
+        );
+        assert_eq!(n.stdout, o.stdout, "{old:?} means the same as {new:?}");
+        assert!(
+            !String::from_utf8_lossy(&n.stderr).contains("deprecated"),
+            "{new:?}: {}",
+            String::from_utf8_lossy(&n.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr)
+                .contains("warning: --format is deprecated and will be removed in the next release; use -o/--output"),
+            "{old:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // render: the tree directory moved to --output-dir; `-o DIR` still writes it, with a note.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let n = gpuctl(&["render", bp, "--output-dir", a.to_str().unwrap()]);
+    let o = gpuctl(&["render", bp, "-o", b.to_str().unwrap()]);
+    assert_eq!((n.status.code(), o.status.code()), (Some(0), Some(0)));
+    assert!(a.join("kustomization.yaml").is_file() && b.join("kustomization.yaml").is_file());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("use --output-dir DIR"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Every command's help names -o/--output for its format, none shows --format.
+    for cmd in [
+        &["validate", "--help"][..],
+        &["profiles", "--help"],
+        &["plan", "--help"],
+        &["apply", "--help"],
+        &["upgrade", "driver", "--help"],
+        &["upgrade", "status", "--help"],
+        &["upgrade", "rollback", "--help"],
+    ] {
+        let help = stdout(&gpuctl(cmd));
+        assert!(help.contains("-o, --output <"), "{cmd:?}:\n{help}");
+        assert!(!help.contains("--format"), "{cmd:?}:\n{help}");
     }
 }

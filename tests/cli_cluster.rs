@@ -197,8 +197,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
 
     // At a terminal, apply shows the plan and asks; any answer but `yes` changes nothing.
     let summary = || {
-        let (o, plan) =
-            plan_json(&[&["plan", example, "--format", "json"][..], &common[..]].concat());
+        let (o, plan) = plan_json(&[&["plan", example, "-o", "json"][..], &common[..]].concat());
         assert_code(&o, 0, "plan");
         plan["summary"].clone()
     };
@@ -275,7 +274,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let vp = valued_path.to_str().unwrap();
     let (o, p) = plan_json(
         &[
-            &["plan", vp, "--format", "json", "--detailed-exitcode"][..],
+            &["plan", vp, "-o", "json", "--detailed-exitcode"][..],
             &common[..],
         ]
         .concat(),
@@ -332,7 +331,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let ep = edited_path.to_str().unwrap();
     let (o, plan) = plan_json(
         &[
-            &["plan", ep, "--detailed-exitcode", "--format", "json"][..],
+            &["plan", ep, "--detailed-exitcode", "-o", "json"][..],
             &common[..],
         ]
         .concat(),
@@ -415,7 +414,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let (o, mid) = plan_json(&[&["plan", bp, "--format", "json"][..], &common[..]].concat());
+    let (o, mid) = plan_json(&[&["plan", bp, "-o", "json"][..], &common[..]].concat());
     assert_code(&o, 0, "plan after the kill");
     assert!(!changed(&mid).is_empty(), "the kill left work to do");
     let o = gpuctl(
@@ -466,7 +465,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         ep,
         "--snapshot",
         snap.to_str().unwrap(),
-        "--format",
+        "-o",
         "json",
         "--detailed-exitcode",
     ]);
@@ -482,7 +481,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     assert_code(&o, 0, "apply the original again");
     let (o, p) = plan_json(
         &[
-            &["plan", example, "--format", "json", "--detailed-exitcode"][..],
+            &["plan", example, "-o", "json", "--detailed-exitcode"][..],
             &common[..],
         ]
         .concat(),

@@ -74,7 +74,7 @@ fn example(name: &str) -> Vec<u8> {
 
 #[test]
 fn dev_zero_as_a_blueprint_is_refused_at_once() {
-    let o = gpuctl(&["validate", "/dev/zero", "--format", "json"], None);
+    let o = gpuctl(&["validate", "/dev/zero", "-o", "json"], None);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     // An input error (issue 12), not a finding: said on stderr, nothing on stdout.
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
@@ -102,7 +102,7 @@ fn a_fifo_as_a_blueprint_is_refused_without_blocking() {
     // Nobody ever writes to it: opening it for reading would block for ever.
     let fifo = fifo.to_str().unwrap();
     for args in [
-        vec!["validate", fifo, "--format", "json"],
+        vec!["validate", fifo, "-o", "json"],
         vec!["render", fifo],
         vec!["plan", fifo, "--offline"],
     ] {
@@ -141,10 +141,7 @@ fn a_5_gb_blueprint_is_refused_without_reading_it() {
         .set_len(5 << 30)
         .unwrap();
     let start = Instant::now();
-    let o = gpuctl(
-        &["validate", big.to_str().unwrap(), "--format", "json"],
-        None,
-    );
+    let o = gpuctl(&["validate", big.to_str().unwrap(), "-o", "json"], None);
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
     let out = stderr(&o);
@@ -168,7 +165,7 @@ fn a_5_gb_blueprint_is_refused_without_reading_it() {
 #[test]
 fn an_endless_stdin_is_cut_at_the_limit() {
     let o = gpuctl(
-        &["validate", "-", "--format", "json"],
+        &["validate", "-", "-o", "json"],
         Some(&vec![b'#'; 5 * 1024 * 1024]),
     );
     assert_eq!(o.status.code(), Some(1));
@@ -241,7 +238,7 @@ fn a_template_override_that_never_ends_runs_out_of_fuel() {
 #[test]
 fn validate_dash_reads_stdin_and_names_it() {
     let o = gpuctl(
-        &["validate", "-", "--format", "json"],
+        &["validate", "-", "-o", "json"],
         Some(&example("mixed-lab.yaml")),
     );
     assert_eq!(o.status.code(), Some(1), "the example has errors");

@@ -12,7 +12,7 @@ fn plan(format: &str) -> (Option<i32>, String) {
             "--snapshot",
             "blueprints/snapshots/dgx-h100-training.json",
             "--detailed-exitcode",
-            "--format",
+            "-o",
             format,
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -97,7 +97,7 @@ fn issue_10_the_saved_plan_is_owner_only_and_the_printed_one_masked() {
             "blueprints/dgx-h100-training.yaml",
             "--snapshot",
             "blueprints/snapshots/dgx-h100-training.json",
-            "--format",
+            "-o",
             "json",
             "--out",
         ])
@@ -246,7 +246,7 @@ fn markdown_plan_renders_as_commonmark_tables_and_a_diff_fence() {
         "blueprints/dgx-h100-training.yaml",
         "--snapshot",
         "blueprints/snapshots/dgx-h100-training.json",
-        "--format",
+        "-o",
         "markdown",
     ]);
     let r = commonmark(&md);
@@ -325,7 +325,7 @@ fn markdown_plan_renders_as_commonmark_tables_and_a_diff_fence() {
     let offline = gpuctl_plan(&[
         "blueprints/dgx-h100-training.yaml",
         "--offline",
-        "--format",
+        "-o",
         "markdown",
     ]);
     let human = gpuctl_plan(&["blueprints/dgx-h100-training.yaml", "--offline"]);

@@ -916,7 +916,7 @@ async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
     );
     let o = gpuctl(
         &[
-            &["upgrade", "status", "--pool", &f.pool, "--format", "json"][..],
+            &["upgrade", "status", "--pool", &f.pool, "-o", "json"][..],
             &fast[..2],
         ]
         .concat(),

@@ -157,19 +157,27 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
     match command {
         Command::Validate {
             files,
+            output,
             format,
             strict,
             today,
-        } => validate::run(&files, format, strict, today.as_deref(), out),
+        } => {
+            let format = crate::settings::deprecated("--format", "-o/--output", format, output);
+            validate::run(&files, format, strict, today.as_deref(), out)
+        }
         Command::Explain { rule, all, fields } => explain::run(rule.as_deref(), all, fields, out),
         Command::Schema => schema::run(out),
-        Command::Profiles { format } => profiles::run(format, out),
+        Command::Profiles { output, format } => profiles::run(
+            crate::settings::deprecated("--format", "-o/--output", format, output),
+            out,
+        ),
         Command::Plan {
             blueprint,
             cluster,
             snapshot,
             offline,
             out: save,
+            output,
             format,
             detailed_exitcode,
             prune_protected,
@@ -183,7 +191,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
                 snapshot: snapshot.as_deref(),
                 offline,
                 save: save.as_deref(),
-                format,
+                format: crate::settings::deprecated("--format", "-o/--output", format, output),
                 detailed_exitcode,
                 prune_protected,
                 parallelism: usize::from(parallelism),
@@ -244,12 +252,19 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
         } => snapshot::run(&blueprint, &cluster, &file, &render),
         Command::Render {
             blueprint,
+            output_dir,
             output,
             templates,
             today,
         } => render::run(
             &blueprint,
-            output.as_deref(),
+            crate::settings::deprecated(
+                "-o/--output DIR",
+                "--output-dir DIR",
+                output.map(Some),
+                output_dir,
+            )
+            .as_deref(),
             templates.as_deref(),
             today.as_deref(),
             out,

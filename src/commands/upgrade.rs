@@ -18,7 +18,9 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::{CommandError, CommandResult, connect, emit, runtime};
-use crate::args::{ClusterArgs, RenderArgs, UpgradeCommand, UpgradeFormat, UpgradeTimingArgs};
+use crate::args::{
+    ApplyOutput, ClusterArgs, RenderArgs, UpgradeCommand, UpgradeFormat, UpgradeTimingArgs,
+};
 use crate::exit::ExitStatus;
 use crate::output::progress::{Progress, ProgressMode};
 use crate::{output, settings};
@@ -68,6 +70,13 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
                     "BLUEPRINT, --pool and --to are required without --resume".into(),
                 ));
             };
+            // One vocabulary: -o/--output says how the plan and the progress are printed; the
+            // old --format (the plan alone) still works for one release.
+            let same = match timing.output {
+                ApplyOutput::Human => UpgradeFormat::Human,
+                ApplyOutput::Json => UpgradeFormat::Json,
+            };
+            let format = settings::deprecated("--format", "-o/--output", format, same);
             let driver = Driver {
                 blueprint,
                 pool,
@@ -81,9 +90,16 @@ pub fn run(cmd: UpgradeCommand, out: &mut dyn Write) -> CommandResult {
         UpgradeCommand::Status {
             pool,
             namespace,
+            output,
             format,
             cluster,
-        } => status(&cluster, namespace, pool, format, out),
+        } => status(
+            &cluster,
+            namespace,
+            pool,
+            settings::deprecated("--format", "-o/--output", format, output),
+            out,
+        ),
         UpgradeCommand::Rollback {
             pool,
             namespace,

@@ -178,7 +178,7 @@ fn rollout_block(plan: &Plan, style: Style) -> String {
 }
 
 /// Where the release's values come from.
-const HELM_VALUES_NOTE: &str = "(values: `gpuctl render -o DIR`)";
+const HELM_VALUES_NOTE: &str = "(values: `gpuctl render --output-dir DIR`)";
 
 /// `helm upgrade --install ...` for the operator's release, without the values note.
 fn helm_invocation(plan: &Plan) -> String {
@@ -481,7 +481,9 @@ pub fn markdown(plan: &Plan) -> String {
             }
             let cut = body[..end].rfind('\n').map_or(0, |i| i + 1);
             body.truncate(cut);
-            body.push_str("@@ truncated: the full plan is in the JSON artifact, `gpuctl plan --format json` @@\n");
+            body.push_str(
+                "@@ truncated: the full plan is in the JSON artifact, `gpuctl plan -o json` @@\n",
+            );
         }
         out.push_str(&format!(
             "\n<details><summary>Field changes</summary>\n\n```diff\n{body}```\n\n</details>\n"

@@ -1,4 +1,4 @@
-//! `gpuctl render -o DIR`: the kustomize tree, written so that it never destroys data and never
+//! `gpuctl render --output-dir DIR`: the kustomize tree, written so that it never destroys data and never
 //! writes outside `DIR`.
 //!
 //! - Every path is built from object data (kind, namespace, name) or document keys and goes through

@@ -687,7 +687,7 @@ fn helm_step(
     let helm = which("helm");
     if !opts.run_helm || helm.is_none() {
         let msg = format!(
-            "helm is not on PATH: install the GPU Operator release yourself with `{command}` (write the values with `gpuctl render -o DIR`)"
+            "helm is not on PATH: install the GPU Operator release yourself with `{command}` (write the values with `gpuctl render --output-dir DIR`)"
         );
         progress.note(&msg);
         return Ok(msg);

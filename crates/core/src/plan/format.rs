@@ -34,13 +34,13 @@ pub enum SavedPlanError {
     Version(u64),
     /// Printed with credentials masked.
     #[error(
-        "this plan was printed with its credentials masked (`--format json`) and cannot be applied; save one with `gpuctl plan --out FILE`"
+        "this plan was printed with its credentials masked (`-o json`) and cannot be applied; save one with `gpuctl plan --out FILE`"
     )]
     Redacted,
 }
 
 impl Plan {
-    /// Versioned JSON for people and CI logs (`--format json`; pretty, trailing newline):
+    /// Versioned JSON for people and CI logs (`-o json`; pretty, trailing newline):
     /// credentials in Helm values, manifests and changes are masked, and `redacted` is true, so
     /// `apply` refuses it.
     pub fn to_json(&self) -> String {

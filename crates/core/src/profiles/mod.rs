@@ -218,7 +218,7 @@ impl Catalog {
         self.cuda.get(&v.without_patch())
     }
 
-    /// Every CUDA entry, major and minor, oldest first (`gpuctl profiles --format json`).
+    /// Every CUDA entry, major and minor, oldest first (`gpuctl profiles -o json`).
     pub fn cuda_entries(&self) -> impl Iterator<Item = &CudaRequirement> {
         self.cuda.values()
     }
