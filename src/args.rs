@@ -109,6 +109,10 @@ pub enum Command {
         /// Take ownership of fields other managers own.
         #[arg(long)]
         force_conflicts: bool,
+        /// Take over existing objects that belong to no ApplySet (the plan's `adopt` actions):
+        /// they join this blueprint's set, no field value changes.
+        #[arg(long)]
+        adopt: bool,
         /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
         #[arg(long)]
         prune_protected: bool,
@@ -159,11 +163,20 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
-    /// Capture the live objects a blueprint touches, for offline plans in CI.
+    /// Capture the live objects a blueprint touches, for offline plans in CI (`--all`: what
+    /// `gpuctl import` reads, for importing a cluster CI cannot reach).
     Snapshot {
-        /// Blueprint file (`-`: standard input).
-        #[arg(value_name = "BLUEPRINT")]
-        blueprint: PathBuf,
+        /// Blueprint file (`-`: standard input); not with --all.
+        #[arg(
+            value_name = "BLUEPRINT",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        blueprint: Option<PathBuf>,
+        /// Capture every object `gpuctl import` reads (nodes, GPU operator, quotas, queues,
+        /// monitoring) instead of one blueprint's.
+        #[arg(long)]
+        all: bool,
         /// Cluster connection.
         #[command(flatten)]
         cluster: ClusterArgs,
@@ -173,6 +186,26 @@ pub enum Command {
         /// Rendering settings.
         #[command(flatten)]
         render: RenderArgs,
+    },
+    /// Write the blueprint of a running cluster (live, or from `gpuctl snapshot --all`).
+    Import {
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Import from a snapshot taken with `gpuctl snapshot --all` instead of a live cluster.
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<PathBuf>,
+        /// Write the blueprint to FILE instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// The blueprint's name (default: the name gpuctl's objects in the cluster record, else
+        /// `imported`).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Date used for end-of-life checks of the imported blueprint (YYYY-MM-DD; default today,
+        /// or GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
     },
     /// Render every object, Helm value and runbook a blueprint implies (validates first).
     Render {

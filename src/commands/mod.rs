@@ -6,6 +6,7 @@
 mod apply;
 mod completions;
 mod explain;
+mod import;
 mod pipeline;
 mod plan;
 mod profiles;
@@ -204,6 +205,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             target,
             cluster,
             force_conflicts,
+            adopt,
             prune_protected,
             parallelism,
             wait_timeout,
@@ -221,6 +223,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             prune_protected,
             options: gpuctl_cluster::apply::ApplyOptions {
                 force_conflicts,
+                adopt,
                 parallelism: usize::from(parallelism),
                 crd_timeout: crate::settings::duration("crd-timeout", &crd_timeout)?,
                 wait_timeout: crate::settings::duration("wait-timeout", &wait_timeout)?,
@@ -246,10 +249,31 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
         } => unlock::run(&blueprint, &cluster, holder.as_deref(), yes),
         Command::Snapshot {
             blueprint,
+            all,
             cluster,
             out: file,
             render,
-        } => snapshot::run(&blueprint, &cluster, &file, &render),
+        } => match (blueprint, all) {
+            (_, true) => snapshot::run_all(&cluster, &file),
+            (Some(blueprint), false) => snapshot::run(&blueprint, &cluster, &file, &render),
+            (None, false) => Err(CommandError::Usage(
+                "name a blueprint, or capture everything import reads with --all".into(),
+            )),
+        },
+        Command::Import {
+            cluster,
+            snapshot,
+            out: file,
+            name,
+            today,
+        } => import::run(
+            &cluster,
+            snapshot.as_deref(),
+            file.as_deref(),
+            name,
+            today.as_deref(),
+            out,
+        ),
         Command::Render {
             blueprint,
             output_dir,

@@ -42,6 +42,28 @@ pub fn run(
     Ok(ExitStatus::Success)
 }
 
+/// `gpuctl snapshot --all`: everything `gpuctl import` reads, for importing a cluster CI cannot
+/// reach.
+pub fn run_all(cluster: &ClusterArgs, file: &Path) -> CommandResult {
+    let (view, ctx) = runtime()?.block_on(async {
+        let k = connect(cluster, None).await?;
+        Ok::<_, CommandError>(gpuctl_cluster::import::everything(&k).await?)
+    })?;
+    let mut snap = gpuctl_core::snapshot::Snapshot::capture_all(&view, &ctx);
+    snap.captured_at = Some(captured_now());
+    write_owner_only(file, snap.to_json().as_bytes()).map_err(|source| CommandError::Write {
+        path: file.display().to_string(),
+        source,
+    })?;
+    eprintln!(
+        "wrote {} objects and {} nodes to {} for `gpuctl import --snapshot` (mode 0600: it holds the live Helm values unmasked)",
+        snap.objects.len(),
+        snap.nodes.len(),
+        file.display()
+    );
+    Ok(ExitStatus::Success)
+}
+
 /// Now, in UTC to the second (`2026-11-30T11:12:20Z`).
 fn captured_now() -> String {
     let now = jiff::Timestamp::now();

@@ -29,6 +29,7 @@ fn symbol(a: ActionKind) -> (&'static str, &'static str, &'static str) {
         ActionKind::Delete => ("-", "delete", "31"),
         ActionKind::Conflict => ("!", "conflict", "35"),
         ActionKind::NoOp => (" ", "no-op", "0"),
+        ActionKind::Adopt => ("&", "adopt", "36"),
     }
 }
 
@@ -205,8 +206,14 @@ fn totals(plan: &Plan) -> String {
         Some(HelmAction::NoOp) => " Operator release: unchanged.",
         None => "",
     };
+    // Adoptions are named only when there are some, so plans of gpuctl-made clusters read as before.
+    let adopt = if s.adopt > 0 {
+        format!(" {} to adopt,", s.adopt)
+    } else {
+        String::new()
+    };
     format!(
-        "Plan: {} to create, {} to update, {} to delete, {} conflict(s), {} node(s) to patch, {} unchanged.{release}",
+        "Plan:{adopt} {} to create, {} to update, {} to delete, {} conflict(s), {} node(s) to patch, {} unchanged.{release}",
         s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
     )
 }
@@ -348,10 +355,17 @@ pub fn markdown(plan: &Plan) -> String {
         }
         out.push_str("> ```\n\n");
     }
-    out.push_str(&format!(
-        "| create | update | delete | conflict | nodes | unchanged |\n|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} |\n\n",
-        s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
-    ));
+    if s.adopt > 0 {
+        out.push_str(&format!(
+            "| adopt | create | update | delete | conflict | nodes | unchanged |\n|---:|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} | {} |\n\n",
+            s.adopt, s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
+        ));
+    } else {
+        out.push_str(&format!(
+            "| create | update | delete | conflict | nodes | unchanged |\n|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} |\n\n",
+            s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
+        ));
+    }
     let changed: Vec<&Action> = plan
         .actions
         .iter()
@@ -388,6 +402,10 @@ pub fn markdown(plan: &Plan) -> String {
                 let note = match (&a.reason, a.action) {
                     (_, ActionKind::Create) => String::new(),
                     (_, ActionKind::CreateAfterCrd) => "after its CRD is installed".to_string(),
+                    (_, ActionKind::Adopt) => "joins the set, no field change".to_string(),
+                    (_, ActionKind::Update) if a.adopt => {
+                        format!("adopted; {}", fields(a.changes.len()))
+                    }
                     (Some(r), ActionKind::Conflict | ActionKind::Delete) => r.replace('|', "\\|"),
                     _ => fields(a.changes.len()),
                 };
@@ -512,6 +530,7 @@ mod tests {
             changes: vec![],
             reason: Some("conflict with \"kubectl-edit\": .spec.hard.pods".into()),
             manifest: None,
+            adopt: false,
         }];
         for i in 0..updates {
             actions.push(Action {
@@ -529,6 +548,7 @@ mod tests {
                 }],
                 reason: None,
                 manifest: None,
+                adopt: false,
             });
         }
         Plan {

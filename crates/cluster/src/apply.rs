@@ -27,6 +27,8 @@ use crate::report::Reporter;
 pub struct ApplyOptions {
     /// Take ownership of fields other managers own (`--force-conflicts`).
     pub force_conflicts: bool,
+    /// Take over existing objects that belong to no ApplySet (`--adopt`).
+    pub adopt: bool,
     /// Concurrent requests (`--parallelism`).
     pub parallelism: usize,
     /// Longest wait for a CRD to be served.
@@ -47,6 +49,7 @@ impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
             force_conflicts: false,
+            adopt: false,
             parallelism: usize::from(crate::client::DEFAULT_PARALLELISM),
             crd_timeout: Duration::from_secs(120),
             wait_timeout: Duration::from_secs(600),
@@ -108,6 +111,9 @@ pub enum ApplyError {
     /// The plan has conflicts and `--force-conflicts` was not given.
     #[error("{} object(s) have fields owned by other managers:\n{}\nresolve them, or re-run with --force-conflicts to take ownership", .0.len(), .0.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"))]
     Conflicts(Vec<String>),
+    /// The plan takes over existing objects and `--adopt` was not given.
+    #[error("{} existing object(s) belong to no ApplySet and this apply would take them over:\n{}\nre-run with --adopt to add them to this blueprint's set (no field value changes unless the plan lists one), or remove them from the blueprint", .0.len(), .0.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"))]
+    Adoptions(Vec<String>),
     /// Some steps failed; what was applied stays applied.
     #[error("{} step(s) failed in phase {phase}:\n{}\n{} step(s) were applied before the stop. gpuctl apply is idempotent: fix the cause and re-run it to finish; nothing else was changed", .failures.len(), .failures.iter().map(|s| format!("  - {s}")).collect::<Vec<_>>().join("\n"), .applied)]
     Failed {
@@ -397,6 +403,10 @@ fn refuse_conflicts(plan: &Plan, opts: &ApplyOptions) -> Result<(), ApplyError> 
     if !conflicts.is_empty() && !opts.force_conflicts {
         return Err(ApplyError::Conflicts(conflicts));
     }
+    let adoptions = gpuctl_core::plan::adoptions(plan);
+    if !adoptions.is_empty() && !opts.adopt {
+        return Err(ApplyError::Adoptions(adoptions));
+    }
     Ok(())
 }
 
@@ -533,6 +543,7 @@ async fn run_phase(
             .map(|a| async move {
                 let outcome = match a.action {
                     ActionKind::Create | ActionKind::CreateAfterCrd => "created",
+                    ActionKind::Adopt => "adopted",
                     _ => "updated",
                 };
                 let res = async {

@@ -192,7 +192,8 @@ async fn read_objects(
             let dry_run = if reads.dry_run
                 && objects::needs_dry_run(o, current.as_ref(), ns_created, set_id)
             {
-                Some(dry_run(k, r, o).await?)
+                let manifest = objects::desired_manifest(o, current.as_ref());
+                Some(dry_run(k, r, &manifest).await?)
             } else {
                 None
             };
@@ -216,8 +217,8 @@ async fn read_objects(
 /// An object's identity, live state and dry-run answer.
 type ObjectRead = (ObjectRef, Option<Value>, Option<DryRun>);
 
-async fn dry_run(k: &Kube, r: &Resolved, o: &RenderedObject) -> Result<DryRun, ClusterError> {
-    match k.apply(r, &o.manifest, true, false).await {
+async fn dry_run(k: &Kube, r: &Resolved, manifest: &Value) -> Result<DryRun, ClusterError> {
+    match k.apply(r, manifest, true, false).await {
         Ok(v) => Ok(DryRun::Applied(v)),
         Err(ClusterError::Conflict { message, .. }) => Ok(DryRun::Conflict(message)),
         Err(e) => Err(e),

@@ -10,6 +10,7 @@
 pub mod applyset;
 pub mod blueprint;
 pub mod diag;
+pub mod import;
 pub mod input;
 pub mod journal;
 pub mod live;

@@ -47,6 +47,21 @@ pub struct Snapshot {
     /// (a pool an upgrade is moving, or moved to a driver the blueprint does not declare yet).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upgrade_journals: Vec<crate::journal::Journal>,
+    /// Set by `gpuctl snapshot --all`: the snapshot holds every object `gpuctl import` reads, not
+    /// one blueprint's, and what import needs besides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportCapture>,
+}
+
+/// What a `--all` snapshot records for `gpuctl import` besides objects and nodes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ImportCapture {
+    /// The namespace of the GPU Operator's Helm release, when one was found.
+    #[serde(default)]
+    pub operator_namespace: Option<String>,
+    /// The API server's version.
+    #[serde(default)]
+    pub kubernetes_version: Option<String>,
 }
 
 /// Why a snapshot could not be used.
@@ -267,6 +282,82 @@ impl Snapshot {
         });
         snap.nodes.dedup();
         Ok(snap)
+    }
+}
+
+impl Snapshot {
+    /// The snapshot of everything `gpuctl import` reads (`gpuctl snapshot --all`): every object
+    /// of the view, the nodes with their labels, taints, node info and capacity (not their
+    /// conditions, which would make every capture differ), the Helm release.
+    pub fn capture_all(live: &LiveView, ctx: &ImportCapture) -> Snapshot {
+        let (server, fingerprint) = live.source.server_and_fingerprint();
+        let mut snap = Snapshot {
+            format_version: SNAPSHOT_FORMAT_VERSION,
+            fingerprint,
+            server,
+            import: Some(ctx.clone()),
+            ..Snapshot::default()
+        };
+        for v in live.objects.values() {
+            let (Some(api_version), Some(id)) = (v["apiVersion"].as_str(), ObjectRef::of(v)) else {
+                continue;
+            };
+            snap.objects.insert(
+                key(api_version, &id.kind, id.namespace.as_deref(), &id.name),
+                v.clone(),
+            );
+        }
+        snap.served_kinds = live
+            .served
+            .iter()
+            .flatten()
+            .map(|t| format!("{}|{}", t.api_version, t.kind))
+            .collect();
+        snap.nodes = live
+            .nodes
+            .iter()
+            .flatten()
+            .map(|n| {
+                let mut out = serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": n["metadata"].clone(),
+                });
+                if let Some(m) = out["metadata"].as_object_mut() {
+                    m.remove("managedFields");
+                }
+                if !n["spec"]["taints"].is_null() {
+                    out["spec"] = serde_json::json!({ "taints": n["spec"]["taints"].clone() });
+                }
+                let status = &n["status"];
+                if !status["nodeInfo"].is_null() || !status["capacity"].is_null() {
+                    out["status"] = serde_json::json!({
+                        "nodeInfo": status["nodeInfo"].clone(),
+                        "capacity": status["capacity"].clone(),
+                    });
+                }
+                out
+            })
+            .collect();
+        snap.nodes.sort_by(|a, b| {
+            a["metadata"]["name"]
+                .as_str()
+                .cmp(&b["metadata"]["name"].as_str())
+        });
+        snap.helm_release = match &live.helm_release {
+            Reading::Read(r) => r.clone(),
+            _ => None,
+        };
+        snap
+    }
+
+    /// The live view and context `gpuctl import` reads from a `--all` snapshot (`None`: the
+    /// snapshot was captured for one blueprint and lacks most of what import maps).
+    pub fn import_view(&self) -> Option<(LiveView, ImportCapture)> {
+        let capture = self.import.clone()?;
+        let mut view = LiveView::from_snapshot(self, "");
+        view.members = Some(BTreeMap::new());
+        Some((view, capture))
     }
 }
 

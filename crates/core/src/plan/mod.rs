@@ -78,6 +78,10 @@ pub enum ActionKind {
     Conflict,
     /// Nothing to do.
     NoOp,
+    /// An existing object no ApplySet owns, already as the blueprint declares it: it joins the
+    /// set and gpuctl becomes a field manager of the fields it declares, no value changes
+    /// (`apply --adopt`).
+    Adopt,
 }
 
 /// One object's action.
@@ -109,6 +113,10 @@ pub struct Action {
     /// The manifest to apply (create, update, conflict); masked only in a printed plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<Value>,
+    /// The live object belongs to no ApplySet: applying takes it over (`adopt` actions, and
+    /// updates of such objects), which `apply` does only with `--adopt`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopt: bool,
 }
 
 impl Action {
@@ -190,12 +198,22 @@ pub struct Summary {
     /// 1 when the operator's Helm release would be installed or upgraded.
     #[serde(default)]
     pub helm: usize,
+    /// Existing objects adopted without a field change.
+    #[serde(default)]
+    pub adopt: usize,
 }
 
 impl Summary {
     /// Whether applying would change anything.
     pub fn has_changes(&self) -> bool {
-        self.create + self.update + self.delete + self.conflict + self.nodes + self.helm > 0
+        self.create
+            + self.update
+            + self.delete
+            + self.conflict
+            + self.nodes
+            + self.helm
+            + self.adopt
+            > 0
     }
 }
 
@@ -367,6 +385,16 @@ pub struct PlanOptions {
     pub prune_protected: bool,
 }
 
+/// The existing objects a plan takes over from no ApplySet (`adopt` actions and updates of
+/// un-owned objects), as `Kind/ns/name`: `apply` refuses them without `--adopt`.
+pub fn adoptions(plan: &Plan) -> Vec<String> {
+    plan.actions
+        .iter()
+        .filter(|a| a.adopt && matches!(a.action, ActionKind::Adopt | ActionKind::Update))
+        .map(Action::id)
+        .collect()
+}
+
 /// Why a plan could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -477,6 +505,7 @@ impl Summary {
                 ActionKind::Delete => summary.delete += 1,
                 ActionKind::Conflict => summary.conflict += 1,
                 ActionKind::NoOp => summary.unchanged += 1,
+                ActionKind::Adopt => summary.adopt += 1,
             }
         }
         summary

@@ -45,8 +45,60 @@ pub fn needs_dry_run(
                 .is_none_or(|ns| !namespaces_created.contains(ns))
                 && !BUILT_IN_GROUPS.contains(&o.group())
         }
-        Some(current) => other_set(current, set_id).is_none() && !unchanged(o, current),
+        Some(current) => {
+            other_set(current, set_id).is_none()
+                && !unchanged(&desired_manifest(o, Some(current)), current)
+        }
     }
+}
+
+/// Labels gpuctl puts on what it creates only to say who made it; an object it adopts keeps
+/// its own (adoption never changes a field's value), so they are declared only where the live
+/// object already has them as gpuctl writes them, or gpuctl already manages them.
+const INFORMATIONAL_LABELS: &[&str] = &[applyset::MANAGED_BY, applyset::BLUEPRINT_LABEL];
+
+/// The manifest gpuctl applies for `o` given its live state: the rendered one, without the
+/// informational labels an existing object does not carry and gpuctl does not manage (an adopted
+/// object). Plans, their dry-runs and apply all use it.
+pub fn desired_manifest(o: &RenderedObject, current: Option<&Value>) -> Value {
+    let mut desired = o.manifest.clone();
+    let Some(current) = current else {
+        return desired;
+    };
+    for key in INFORMATIONAL_LABELS {
+        let live = &current["metadata"]["labels"][*key];
+        if *live == desired["metadata"]["labels"][*key] || manages_label(current, key) {
+            continue;
+        }
+        if let Some(labels) = desired["metadata"]["labels"].as_object_mut() {
+            labels.remove(*key);
+        }
+    }
+    desired
+}
+
+/// Whether gpuctl's field manager owns label `key` of `current`.
+fn manages_label(current: &Value, key: &str) -> bool {
+    current["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["manager"] == FIELD_MANAGER)
+        .any(|m| m["fieldsV1"]["f:metadata"]["f:labels"][format!("f:{key}")].is_object())
+}
+
+/// `v` without the ApplySet membership label.
+fn without_membership(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(labels) = v["metadata"]["labels"].as_object_mut() {
+        labels.remove(applyset::PART_OF);
+        if labels.is_empty()
+            && let Some(meta) = v["metadata"].as_object_mut()
+        {
+            meta.remove("labels");
+        }
+    }
+    v
 }
 
 /// Every rendered object's action, in apply order.
@@ -101,13 +153,19 @@ fn other_set(current: &Value, set_id: &str) -> Option<String> {
 
 /// The live object already carries every declared field exactly and gpuctl dropped nothing: a
 /// server-side apply would be a no-op.
-fn unchanged(o: &RenderedObject, current: &Value) -> bool {
-    diff::project(current, &o.manifest) == o.manifest
-        && diff::removed_fields(current, &o.manifest, FIELD_MANAGER).is_empty()
+fn unchanged(desired: &Value, current: &Value) -> bool {
+    let shape = if current["metadata"]["labels"][applyset::PART_OF].is_string() {
+        desired.clone()
+    } else {
+        // Not in any set yet: the membership label alone is an adoption, decided without a
+        // dry-run (server-side apply of values equal to the live ones never conflicts).
+        without_membership(desired)
+    };
+    diff::project(current, &shape) == shape
+        && diff::removed_fields(current, desired, FIELD_MANAGER).is_empty()
 }
 
 fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id: &str) -> Action {
-    let desired = &o.manifest;
     let rv = current["metadata"]["resourceVersion"]
         .as_str()
         .map(str::to_string);
@@ -125,18 +183,43 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
             )),
         );
     }
+    let manifest = desired_manifest(o, Some(current));
+    // An object in no ApplySet is adopted: the membership label is what joining changes, so it
+    // is not a field change; every other difference is an ordinary update.
+    let adopt = !current["metadata"]["labels"][applyset::PART_OF].is_string();
+    let desired = &if adopt {
+        without_membership(&manifest)
+    } else {
+        manifest.clone()
+    };
+    let with = |mut a: Action| {
+        a.manifest = Some(manifest.clone());
+        a.adopt = adopt && matches!(a.action, ActionKind::Adopt | ActionKind::Update);
+        a
+    };
+    let unchanged_kind = if adopt {
+        ActionKind::Adopt
+    } else {
+        ActionKind::NoOp
+    };
     let mut removed = diff::removed_fields(current, desired, FIELD_MANAGER);
     redact::redact_changes(&mut removed, current, &Value::Null);
     let before = diff::project(current, desired);
     if before == *desired && removed.is_empty() {
-        return action(ActionKind::NoOp, o, rv, vec![], None);
+        return with(action(unchanged_kind, o, rv, vec![], adopt_reason(adopt)));
     }
     let after = match dry_run {
         Some(DryRun::Applied(v)) => diff::project(v, desired),
         Some(DryRun::Conflict(message)) => {
             let mut changes = diff::diff(&before, desired);
             redact::redact_changes(&mut changes, &before, desired);
-            return action(ActionKind::Conflict, o, rv, changes, Some(message.clone()));
+            return with(action(
+                ActionKind::Conflict,
+                o,
+                rv,
+                changes,
+                Some(message.clone()),
+            ));
         }
         // Without a server to normalise the object, assume what the API server does for every
         // `omitempty` field: a false / zero / empty value gpuctl declares is not stored.
@@ -145,12 +228,20 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
     let mut changes = diff::diff(&before, &after);
     redact::redact_changes(&mut changes, &before, &after);
     changes.extend(removed);
-    let kind = if changes.is_empty() {
-        ActionKind::NoOp
-    } else {
-        ActionKind::Update
-    };
-    action(kind, o, rv, changes, None)
+    if changes.is_empty() {
+        return with(action(unchanged_kind, o, rv, vec![], adopt_reason(adopt)));
+    }
+    let reason = adopt.then(|| {
+        "exists outside any ApplySet: apply --adopt takes it over and changes these fields"
+            .to_string()
+    });
+    with(action(ActionKind::Update, o, rv, changes, reason))
+}
+
+fn adopt_reason(adopt: bool) -> Option<String> {
+    adopt.then(|| {
+        "exists outside any ApplySet with the declared fields: apply --adopt adds it to this blueprint's set, no value changes".to_string()
+    })
 }
 
 /// Members of the set the blueprint no longer declares: deletes, and a warning for each protected
@@ -187,6 +278,7 @@ pub fn prunes(
             changes: vec![],
             reason: Some("no longer declared by the blueprint".into()),
             manifest: None,
+            adopt: false,
         });
     }
     (actions, findings)
@@ -210,6 +302,7 @@ fn action(
         changes,
         reason,
         manifest: Some(o.manifest.clone()),
+        adopt: false,
     }
 }
 

@@ -24,9 +24,9 @@ pub use crate::names::{
     VOLCANO_QUEUE_ANNOTATION, pool_driver_cr_name,
 };
 pub use driver::{DriverCr, DriverManager, driver_crs, nvidia_driver_cr};
-pub use helm::{CHART, CHART_REPOSITORY};
-pub use nodes::Toleration;
-pub use objects::{LOCAL_QUEUE, quota_key};
+pub use helm::{CHART, CHART_REPOSITORY, RELEASE_NAME};
+pub use nodes::{DEVICE_PLUGIN_DEFAULT, MIG_DISABLED, Toleration};
+pub use objects::{LOCAL_QUEUE, limit_range_name, quota_key, quota_name};
 pub use rendered::*;
 pub use templates::{TEMPLATE_FUEL, Templates};
 pub use text::yaml;

@@ -1,0 +1,150 @@
+//! Reads what `gpuctl import` maps into the core's one [`LiveView`]: every Node, Namespace,
+//! ResourceQuota, LimitRange and PriorityClass, the GPU Operator's ConfigMaps, Helm release and
+//! CRs, the Kueue and Volcano queue objects, and the monitoring objects. One LIST per kind, all at
+//! once (a bounded number at a time); kinds the cluster does not serve are skipped.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+use gpuctl_core::import::ImportContext;
+use gpuctl_core::live::{LiveView, Reading, Source};
+use gpuctl_core::object::{ObjectRef, TypeRef};
+use gpuctl_core::render::RELEASE_NAME;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+
+use crate::client::{ClusterError, Kube, classify, retry};
+
+/// `(group, kind)` of every kind import reads (in every namespace, except ConfigMaps).
+pub const IMPORT_KINDS: &[(&str, &str)] = &[
+    ("", "Namespace"),
+    ("", "ResourceQuota"),
+    ("", "LimitRange"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("nvidia.com", "NVIDIADriver"),
+    ("nvidia.com", "ClusterPolicy"),
+    ("kueue.x-k8s.io", "Cohort"),
+    ("kueue.x-k8s.io", "ClusterQueue"),
+    ("kueue.x-k8s.io", "LocalQueue"),
+    ("kueue.x-k8s.io", "ResourceFlavor"),
+    ("kueue.x-k8s.io", "WorkloadPriorityClass"),
+    ("scheduling.volcano.sh", "Queue"),
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("monitoring.coreos.com", "PrometheusRule"),
+];
+
+/// One kind's objects.
+type KindList = (TypeRef, Vec<Value>);
+
+/// Kinds listed at once.
+const PARALLELISM: usize = 8;
+
+/// The live view import maps, and what it needs besides.
+pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterError> {
+    let fingerprint = k.fingerprint().await?;
+    let mut view = LiveView::empty(Source::Cluster {
+        server: k.server.clone(),
+        fingerprint,
+    });
+    let kubernetes_version = k
+        .client()
+        .apiserver_version()
+        .await
+        .ok()
+        .map(|v| v.git_version);
+    // Where the operator's release lives decides which namespace's ConfigMaps are read.
+    let operator_namespace = release_namespace(k).await?;
+    let lists: Vec<Result<Option<KindList>, ClusterError>> =
+        futures::stream::iter(IMPORT_KINDS.iter().copied())
+            .map(|(group, kind)| async move {
+                let Some(r) = k.resolve_group_kind(group, kind).await? else {
+                    return Ok(None);
+                };
+                let t = TypeRef::new(&r.resource.api_version, &r.resource.kind);
+                Ok(Some((t, k.list(&r, "").await?)))
+            })
+            .buffered(PARALLELISM)
+            .collect()
+            .await;
+    let mut served = BTreeSet::new();
+    for list in lists {
+        let Some((t, items)) = list? else { continue };
+        for v in items {
+            insert(&mut view.objects, with_type(v, &t));
+        }
+        served.insert(t);
+    }
+    let ns = operator_namespace
+        .clone()
+        .unwrap_or_else(|| "gpu-operator".into());
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(k.client(), &ns);
+    let lp = ListParams::default();
+    let list = retry(|| cms.list(&lp))
+        .await
+        .map_err(|e| classify(&format!("list ConfigMaps in {ns}"), e))?;
+    for cm in list.items {
+        let v = serde_json::to_value(cm).unwrap_or(Value::Null);
+        insert(
+            &mut view.objects,
+            with_type(v, &TypeRef::new("v1", "ConfigMap")),
+        );
+    }
+    served.insert(TypeRef::new("v1", "ConfigMap"));
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
+    let list = retry(|| nodes.list(&lp))
+        .await
+        .map_err(|e| classify("list Nodes", e))?;
+    view.nodes = Some(
+        list.items
+            .into_iter()
+            .map(|n| {
+                let mut v = serde_json::to_value(n).unwrap_or(Value::Null);
+                v["apiVersion"] = json!("v1");
+                v["kind"] = json!("Node");
+                v
+            })
+            .collect(),
+    );
+    view.helm_release = match &operator_namespace {
+        Some(ns) => Reading::Read(crate::release::read_release(k, ns, RELEASE_NAME).await?),
+        None => Reading::Read(None),
+    };
+    view.served = Some(served);
+    view.members = Some(BTreeMap::new());
+    view.journals = Reading::Read(vec![]);
+    Ok((
+        view,
+        ImportContext {
+            operator_namespace,
+            kubernetes_version,
+        },
+    ))
+}
+
+fn insert(objects: &mut BTreeMap<ObjectRef, Value>, v: Value) {
+    if let Some(id) = ObjectRef::of(&v) {
+        objects.insert(id, v);
+    }
+}
+
+fn with_type(mut v: Value, t: &TypeRef) -> Value {
+    v["apiVersion"] = json!(t.api_version);
+    v["kind"] = json!(t.kind);
+    v
+}
+
+/// The namespace of the GPU Operator's Helm release (`owner=helm,name=gpu-operator` Secrets), the
+/// first by name when several namespaces hold one.
+async fn release_namespace(k: &Kube) -> Result<Option<String>, ClusterError> {
+    let api: Api<Secret> = Api::all(k.client());
+    let lp = ListParams::default().labels(&format!("owner=helm,name={RELEASE_NAME}"));
+    let list = retry(|| api.list_metadata(&lp))
+        .await
+        .map_err(|e| classify("list Helm release Secrets", e))?;
+    Ok(list
+        .items
+        .iter()
+        .filter_map(|s| s.metadata.namespace.clone())
+        .min())
+}

@@ -1,0 +1,99 @@
+//! A hand-built cluster for tests and benchmarks: what a team that set its cluster up by hand
+//! (`kubectl apply` of the same objects under its own field manager, `helm install` with the same
+//! values) would have, as a live view. Not part of the public interface.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::ImportContext;
+use crate::applyset::{BLUEPRINT_LABEL, MANAGED_BY, PART_OF};
+use crate::blueprint::{Blueprint, InstallMode};
+use crate::live::release::LiveRelease;
+use crate::live::{LiveView, Reading, Source};
+use crate::names::PRODUCT_LABEL;
+use crate::object::ObjectRef;
+use crate::render::RenderedSet;
+
+/// `manifest` as a hand-built cluster has it: without the labels gpuctl adds to what it owns.
+pub fn unowned(manifest: &Value) -> Value {
+    let mut m = manifest.clone();
+    if let Some(labels) = m["metadata"]["labels"].as_object_mut() {
+        for k in [PART_OF, MANAGED_BY, BLUEPRINT_LABEL] {
+            labels.remove(k);
+        }
+        if labels.is_empty()
+            && let Some(meta) = m["metadata"].as_object_mut()
+        {
+            meta.remove("labels");
+        }
+    }
+    m
+}
+
+/// The nodes of `bp`'s pools as GPU Feature Discovery and gpuctl's node patches left them:
+/// `<pool>-n<i>`, the pool's selector and declared labels, the GPU product and count.
+pub fn nodes(bp: &Blueprint, set: &RenderedSet) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (pool, patch) in bp.spec.node_pools.iter().zip(&set.node_patches) {
+        let mut labels: BTreeMap<String, String> = patch.selector.clone();
+        labels.extend(patch.labels.clone());
+        if let Some(p) = patch.expected_products.first() {
+            labels.insert(PRODUCT_LABEL.to_string(), p.clone());
+        }
+        labels.insert("nvidia.com/gpu.count".into(), pool.gpu.count.to_string());
+        let taints: Vec<Value> = patch
+            .taints
+            .iter()
+            .map(|t| match &t.value {
+                Some(v) => json!({"key": t.key, "value": v, "effect": t.effect}),
+                None => json!({"key": t.key, "effect": t.effect}),
+            })
+            .collect();
+        for i in 0..patch.expected_nodes {
+            let mut n = json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": format!("{}-n{i}", pool.name), "labels": labels, "resourceVersion": "1"},
+            });
+            if !taints.is_empty() {
+                n["spec"] = json!({ "taints": taints });
+            }
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// The cluster `set` describes, built by hand: every rendered object un-owned, the nodes, and
+/// (`install: helm`) the operator's release with the rendered values.
+pub fn hand_built(bp: &Blueprint, set: &RenderedSet) -> (LiveView, ImportContext) {
+    let mut view = LiveView::empty(Source::Snapshot {
+        server: None,
+        fingerprint: None,
+        captured_at: None,
+    });
+    for o in &set.objects {
+        let mut m = unowned(&o.manifest);
+        m["metadata"]["resourceVersion"] = json!("1");
+        if let Some(id) = ObjectRef::of(&m) {
+            view.objects.insert(id, m);
+        }
+    }
+    view.members = Some(BTreeMap::new());
+    view.nodes = Some(nodes(bp, set));
+    view.journals = Reading::Read(vec![]);
+    let helm = bp.spec.gpu_operator.install == InstallMode::Helm;
+    view.helm_release = Reading::Read(helm.then(|| LiveRelease {
+        revision: 1,
+        status: "deployed".into(),
+        chart: "gpu-operator".into(),
+        chart_version: set.helm.version.clone(),
+        values: set.helm.values.clone(),
+    }));
+    let ctx = ImportContext {
+        operator_namespace: helm.then(|| set.helm.namespace.clone()),
+        kubernetes_version: Some(bp.spec.kubernetes.version.clone()),
+    };
+    (view, ctx)
+}

@@ -1,0 +1,333 @@
+//! Import as a pure function of the live view: every example blueprint's cluster, built by hand,
+//! imports to a blueprint that validates and whose plan against the same cluster only adopts.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::fixture::{hand_built, unowned};
+use super::*;
+use crate::live::Source;
+use crate::object::ObjectRef;
+use crate::plan::{ActionKind, HelmAction};
+
+fn today() -> Date {
+    jiff::civil::date(2026, 11, 30)
+}
+
+fn catalog() -> &'static Catalog {
+    Catalog::embedded()
+}
+
+fn render_text(
+    file: &str,
+    text: &str,
+) -> (crate::blueprint::Blueprint, crate::render::RenderedSet) {
+    let loaded = crate::blueprint::load_str(file, text).expect("loads");
+    let v = crate::validate::validate(
+        loaded,
+        catalog(),
+        crate::validate::Options { today: today() },
+    )
+    .unwrap_or_else(|r| panic!("{file} validates: {:?}", r.findings));
+    let bp = v.blueprint().clone();
+    let set = crate::render::render(&v, catalog(), &Templates::embedded()).expect("renders");
+    (bp, set)
+}
+
+fn example(name: &str) -> String {
+    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../blueprints")).join(name);
+    std::fs::read_to_string(p).expect("example exists")
+}
+
+/// The examples that validate (mixed-lab.yaml is the broken one the fixed one repairs).
+const EXAMPLES: &[&str] = &[
+    "dgx-h100-training.yaml",
+    "inference-mig.yaml",
+    "mixed-lab-fixed.yaml",
+    "air-gapped.yaml",
+];
+
+fn opts() -> ImportOptions {
+    ImportOptions {
+        name: None,
+        today: today(),
+    }
+}
+
+#[test]
+fn every_example_cluster_imports_to_a_blueprint_whose_plan_only_adopts() {
+    for file in EXAMPLES {
+        let (bp, set) = render_text(file, &example(file));
+        let (live, ctx) = hand_built(&bp, &set);
+        let imported = import(&live, &ctx, catalog(), &opts());
+        assert!(imported.valid, "{file}:\n{}", imported.yaml);
+        let changes: Vec<&Note> = imported
+            .warnings
+            .iter()
+            .filter(|w| w.message.contains("a plan of this blueprint would"))
+            .collect();
+        assert!(
+            changes.is_empty(),
+            "{file}: {changes:#?}\n{}",
+            imported.yaml
+        );
+
+        // Independently of import's own self-check: render the imported text and plan it.
+        let (_, again) = render_text("imported.yaml", &imported.yaml);
+        // The name comes from gpuctl's alert rules when the cluster has them.
+        let alerts = &bp.spec.monitoring.alerts;
+        let named = alerts.xid || alerts.ecc_errors || alerts.temperature_c.is_some();
+        let expected = if named {
+            bp.metadata.name.as_str()
+        } else {
+            "imported"
+        };
+        assert_eq!(again.blueprint, expected, "{file}");
+        let plan = crate::plan::plan(&again, &live, PlanOptions::default()).unwrap();
+        let not_adopted: Vec<String> = plan
+            .actions
+            .iter()
+            .filter(|a| a.action != ActionKind::Adopt)
+            .map(|a| format!("{:?} {} {:?}", a.action, a.id(), a.changes))
+            .collect();
+        assert!(
+            not_adopted.is_empty(),
+            "{file}: {not_adopted:#?}\n{}",
+            imported.yaml
+        );
+        assert_eq!(plan.actions.len(), set.objects.len(), "{file}");
+        assert!(
+            plan.nodes.is_empty(),
+            "{file}: node changes {:#?}",
+            plan.nodes
+        );
+        if let Some(h) = &plan.helm_release {
+            assert_eq!(
+                h.action,
+                HelmAction::NoOp,
+                "{file}: {:#?}\n{}",
+                h.changes,
+                imported.yaml
+            );
+        }
+        assert_eq!(imported.plan_counts.adopt, set.objects.len(), "{file}");
+        assert_eq!(
+            imported.plan_counts.change + imported.plan_counts.create,
+            0,
+            "{file}"
+        );
+        // Same input, same bytes.
+        assert_eq!(
+            imported.yaml,
+            import(&live, &ctx, catalog(), &opts()).yaml,
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn objects_already_in_the_set_are_unchanged_and_adoption_is_idempotent() {
+    let file = "dgx-h100-training.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (mut live, _) = hand_built(&bp, &set);
+    // What apply --adopt leaves: each object with the membership label added, nothing else.
+    let id = crate::plan::parent_of(&set).id();
+    let mut members = std::collections::BTreeMap::new();
+    for o in live.objects.values_mut() {
+        o["metadata"]["labels"][crate::applyset::PART_OF] = json!(id);
+        members.insert(ObjectRef::of(o).unwrap(), o.clone());
+    }
+    live.members = Some(members);
+    let plan = crate::plan::plan(&set, &live, PlanOptions::default()).unwrap();
+    assert!(plan.actions.iter().all(|a| a.action == ActionKind::NoOp));
+    assert!(!plan.summary.has_changes());
+    // The informational labels gpuctl puts on what it creates are not added to adopted objects.
+    assert!(plan.actions.iter().all(|a| {
+        a.manifest.as_ref().unwrap()["metadata"]["labels"][crate::applyset::MANAGED_BY].is_null()
+    }));
+}
+
+#[test]
+fn a_field_difference_on_an_unowned_object_is_an_adopting_update() {
+    let file = "dgx-h100-training.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (mut live, _) = hand_built(&bp, &set);
+    let pc = ObjectRef::new("scheduling.k8s.io/v1", "PriorityClass", None, "batch-low");
+    live.objects.get_mut(&pc).unwrap()["value"] = json!(999);
+    let plan = crate::plan::plan(&set, &live, PlanOptions::default()).unwrap();
+    let a = plan.actions.iter().find(|a| a.object_ref() == pc).unwrap();
+    assert_eq!(a.action, ActionKind::Update);
+    assert!(a.adopt);
+    assert_eq!(a.changes.len(), 1, "{:?}", a.changes);
+    assert_eq!(a.changes[0].path, "value");
+    assert_eq!(crate::plan::adoptions(&plan).len(), set.objects.len());
+    assert_eq!(plan.summary.adopt, set.objects.len() - 1);
+}
+
+fn hand_made_cluster() -> (LiveView, ImportContext) {
+    let mut live = LiveView::empty(Source::Snapshot {
+        server: None,
+        fingerprint: None,
+        captured_at: None,
+    });
+    let objects = vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}),
+        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu", "namespace": "ml"},
+               "spec": {"hard": {"requests.nvidia.com/gpu": "8", "requests.example.com/fpga": "2", "pods": "20"}}}),
+        json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "caps", "namespace": "ml"},
+               "spec": {"limits": [{"type": "Container", "default": {"nvidia.com/gpu": "1"},
+                                    "defaultRequest": {"nvidia.com/gpu": "1"}, "max": {"nvidia.com/gpu": "4"}}]}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "a100"},
+               "spec": {"nodeLabels": {"pool": "a100"}}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "cpu-only"}, "spec": {}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "main"},
+               "spec": {"resourceGroups": [
+                   {"coveredResources": ["cpu"], "flavors": [{"name": "cpu-only", "resources": [{"name": "cpu", "nominalQuota": "100"}]}]},
+                   {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}]}]}]}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "default", "namespace": "ml"},
+               "spec": {"clusterQueue": "main"}}),
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-node-critical"}, "value": 2000001000}),
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "PreemptLowerPriority"}),
+    ];
+    for o in objects {
+        live.objects.insert(ObjectRef::of(&o).unwrap(), o);
+    }
+    live.nodes = Some(
+        (0..2)
+            .map(|i| {
+                json!({"metadata": {"name": format!("gpu-{i}"), "labels": {
+                    "pool": "a100", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8",
+                    "nvidia.com/cuda.driver-version.full": "580.105.08"}}})
+            })
+            .collect(),
+    );
+    live.helm_release = crate::live::Reading::Read(None);
+    (
+        live,
+        ImportContext {
+            operator_namespace: None,
+            kubernetes_version: Some("v1.34.2".into()),
+        },
+    )
+}
+
+#[test]
+fn what_gpuctl_cannot_express_is_a_comment_at_its_place_and_a_warning() {
+    let (live, ctx) = hand_made_cluster();
+    let imported = import(&live, &ctx, catalog(), &opts());
+    let warned = |needle: &str| {
+        assert!(
+            imported.warnings.iter().any(|w| w.message.contains(needle)),
+            "no warning with {needle:?}: {:#?}",
+            imported.warnings
+        );
+        assert!(
+            imported.yaml.contains(needle),
+            "no comment with {needle:?}:\n{}",
+            imported.yaml
+        );
+    };
+    warned(
+        "`requests.example.com/fpga: 2` in ResourceQuota ml/gpu quotas a resource no GPU pool provides",
+    );
+    warned("LimitRange ml/caps sets `max`");
+    warned("ClusterQueue `main` quotas ResourceFlavor `cpu-only`, which selects no GPU node pool");
+    warned("gpuctl names the tenant's quota `ml-quota`");
+    // The comments sit at their place: the quota notes above the tenant's quota.
+    let quota_at = imported
+        .yaml
+        .find("\n      quota:")
+        .expect("a tenant quota");
+    let note_at = imported.yaml.find("example.com/fpga").unwrap();
+    assert!(note_at < quota_at, "{}", imported.yaml);
+    assert!(
+        imported
+            .yaml
+            .contains("      # ClusterQueue `main` has 2 resource groups"),
+        "{}",
+        imported.yaml
+    );
+    // System PriorityClasses are not imported; the pool is named after its flavor.
+    assert!(!imported.yaml.contains("system-node-critical"));
+    assert!(imported.yaml.contains("name: a100\n"), "{}", imported.yaml);
+    let v: Value = serde_saphyr::from_str(&imported.yaml).unwrap();
+    assert_eq!(
+        v["spec"]["tenants"][0]["quota"],
+        json!({"nvidia.com/gpu": "8", "pods": "20"})
+    );
+    assert_eq!(
+        v["spec"]["tenants"][0]["defaults"],
+        json!({"nvidia.com/gpu": "1"})
+    );
+    assert_eq!(
+        v["spec"]["nodePools"][0]["gpu"],
+        json!({"model": "A100-SXM4-80GB", "count": 8})
+    );
+    assert_eq!(v["spec"]["gpuOperator"]["install"], "none");
+    assert_eq!(v["spec"]["gpuOperator"]["driver"]["version"], "580.105.08");
+    // Kueue would hold the tenant's pods (they request cpu, the queue quotas GPUs only): the
+    // finding is a comment above the field it is about, and the header says so.
+    assert!(!imported.valid);
+    assert!(
+        imported
+            .yaml
+            .contains("      # validate: GPU075 tenant `ml`'s pods request `cpu`"),
+        "{}",
+        imported.yaml
+    );
+    assert!(
+        imported
+            .yaml
+            .contains("It does not pass `gpuctl validate` yet")
+    );
+}
+
+#[test]
+fn unowned_strips_only_gpuctls_labels() {
+    let m = json!({"metadata": {"name": "a", "labels": {PART_OF_KEY: "x", "app.kubernetes.io/managed-by": "gpuctl", "keep": "1"}}});
+    assert_eq!(
+        unowned(&m),
+        json!({"metadata": {"name": "a", "labels": {"keep": "1"}}})
+    );
+}
+
+const PART_OF_KEY: &str = crate::applyset::PART_OF;
+
+#[test]
+fn a_generated_cluster_of_about_5000_objects_round_trips() {
+    let text = crate::testgen::blueprint(64, 600, 2);
+    let (bp, set) = render_text("scale.yaml", &text);
+    assert!(set.objects.len() >= 4_900, "{} objects", set.objects.len());
+    let (live, ctx) = hand_built(&bp, &set);
+    // Through the snapshot file format, as `gpuctl snapshot --all` writes it.
+    let snap = crate::snapshot::Snapshot::capture_all(&live, &ctx);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("all.json");
+    std::fs::write(&path, snap.to_json()).unwrap();
+    let (live, ctx) = crate::snapshot::Snapshot::read(&path)
+        .unwrap()
+        .import_view()
+        .expect("an --all snapshot");
+    let imported = import(&live, &ctx, catalog(), &opts());
+    assert!(imported.valid, "{:#?}", imported.warnings);
+    assert_eq!(imported.plan_counts.adopt, set.objects.len());
+    assert_eq!(imported.plan_counts.change + imported.plan_counts.create, 0);
+    let (_, again) = render_text("imported.yaml", &imported.yaml);
+    assert_eq!(again.objects.len(), set.objects.len());
+    let plan = crate::plan::plan(&again, &live, PlanOptions::default()).unwrap();
+    assert!(plan.actions.iter().all(|a| a.action == ActionKind::Adopt));
+    assert!(plan.nodes.is_empty());
+    assert_eq!(plan.helm_release.map(|h| h.action), Some(HelmAction::NoOp));
+}
+
+#[test]
+fn a_snapshot_for_one_blueprint_is_not_an_import_snapshot() {
+    let file = "dgx-h100-training.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (live, ctx) = hand_built(&bp, &set);
+    let mut snap = crate::snapshot::Snapshot::capture_all(&live, &ctx);
+    assert!(snap.import_view().is_some());
+    snap.import = None;
+    assert!(snap.import_view().is_none());
+}
