@@ -16,23 +16,53 @@ use serde_json::{Value, json};
 
 use crate::client::{ClusterError, Kube, classify, retry};
 
-/// `(group, kind)` of every kind import reads (in every namespace, except ConfigMaps).
-pub const IMPORT_KINDS: &[(&str, &str)] = &[
-    ("", "Namespace"),
-    ("", "ResourceQuota"),
-    ("", "LimitRange"),
-    ("scheduling.k8s.io", "PriorityClass"),
-    ("nvidia.com", "NVIDIADriver"),
-    ("nvidia.com", "ClusterPolicy"),
-    ("kueue.x-k8s.io", "Cohort"),
-    ("kueue.x-k8s.io", "ClusterQueue"),
-    ("kueue.x-k8s.io", "LocalQueue"),
-    ("kueue.x-k8s.io", "ResourceFlavor"),
-    ("kueue.x-k8s.io", "WorkloadPriorityClass"),
-    ("scheduling.volcano.sh", "Queue"),
-    ("monitoring.coreos.com", "ServiceMonitor"),
-    ("monitoring.coreos.com", "PrometheusRule"),
+/// `(group, kind, versions)` of every kind import reads (in every namespace, except ConfigMaps):
+/// the versions gpuctl maps are tried first, then the group's preferred version (a group can serve
+/// kinds in different versions: nvidia.com has ClusterPolicy in v1, NVIDIADriver in v1alpha1).
+pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
+    ("", "Namespace", &["v1"]),
+    ("", "ResourceQuota", &["v1"]),
+    ("", "LimitRange", &["v1"]),
+    ("scheduling.k8s.io", "PriorityClass", &["v1"]),
+    ("nvidia.com", "NVIDIADriver", &["v1alpha1"]),
+    ("nvidia.com", "ClusterPolicy", &["v1"]),
+    (
+        "kueue.x-k8s.io",
+        "Cohort",
+        &["v1beta2", "v1beta1", "v1alpha1"],
+    ),
+    ("kueue.x-k8s.io", "ClusterQueue", &["v1beta2", "v1beta1"]),
+    ("kueue.x-k8s.io", "LocalQueue", &["v1beta2", "v1beta1"]),
+    ("kueue.x-k8s.io", "ResourceFlavor", &["v1beta2", "v1beta1"]),
+    (
+        "kueue.x-k8s.io",
+        "WorkloadPriorityClass",
+        &["v1beta2", "v1beta1"],
+    ),
+    ("scheduling.volcano.sh", "Queue", &["v1beta1"]),
+    ("monitoring.coreos.com", "ServiceMonitor", &["v1"]),
+    ("monitoring.coreos.com", "PrometheusRule", &["v1"]),
 ];
+
+/// How the cluster serves `kind` of `group`: one of `versions`, else the group's preferred one.
+async fn resolve(
+    k: &Kube,
+    group: &str,
+    kind: &str,
+    versions: &[&str],
+) -> Result<Option<crate::client::Resolved>, ClusterError> {
+    for v in versions {
+        let api_version = if group.is_empty() {
+            (*v).to_string()
+        } else {
+            format!("{group}/{v}")
+        };
+        if let Some(r) = k.resolve(&api_version, kind).await? {
+            return Ok(Some(r));
+        }
+    }
+    k.resolve_group_kind(group, kind).await
+}
 
 /// One kind's objects.
 type KindList = (TypeRef, Vec<Value>);
@@ -57,8 +87,8 @@ pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterEr
     let operator_namespace = release_namespace(k).await?;
     let lists: Vec<Result<Option<KindList>, ClusterError>> =
         futures::stream::iter(IMPORT_KINDS.iter().copied())
-            .map(|(group, kind)| async move {
-                let Some(r) = k.resolve_group_kind(group, kind).await? else {
+            .map(|(group, kind, versions)| async move {
+                let Some(r) = resolve(k, group, kind, versions).await? else {
                     return Ok(None);
                 };
                 let t = TypeRef::new(&r.resource.api_version, &r.resource.kind);

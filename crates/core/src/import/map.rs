@@ -673,10 +673,14 @@ fn node_pools(
         let dp_label = l(DEVICE_PLUGIN_CONFIG_LABEL);
         let mut part: Option<Y> = None;
         if let Some(cfg) = mig_label.as_deref().filter(|c| *c != "all-disabled") {
+            // The chart's `mig.strategy`, else what GPU Feature Discovery reports on the node.
+            let strategy = mig_strategy
+                .clone()
+                .or_else(|| l("nvidia.com/mig.strategy"));
             part = mig(
                 &mig_configs["mig-configs"][cfg],
                 cfg,
-                mig_strategy.as_deref(),
+                strategy.as_deref(),
                 &p,
                 draft,
             );
@@ -814,8 +818,15 @@ fn mig(
         })
     };
     let mut mig: Vec<(String, Y)> = Vec::new();
-    if let Some(s) = strategy {
-        mig.push(("strategy".into(), Y::s(s)));
+    match strategy {
+        Some(s) => mig.push(("strategy".into(), Y::s(s))),
+        None => {
+            draft.comment(
+                &format!("{p}.partitioning.mig.strategy"),
+                "neither the operator's values nor the nodes say which MIG strategy the device plugin uses; `mixed` serves any layout",
+            );
+            mig.push(("strategy".into(), Y::s("mixed")));
+        }
     }
     if list.len() == 1 && list[0]["devices"] == "all" && list[0]["mig-enabled"] == true {
         mig.push(("layout".into(), Y::from_json(&json!(layout(&list[0])?))));

@@ -65,6 +65,18 @@ pub fn desired_manifest(o: &RenderedObject, current: Option<&Value>) -> Value {
     let Some(current) = current else {
         return desired;
     };
+    // A false / zero / empty value the live object does not store (the API server omits such
+    // `omitempty` fields) and gpuctl does not manage is left undeclared: declaring it changes
+    // nothing, and another manager that applied it owns it (an adopted object's `globalDefault:
+    // false`), so declaring it would be a conflict over a value both agree on.
+    let owned: Vec<&Value> = current["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["manager"] == FIELD_MANAGER)
+        .map(|m| &m["fieldsV1"])
+        .collect();
+    strip_unowned_absent_zeros(&mut desired, current, &owned);
     for key in INFORMATIONAL_LABELS {
         let live = &current["metadata"]["labels"][*key];
         if *live == desired["metadata"]["labels"][*key] || manages_label(current, key) {
@@ -75,6 +87,38 @@ pub fn desired_manifest(o: &RenderedObject, current: Option<&Value>) -> Value {
         }
     }
     desired
+}
+
+fn strip_unowned_absent_zeros(desired: &mut Value, live: &Value, owned: &[&Value]) {
+    let Some(d) = desired.as_object_mut() else {
+        return;
+    };
+    let Some(l) = live.as_object() else {
+        return;
+    };
+    d.retain(|k, v| {
+        let f = format!("f:{k}");
+        let owned_here = owned.iter().any(|o| o.get(&f).is_some());
+        l.contains_key(k) || owned_here || !is_zero(v)
+    });
+    for (k, v) in d.iter_mut() {
+        if let Some(lv) = l.get(k) {
+            let f = format!("f:{k}");
+            let inner: Vec<&Value> = owned.iter().filter_map(|o| o.get(&f)).collect();
+            strip_unowned_absent_zeros(v, lv, &inner);
+        }
+    }
+}
+
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Null => true,
+    }
 }
 
 /// Whether gpuctl's field manager owns label `key` of `current`.
