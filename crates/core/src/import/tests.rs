@@ -331,3 +331,30 @@ fn a_snapshot_for_one_blueprint_is_not_an_import_snapshot() {
     snap.import = None;
     assert!(snap.import_view().is_none());
 }
+
+#[test]
+fn an_object_gpuctl_wrote_outside_the_set_is_not_an_adoption() {
+    // A driver upgrade's green NVIDIADriver CR: written by gpuctl's field manager, in no set yet.
+    let file = "dgx-h100-training.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (mut live, _) = hand_built(&bp, &set);
+    let cr = ObjectRef::new(
+        "nvidia.com/v1alpha1",
+        "NVIDIADriver",
+        None,
+        "cluster-default",
+    );
+    live.objects.get_mut(&cr).unwrap()["metadata"]["managedFields"] =
+        json!([{"manager": "gpuctl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]);
+    let plan = crate::plan::plan(&set, &live, PlanOptions::default()).unwrap();
+    let a = plan.actions.iter().find(|a| a.object_ref() == cr).unwrap();
+    assert_eq!(a.action, ActionKind::Update, "{a:?}");
+    assert!(!a.adopt);
+    assert!(
+        a.changes
+            .iter()
+            .all(|c| c.path.starts_with("metadata.labels")),
+        "{:?}",
+        a.changes
+    );
+}

@@ -131,6 +131,18 @@ fn manages_label(current: &Value, key: &str) -> bool {
         .any(|m| m["fieldsV1"]["f:metadata"]["f:labels"][format!("f:{key}")].is_object())
 }
 
+/// An object no ApplySet owns and gpuctl never wrote: taking it over is an adoption. One that
+/// gpuctl's field manager wrote outside the set (a driver upgrade's green NVIDIADriver CR) is
+/// gpuctl's already, and joins the set as an ordinary update.
+fn adoptable(current: &Value) -> bool {
+    !current["metadata"]["labels"][applyset::PART_OF].is_string()
+        && !current["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|m| m["manager"] == FIELD_MANAGER || m["manager"] == crate::upgrade::FIELD_MANAGER)
+}
+
 /// `v` without the ApplySet membership label.
 fn without_membership(v: &Value) -> Value {
     let mut v = v.clone();
@@ -198,7 +210,7 @@ fn other_set(current: &Value, set_id: &str) -> Option<String> {
 /// The live object already carries every declared field exactly and gpuctl dropped nothing: a
 /// server-side apply would be a no-op.
 fn unchanged(desired: &Value, current: &Value) -> bool {
-    let shape = if current["metadata"]["labels"][applyset::PART_OF].is_string() {
+    let shape = if !adoptable(current) {
         desired.clone()
     } else {
         // Not in any set yet: the membership label alone is an adoption, decided without a
@@ -230,7 +242,7 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
     let manifest = desired_manifest(o, Some(current));
     // An object in no ApplySet is adopted: the membership label is what joining changes, so it
     // is not a field change; every other difference is an ordinary update.
-    let adopt = !current["metadata"]["labels"][applyset::PART_OF].is_string();
+    let adopt = adoptable(current);
     let desired = &if adopt {
         without_membership(&manifest)
     } else {
