@@ -108,9 +108,9 @@ fn wrong_values_are_refused() {
             "GPU051",
         ),
         ("memory: 2Ti }", "memory: \"-1\" }", "GPU051"),
-        ("fairSharingWeight: 80", "fairSharingWeight: -80", "GPU070"),
+        ("fairSharingWeight: 50", "fairSharingWeight: -80", "GPU070"),
         (
-            "fairSharingWeight: 80",
+            "fairSharingWeight: 50",
             "fairSharingWeight: \"x\"",
             "GPU070",
         ),

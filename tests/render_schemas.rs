@@ -326,6 +326,207 @@ fn cel_rules_hold() {
     }
 }
 
+/// Every CEL rule (`x-kubernetes-validations`) of the v1beta2 Kueue CRDs of the kinds gpuctl
+/// renders, by its message: the validation rule that refuses a blueprint which would break it, or
+/// why it cannot apply to what gpuctl renders. A CRD that gains a rule fails this test until the
+/// rule is placed here (issue 14).
+#[test]
+fn every_kueue_cel_rule_on_rendered_kinds_has_a_validation_rule() {
+    const PLACED: &[(&str, &str, &str)] = &[
+        (
+            "ClusterQueue",
+            "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+            "GPU111",
+        ),
+        (
+            "ClusterQueue",
+            "flavors must have the same number of resources as the coveredResources",
+            "GPU070",
+        ),
+        (
+            "ClusterQueue",
+            "borrowingLimit must be nil when cohort is empty",
+            "GPU071",
+        ),
+        (
+            "ClusterQueue",
+            "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor",
+            "not rendered: gpuctl writes no flavorFungibility",
+        ),
+        (
+            "Cohort",
+            "flavors must have the same number of resources as the coveredResources",
+            "not rendered: gpuctl writes no Cohort resourceGroups",
+        ),
+        (
+            "LocalQueue",
+            "field is immutable",
+            "not a value rule: spec.clusterQueue may not change; a tenant moved to another queue is a new LocalQueue only if renamed",
+        ),
+        (
+            "ResourceFlavor",
+            "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+            "schema: TaintEffect has only these values (GPU003)",
+        ),
+        (
+            "ResourceFlavor",
+            "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+            "render: tolerations always carry the taint's key",
+        ),
+        (
+            "ResourceFlavor",
+            "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+            "not rendered: gpuctl writes no tolerationSeconds",
+        ),
+        (
+            "ResourceFlavor",
+            "supported toleration values: 'Equal'(default), 'Exists'",
+            "render: tolerations use Equal or Exists",
+        ),
+        (
+            "ResourceFlavor",
+            "a value must be empty when 'operator' is 'Exists'",
+            "render: an Exists toleration carries no value",
+        ),
+        (
+            "ResourceFlavor",
+            "at least one nodeLabel is required when topology is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+        (
+            "ResourceFlavor",
+            "nodeLabels are immutable when topologyName is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+        (
+            "ResourceFlavor",
+            "tolerations are immutable when topologyName is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+        (
+            "ResourceFlavor",
+            "topologyName is immutable when topologyName is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+    ];
+    fn collect(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
+                    for r in rules {
+                        let msg = r["message"].as_str().unwrap_or_default();
+                        out.push(msg.split_whitespace().collect::<Vec<_>>().join(" "));
+                    }
+                }
+                for x in m.values() {
+                    collect(x, out);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    let rendered: std::collections::BTreeSet<String> = renders()
+        .iter()
+        .flat_map(|(_, set)| set.objects.iter())
+        .filter(|o| o.group() == "kueue.x-k8s.io")
+        .map(|o| o.kind.clone())
+        .collect();
+    let mut found = Vec::new();
+    for ((group, kind, version), _, raw) in all_schemas() {
+        if group != "kueue.x-k8s.io" || version != "v1beta2" || !rendered.contains(&kind) {
+            continue;
+        }
+        let mut msgs = Vec::new();
+        collect(&raw, &mut msgs);
+        for m in msgs {
+            found.push((kind.clone(), m));
+        }
+    }
+    assert!(
+        !found.is_empty(),
+        "no CEL rules found: wrong CRD directory?"
+    );
+    for (kind, msg) in &found {
+        let placed = PLACED
+            .iter()
+            .find(|(k, m, _)| k == kind && m == msg)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{kind}: CEL rule `{msg}` has no gpuctl rule: add one (GPU111) and list it here"
+                )
+            });
+        if placed.2.starts_with("GPU") {
+            assert!(
+                gpuctl_core::validate::registry::rule(placed.2).is_some(),
+                "{}",
+                placed.2
+            );
+        }
+    }
+    // Nothing listed that the CRDs no longer have (for kinds render writes).
+    for (k, m, _) in PLACED.iter().filter(|(k, _, _)| rendered.contains(*k)) {
+        assert!(
+            found.iter().any(|(fk, fm)| fk == k && fm == m),
+            "{k}: `{m}` is not a CEL rule of the v0.19.2 CRD any more"
+        );
+    }
+}
+
+/// The Kueue chart's own Configuration that gpuctl's rendered `managerConfig` starts from
+/// (`profiles/queueing.yaml`, `kueue_configuration.chart_defaults`) is the chart's, and every
+/// setting gpuctl writes is a field of the Configuration type.
+#[test]
+fn kueue_chart_defaults_match_the_chart() {
+    let dir = shared().join("upstream/kueue/v0.19.2");
+    let values: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("values.yaml")).unwrap()).unwrap();
+    let text = values["managerConfig"]["controllerManagerConfigYaml"]
+        .as_str()
+        .expect("the chart keeps the Configuration as text");
+    let chart: Value = serde_saphyr::from_str(text).unwrap();
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .kueue_configuration;
+    assert_eq!(facts.chart_defaults, chart);
+    assert_eq!(
+        facts.chart_values_key,
+        "managerConfig.controllerManagerConfigYaml"
+    );
+    let types = std::fs::read_to_string(dir.join("configuration_types.go")).unwrap();
+    for field in [
+        "json:\"fairSharing,omitempty\"",
+        "json:\"preemptionStrategies\"",
+        "json:\"resources,omitempty\"",
+        "json:\"quotaCheckStrategy,omitempty\"",
+        "json:\"excludeResourcePrefixes,omitempty\"",
+        "json:\"transformations,omitempty\"",
+        "json:\"input\"",
+        "json:\"strategy,omitempty\"",
+        "json:\"outputs,omitempty\"",
+        "json:\"integrations,omitempty\"",
+        "json:\"frameworks,omitempty\"",
+        "json:\"waitForPodsReady,omitempty\"",
+        "json:\"timeout\"",
+        "json:\"blockAdmission,omitempty\"",
+    ] {
+        assert!(
+            types.contains(field),
+            "configuration_types.go has no {field}"
+        );
+    }
+    // Every framework gpuctl accepts is one the type's documentation lists.
+    for f in &facts.frameworks {
+        assert!(types.contains(&format!("//  - \"{f}\"")), "{f}");
+    }
+    for s in facts.fair_sharing_strategy_sets.iter().flatten() {
+        assert!(
+            types.contains(&format!("PreemptionStrategy = \"{s}\"")),
+            "{s}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Core objects
 

@@ -25,6 +25,7 @@ fn symbol(a: ActionKind) -> (&'static str, &'static str, &'static str) {
     match a {
         ActionKind::Create => ("+", "create", "32"),
         ActionKind::CreateAfterCrd => ("+", "create*", "32"),
+        ActionKind::CreateAfterParent => ("+", "create^", "32"),
         ActionKind::Update => ("~", "update", "33"),
         ActionKind::Delete => ("-", "delete", "31"),
         ActionKind::Conflict => ("!", "conflict", "35"),
@@ -259,6 +260,15 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
     {
         out.push_str("(create*: the kind's CRD is not installed yet; apply waits for it.)\n");
     }
+    if plan
+        .actions
+        .iter()
+        .any(|a| a.action == ActionKind::CreateAfterParent)
+    {
+        out.push_str(
+            "(create^: created after its parent, which this apply creates first; admission refuses it before.)\n",
+        );
+    }
     out
 }
 
@@ -320,7 +330,7 @@ fn action_block(a: &Action, style: Style, verbose: bool) -> String {
         out.push_str(&format!("      # {r}\n"));
     }
     let show_fields = match a.action {
-        ActionKind::Create | ActionKind::CreateAfterCrd => verbose,
+        ActionKind::Create | ActionKind::CreateAfterCrd | ActionKind::CreateAfterParent => verbose,
         _ => true,
     };
     if show_fields {
@@ -388,6 +398,7 @@ pub fn markdown(plan: &Plan) -> String {
                 let note = match (&a.reason, a.action) {
                     (_, ActionKind::Create) => String::new(),
                     (_, ActionKind::CreateAfterCrd) => "after its CRD is installed".to_string(),
+                    (_, ActionKind::CreateAfterParent) => "after its parent".to_string(),
                     (Some(r), ActionKind::Conflict | ActionKind::Delete) => r.replace('|', "\\|"),
                     _ => fields(a.changes.len()),
                 };
@@ -451,7 +462,10 @@ pub fn markdown(plan: &Plan) -> String {
     }
     for a in changed.iter().filter(|a| {
         !a.changes.is_empty()
-            && !matches!(a.action, ActionKind::Create | ActionKind::CreateAfterCrd)
+            && !matches!(
+                a.action,
+                ActionKind::Create | ActionKind::CreateAfterCrd | ActionKind::CreateAfterParent
+            )
     }) {
         diff.push_str(&format!("@@ {} @@\n", a.id()));
         for c in &a.changes {

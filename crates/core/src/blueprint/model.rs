@@ -692,21 +692,153 @@ pub struct Kueue {
     /// Kueue release, e.g. `v0.19.2`.
     #[serde(deserialize_with = "version_text")]
     pub version: String,
-    /// Resource-name prefixes your Kueue's configuration lists in `resources.excludeResourcePrefixes`:
-    /// Kueue ignores those resources at admission, so cluster queues need no quota for them.
+    /// How Kueue itself is handled: `none` (the default: someone else runs it, and a live plan
+    /// compares its manager ConfigMap with `config`), `helm` or `gitops` (gpuctl renders the
+    /// chart's `managerConfig` values from `config`).
+    #[serde(default = "install_none")]
+    #[schemars(example = &"gitops")]
+    pub install: InstallMode,
+    /// The settings of Kueue's own Configuration that the queues depend on (fair sharing, quota
+    /// check, resource transformations, integrated frameworks, waiting for pods ready). Absent
+    /// settings mean Kueue's defaults.
     #[serde(default)]
-    pub exclude_resource_prefixes: Vec<String>,
-    /// Your Kueue's `resources.quotaCheckStrategy`: `BlockUndeclared` (Kueue's default) keeps a
-    /// workload pending when it requests a resource its ClusterQueue does not cover;
-    /// `IgnoreUndeclared` (Kueue v0.18 and later) checks only the covered ones.
-    #[serde(default)]
-    pub quota_check_strategy: QuotaCheckStrategy,
+    pub config: KueueConfig,
+    /// Moved to `config.resources.excludeResourcePrefixes` (reported by GPU116).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub exclude_resource_prefixes: Option<serde_json::Value>,
+    /// Moved to `config.resources.quotaCheckStrategy` (reported by GPU116).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub quota_check_strategy: Option<serde_json::Value>,
     /// Cohorts.
     #[serde(default)]
     pub cohorts: Vec<Cohort>,
     /// ClusterQueues.
     #[serde(default)]
     pub cluster_queues: Vec<ClusterQueue>,
+}
+
+fn install_none() -> InstallMode {
+    InstallMode::None
+}
+
+/// `gpuctl explain --fields` shows this for `config.integrations.frameworks`.
+const FRAMEWORKS_EXAMPLE: [&str; 2] = ["batch/job", "jobset.x-k8s.io/jobset"];
+/// `gpuctl explain --fields` shows this for `config.resources.excludeResourcePrefixes`.
+const EXCLUDE_EXAMPLE: [&str; 1] = ["example.com/"];
+/// `gpuctl explain --fields` shows this for `config.fairSharing.preemptionStrategies`.
+const STRATEGIES_EXAMPLE: [&str; 1] = ["LessThanOrEqualToFinalShare"];
+
+/// Kueue's Configuration (`config.kueue.x-k8s.io/v1beta2`), the parts gpuctl's rules depend on.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueConfig {
+    /// Kueue's `fairSharing`: present turns fair sharing on, so the `fairSharingWeight` of
+    /// cohorts and cluster queues takes effect (absent: Kueue ignores the weights).
+    #[serde(default)]
+    pub fair_sharing: Option<KueueFairSharing>,
+    /// Kueue's `resources`: which requested resources are checked against quota, and how.
+    #[serde(default)]
+    pub resources: KueueResources,
+    /// Kueue's `integrations`: the job frameworks Kueue manages (absent: the chart's list).
+    #[serde(default)]
+    pub integrations: Option<KueueIntegrations>,
+    /// Kueue's `waitForPodsReady`: all-or-nothing admission for gangs.
+    #[serde(default)]
+    pub wait_for_pods_ready: Option<KueueWaitForPodsReady>,
+}
+
+impl KueueConfig {
+    /// The quota check strategy in force (Kueue's default when unset).
+    pub fn quota_check(&self) -> QuotaCheckStrategy {
+        self.resources.quota_check_strategy.unwrap_or_default()
+    }
+}
+
+/// Kueue's `fairSharing`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueFairSharing {
+    /// Preemption strategies, in order (absent: Kueue's default).
+    #[serde(default)]
+    #[schemars(example = &STRATEGIES_EXAMPLE)]
+    pub preemption_strategies: Vec<String>,
+}
+
+/// Kueue's `resources`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueResources {
+    /// `BlockUndeclared` (Kueue's default) keeps a workload pending when it requests a resource
+    /// its ClusterQueue does not cover; `IgnoreUndeclared` (Kueue v0.18 and later) checks only
+    /// the covered ones.
+    #[serde(default)]
+    #[schemars(example = &"IgnoreUndeclared")]
+    pub quota_check_strategy: Option<QuotaCheckStrategy>,
+    /// Resource-name prefixes Kueue ignores at admission, so cluster queues need no quota for
+    /// them.
+    #[serde(default)]
+    #[schemars(example = &EXCLUDE_EXAMPLE)]
+    pub exclude_resource_prefixes: Vec<String>,
+    /// How requested resources are turned into the resources Kueue charges (for example MIG
+    /// slices counted as GPU-equivalents).
+    #[serde(default)]
+    pub transformations: Vec<ResourceTransformation>,
+}
+
+/// One of Kueue's `resources.transformations`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceTransformation {
+    /// The requested resource, e.g. `nvidia.com/mig-1g.10gb`.
+    #[schemars(example = &"nvidia.com/mig-1g.10gb")]
+    pub input: String,
+    /// `Retain` (Kueue's default: the input is charged too) or `Replace` (only the outputs are).
+    #[serde(default)]
+    pub strategy: TransformationStrategy,
+    /// Resources charged per unit of the input.
+    #[serde(default)]
+    #[schemars(example = outputs_example())]
+    pub outputs: BTreeMap<String, Quantity>,
+}
+
+/// `gpuctl explain --fields` shows this for `transformations[].outputs`.
+fn outputs_example() -> serde_json::Value {
+    serde_json::json!({ "example.com/gpu-equivalent": "500m" })
+}
+
+/// `resources.transformations[].strategy`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+pub enum TransformationStrategy {
+    /// The input is charged as well as the outputs.
+    #[default]
+    Retain,
+    /// Only the outputs are charged.
+    Replace,
+}
+
+/// Kueue's `integrations`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueIntegrations {
+    /// Framework names, e.g. `batch/job`.
+    #[serde(default)]
+    #[schemars(example = &FRAMEWORKS_EXAMPLE)]
+    pub frameworks: Vec<String>,
+}
+
+/// Kueue's `waitForPodsReady`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueWaitForPodsReady {
+    /// Time for an admitted workload's pods to become ready before it is evicted, e.g. `5m`.
+    #[schemars(example = &"10m")]
+    pub timeout: String,
+    /// Block further admissions in the queue until the admitted workload's pods are ready.
+    #[serde(default)]
+    #[schemars(example = true)]
+    pub block_admission: Option<bool>,
 }
 
 /// Kueue's `resources.quotaCheckStrategy`.

@@ -10,6 +10,8 @@
 pub mod diff;
 mod format;
 pub mod helm;
+pub mod hierarchy;
+pub mod kueue;
 pub mod nodes;
 pub mod objects;
 pub mod redact;
@@ -31,6 +33,7 @@ use diff::Change;
 
 pub use format::{SavedPlanError, is_saved_plan};
 pub use helm::helm_plan;
+pub use kueue::{KueueConfigReading, kueue_config_findings};
 pub use nodes::{node_driver, selector_string};
 pub use upgrades::journal_findings;
 
@@ -70,6 +73,9 @@ pub enum ActionKind {
     Create,
     /// Created once its CRD is installed (the kind is not served yet).
     CreateAfterCrd,
+    /// Created once its parent exists (a Volcano child queue whose parent queue this apply
+    /// creates first); not dry-run at plan time, as admission would refuse it until then.
+    CreateAfterParent,
     /// Fields change.
     Update,
     /// Pruned: a member of the set the blueprint no longer declares.
@@ -472,7 +478,9 @@ impl Summary {
         };
         for a in actions {
             match a.action {
-                ActionKind::Create | ActionKind::CreateAfterCrd => summary.create += 1,
+                ActionKind::Create | ActionKind::CreateAfterCrd | ActionKind::CreateAfterParent => {
+                    summary.create += 1
+                }
                 ActionKind::Update => summary.update += 1,
                 ActionKind::Delete => summary.delete += 1,
                 ActionKind::Conflict => summary.conflict += 1,

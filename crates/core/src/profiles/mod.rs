@@ -36,7 +36,10 @@ pub use mig::{MigFitError, MigPlacement, MigProfile, MigSupport};
 pub use operator::{
     KernelModuleTypeFacts, KubeRange, OperatorFacts, OperatorRelease, OperatorSupport,
 };
-pub use queueing::{QueueSystem, ReleaseLine, ReleaseProblem};
+pub use queueing::{
+    Composition, ConfigMapKey, KueueConfiguration, QueueSystem, ReleaseLine, ReleaseProblem,
+    RequiredValue, VolcanoHierarchy,
+};
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};
 
@@ -135,6 +138,12 @@ pub struct Queueing {
     pub kueue: QueueSystem,
     /// Volcano release lines.
     pub volcano: QueueSystem,
+    /// Kueue's own Configuration.
+    pub kueue_configuration: KueueConfiguration,
+    /// How quotas and queues compose at admission.
+    pub composition: Composition,
+    /// Volcano's hierarchical queues.
+    pub volcano_hierarchy: VolcanoHierarchy,
 }
 
 impl Catalog {
@@ -853,9 +862,28 @@ fn load_queueing(
         sourced(sources, F, Some(name), &system.source)?;
         system.check().map_err(|m| inconsistent(F, m))?;
     }
+    sourced(
+        sources,
+        F,
+        Some("kueue_configuration"),
+        &file.kueue_configuration.source,
+    )?;
+    file.kueue_configuration
+        .check()
+        .map_err(|m| inconsistent(F, m))?;
+    sourced(sources, F, Some("composition"), &file.composition.source)?;
+    sourced(
+        sources,
+        F,
+        Some("volcano_hierarchy"),
+        &file.volcano_hierarchy.source,
+    )?;
     Ok(Queueing {
         kueue: file.kueue,
         volcano: file.volcano,
+        kueue_configuration: file.kueue_configuration,
+        composition: file.composition,
+        volcano_hierarchy: file.volcano_hierarchy,
     })
 }
 

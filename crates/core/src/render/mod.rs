@@ -7,6 +7,7 @@
 
 mod driver;
 mod helm;
+pub mod kueue_config;
 mod nodes;
 mod objects;
 pub mod rendered;
@@ -26,7 +27,7 @@ pub use crate::names::{
 pub use driver::{DriverCr, DriverManager, driver_crs, nvidia_driver_cr};
 pub use helm::{CHART, CHART_REPOSITORY};
 pub use nodes::Toleration;
-pub use objects::{LOCAL_QUEUE, quota_key};
+pub use objects::{LOCAL_QUEUE, quota_key, quota_name};
 pub use rendered::*;
 pub use templates::{TEMPLATE_FUEL, Templates};
 pub use text::yaml;
@@ -291,6 +292,25 @@ pub fn render(
         TROUBLESHOOTING_RUNBOOK.to_string(),
         runbook::troubleshooting(bp, &plan, templates)?,
     );
+    // Kueue's chart values, when the blueprint says how Kueue is installed.
+    if bp.spec.scheduling.queueing == crate::blueprint::Queueing::Kueue
+        && let Some(k) = &bp.spec.scheduling.kueue
+        && k.install != crate::blueprint::InstallMode::None
+    {
+        documents.insert(
+            kueue_config::KUEUE_VALUES.to_string(),
+            format!(
+                "# Kueue {} chart values rendered by gpuctl from blueprint `{}` (install: {}).\n# helm upgrade --install kueue {} --version {} --namespace {} -f kueue-values.yaml\n{}",
+                k.version,
+                name,
+                k.install,
+                catalog.queueing().kueue_configuration.chart_reference,
+                k.version.trim_start_matches('v'),
+                catalog.queueing().kueue_configuration.config_map.namespace,
+                kueue_config::chart_values(&k.config, &catalog.queueing().kueue_configuration)
+            ),
+        );
+    }
 
     Ok(RenderedSet {
         blueprint: name,

@@ -28,10 +28,7 @@ pub fn quota_key(key: &str) -> String {
     }
 }
 
-/// Name of a tenant's ResourceQuota in each of its namespaces.
-pub fn quota_name(tenant: &str) -> String {
-    format!("{tenant}-quota")
-}
+pub use crate::names::quota_name;
 
 /// Name of a tenant's LimitRange in each of its namespaces.
 pub fn limit_range_name(tenant: &str) -> String {

@@ -293,9 +293,8 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
         "GPU076",
         &[
             "spec.scheduling.kueue.version",
-            "spec.scheduling.kueue.quotaCheckStrategy",
-            "spec.scheduling.kueue.excludeResourcePrefixes",
-            "spec.scheduling.kueue.excludeResourcePrefixes[]",
+            "spec.scheduling.kueue.config.resources.quotaCheckStrategy",
+            "spec.scheduling.kueue.config.resources.excludeResourcePrefixes",
         ],
     ),
     ("GPU080", &["spec.scheduling.volcano.queues[].weight"]),
@@ -343,6 +342,42 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
     (
         "GPU102",
         &["spec.gpuOperator.chart", "spec.gpuOperator.images"],
+    ),
+    (
+        "GPU110",
+        &[
+            "spec.scheduling.volcano.queues[].deserved",
+            "spec.scheduling.volcano.queues[].guarantee",
+            "spec.scheduling.volcano.queues[].parent",
+        ],
+    ),
+    (
+        "GPU111",
+        &["spec.scheduling.kueue.clusterQueues[].preemption.borrowWithinCohort"],
+    ),
+    ("GPU112", &["spec.tenants[].quota"]),
+    ("GPU113", &["spec.tenants[].quota"]),
+    (
+        "GPU114",
+        &[
+            "spec.scheduling.kueue.clusterQueues[].resources[].borrowingLimit",
+            "spec.scheduling.kueue.clusterQueues[].resources[].lendingLimit",
+        ],
+    ),
+    (
+        "GPU115",
+        &[
+            "spec.scheduling.kueue.cohorts[].fairSharingWeight",
+            "spec.scheduling.kueue.clusterQueues[].fairSharingWeight",
+        ],
+    ),
+    (
+        "GPU116",
+        &[
+            "spec.scheduling.kueue",
+            "spec.scheduling.kueue.install",
+            "spec.scheduling.kueue.config",
+        ],
     ),
 ];
 

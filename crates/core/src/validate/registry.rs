@@ -322,7 +322,7 @@ rules! {
         example: "spec:\n  tenants:\n    - {quota: {nvidia.com/gpu: 1}, defaults: {nvidia.com/gpu: 2}}\n",
     }
     "GPU055" "capacity-overcommit" "quota" Warning {
-        checks: "The sum over tenants (quota x namespaces) and over cluster queues (nominal quota) of each GPU resource stays within the capacity of the pools.",
+        checks: "The sum over tenants (quota x namespaces) and over cluster queues (nominal quota) of each GPU resource stays within the capacity of the pools. Under Kueue a tenant's resource its ClusterQueue covers is left out of the tenants' sum: the queues' nominal quotas are what must fit, and the tenant's quota is meant to cover its queue's nominal quota plus borrowing (GPU112), which adds up to more than the pools whenever queues borrow.",
         why: "Quotas above capacity promise GPUs that do not exist; some tenant will wait behind another's quota.",
         fix: "Lower quotas, add nodes, or accept the over-commit deliberately (`gpuctl capacity` shows headroom).",
         source: "docs/blueprint.md (capacity of a pool = nodes x per-node amount)",
@@ -392,14 +392,14 @@ rules! {
         example: "spec:\n  scheduling: {queueing: kueue}\n  tenants:\n    - {name: a, namespaces: [a], quota: {nvidia.com/gpu: 8}}   # no queue\n",
     }
     "GPU075" "kueue-resource-uncovered" "kueue" Error {
-        checks: "Every resource a tenant's pods request is covered by its ClusterQueue: `cpu` and `memory` (every pod requests them), each resource its quota names (`nvidia.com/gpu`, `requests.ephemeral-storage`, ...; object counts such as `pods` are not requests) and each resource of its LimitRange `defaults`. Resources matching `scheduling.kueue.excludeResourcePrefixes` are skipped, and nothing is checked under `quotaCheckStrategy: IgnoreUndeclared`, mirroring the Kueue configuration the blueprint declares.",
+        checks: "Every resource a tenant's pods request is covered by its ClusterQueue: `cpu` and `memory` (every pod requests them), each resource its quota names (`nvidia.com/gpu`, `requests.ephemeral-storage`, ...; object counts such as `pods` are not requests) and each resource of its LimitRange `defaults`. Kueue's resource transformations (`scheduling.kueue.config.resources.transformations`) are applied first (their outputs must be covered; a `Replace`d input need not be); resources matching `config.resources.excludeResourcePrefixes` are skipped, and nothing is checked under `config.resources.quotaCheckStrategy: IgnoreUndeclared`, mirroring the Kueue configuration the blueprint declares.",
         why: "With Kueue's default quota check (`BlockUndeclared`), a workload requesting a resource its ClusterQueue does not cover stays pending forever (`resource cpu unavailable in ClusterQueue`); a queue that covers only GPUs admits nothing, because every pod also requests cpu and memory.",
-        fix: "Add the resource to every `quota` of the ClusterQueue (on a pool that provides it, for GPUs); or, if your Kueue's configuration ignores it, say so in `scheduling.kueue.excludeResourcePrefixes` or `quotaCheckStrategy: IgnoreUndeclared`.",
+        fix: "Add the resource to every `quota` of the ClusterQueue (on a pool that provides it, for GPUs); or, if your Kueue's configuration ignores it, say so in `scheduling.kueue.config.resources` (`excludeResourcePrefixes` or `quotaCheckStrategy: IgnoreUndeclared`).",
         source: "Kueue ClusterQueue resourceGroups; Kueue Configuration `resources.excludeResourcePrefixes` and `resources.quotaCheckStrategy` (kubernetes-sigs/kueue apis/config/v1beta2/configuration_types.go, v0.19.2)",
         example: "scheduling:\n  kueue:\n    clusterQueues:\n      - {name: cq, resources: [{pool: a100, quota: {nvidia.com/gpu: 8}}]}   # no cpu, no memory\ntenants:\n  - {queue: cq, quota: {nvidia.com/gpu: 8}}\n",
     }
     "GPU076" "kueue-release" "kueue" Error {
-        checks: "`scheduling.kueue.version` is a Kueue release gpuctl knows (`gpuctl profiles` lists the release lines) and serves `kueue.x-k8s.io/v1beta2`, the API version gpuctl writes (Kueue v0.15 and later); `quotaCheckStrategy: IgnoreUndeclared` is used only on releases that have it (v0.18 and later) and never together with `excludeResourcePrefixes`.",
+        checks: "`scheduling.kueue.version` is a Kueue release gpuctl knows (`gpuctl profiles` lists the release lines) and serves `kueue.x-k8s.io/v1beta2`, the API version gpuctl writes (Kueue v0.15 and later); `config.resources.quotaCheckStrategy: IgnoreUndeclared` is used only on releases that have it (v0.18 and later) and never together with `config.resources.excludeResourcePrefixes`.",
         why: "Objects written for an API version the cluster's Kueue does not serve are refused by the API server at apply time (`no matches for kind ClusterQueue in version kueue.x-k8s.io/v1beta2`); a version gpuctl does not know cannot be checked at all. Kueue refuses a configuration that sets both quota-check settings.",
         fix: "Write the release you run as `v<major>.<minor>.<patch>`; below v0.15 upgrade Kueue first.",
         source: "profiles/queueing.yaml (Kueue releases and the API versions they serve: Kueue release notes, CHANGELOG-0.15)",
@@ -413,11 +413,11 @@ rules! {
         example: "queues:\n  - {name: q, weight: 0}\n",
     }
     "GPU081" "volcano-guarantee-deserved-capability" "volcano" Error {
-        checks: "Per resource: guarantee <= deserved <= capability, and a child's capability does not exceed its parent's.",
-        why: "Volcano rejects or silently clamps inconsistent queue resources; reclaim then behaves unexpectedly.",
-        fix: "Order the amounts guarantee <= deserved <= capability.",
-        source: "profiles/limits.yaml (Volcano Queue)",
-        example: "queues:\n  - {name: q, deserved: {nvidia.com/gpu: 16}, capability: {nvidia.com/gpu: 8}}\n",
+        checks: "Per resource: guarantee <= deserved <= capability; every guaranteed resource also has a deserved amount (a missing one is not `unlimited` to Volcano); a queue's capability does not exceed that of its nearest ancestor that caps the resource.",
+        why: "Volcano v1.15's queue admission webhook refuses such a queue (`deserved[nvidia.com/gpu] must be >= guarantee[nvidia.com/gpu]=8`, `deserved[cpu]=... must be <= capability[cpu]=...`, `queue q capability[nvidia.com/gpu]=... exceeds its ancestor's capability=...`), so apply fails at that queue.",
+        fix: "Order the amounts guarantee <= deserved <= capability, give every guaranteed resource a deserved amount, and keep children's capabilities within their ancestors'.",
+        source: "profiles/queueing.yaml (volcano_hierarchy: volcano-sh/volcano v1.15.1 pkg/webhooks/admission/queues/validate/validate_queue.go)",
+        example: "queues:\n  - {name: q, guarantee: {nvidia.com/gpu: 8}}   # no deserved\n",
     }
     "GPU082" "volcano-hierarchy" "volcano" Error {
         checks: "The queue hierarchy is at most the supported depth and has no cycles.",
@@ -481,6 +481,55 @@ rules! {
         fix: "Set `gpuOperator.chart` to the mirrored chart (archive path, OCI reference or internal repository), or `install: helm` when gpuctl should install it.",
         source: "docs/blueprint.md",
         example: "spec:\n  gpuOperator:\n    install: helm\n    images: {registry: registry.internal/nvidia}\n",
+    }
+    "GPU110" "volcano-hierarchy-sums" "volcano" Error {
+        checks: "For every Volcano queue with children: the children's `deserved` and their `guarantee`, summed per resource (cpu, memory and extended resources; in the order the queues are created), stay within the parent's own `deserved` and `guarantee`, where a resource the parent does not list counts as zero. A parent that declares only a `capability` therefore cannot have children that declare `deserved`.",
+        why: "Volcano v1.15's admission webhook refuses the child queue that takes the sum over the parent's amount (`parent queue serving validation failed: sum of children's deserved (cpu 0.00, memory 0.00, nvidia.com/gpu 16000.00) exceeds parent's deserved limit (cpu 0.00, memory 0.00)`), so apply of the hierarchy fails on every cluster that runs Volcano's webhook.",
+        fix: "Give the parent `deserved` (and `guarantee`, if children have one) for every resource its children list, at least their sum; or lower the children's amounts.",
+        source: "profiles/queueing.yaml (volcano_hierarchy: validate_queue.go validateSiblingsSum and validateChildrenConstraints, Resource.LessPartly with api.Zero)",
+        example: "queues:\n  - {name: serving, parent: root, capability: {nvidia.com/gpu: 64}}   # no deserved\n  - {name: online, parent: serving, deserved: {nvidia.com/gpu: 48}}\n",
+    }
+    "GPU111" "kueue-crd-rules" "kueue" Error {
+        checks: "The CEL rules (`x-kubernetes-validations`) of Kueue's v1beta2 CRDs on fields gpuctl renders that no other rule covers: a ClusterQueue that never reclaims (`reclaimWithinCohort: Never`) may not preempt while borrowing (`borrowWithinCohort` other than `Never`). (The other CEL rules on rendered fields are GPU070's resource-group shape and GPU071's borrowing limit without a cohort; a test maps every CEL rule of the CRDs to its gpuctl rule.)",
+        why: "The API server evaluates the CRD's CEL rules and refuses the ClusterQueue (`reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never`), so apply fails at that queue after other objects changed.",
+        fix: "Set `borrowWithinCohort: Never`, or let the queue reclaim (`reclaimWithinCohort: LowerPriority` or `Any`).",
+        source: "Kueue v0.19.2 CRD kueue.x-k8s.io_clusterqueues.yaml (v1beta2 spec.preemption x-kubernetes-validations)",
+        example: "clusterQueues:\n  - {name: q, preemption: {reclaimWithinCohort: Never, borrowWithinCohort: LowerPriority}}\n",
+    }
+    "GPU112" "queue-admits-above-quota" "composition" Error {
+        checks: "Per tenant and resource its ResourceQuota limits (bare or `requests.` key): what its ClusterQueue can admit into one of its namespaces (nominal quota on every flavor plus what it can borrow: the smaller of its `borrowingLimit` and what the other queues of its cohort tree lend on that flavor) is not more than the namespace's ResourceQuota. Resources Kueue transforms (`config.resources.transformations`) are left out: the two sides count different things.",
+        why: "Kueue admits a workload against the ClusterQueue only; the Job controller then creates its pods and the API server's quota admission refuses those over the namespace quota (`exceeded quota: dev-quota, requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=16, limited: requests.nvidia.com/gpu=16`): the job runs partly, holding GPUs it cannot use, until it is evicted.",
+        fix: "Raise the quota to what the queue admits, or make the queue admit at most the quota (lower the nominal quota, set a `borrowingLimit`); tenants sharing a queue share its whole quota, so give each its own queue in the cohort; or leave the resource out of the quota and let Kueue govern it.",
+        source: "profiles/queueing.yaml (composition: Kueue cohort borrowing and lending); Kubernetes ResourceQuota admission",
+        example: "clusterQueues:\n  - {name: cq-dev, cohort: all, resources: [{pool: a, quota: {nvidia.com/gpu: 16}, borrowingLimit: {nvidia.com/gpu: 10}}]}\ntenants:\n  - {name: dev, queue: cq-dev, quota: {nvidia.com/gpu: 16}}   # the queue admits 26\n",
+    }
+    "GPU113" "quota-requires-requests" "composition" Error {
+        checks: "A tenant whose quota tracks `cpu`, `memory`, `requests.cpu`, `requests.memory`, `limits.cpu` or `limits.memory` has a default for that resource in `defaults` (its LimitRange, which gpuctl renders as both `default` and `defaultRequest`).",
+        why: "When a ResourceQuota tracks cpu or memory, the API server refuses every pod with a container that does not set the value (`must specify requests.cpu for: main; requests.memory for: main`). A job that asks only for GPUs is admitted by Kueue and then has every pod refused.",
+        fix: "Add the resource to the tenant's `defaults` (the per-container amount pods get when they set none), or remove the key from its quota.",
+        source: "profiles/queueing.yaml (composition.keys_requiring_container_values: kubernetes pkg/quota/v1/evaluator/core/pods.go validationSet)",
+        example: "tenants:\n  - {name: a, quota: {nvidia.com/gpu: 8, requests.cpu: \"64\"}, defaults: {nvidia.com/gpu: 1}}   # no cpu default\n",
+    }
+    "GPU114" "kueue-dead-limit" "composition" Warning {
+        checks: "A `borrowingLimit` (other than 0) on a flavor and resource that no other ClusterQueue of the cohort tree has quota for, and a `lendingLimit` on one that no other queue of the tree covers.",
+        why: "Such a limit can never take effect: the queue has nothing to borrow (Kueue keeps workloads above the nominal quota pending: `insufficient unused quota for nvidia.com/gpu in flavor a, 4 more needed`), or nobody can borrow what it would lend. It usually means the cohort or the pools are not what was intended.",
+        fix: "Give another queue of the cohort quota on that flavor, or remove the limit.",
+        source: "profiles/queueing.yaml (composition: Kueue cohort borrowing and lending)",
+        example: "clusterQueues:\n  - {name: a, cohort: c, resources: [{pool: p, quota: {nvidia.com/gpu: 8}, borrowingLimit: {nvidia.com/gpu: 4}}]}\n  - {name: b, cohort: c, resources: [{pool: other, quota: {nvidia.com/gpu: 8}}]}\n",
+    }
+    "GPU115" "kueue-weight-without-fair-sharing" "composition" Warning {
+        checks: "`fairSharingWeight` on a cohort or ClusterQueue only when the blueprint's Kueue configuration turns fair sharing on (`scheduling.kueue.config.fairSharing`).",
+        why: "Kueue uses the weights only with fair sharing on; without it they are silently ignored and borrowing is first come, first served.",
+        fix: "Add `config: {fairSharing: {}}` under `scheduling.kueue` and run Kueue with it (gpuctl renders it with `install: helm` or `gitops`; a live plan compares it with the running Kueue's configuration under `install: none`), or remove the weights.",
+        source: "profiles/queueing.yaml (kueue_configuration: Kueue v0.19.2 configuration_types.go FairSharing)",
+        example: "scheduling:\n  kueue:\n    clusterQueues:\n      - {name: q, fairSharingWeight: 80}   # no config.fairSharing\n",
+    }
+    "GPU116" "kueue-config" "kueue-config" Error {
+        checks: "`scheduling.kueue.config` holds settings Kueue's configuration validation accepts: fair-sharing preemption strategy lists Kueue knows, resource transformations with an input (each once) and quantities as outputs, integrated frameworks Kueue knows (each once), a `waitForPodsReady` timeout that parses, no empty excluded prefix; with `install: helm` or `gitops`, a Kueue release whose chart gpuctl renders `managerConfig` for. The quota-check settings live under `config.resources`: at their old place (`scheduling.kueue.excludeResourcePrefixes`, `quotaCheckStrategy`) they are reported here.",
+        why: "Kueue refuses to start with a configuration it does not accept, so no workload is admitted at all; a setting at its old place would otherwise be ignored.",
+        fix: "Use the values the finding lists; move the quota-check settings under `config.resources`.",
+        source: "profiles/queueing.yaml (kueue_configuration: configuration_types.go and pkg/config/validation.go of Kueue v0.19.2)",
+        example: "scheduling:\n  kueue:\n    config:\n      integrations: {frameworks: [batch/jobs]}\n",
     }
 }
 

@@ -1,8 +1,10 @@
 //! Rule families, one file each (see `registry.rs` for the ids they emit).
 
 mod compat;
+mod composition;
 mod install;
 mod kueue;
+mod kueue_config;
 mod mig;
 mod monitoring;
 mod priority;
@@ -22,7 +24,9 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     quota::check(ctx);
     priority::check(ctx);
     kueue::check(ctx);
+    kueue_config::check(ctx);
     volcano::check(ctx);
+    composition::check(ctx);
     monitoring::check(ctx);
     install::check(ctx);
 }
