@@ -321,9 +321,10 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
 
     // An edit: one quota changes, so exactly one object updates and the exit code is 2.
     let text = std::fs::read_to_string(example).unwrap();
+    // (Raised: below what team-a's queue admits, validation refuses it, GPU112.)
     let edited = text.replace(
-        "quota: { nvidia.com/gpu: 64, pods: 200,",
-        "quota: { nvidia.com/gpu: 56, pods: 200,",
+        "quota: { nvidia.com/gpu: 80, pods: 200,",
+        "quota: { nvidia.com/gpu: 96, pods: 200,",
     );
     assert_ne!(edited, text);
     let edited_path = dir.path().join("edited.yaml");
