@@ -1742,3 +1742,77 @@ async fn queue_parents_are_created_before_children_and_pruned_after_them() {
         );
     }
 }
+
+/// With Kueue installed by someone else, a live plan reads Kueue's manager ConfigMap and says
+/// where it contradicts the blueprint's `scheduling.kueue.config` (issue 14).
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn a_running_kueues_configuration_is_read_and_compared() {
+    let Some((tc, k, _f)) = connected("kueue_config", "kcfg").await else {
+        return;
+    };
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .kueue_configuration;
+    let cm = &facts.config_map;
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(tc.client.clone(), &cm.namespace);
+    let declared = gpuctl_core::blueprint::KueueConfig {
+        fair_sharing: Some(Default::default()),
+        ..Default::default()
+    };
+    if cms.get_opt(&cm.name).await.unwrap().is_some() {
+        // A real Kueue runs on this server: its configuration is read, whatever it says.
+        assert!(matches!(
+            read::kueue_config(&k).await,
+            read::KueueConfigReading::Read(_)
+        ));
+        return;
+    }
+    assert_eq!(
+        read::kueue_config(&k).await,
+        read::KueueConfigReading::Missing
+    );
+    let missing = plan::kueue_config_findings(&declared, Some(&read::kueue_config(&k).await));
+    assert!(missing[0].message.contains("does not exist"), "{missing:?}");
+
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(tc.client.clone());
+    namespaces
+        .patch(
+            &cm.namespace,
+            &PatchParams::apply("gpuctl-test"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cm.namespace}})),
+        )
+        .await
+        .unwrap();
+    // The chart's own configuration: fair sharing off.
+    let chart = serde_saphyr::to_string(&facts.chart_defaults).unwrap();
+    cms.patch(
+        &cm.name,
+        &PatchParams::apply("gpuctl-test"),
+        &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm.name, "namespace": cm.namespace},
+            "data": {cm.key.as_str(): chart}})),
+    )
+    .await
+    .unwrap();
+    let reading = read::kueue_config(&k).await;
+    let found = plan::kueue_config_findings(&declared, Some(&reading));
+    cms.delete(&cm.name, &Default::default()).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].severity, Severity::Warning);
+    assert!(
+        found[0].message.contains("fair sharing on") && found[0].message.contains(&cm.name),
+        "{}",
+        found[0].message
+    );
+    // The blueprint that says what the chart says: nothing to report.
+    assert!(
+        plan::kueue_config_findings(&Default::default(), Some(&reading)).is_empty(),
+        "{:?}",
+        plan::kueue_config_findings(&Default::default(), Some(&reading))
+    );
+}
