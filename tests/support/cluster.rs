@@ -127,6 +127,15 @@ impl TestCluster {
         Some(tc)
     }
 
+    /// Connects to the cluster of `kubeconfig` (a harness a test started itself, e.g. a fresh one per
+    /// example in tests/composition.rs) and creates a fresh namespace.
+    pub async fn connect_kubeconfig(
+        kubeconfig: &std::path::Path,
+        test_name: &str,
+    ) -> Result<TestCluster> {
+        Self::connect_to(kubeconfig, test_name).await
+    }
+
     async fn connect_to(kubeconfig: &std::path::Path, test_name: &str) -> Result<TestCluster> {
         let kc = Kubeconfig::read_from(kubeconfig).context("reading the kubeconfig")?;
         let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
@@ -367,6 +376,9 @@ pub struct GpuNode {
     pub extra_labels: BTreeMap<String, String>,
     pub cpu: String,
     pub memory: String,
+    /// Time-slicing replicas per GPU (1: not shared): the device plugin advertises
+    /// `count * replicas` `nvidia.com/gpu` and GFD labels `gpu.replicas` and `gpu.sharing-strategy`.
+    pub replicas: u32,
 }
 
 impl GpuNode {
@@ -392,6 +404,7 @@ impl GpuNode {
             extra_labels: BTreeMap::new(),
             cpu: "128".into(),
             memory: "2113456540Ki".into(),
+            replicas: 1,
         }
     }
 
@@ -471,6 +484,12 @@ impl GpuNode {
         self
     }
 
+    /// Time-slicing with `replicas` per GPU (no MIG).
+    pub fn time_slicing(mut self, replicas: u32) -> Self {
+        self.replicas = replicas;
+        self
+    }
+
     /// Adds or overrides a label.
     pub fn label(mut self, key: &str, value: &str) -> Self {
         self.extra_labels.insert(key.into(), value.into());
@@ -518,8 +537,13 @@ impl GpuNode {
         put("nvidia.com/cuda.runtime.minor", self.cuda.1.to_string());
         put("nvidia.com/gpu.machine", self.machine.clone());
         put("nvidia.com/gpu.mode", "compute".into());
-        put("nvidia.com/gpu.replicas", "1".into());
-        put("nvidia.com/gpu.sharing-strategy", "none".into());
+        put("nvidia.com/gpu.replicas", self.replicas.to_string());
+        let sharing = if self.replicas > 1 {
+            "time-slicing"
+        } else {
+            "none"
+        };
+        put("nvidia.com/gpu.sharing-strategy", sharing.into());
         put("nvidia.com/mig.capable", self.mig_capable.to_string());
         let mig_on = self.mig != Mig::Off;
         put("nvidia.com/mps.capable", (!mig_on).to_string());
@@ -589,7 +613,10 @@ impl GpuNode {
         ]);
         match &self.mig {
             Mig::Off => {
-                c.insert("nvidia.com/gpu".into(), self.count.to_string());
+                c.insert(
+                    "nvidia.com/gpu".into(),
+                    (self.count * self.replicas).to_string(),
+                );
             }
             Mig::Single { per_gpu, .. } => {
                 c.insert("nvidia.com/gpu".into(), (self.count * per_gpu).to_string());
