@@ -482,7 +482,17 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     train.metadata.owner_references = Some(vec![serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": job.metadata.uid, "controller": true,
     })).unwrap()]);
-    pods.create(&PostParams::default(), &train).await.unwrap();
+    // Kueue's Pod webhook looks the owning Job up in its informer cache and refuses the Pod
+    // (`Job.batch "train" not found`) until the cache has it; a controller retries, so does this.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Err(e) = pods.create(&PostParams::default(), &train).await {
+        let lagging = matches!(&e, kube::Error::Api(s) if s.code == 404 && s.message.contains("Job.batch \"train\" not found"));
+        assert!(
+            lagging && Instant::now() < deadline,
+            "creating the job's pod: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     pods.patch_status(
         "train-0",
         &PatchParams::default(),

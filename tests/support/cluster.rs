@@ -26,10 +26,10 @@
 //! `GPUCTL_REQUIRE_CLUSTER` is set (cluster tests must fail, not skip, in CI) and otherwise (a run
 //! with `--ignored`) prints a skip notice and returns `None`.
 //!
-//! The server has no controller-manager, scheduler or kubelet: Pods stay Pending, namespaces never finish
-//! deleting, and nothing fills in `ResourceQuota.status`. Tests play the controllers they need
-//! ([`TestCluster::sync_quota_status`]). Objects are left behind on purpose (unique names keep tests
-//! apart); `tools/kube-harness/run down` throws the whole cluster away.
+//! The cluster runs kube-controller-manager (Job, ResourceQuota, namespace, garbage-collector and
+//! serviceaccount controllers), Kueue and Volcano's admission webhook, but no scheduler or kubelet:
+//! Pods stay Pending. Tests play what needs GPUs (Nodes, [`GpuNode`]). Objects are left behind on
+//! purpose (unique names keep tests apart); `tools/kube-harness/run down` throws the whole cluster away.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -244,8 +244,9 @@ impl TestCluster {
             .await
     }
 
-    /// Plays the resource-quota controller (not running here): copies `spec.hard` into `status.hard`
-    /// and sets `status.used` to zero for each resource, so quota admission enforces the quota.
+    /// Copies `spec.hard` into `status.hard` and sets `status.used` to zero for each resource, so
+    /// quota admission enforces a quota at once (the resource-quota controller does the same on its
+    /// first sync, moments later; only for a quota no Pod has been charged to yet).
     pub async fn sync_quota_status(&self, name: &str) -> Result<ResourceQuota> {
         let api: Api<ResourceQuota> = self.namespaced();
         let rq = api.get(name).await?;
