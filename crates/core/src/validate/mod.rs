@@ -45,6 +45,17 @@ impl ValidatedBlueprint {
     }
 }
 
+/// A blueprint taken as it is, error findings or not. Only for tests that show what a real cluster
+/// does with a blueprint validation refuses (tests/composition.rs applies such blueprints "anyway"
+/// to reproduce the refusal the rule prevents); gpuctl itself only builds one through [`validate`].
+#[doc(hidden)]
+pub fn unchecked_for_tests(loaded: Loaded) -> ValidatedBlueprint {
+    ValidatedBlueprint {
+        loaded,
+        warnings: Vec::new(),
+    }
+}
+
 /// Runs every rule and returns all findings in file order.
 pub fn check(loaded: &Loaded, catalog: &Catalog, opts: Options) -> FileReport {
     let mut ctx = Ctx {
