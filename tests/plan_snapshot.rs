@@ -285,7 +285,9 @@ fn markdown_plan_renders_as_commonmark_tables_and_a_diff_fence() {
             "unchanged"
         ]
     );
-    assert_eq!(r.tables[0][1], ["4", "3", "2", "0", "0", "31"]);
+    // The network example adds the Network Operator namespace, the NicClusterPolicy and a Kueue
+    // Topology (creates) and the training flavor's `topologyName` (an update).
+    assert_eq!(r.tables[0][1], ["7", "4", "2", "0", "0", "30"]);
     let objects = &r.tables[1];
     assert_eq!(objects[0], ["action", "object", "changes"]);
     // Each changed object is one row, and the object list appears once in the whole comment.

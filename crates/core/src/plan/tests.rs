@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+mod topology;
+
 use super::*;
 use crate::applyset::{BLUEPRINT_LABEL, PART_OF};
 use crate::blueprint::InstallMode;
@@ -81,6 +83,7 @@ fn patch() -> NodePatch {
         expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
         expected_driver: "580.95.05".into(),
         blue_green: true,
+        topology_levels: Vec::new(),
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod driver;
 mod helm;
+pub mod network;
 mod nodes;
 mod objects;
 pub mod rendered;
@@ -265,6 +266,7 @@ pub fn render(
     objects::tenants(bp, &mut out)?;
     objects::queues(bp, catalog, &mut out)?;
     objects::monitoring(bp, &mut out)?;
+    network::objects(bp, catalog, &mut out)?;
 
     let mut objects = out.finish()?;
     objects.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));
@@ -291,6 +293,8 @@ pub fn render(
         TROUBLESHOOTING_RUNBOOK.to_string(),
         runbook::troubleshooting(bp, &plan, templates)?,
     );
+    network::documents(bp, templates, &mut documents)?;
+    network::kubelet_documents(bp, catalog, templates, &mut documents)?;
 
     Ok(RenderedSet {
         blueprint: name,

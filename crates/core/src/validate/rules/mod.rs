@@ -5,11 +5,14 @@ mod install;
 mod kueue;
 mod mig;
 mod monitoring;
+mod network;
 mod priority;
 mod quota;
 mod sharing;
 mod structure;
 mod volcano;
+
+pub(crate) use network::wants_rdma;
 
 use super::Ctx;
 use crate::profiles::KubernetesNameLimits;
@@ -25,6 +28,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     volcano::check(ctx);
     monitoring::check(ctx);
     install::check(ctx);
+    network::check(ctx);
 }
 
 /// DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, 1..=max chars.
