@@ -68,11 +68,13 @@ fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
     )
     .expect("the real chart archive is in ../shared/upstream");
     let text = std::fs::read_to_string(BLUEPRINT).unwrap();
-    let local = text.replace(
+    // The GPU Operator's `install: helm` (the first one; the Network Operator has its own).
+    let local = text.replacen(
         "    install: helm\n",
         &format!(
             "    install: helm\n    chart: {{ path: {archive} }}\n    values: {{ operator: {{ upgradeCRD: false }} }}\n"
         ),
+        1,
     );
     assert_ne!(local, text, "the example installs with helm");
     let path = dir.join("dgx-h100-training.yaml");

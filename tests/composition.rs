@@ -269,7 +269,15 @@ async fn create_pool_nodes(tc: &TestCluster, bp: &Blueprint) {
     let nodes: Api<Node> = Api::all(tc.client.clone());
     for pool in &bp.spec.node_pools {
         let node = pool_node(bp, pool);
-        for i in 0..pool.nodes.min(2) {
+        // Two nodes per pool, or every node of a pool with topology levels (capped at 32): Kueue's
+        // topology-aware scheduling places pods on the nodes it sees, and a job that borrows
+        // needs more than two of them.
+        let count = if pool.topology.as_ref().is_some_and(|t| !t.levels.is_empty()) {
+            pool.nodes.min(32)
+        } else {
+            pool.nodes.min(2)
+        };
+        for i in 0..count {
             let created = tc
                 .create_gpu_node(&format!("{}-{i}", pool.name), &node)
                 .await
@@ -282,11 +290,29 @@ async fn create_pool_nodes(tc: &TestCluster, bp: &Blueprint) {
                 .into_iter()
                 .filter(|t| t.key != "node.kubernetes.io/not-ready")
                 .collect();
+            // The labels of the pool's topology levels, as the node's provisioning (or the
+            // kubelet, for `kubernetes.io/hostname`) sets them: Kueue's topology-aware
+            // scheduling finds no domain on a node without them. One domain per level here.
+            let mut labels = serde_json::Map::new();
+            for level in pool.topology.iter().flat_map(|t| &t.levels) {
+                let value = if level == "kubernetes.io/hostname" {
+                    name.clone()
+                } else {
+                    format!(
+                        "{}-{}",
+                        pool.name,
+                        level.rsplit('/').next().unwrap_or("domain")
+                    )
+                };
+                labels.insert(level.clone(), json!(value));
+            }
             nodes
                 .patch(
                     &name,
                     &PatchParams::default(),
-                    &Patch::Merge(&json!({"spec": {"taints": taints}})),
+                    &Patch::Merge(
+                        &json!({"metadata": {"labels": labels}, "spec": {"taints": taints}}),
+                    ),
                 )
                 .await
                 .unwrap_or_else(|e| panic!("lifting the not-ready taint of {name}: {e}"));

@@ -136,6 +136,7 @@ impl Fixture {
                 expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
                 expected_driver: "580.105.08".into(),
                 blue_green: false,
+                topology_levels: Vec::new(),
             }],
             helm: HelmRelease {
                 release: "gpu-operator".into(),

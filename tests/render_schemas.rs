@@ -43,6 +43,72 @@ fn key_trees_match_upstream_values() {
             path.display()
         );
     }
+    for version in NETWORK_RELEASES {
+        let values = network_values(version);
+        let source = format!(
+            "Mellanox/network-operator deployment/network-operator/values.yaml at tag {version}"
+        );
+        let want = gpuctl_core::profiles::chart::network_key_tree_file(version, &source, &values);
+        let path = root().join(format!("profiles/network-operator-values/{version}.yaml"));
+        if update {
+            std::fs::write(&path, &want).expect("writable profiles/");
+            continue;
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is stale: run GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values",
+            path.display()
+        );
+    }
+}
+
+/// Network Operator chart releases gpuctl renders for (their values.yaml and CRDs are in
+/// `upstream/network-operator/<version>/`).
+const NETWORK_RELEASES: [&str; 1] = ["v26.4.1"];
+
+fn network_values(version: &str) -> Map<String, Value> {
+    let path = shared().join(format!("upstream/network-operator/{version}/values.yaml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let values: Value = serde_saphyr::from_str(&text).expect("values.yaml parses");
+    values.as_object().cloned().expect("a mapping")
+}
+
+/// Every key the Network Operator values document holds exists in that chart's real values.yaml,
+/// and every network document parses; the blueprints that declare the operator are among those
+/// rendered.
+#[test]
+fn network_operator_values_exist_in_the_real_chart() {
+    let mut checked = 0;
+    for (source, set) in renders() {
+        let Some(text) = set
+            .documents
+            .get(gpuctl_core::render::network::NETWORK_OPERATOR_VALUES)
+        else {
+            continue;
+        };
+        let rel: Value = serde_saphyr::from_str(
+            &set.documents[gpuctl_core::render::network::NETWORK_OPERATOR_RELEASE],
+        )
+        .unwrap();
+        let version = rel["version"].as_str().unwrap().to_string();
+        let values = network_values(&version);
+        let rendered: Value = serde_saphyr::from_str(text).unwrap();
+        let mut paths = Vec::new();
+        leaf_paths(&rendered, "", &mut paths);
+        assert!(!paths.is_empty(), "{source}: empty network operator values");
+        for p in paths {
+            assert!(
+                path_in_values(&values, &p),
+                "{source}: `{p}` is not a key of the Network Operator {version} chart values"
+            );
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 2,
+        "the network examples were rendered ({checked})"
+    );
 }
 
 /// Every render the conformance tests check: the valid examples, the v25.10.1 blueprint, and a
@@ -176,6 +242,11 @@ fn all_schemas() -> Vec<((String, String, String), Value, Value)> {
     let mut all = crd_schemas(&up.join("kueue/v0.19.2/crds"));
     all.extend(crd_schemas(&up.join("volcano/v1.15.1/crds")));
     all.extend(crd_schemas(&up.join("prometheus-operator/v0.93.0/crds")));
+    for version in NETWORK_RELEASES {
+        all.extend(crd_schemas(
+            &up.join(format!("network-operator/{version}/crds")),
+        ));
+    }
     all
 }
 
@@ -235,6 +306,9 @@ fn every_custom_resource_validates_against_its_upstream_crd() {
         "Queue",
         "ServiceMonitor",
         "PrometheusRule",
+        "Topology",
+        "NicClusterPolicy",
+        "IPoIBNetwork",
     ] {
         assert!(checked.contains(kind), "no rendered {kind} was checked");
     }
@@ -283,6 +357,36 @@ fn cel_rules_hold() {
                         "{source}: {}",
                         o.display_id()
                     );
+                }
+                // resourceflavors: "at least one nodeLabel is required when topology is set"
+                "ResourceFlavor" if spec.get("topologyName").is_some() => {
+                    assert!(
+                        spec["nodeLabels"]
+                            .as_object()
+                            .is_some_and(|m| !m.is_empty()),
+                        "{source}: {}",
+                        o.display_id()
+                    );
+                }
+                // topologies: "must be unique"; "the kubernetes.io/hostname label can only be used
+                // at the lowest level of topology"
+                "Topology" => {
+                    let levels: Vec<&str> = spec["levels"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|l| l["nodeLabel"].as_str().unwrap())
+                        .collect();
+                    let unique: std::collections::BTreeSet<&&str> = levels.iter().collect();
+                    assert_eq!(unique.len(), levels.len(), "{source}: {}", o.display_id());
+                    if levels.contains(&"kubernetes.io/hostname") {
+                        assert_eq!(
+                            levels.last(),
+                            Some(&"kubernetes.io/hostname"),
+                            "{source}: {}",
+                            o.display_id()
+                        );
+                    }
                 }
                 "ClusterQueue" => {
                     // "flavors must have the same number of resources as the coveredResources"
@@ -362,6 +466,17 @@ fn every_kueue_cel_rule_on_rendered_kinds_has_a_validation_rule() {
             "LocalQueue",
             "field is immutable",
             "not a value rule: spec.clusterQueue may not change; a tenant moved to another queue is a new LocalQueue only if renamed",
+        ),
+        (
+            "Topology",
+            "field is immutable",
+            "not a value rule: a Topology's levels may not change; plan shows the change, apply's server-side dry-run refuses it",
+        ),
+        ("Topology", "must be unique", "GPU140"),
+        (
+            "Topology",
+            "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+            "GPU140",
         ),
         (
             "ResourceFlavor",

@@ -523,6 +523,7 @@ mod tests {
             namespace: Some("team-a".into()),
             name: "team-a-quota".into(),
             resource_version: Some("7".into()),
+            content_digest: None,
             changes: vec![],
             reason: Some("conflict with \"kubectl-edit\": .spec.hard.pods".into()),
             manifest: None,
@@ -536,6 +537,7 @@ mod tests {
                 namespace: None,
                 name: format!("cq-{i}"),
                 resource_version: Some("1".into()),
+                content_digest: None,
                 changes: vec![Change {
                     path: "spec.x".into(),
                     before: Some(json!("1")),

@@ -62,6 +62,10 @@ pub struct Spec {
     /// Driver upgrade policy.
     #[serde(default)]
     pub upgrades: Upgrades,
+    /// The NVIDIA Network Operator (optional): NIC driver, RDMA device plugin and secondary
+    /// networks for the pools' fabric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_operator: Option<crate::blueprint::network::NetworkOperator>,
 }
 
 /// Kubernetes control plane.
@@ -73,29 +77,7 @@ pub struct Kubernetes {
     pub version: String,
 }
 
-/// How `apply` handles the GPU Operator Helm release.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum InstallMode {
-    /// `helm upgrade --install` with the rendered values.
-    #[default]
-    Helm,
-    /// Rendered values are committed and synced by a GitOps controller.
-    Gitops,
-    /// The operator is managed elsewhere.
-    None,
-}
-
-impl std::fmt::Display for InstallMode {
-    /// The blueprint spelling: `helm`, `gitops`, `none`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            InstallMode::Helm => "helm",
-            InstallMode::Gitops => "gitops",
-            InstallMode::None => "none",
-        })
-    }
-}
+pub use super::install::InstallMode;
 
 /// GPU Operator settings.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
@@ -121,6 +103,9 @@ pub struct GpuOperator {
     /// Where images come from: a registry mirror for air-gapped clusters.
     #[serde(default)]
     pub images: Option<Images>,
+    /// GPUDirect RDMA: how GPU memory is registered with the NICs (when a pool asks for it).
+    #[serde(default)]
+    pub rdma: Option<Rdma>,
     /// Raw chart overrides, deep-merged last.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
@@ -588,6 +573,99 @@ pub struct Topology {
     /// Node network.
     #[serde(default)]
     pub network: Option<Network>,
+    /// Node labels naming the pool's topology domains, widest first (for example block, rack,
+    /// host). gpuctl renders them as a Kueue `Topology` the pool's ResourceFlavor names, so
+    /// workloads can ask for "same rack" or "same NVLink domain"; the last level should be
+    /// `kubernetes.io/hostname` when pods are to be placed per node.
+    #[serde(default)]
+    #[schemars(example = &TOPOLOGY_LEVELS_EXAMPLE)]
+    pub levels: Vec<String>,
+    /// The kubelet's NUMA alignment on the pool's nodes, rendered as a KubeletConfiguration
+    /// fragment per pool (`kubelet/<pool>.yaml`) for node provisioning.
+    #[serde(default)]
+    pub kubelet: Option<KubeletNuma>,
+}
+
+/// `gpuctl explain --fields` shows this for `topology.levels`.
+const TOPOLOGY_LEVELS_EXAMPLE: [&str; 3] = [
+    "topology.example.com/block",
+    "topology.example.com/rack",
+    "kubernetes.io/hostname",
+];
+
+/// The kubelet's Topology Manager policy.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TopologyManagerPolicy {
+    /// No alignment (the kubelet's default).
+    None,
+    /// Prefer aligned resources, admit anyway.
+    BestEffort,
+    /// Refuse pods whose resources cannot be aligned to the preferred NUMA nodes.
+    Restricted,
+    /// Refuse pods whose resources do not fit one NUMA node.
+    SingleNumaNode,
+}
+
+/// The kubelet's Topology Manager scope.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TopologyManagerScope {
+    /// Align each container on its own (the kubelet's default).
+    Container,
+    /// Align all containers of a pod together.
+    Pod,
+}
+
+/// The kubelet's CPU Manager policy.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuManagerPolicy {
+    /// Shared CPU pool only (the kubelet's default).
+    None,
+    /// Exclusive CPUs for Guaranteed pods with integer CPU requests.
+    Static,
+}
+
+/// The kubelet's Memory Manager policy (spelt as the kubelet spells it).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum MemoryManagerPolicy {
+    /// No NUMA memory pinning (the kubelet's default).
+    None,
+    /// NUMA-pinned memory for Guaranteed pods.
+    Static,
+}
+
+/// Per-pool kubelet NUMA settings (KubeletConfiguration fields of the same names).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KubeletNuma {
+    /// `topologyManagerPolicy`.
+    #[serde(default)]
+    #[schemars(example = &"single-numa-node")]
+    pub topology_manager_policy: Option<TopologyManagerPolicy>,
+    /// `topologyManagerScope`.
+    #[serde(default)]
+    #[schemars(example = &"pod")]
+    pub topology_manager_scope: Option<TopologyManagerScope>,
+    /// `cpuManagerPolicy`.
+    #[serde(default)]
+    #[schemars(example = &"static")]
+    pub cpu_manager_policy: Option<CpuManagerPolicy>,
+    /// `memoryManagerPolicy`.
+    #[serde(default)]
+    #[schemars(example = &"Static")]
+    pub memory_manager_policy: Option<MemoryManagerPolicy>,
+    /// `reservedSystemCPUs`: CPUs kept for the system and the kubelet, e.g. `"0-1"`. The static
+    /// CPU manager refuses to start without a CPU reservation.
+    #[serde(default, rename = "reservedSystemCPUs")]
+    #[schemars(example = &"0-1")]
+    pub reserved_system_cpus: Option<String>,
+    /// Memory reserved per NUMA node for the Static memory manager (`reservedMemory`), as a
+    /// quantity per NUMA node id, e.g. `{ "0": 1Gi, "1": 1Gi }`. Its sum must equal the node's
+    /// kube-reserved + system-reserved + eviction threshold memory, which the kubelet checks.
+    #[serde(default)]
+    pub reserved_memory: BTreeMap<String, Quantity>,
 }
 
 /// Node network.
@@ -602,6 +680,39 @@ pub struct Network {
     /// GPUDirect RDMA enabled.
     #[serde(default, rename = "gpuDirectRDMA")]
     pub gpu_direct_rdma: bool,
+    /// MTU of the RDMA interfaces the runbook checks against (e.g. 4096 on InfiniBand, 9000 on
+    /// RoCE); the runbook says to compare it with `ip link` on a node.
+    #[serde(default)]
+    #[schemars(example = 4096)]
+    pub mtu: Option<u32>,
+}
+
+/// How GPUDirect RDMA registers GPU memory with the NIC.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RdmaMechanism {
+    /// The Linux kernel's DMA-BUF (NVIDIA's recommendation): open kernel modules and a recent
+    /// kernel; the GPU Operator loads no extra module.
+    #[default]
+    DmaBuf,
+    /// The legacy `nvidia-peermem` module, loaded by the driver container
+    /// (`driver.rdma.enabled: true`); needs the MOFED/DOCA NIC driver.
+    NvidiaPeermem,
+}
+
+/// GPUDirect RDMA settings of the GPU Operator, used when a pool sets
+/// `topology.network.gpuDirectRDMA`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rdma {
+    /// `dma-buf` (default) or `nvidia-peermem`.
+    #[serde(default)]
+    pub mechanism: RdmaMechanism,
+    /// The hosts carry the NIC driver (MOFED/DOCA-OFED installed on the host, not by the Network
+    /// Operator): `driver.rdma.useHostMofed`.
+    #[serde(default)]
+    #[schemars(example = true)]
+    pub use_host_mofed: bool,
 }
 
 /// Taint effect.

@@ -106,6 +106,12 @@ pub struct Action {
     /// resourceVersion of the live object when planned (absent: it did not exist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
+    /// `sha256:` of the live object when planned, without `status` and the metadata the server
+    /// keeps moving (`stale::content_digest`): a controller's status write (Kueue's on a
+    /// LocalQueue, the quota controller's on a ResourceQuota) changes the resourceVersion but
+    /// not what the plan was made against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_digest: Option<String>,
     /// Field changes (update, delete: what goes away), credentials masked (`redact`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
@@ -404,6 +410,11 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     let mut actions = objects::actions(set, live, &set_id);
     let (prunes, mut findings) = objects::prunes(set, live, opts.prune_protected);
     actions.extend(prunes);
+    for a in &mut actions {
+        if a.resource_version.is_some() {
+            a.content_digest = live.get(&a.object_ref()).map(stale::content_digest);
+        }
+    }
     let node_plan = nodes::plan_nodes(live, &set.node_patches);
     let upgrades = upgrades::findings(live, &set.blueprint, &set.helm.namespace, &set.node_patches);
     let (helm_release, helm_findings) = helm::plan_helm(live, &set.helm);

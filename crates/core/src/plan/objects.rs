@@ -204,6 +204,7 @@ pub fn prunes(
             resource_version: obj["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_string),
+            content_digest: None,
             changes: vec![],
             reason: Some("no longer declared by the blueprint".into()),
             manifest: None,
@@ -229,6 +230,7 @@ fn action(
         namespace: o.namespace.clone(),
         name: o.name.clone(),
         resource_version: rv,
+        content_digest: None,
         changes,
         reason,
         manifest: Some(o.manifest.clone()),

@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+mod topology;
+
 use super::*;
 use crate::applyset::{BLUEPRINT_LABEL, PART_OF};
 use crate::blueprint::InstallMode;
@@ -81,6 +83,7 @@ fn patch() -> NodePatch {
         expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
         expected_driver: "580.95.05".into(),
         blue_green: true,
+        topology_levels: Vec::new(),
     }
 }
 
@@ -542,6 +545,7 @@ fn a_saved_plan_is_stale_when_what_it_planned_moved() {
     // Someone else created the quota, bumped the namespace, relabelled the node, upgraded helm.
     let mut bumped = stored(&namespace());
     bumped["metadata"]["resourceVersion"] = json!("42");
+    bumped["metadata"]["annotations"] = json!({"someone.example.com/else": "wrote this"});
     now.objects.insert(namespace().object_ref(), bumped);
     now.objects.insert(quota().object_ref(), stored(&quota()));
     let mut relabelled = node(
@@ -578,6 +582,47 @@ fn a_saved_plan_is_stale_when_what_it_planned_moved() {
     assert!(
         moved.contains(&"ClusterQueue/train: its kind is no longer served".to_string()),
         "{moved:?}"
+    );
+}
+
+#[test]
+fn a_status_write_since_the_plan_is_not_a_change_but_a_spec_write_is() {
+    // A controller (Kueue on a LocalQueue, the quota controller on a ResourceQuota) writes status:
+    // the resourceVersion moves, what the plan was made against does not.
+    let mut then = snapshot_view();
+    with_member(&mut then, stored(&namespace()));
+    let p = plan_of(&then);
+    let planned = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "Namespace")
+        .expect("the namespace is planned");
+    assert!(planned.content_digest.is_some(), "{planned:?}");
+
+    let mut now = LiveView::empty(Source::Offline);
+    let mut status_only = stored(&namespace());
+    status_only["metadata"]["resourceVersion"] = json!("42");
+    status_only["metadata"]["managedFields"] =
+        json!([{"manager": "kueue", "subresource": "status"}]);
+    status_only["status"] = json!({"phase": "Active"});
+    now.objects
+        .insert(namespace().object_ref(), status_only.clone());
+    assert!(
+        !stale::changes_since(&p, &now)
+            .iter()
+            .any(|m| m.starts_with("Namespace/team-a")),
+        "{:?}",
+        stale::changes_since(&p, &now)
+    );
+
+    let mut relabelled = status_only;
+    relabelled["metadata"]["labels"]["team"] = json!("b");
+    now.objects.insert(namespace().object_ref(), relabelled);
+    assert!(
+        stale::changes_since(&p, &now)
+            .contains(&"Namespace/team-a: resourceVersion 41 -> 42".to_string()),
+        "{:?}",
+        stale::changes_since(&p, &now)
     );
 }
 

@@ -8,6 +8,7 @@
 mod driver;
 mod helm;
 pub mod kueue_config;
+pub mod network;
 mod nodes;
 mod objects;
 pub mod rendered;
@@ -266,6 +267,7 @@ pub fn render(
     objects::tenants(bp, &mut out)?;
     objects::queues(bp, catalog, &mut out)?;
     objects::monitoring(bp, &mut out)?;
+    network::objects(bp, catalog, &mut out)?;
 
     let mut objects = out.finish()?;
     objects.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));
@@ -311,6 +313,8 @@ pub fn render(
             ),
         );
     }
+    network::documents(bp, templates, &mut documents)?;
+    network::kubelet_documents(bp, catalog, templates, &mut documents)?;
 
     Ok(RenderedSet {
         blueprint: name,

@@ -379,6 +379,104 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.scheduling.kueue.config",
         ],
     ),
+    (
+        "GPU130",
+        &["spec.nodePools[].topology.network.gpuDirectRDMA"],
+    ),
+    (
+        "GPU131",
+        &["spec.nodePools[].topology.network.gpuDirectRDMA"],
+    ),
+    (
+        "GPU132",
+        &[
+            "spec.gpuOperator.driver.kernelModuleType",
+            "spec.nodePools[].driver.kernelModuleType",
+        ],
+    ),
+    ("GPU133", &["spec.nodePools[].os.kernel"]),
+    ("GPU134", &["spec.gpuOperator.version"]),
+    (
+        "GPU135",
+        &[
+            "spec.gpuOperator.driver.version",
+            "spec.nodePools[].driver.version",
+        ],
+    ),
+    (
+        "GPU136",
+        &[
+            "spec.gpuOperator.rdma.mechanism",
+            "spec.gpuOperator.rdma.useHostMofed",
+        ],
+    ),
+    ("GPU137", &["spec.gpuOperator.rdma"]),
+    ("GPU140", &["spec.nodePools[].topology.levels"]),
+    ("GPU141", &["spec.nodePools[].topology.levels"]),
+    ("GPU142", &["spec.nodePools[].topology.levels"]),
+    (
+        "GPU143",
+        &["spec.nodePools[].topology.kubelet.topologyManagerPolicy"],
+    ),
+    (
+        "GPU145",
+        &["spec.nodePools[].topology.kubelet.cpuManagerPolicy"],
+    ),
+    (
+        "GPU146",
+        &["spec.nodePools[].topology.kubelet.cpuManagerPolicy"],
+    ),
+    (
+        "GPU147",
+        &[
+            "spec.nodePools[].topology.kubelet.memoryManagerPolicy",
+            "spec.nodePools[].topology.kubelet.reservedMemory",
+        ],
+    ),
+    (
+        "GPU148",
+        &["spec.nodePools[].topology.kubelet.topologyManagerPolicy"],
+    ),
+    (
+        "GPU149",
+        &["spec.nodePools[].topology.kubelet.topologyManagerScope"],
+    ),
+    ("GPU150", &["spec.networkOperator.version"]),
+    (
+        "GPU151",
+        &[
+            "spec.networkOperator.nicDriver",
+            "spec.networkOperator.nicDriver.version",
+        ],
+    ),
+    ("GPU152", &["spec.networkOperator.secondaryNetwork.kind"]),
+    ("GPU153", &["spec.networkOperator"]),
+    (
+        "GPU154",
+        &[
+            "spec.tenants[].quota",
+            "spec.scheduling.kueue.clusterQueues[].resources[].quota",
+        ],
+    ),
+    (
+        "GPU155",
+        &[
+            "spec.networkOperator.namespace",
+            "spec.networkOperator.devicePlugin.resourceName",
+            "spec.networkOperator.devicePlugin.hcaMax",
+            "spec.networkOperator.secondaryNetwork.name",
+            "spec.networkOperator.secondaryNetwork.networkNamespace",
+            "spec.networkOperator.secondaryNetwork.master",
+            "spec.networkOperator.secondaryNetwork.range",
+        ],
+    ),
+    (
+        "GPU156",
+        &[
+            "spec.networkOperator.version",
+            "spec.networkOperator.values",
+        ],
+    ),
 ];
 
 /// Whether a finding's path (`spec.tenants[2].quota."nvidia.com/gpu"`) is at or under a field

@@ -531,6 +531,174 @@ rules! {
         source: "profiles/queueing.yaml (kueue_configuration: configuration_types.go and pkg/config/validation.go of Kueue v0.19.2)",
         example: "scheduling:\n  kueue:\n    config:\n      integrations: {frameworks: [batch/jobs]}\n",
     }
+    "GPU130" "rdma-fabric" "network" Error {
+        checks: "A pool that sets `topology.network.gpuDirectRDMA: true` has an RDMA fabric (`infiniband` or `roce`).",
+        why: "Plain Ethernet has no RDMA transport: NCCL falls back to TCP sockets and multi-node training runs at a fraction of the expected bandwidth, with nothing failing loudly.",
+        fix: "Declare the fabric the NICs really run (`roce` for RDMA over Converged Ethernet), or set `gpuDirectRDMA: false`.",
+        source: "profiles/network.yaml (gpudirect_rdma)",
+        example: "spec:\n  nodePools:\n    - topology:\n        network: {fabric: ethernet, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU131" "rdma-nic-count" "network" Error {
+        checks: "A pool with GPUDirect RDMA declares how many RDMA NICs each node has (`nicsPerNode` > 0).",
+        why: "GPUDirect RDMA pairs GPUs with their nearest NICs; without the count gpuctl cannot render the device plugin's view or the runbook's per-NIC checks, and a pool without NICs cannot do RDMA at all.",
+        fix: "Set `nicsPerNode` (DGX H100 and GB200 compute trays: 8 compute NICs, or 4 per tray on GB200).",
+        source: "docs/blueprint.md",
+        example: "spec:\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, gpuDirectRDMA: true}\n",
+    }
+    "GPU132" "rdma-dma-buf-kernel-modules" "network" Error {
+        checks: "With `gpuOperator.rdma.mechanism: dma-buf` (the default) every RDMA pool's driver loads the open GPU kernel modules (`open`, or `auto` on a branch that defaults to them for that GPU).",
+        why: "DMA-BUF export of GPU memory exists only in the open kernel modules; with the proprietary ones NCCL silently loses GPUDirect RDMA and copies through host memory.",
+        fix: "Set `kernelModuleType: open` for the pool's driver, or choose `mechanism: nvidia-peermem` (legacy) with a MOFED/DOCA NIC driver.",
+        source: "profiles/network.yaml (gpudirect_rdma: NVIDIA GPU Operator GPUDirect RDMA page); profiles/drivers.yaml (kernel_modules)",
+        example: "spec:\n  gpuOperator:\n    driver: {version: \"580.173.02\", kernelModuleType: proprietary}\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU133" "rdma-dma-buf-kernel" "network" Error {
+        checks: "With DMA-BUF, every RDMA pool's declared `os.kernel` is at least the kernel that lets RDMA NICs register DMA-BUF memory.",
+        why: "On older kernels the NIC driver cannot import the GPU's DMA-BUF and GPUDirect RDMA is unavailable.",
+        fix: "Upgrade the pool's kernel, or use `mechanism: nvidia-peermem` with MOFED/DOCA-OFED.",
+        source: "profiles/network.yaml (gpudirect_rdma.dma_buf.min_kernel)",
+        example: "spec:\n  nodePools:\n    - os: {id: rhel, version: \"8.10\", kernel: \"4.18.0-553.el8_10.x86_64\"}\n      topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU134" "rdma-operator-release" "network" Error {
+        checks: "The GPU Operator release supports the GPUDirect RDMA mechanism chosen and `useHostMofed`.",
+        why: "An older operator ignores the settings and the driver pods come up without GPUDirect RDMA.",
+        fix: "Use the GPU Operator release the finding names or newer.",
+        source: "profiles/network.yaml (gpudirect_rdma minimum operator releases)",
+        example: "spec:\n  gpuOperator:\n    version: v23.6.2   # before DMA-BUF support\n",
+    }
+    "GPU135" "rdma-driver" "network" Error {
+        checks: "Every RDMA pool's driver branch supports the chosen mechanism (nvidia-peermem ships from R470, DMA-BUF with the open modules from R515).",
+        why: "The module or the DMA-BUF export the operator relies on does not exist in older drivers.",
+        fix: "Use a driver of the named branch or newer for the pool.",
+        source: "profiles/network.yaml (gpudirect_rdma minimum driver branches)",
+        example: "spec:\n  gpuOperator:\n    driver: {version: \"470.256.02\"}\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU136" "rdma-nic-driver" "network" Error {
+        checks: "nvidia-peermem has a MOFED/DOCA-OFED NIC driver (the Network Operator installs it, or `useHostMofed: true`), and `useHostMofed` does not contradict a Network Operator that installs the driver.",
+        why: "The driver pod's init container waits for the MOFED driver before loading nvidia-peermem; without one the GPU driver never becomes ready on the node.",
+        fix: "Declare `networkOperator` with `nicDriver.source: operator`, or set `useHostMofed: true` when the hosts carry the driver (and `nicDriver.source: host`).",
+        source: "profiles/network.yaml (gpudirect_rdma); GPU Operator GPUDirect RDMA page",
+        example: "spec:\n  gpuOperator:\n    rdma: {mechanism: nvidia-peermem}\n",
+    }
+    "GPU137" "rdma-settings-unused" "network" Warning {
+        checks: "`gpuOperator.rdma` is only set when a pool asks for GPUDirect RDMA.",
+        why: "Settings nothing reads usually mean the pool's `gpuDirectRDMA: true` was forgotten.",
+        fix: "Set `topology.network.gpuDirectRDMA: true` on the RDMA pools, or remove `gpuOperator.rdma`.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  gpuOperator:\n    rdma: {mechanism: dma-buf}\n",
+    }
+    "GPU140" "topology-levels" "network" Error {
+        checks: "A pool's `topology.levels` follow Kueue's Topology rules: valid label keys, unique, at most the Topology API's limit, and `kubernetes.io/hostname` only as the last level.",
+        why: "The API server refuses such a Topology (its CRD's CEL rules), at apply time, after other objects changed.",
+        fix: "List unique node label keys from the widest domain to the narrowest, hostname last.",
+        source: "profiles/limits.yaml (kueue.max_topology_levels); Kueue v1beta2 Topology CRD (CEL: unique levels, hostname lowest)",
+        example: "spec:\n  nodePools:\n    - topology:\n        levels: [kubernetes.io/hostname, topology.example.com/rack]\n",
+    }
+    "GPU141" "topology-levels-unused" "network" Warning {
+        checks: "A pool with topology levels is given quota by a Kueue ClusterQueue (so it gets a ResourceFlavor that names its Topology).",
+        why: "Only Kueue's topology-aware scheduling reads the levels; without a flavor, the Topology is never used and \"same rack\" requests cannot be admitted.",
+        fix: "Use `scheduling.queueing: kueue` with a ClusterQueue on the pool, or remove `levels`.",
+        source: "Kueue topology-aware scheduling documentation",
+        example: "spec:\n  scheduling: {queueing: none}\n  nodePools:\n    - topology: {levels: [topology.example.com/rack, kubernetes.io/hostname]}\n",
+    }
+    "GPU142" "topology-hostname-level" "network" Warning {
+        checks: "The lowest topology level is `kubernetes.io/hostname`.",
+        why: "Kueue assigns pods to domains of the lowest level; without the hostname level it never picks nodes, so \"same rack\" placement cannot also pack pods per node.",
+        fix: "Append `kubernetes.io/hostname` to `levels`.",
+        source: "Kueue topology-aware scheduling documentation; Kueue v1beta2 Topology CRD",
+        example: "spec:\n  nodePools:\n    - topology: {levels: [topology.example.com/block, topology.example.com/rack]}\n",
+    }
+    "GPU143" "kubelet-single-numa-whole-node" "network" Warning {
+        checks: "A training pool with `topologyManagerPolicy: single-numa-node` has no more GPUs per node than fit one NUMA node.",
+        why: "The kubelet refuses any pod whose GPUs span NUMA nodes; a training pod that takes the whole node never starts (TopologyAffinityError).",
+        fix: "Use `restricted`, which aligns to the fewest NUMA nodes the pod needs, or size pods to one NUMA node.",
+        source: "profiles/network.yaml (kubelet: Topology Manager policies)",
+        example: "spec:\n  nodePools:\n    - role: training\n      gpu: {model: H100-SXM5-80GB, count: 8}\n      topology:\n        numaNodes: 2\n        kubelet: {topologyManagerPolicy: single-numa-node}\n",
+    }
+    "GPU145" "kubelet-numa-defeated" "network" Warning {
+        checks: "A pool whose Topology Manager policy is `restricted` or `single-numa-node` also runs the static CPU manager.",
+        why: "With `cpuManagerPolicy: none` pods' CPUs float across every NUMA node: GPUs and NICs are aligned but the CPU feeding them is not, which is the cross-NUMA traffic the policy was meant to stop.",
+        fix: "Set `cpuManagerPolicy: static` with `reservedSystemCPUs`.",
+        source: "profiles/network.yaml (kubelet: Kubernetes Topology Manager and CPU management policies)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {topologyManagerPolicy: single-numa-node, cpuManagerPolicy: none}\n",
+    }
+    "GPU146" "kubelet-cpu-reservation" "network" Error {
+        checks: "The static CPU manager has a CPU reservation (`reservedSystemCPUs`).",
+        why: "The kubelet refuses to start the static policy with no CPUs reserved for the system, and the node goes NotReady.",
+        fix: "Set `reservedSystemCPUs` (e.g. `\"0-1\"`), or reserve CPUs in the node's own kubelet configuration.",
+        source: "profiles/network.yaml (kubelet: CPU management policies)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {cpuManagerPolicy: static}\n",
+    }
+    "GPU147" "kubelet-memory-reservation" "network" Error {
+        checks: "The Static memory manager has `reservedMemory`, keyed by NUMA node ids the pool has.",
+        why: "The kubelet refuses to start the Static memory manager without a per-NUMA-node reservation.",
+        fix: "Set `reservedMemory: {\"0\": 1Gi, \"1\": 1Gi}` (summing to kube-reserved + system-reserved + the memory eviction threshold).",
+        source: "profiles/network.yaml (kubelet: Memory Manager)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {memoryManagerPolicy: Static}\n",
+    }
+    "GPU148" "kubelet-numa-node-limit" "network" Error {
+        checks: "A pool with a Topology Manager policy has no more NUMA nodes than the Topology Manager accepts by default.",
+        why: "On machines with more NUMA nodes the kubelet refuses to start with a Topology Manager policy, unless the limit is raised.",
+        fix: "Raise it with the kubelet's `max-allowable-numa-nodes` policy option in the node configuration, or use `topologyManagerPolicy: none`.",
+        source: "profiles/network.yaml (kubelet.topology_manager_max_numa_nodes)",
+        example: "spec:\n  nodePools:\n    - topology:\n        numaNodes: 16\n        kubelet: {topologyManagerPolicy: best-effort}\n",
+    }
+    "GPU149" "kubelet-scope-without-policy" "network" Warning {
+        checks: "`topologyManagerScope` is only set with a Topology Manager policy other than `none`.",
+        why: "The scope says what is aligned together; with policy `none` nothing is aligned, which is usually not what was meant.",
+        fix: "Set `topologyManagerPolicy`, or remove the scope.",
+        source: "profiles/network.yaml (kubelet: Topology Manager)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {topologyManagerScope: pod}\n",
+    }
+    "GPU150" "network-operator-release" "network" Error {
+        checks: "`networkOperator.version` is a Network Operator release gpuctl knows, and it supports the cluster's Kubernetes version.",
+        why: "gpuctl renders the NicClusterPolicy's images and the chart values for a known release; an unknown one would be installed with mismatched components.",
+        fix: "Use a release from the hint.",
+        source: "profiles/network.yaml (network_operator.releases)",
+        example: "spec:\n  networkOperator: {version: v9.9.9}\n",
+    }
+    "GPU151" "network-operator-nic-driver" "network" Error {
+        checks: "When the Network Operator installs the NIC driver, its DOCA-OFED version is named; when the hosts carry it, none is.",
+        why: "The driver tag depends on the release and the kernel; gpuctl does not guess it, and a wrong tag leaves the driver pods in ImagePullBackOff with RDMA down.",
+        fix: "Set `nicDriver.version` from the Network Operator release notes, or `nicDriver.source: host`.",
+        source: "profiles/network.yaml (network_operator note)",
+        example: "spec:\n  networkOperator:\n    version: v26.4.1\n    nicDriver: {source: operator}\n",
+    }
+    "GPU152" "network-operator-fabric" "network" Error {
+        checks: "The secondary network fits the fabric: IPoIB needs an InfiniBand pool, macvlan a RoCE pool, host-device the SR-IOV device plugin.",
+        why: "The CNI plugin cannot attach the interface and pods stay in ContainerCreating.",
+        fix: "Use `ipoib` on InfiniBand, `macvlan` on RoCE, or `host-device` with `devicePlugin.kind: sriov`.",
+        source: "Network Operator IPoIBNetwork, MacvlanNetwork and HostDeviceNetwork CRDs (upstream/network-operator/v26.4.1)",
+        example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: macvlan, master: ibp12s0, range: 192.168.100.0/24}   # on InfiniBand\n",
+    }
+    "GPU153" "network-operator-unused" "network" Warning {
+        checks: "The Network Operator is declared only when a pool has an InfiniBand or RoCE network.",
+        why: "Without such a pool it installs NIC drivers and device plugins nothing uses.",
+        fix: "Declare the pools' `topology.network.fabric`, or remove `networkOperator`.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  networkOperator: {version: v26.4.1, nicDriver: {source: host}}\n",
+    }
+    "GPU154" "rdma-resource-quota" "network" Error {
+        checks: "Tenant and ClusterQueue quota on RDMA resources (`rdma/...`) names the resource the Network Operator's device plugin advertises.",
+        why: "Quota on a resource no node has admits nothing, and pods requesting it stay Pending.",
+        fix: "Write the resource the hint names, or declare `networkOperator`.",
+        source: "docs/blueprint.md; k8s-rdma-shared-dev-plugin resource naming",
+        example: "spec:\n  tenants:\n    - quota: {rdma/hca: 8}\n",
+    }
+    "GPU155" "network-operator-config" "network" Error {
+        checks: "The Network Operator's namespace, device-plugin resource name, `hcaMax`, and secondary network name, namespace, `master` and address range are valid, and its namespace is its own.",
+        why: "The API server or the CNI plugins refuse them at apply or pod start.",
+        fix: "Correct the field the finding names.",
+        source: "docs/blueprint.md; Network Operator CRDs",
+        example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: ipoib, master: ibp12s0, range: 192.168.100.0}\n",
+    }
+    "GPU156" "network-operator-chart-values" "network" Error {
+        checks: "Every key path in `networkOperator.values` exists in that release's chart values.",
+        why: "Helm ignores unknown keys; a misspelt override is silently lost.",
+        fix: "Use a key of the chart (`helm show values nvidia/network-operator`), or remove it.",
+        source: "profiles/network-operator-values/<version>.yaml (generated from the chart's values.yaml)",
+        example: "spec:\n  networkOperator:\n    values: {operatr: {}}\n",
+    }
 }
 
 /// Looks a rule up by id (case-insensitive).

@@ -4,6 +4,8 @@
 
 use jiff::civil::date;
 
+mod network;
+
 use super::Options;
 use crate::diag::{FileReport, Severity};
 use crate::profiles::Catalog;
@@ -170,6 +172,12 @@ fn bases_are_clean() {
 type Case = (&'static str, String, Vec<(&'static str, &'static str)>);
 
 fn cases() -> Vec<Case> {
+    let mut all = base_cases();
+    all.extend(network::cases());
+    all
+}
+
+fn base_cases() -> Vec<Case> {
     let k = KUEUE_BASE.to_string();
     let v = volcano_base();
     vec![
@@ -1242,6 +1250,12 @@ fn every_rule_case_fires_its_rule() {
 
 /// (rule, base, edits): the edits keep the base free of this rule, close to its failing cases.
 fn passing_cases() -> Vec<Case> {
+    let mut all = base_passing_cases();
+    all.extend(network::passing_cases());
+    all
+}
+
+fn base_passing_cases() -> Vec<Case> {
     let k = KUEUE_BASE.to_string();
     let v = volcano_base();
     let gpu_only = (
@@ -1693,7 +1707,11 @@ fn operator_driver_hint_offers_drivers_the_pool_can_run() {
 
 #[test]
 fn every_registered_rule_has_a_failing_case() {
-    let covered: std::collections::BTreeSet<&str> = cases().iter().map(|c| c.0).collect();
+    let covered: std::collections::BTreeSet<&str> = cases()
+        .iter()
+        .map(|c| c.0)
+        .chain(network::PATCHED_CATALOG_RULES.iter().copied())
+        .collect();
     for r in super::registry::RULES {
         assert!(covered.contains(r.id), "{} has no failing case", r.id);
     }

@@ -7,11 +7,14 @@ mod kueue;
 mod kueue_config;
 mod mig;
 mod monitoring;
+mod network;
 mod priority;
 mod quota;
 mod sharing;
 mod structure;
 mod volcano;
+
+pub(crate) use network::wants_rdma;
 
 use super::Ctx;
 use crate::profiles::KubernetesNameLimits;
@@ -29,6 +32,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     composition::check(ctx);
     monitoring::check(ctx);
     install::check(ctx);
+    network::check(ctx);
 }
 
 /// DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, 1..=max chars.
