@@ -68,11 +68,13 @@ fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
     )
     .expect("the real chart archive is in ../shared/upstream");
     let text = std::fs::read_to_string(BLUEPRINT).unwrap();
-    let local = text.replace(
+    // The GPU Operator's `install: helm` (the first one; the Network Operator has its own).
+    let local = text.replacen(
         "    install: helm\n",
         &format!(
             "    install: helm\n    chart: {{ path: {archive} }}\n    values: {{ operator: {{ upgradeCRD: false }} }}\n"
         ),
+        1,
     );
     assert_ne!(local, text, "the example installs with helm");
     let path = dir.join("dgx-h100-training.yaml");
@@ -321,9 +323,10 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
 
     // An edit: one quota changes, so exactly one object updates and the exit code is 2.
     let text = std::fs::read_to_string(example).unwrap();
+    // (Raised: below what team-a's queue admits, validation refuses it, GPU112.)
     let edited = text.replace(
-        "quota: { nvidia.com/gpu: 64, pods: 200,",
-        "quota: { nvidia.com/gpu: 56, pods: 200,",
+        "quota: { nvidia.com/gpu: 80, pods: 200,",
+        "quota: { nvidia.com/gpu: 96, pods: 200,",
     );
     assert_ne!(edited, text);
     let edited_path = dir.path().join("edited.yaml");

@@ -504,7 +504,7 @@ async fn resource_quota_admission_limits_gpu_requests() {
     )
     .await
     .expect("apply ResourceQuota");
-    // No controller-manager runs: fill in status.hard/used as the resource-quota controller would.
+    // Fill in status.hard/used at once, as the resource-quota controller does on its first sync.
     tc.sync_quota_status("gpu-quota")
         .await
         .expect("sync quota status");

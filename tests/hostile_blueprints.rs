@@ -46,7 +46,7 @@ fn operator_namespace_with_a_path_is_refused_with_its_position() {
         .find(|(_, path, _)| path == "spec.gpuOperator.namespace")
         .unwrap_or_else(|| panic!("{e:#?}"));
     assert_eq!(f.0, "GPU010");
-    assert_eq!(f.2.map(|p| p.line), Some(14));
+    assert_eq!(f.2.map(|p| p.line), Some(18));
 }
 
 #[test]
@@ -108,9 +108,9 @@ fn wrong_values_are_refused() {
             "GPU051",
         ),
         ("memory: 2Ti }", "memory: \"-1\" }", "GPU051"),
-        ("fairSharingWeight: 80", "fairSharingWeight: -80", "GPU070"),
+        ("fairSharingWeight: 50", "fairSharingWeight: -80", "GPU070"),
         (
-            "fairSharingWeight: 80",
+            "fairSharingWeight: 50",
             "fairSharingWeight: \"x\"",
             "GPU070",
         ),
@@ -183,9 +183,9 @@ fn columns_agree_after_a_byte_order_mark_and_multibyte_text() {
         .find(|f| f.rule == "GPU002")
         .unwrap_or_else(|| panic!("{:#?}", report.findings));
     let pos = f.pos.unwrap();
-    assert_eq!((pos.line, pos.column), (43, 68), "the BOM is not a column");
+    assert_eq!((pos.line, pos.column), (58, 68), "the BOM is not a column");
     let human = gpuctl::output::human(&[report], gpuctl::settings::Style::Plain);
-    assert!(human.contains("[t.yaml:43:68]"), "{human}");
+    assert!(human.contains("[t.yaml:58:68]"), "{human}");
 }
 
 #[test]

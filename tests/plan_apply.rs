@@ -136,6 +136,7 @@ impl Fixture {
                 expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
                 expected_driver: "580.105.08".into(),
                 blue_green: false,
+                topology_levels: Vec::new(),
             }],
             helm: HelmRelease {
                 release: "gpu-operator".into(),
@@ -1624,4 +1625,195 @@ async fn apply_does_not_run_beside_a_driver_upgrade_of_its_pools() {
     apply::apply(&k, &p, &opts(), &quiet())
         .await
         .expect("applies once the upgrade is done");
+}
+
+// --- Hierarchies (issue 14): Volcano parents before children, children pruned first ------------
+
+/// A Volcano queue hierarchy under `f`'s prefix whose children sort before their parent, so an
+/// apply in render order (or all at once) would create a child before its parent, which Volcano's
+/// webhook refuses (`failed to get parent queue ...`).
+fn hierarchy(f: &Fixture) -> Vec<RenderedObject> {
+    let p = &f.prefix;
+    let q = |name: String, parent: String, gpus: u32| {
+        f.object(
+            Phase::Queues,
+            "scheduling.volcano.sh/v1beta1",
+            "Queue",
+            None,
+            &name,
+            json!({"spec": {"weight": 1, "parent": parent, "deserved": {"nvidia.com/gpu": gpus.to_string()}}}),
+        )
+    };
+    vec![
+        q(format!("{p}-z-parent"), "root".into(), 16),
+        q(format!("{p}-a-child"), format!("{p}-z-parent"), 8),
+        q(format!("{p}-b-child"), format!("{p}-z-parent"), 8),
+        q(format!("{p}-a-leaf"), format!("{p}-a-child"), 4),
+    ]
+}
+
+fn resource_version(v: &DynamicObjectValue) -> u64 {
+    v.metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .expect("numeric resourceVersion")
+}
+
+type DynamicObjectValue = kube::api::DynamicObject;
+
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn queue_parents_are_created_before_children_and_pruned_after_them() {
+    let Some((tc, k, f)) = connected("apply_hierarchy", "tree").await else {
+        return;
+    };
+    let p = f.prefix.clone();
+    let mut set = f.set();
+    set.objects.extend(hierarchy(&f));
+    set.objects.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    let plan = live_plan(&k, &set).await;
+    let action = |name: &str| {
+        plan.actions
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.action)
+            .unwrap()
+    };
+    assert_eq!(action(&format!("{p}-z-parent")), ActionKind::Create);
+    for child in ["a-child", "b-child", "a-leaf"] {
+        assert_eq!(
+            action(&format!("{p}-{child}")),
+            ActionKind::CreateAfterParent,
+            "{child}"
+        );
+    }
+    apply::apply(&k, &plan, &opts(), &quiet())
+        .await
+        .expect("apply creates the hierarchy in one run");
+
+    // etcd's resourceVersion orders writes: every parent was written before its children.
+    let queues = tc.dynamic("scheduling.volcano.sh", "v1beta1", "Queue", "queues", false);
+    let rv =
+        async |name: &str| resource_version(&queues.get(&format!("{p}-{name}")).await.unwrap());
+    let (parent, a, b, leaf) = (
+        rv("z-parent").await,
+        rv("a-child").await,
+        rv("b-child").await,
+        rv("a-leaf").await,
+    );
+    assert!(
+        parent < a && parent < b && a < leaf,
+        "{parent} {a} {b} {leaf}"
+    );
+
+    // Planned again against the hierarchy now live: nothing left to do.
+    let again = live_plan(&k, &set).await;
+    assert!(!again.summary.has_changes(), "{:#?}", actions(&again));
+
+    // The blueprint drops the hierarchy: children are pruned before their parents.
+    let p2 = live_plan(&k, &f.set()).await;
+    let deletes: Vec<String> = p2
+        .actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Delete)
+        .map(|a| a.name.clone())
+        .collect();
+    let at = |n: &str| {
+        deletes
+            .iter()
+            .position(|d| *d == format!("{p}-{n}"))
+            .unwrap_or_else(|| panic!("{n} not pruned: {deletes:?}"))
+    };
+    assert!(at("a-leaf") < at("a-child"), "{deletes:?}");
+    assert!(
+        at("a-child") < at("z-parent") && at("b-child") < at("z-parent"),
+        "{deletes:?}"
+    );
+    apply::apply(&k, &p2, &opts(), &quiet())
+        .await
+        .expect("prune removes the hierarchy in one run");
+    for n in ["z-parent", "a-child", "b-child", "a-leaf"] {
+        assert!(
+            queues.get_opt(&format!("{p}-{n}")).await.unwrap().is_none(),
+            "{n} was pruned"
+        );
+    }
+}
+
+/// With Kueue installed by someone else, a live plan reads Kueue's manager ConfigMap and says
+/// where it contradicts the blueprint's `scheduling.kueue.config` (issue 14).
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn a_running_kueues_configuration_is_read_and_compared() {
+    let Some((tc, k, _f)) = connected("kueue_config", "kcfg").await else {
+        return;
+    };
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .kueue_configuration;
+    let cm = &facts.config_map;
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(tc.client.clone(), &cm.namespace);
+    let declared = gpuctl_core::blueprint::KueueConfig {
+        fair_sharing: Some(Default::default()),
+        ..Default::default()
+    };
+    if cms.get_opt(&cm.name).await.unwrap().is_some() {
+        // A real Kueue runs on this server: its configuration is read, whatever it says.
+        assert!(matches!(
+            read::kueue_config(&k).await,
+            read::KueueConfigReading::Read(_)
+        ));
+        return;
+    }
+    assert_eq!(
+        read::kueue_config(&k).await,
+        read::KueueConfigReading::Missing
+    );
+    let missing = plan::kueue_config_findings(&declared, Some(&read::kueue_config(&k).await));
+    assert!(missing[0].message.contains("does not exist"), "{missing:?}");
+
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(tc.client.clone());
+    namespaces
+        .patch(
+            &cm.namespace,
+            &PatchParams::apply("gpuctl-test"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cm.namespace}})),
+        )
+        .await
+        .unwrap();
+    // The chart's own configuration: fair sharing off.
+    let chart = serde_saphyr::to_string(&facts.chart_defaults).unwrap();
+    cms.patch(
+        &cm.name,
+        &PatchParams::apply("gpuctl-test"),
+        &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm.name, "namespace": cm.namespace},
+            "data": {cm.key.as_str(): chart}})),
+    )
+    .await
+    .unwrap();
+    let reading = read::kueue_config(&k).await;
+    let found = plan::kueue_config_findings(&declared, Some(&reading));
+    cms.delete(&cm.name, &Default::default()).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].severity, Severity::Warning);
+    assert!(
+        found[0].message.contains("fair sharing on") && found[0].message.contains(&cm.name),
+        "{}",
+        found[0].message
+    );
+    // The blueprint that says what the chart says: nothing to report.
+    assert!(
+        plan::kueue_config_findings(&Default::default(), Some(&reading)).is_empty(),
+        "{:?}",
+        plan::kueue_config_findings(&Default::default(), Some(&reading))
+    );
 }

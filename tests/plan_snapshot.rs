@@ -285,7 +285,10 @@ fn markdown_plan_renders_as_commonmark_tables_and_a_diff_fence() {
             "unchanged"
         ]
     );
-    assert_eq!(r.tables[0][1], ["4", "3", "2", "0", "0", "31"]);
+    // The snapshot was taken of the example before its network section and per-team queues:
+    // the Network Operator namespace, NicClusterPolicy, Topology and the teams' ClusterQueues are
+    // creates, the teams' quotas, LimitRange defaults and LocalQueues updates, cq-train a delete.
+    assert_eq!(r.tables[0][1], ["9", "11", "3", "0", "0", "22"]);
     let objects = &r.tables[1];
     assert_eq!(objects[0], ["action", "object", "changes"]);
     // Each changed object is one row, and the object list appears once in the whole comment.

@@ -89,8 +89,9 @@ fn mig_layout_changes_the_mig_manager_config_only() {
 #[test]
 fn tenant_quota_changes_that_tenants_resource_quota_only() {
     let (a, b) = before_after(
-        "quota: { nvidia.com/gpu: 64,",
-        "quota: { nvidia.com/gpu: 32,",
+        // Raised: below what team-a's queue admits it would be refused (GPU112).
+        "quota: { nvidia.com/gpu: 80,",
+        "quota: { nvidia.com/gpu: 96,",
     );
     assert_eq!(
         changed_objects(&a, &b),
@@ -101,7 +102,7 @@ fn tenant_quota_changes_that_tenants_resource_quota_only() {
         .iter()
         .find(|o| o.display_id() == "ResourceQuota/team-a-train/team-a-quota")
         .unwrap();
-    assert_eq!(rq.manifest["spec"]["hard"]["requests.nvidia.com/gpu"], "32");
+    assert_eq!(rq.manifest["spec"]["hard"]["requests.nvidia.com/gpu"], "96");
     assert_eq!(a.helm, b.helm);
     assert_eq!(a.node_patches, b.node_patches);
 }

@@ -43,6 +43,72 @@ fn key_trees_match_upstream_values() {
             path.display()
         );
     }
+    for version in NETWORK_RELEASES {
+        let values = network_values(version);
+        let source = format!(
+            "Mellanox/network-operator deployment/network-operator/values.yaml at tag {version}"
+        );
+        let want = gpuctl_core::profiles::chart::network_key_tree_file(version, &source, &values);
+        let path = root().join(format!("profiles/network-operator-values/{version}.yaml"));
+        if update {
+            std::fs::write(&path, &want).expect("writable profiles/");
+            continue;
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is stale: run GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values",
+            path.display()
+        );
+    }
+}
+
+/// Network Operator chart releases gpuctl renders for (their values.yaml and CRDs are in
+/// `upstream/network-operator/<version>/`).
+const NETWORK_RELEASES: [&str; 1] = ["v26.4.1"];
+
+fn network_values(version: &str) -> Map<String, Value> {
+    let path = shared().join(format!("upstream/network-operator/{version}/values.yaml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let values: Value = serde_saphyr::from_str(&text).expect("values.yaml parses");
+    values.as_object().cloned().expect("a mapping")
+}
+
+/// Every key the Network Operator values document holds exists in that chart's real values.yaml,
+/// and every network document parses; the blueprints that declare the operator are among those
+/// rendered.
+#[test]
+fn network_operator_values_exist_in_the_real_chart() {
+    let mut checked = 0;
+    for (source, set) in renders() {
+        let Some(text) = set
+            .documents
+            .get(gpuctl_core::render::network::NETWORK_OPERATOR_VALUES)
+        else {
+            continue;
+        };
+        let rel: Value = serde_saphyr::from_str(
+            &set.documents[gpuctl_core::render::network::NETWORK_OPERATOR_RELEASE],
+        )
+        .unwrap();
+        let version = rel["version"].as_str().unwrap().to_string();
+        let values = network_values(&version);
+        let rendered: Value = serde_saphyr::from_str(text).unwrap();
+        let mut paths = Vec::new();
+        leaf_paths(&rendered, "", &mut paths);
+        assert!(!paths.is_empty(), "{source}: empty network operator values");
+        for p in paths {
+            assert!(
+                path_in_values(&values, &p),
+                "{source}: `{p}` is not a key of the Network Operator {version} chart values"
+            );
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 2,
+        "the network examples were rendered ({checked})"
+    );
 }
 
 /// Every render the conformance tests check: the valid examples, the v25.10.1 blueprint, and a
@@ -176,6 +242,11 @@ fn all_schemas() -> Vec<((String, String, String), Value, Value)> {
     let mut all = crd_schemas(&up.join("kueue/v0.19.2/crds"));
     all.extend(crd_schemas(&up.join("volcano/v1.15.1/crds")));
     all.extend(crd_schemas(&up.join("prometheus-operator/v0.93.0/crds")));
+    for version in NETWORK_RELEASES {
+        all.extend(crd_schemas(
+            &up.join(format!("network-operator/{version}/crds")),
+        ));
+    }
     all
 }
 
@@ -235,6 +306,9 @@ fn every_custom_resource_validates_against_its_upstream_crd() {
         "Queue",
         "ServiceMonitor",
         "PrometheusRule",
+        "Topology",
+        "NicClusterPolicy",
+        "IPoIBNetwork",
     ] {
         assert!(checked.contains(kind), "no rendered {kind} was checked");
     }
@@ -284,6 +358,36 @@ fn cel_rules_hold() {
                         o.display_id()
                     );
                 }
+                // resourceflavors: "at least one nodeLabel is required when topology is set"
+                "ResourceFlavor" if spec.get("topologyName").is_some() => {
+                    assert!(
+                        spec["nodeLabels"]
+                            .as_object()
+                            .is_some_and(|m| !m.is_empty()),
+                        "{source}: {}",
+                        o.display_id()
+                    );
+                }
+                // topologies: "must be unique"; "the kubernetes.io/hostname label can only be used
+                // at the lowest level of topology"
+                "Topology" => {
+                    let levels: Vec<&str> = spec["levels"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|l| l["nodeLabel"].as_str().unwrap())
+                        .collect();
+                    let unique: std::collections::BTreeSet<&&str> = levels.iter().collect();
+                    assert_eq!(unique.len(), levels.len(), "{source}: {}", o.display_id());
+                    if levels.contains(&"kubernetes.io/hostname") {
+                        assert_eq!(
+                            levels.last(),
+                            Some(&"kubernetes.io/hostname"),
+                            "{source}: {}",
+                            o.display_id()
+                        );
+                    }
+                }
                 "ClusterQueue" => {
                     // "flavors must have the same number of resources as the coveredResources"
                     // (and, per the webhook, in the same order)
@@ -323,6 +427,218 @@ fn cel_rules_hold() {
                 _ => {}
             }
         }
+    }
+}
+
+/// Every CEL rule (`x-kubernetes-validations`) of the v1beta2 Kueue CRDs of the kinds gpuctl
+/// renders, by its message: the validation rule that refuses a blueprint which would break it, or
+/// why it cannot apply to what gpuctl renders. A CRD that gains a rule fails this test until the
+/// rule is placed here (issue 14).
+#[test]
+fn every_kueue_cel_rule_on_rendered_kinds_has_a_validation_rule() {
+    const PLACED: &[(&str, &str, &str)] = &[
+        (
+            "ClusterQueue",
+            "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+            "GPU111",
+        ),
+        (
+            "ClusterQueue",
+            "flavors must have the same number of resources as the coveredResources",
+            "GPU070",
+        ),
+        (
+            "ClusterQueue",
+            "borrowingLimit must be nil when cohort is empty",
+            "GPU071",
+        ),
+        (
+            "ClusterQueue",
+            "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor",
+            "not rendered: gpuctl writes no flavorFungibility",
+        ),
+        (
+            "Cohort",
+            "flavors must have the same number of resources as the coveredResources",
+            "not rendered: gpuctl writes no Cohort resourceGroups",
+        ),
+        (
+            "LocalQueue",
+            "field is immutable",
+            "not a value rule: spec.clusterQueue may not change; a tenant moved to another queue is a new LocalQueue only if renamed",
+        ),
+        (
+            "Topology",
+            "field is immutable",
+            "not a value rule: a Topology's levels may not change; plan shows the change, apply's server-side dry-run refuses it",
+        ),
+        ("Topology", "must be unique", "GPU140"),
+        (
+            "Topology",
+            "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+            "GPU140",
+        ),
+        (
+            "ResourceFlavor",
+            "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+            "schema: TaintEffect has only these values (GPU003)",
+        ),
+        (
+            "ResourceFlavor",
+            "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+            "render: tolerations always carry the taint's key",
+        ),
+        (
+            "ResourceFlavor",
+            "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+            "not rendered: gpuctl writes no tolerationSeconds",
+        ),
+        (
+            "ResourceFlavor",
+            "supported toleration values: 'Equal'(default), 'Exists'",
+            "render: tolerations use Equal or Exists",
+        ),
+        (
+            "ResourceFlavor",
+            "a value must be empty when 'operator' is 'Exists'",
+            "render: an Exists toleration carries no value",
+        ),
+        (
+            "ResourceFlavor",
+            "at least one nodeLabel is required when topology is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+        (
+            "ResourceFlavor",
+            "nodeLabels are immutable when topologyName is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+        (
+            "ResourceFlavor",
+            "tolerations are immutable when topologyName is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+        (
+            "ResourceFlavor",
+            "topologyName is immutable when topologyName is set",
+            "not rendered: gpuctl writes no topologyName",
+        ),
+    ];
+    fn collect(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
+                    for r in rules {
+                        let msg = r["message"].as_str().unwrap_or_default();
+                        out.push(msg.split_whitespace().collect::<Vec<_>>().join(" "));
+                    }
+                }
+                for x in m.values() {
+                    collect(x, out);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    let rendered: std::collections::BTreeSet<String> = renders()
+        .iter()
+        .flat_map(|(_, set)| set.objects.iter())
+        .filter(|o| o.group() == "kueue.x-k8s.io")
+        .map(|o| o.kind.clone())
+        .collect();
+    let mut found = Vec::new();
+    for ((group, kind, version), _, raw) in all_schemas() {
+        if group != "kueue.x-k8s.io" || version != "v1beta2" || !rendered.contains(&kind) {
+            continue;
+        }
+        let mut msgs = Vec::new();
+        collect(&raw, &mut msgs);
+        for m in msgs {
+            found.push((kind.clone(), m));
+        }
+    }
+    assert!(
+        !found.is_empty(),
+        "no CEL rules found: wrong CRD directory?"
+    );
+    for (kind, msg) in &found {
+        let placed = PLACED
+            .iter()
+            .find(|(k, m, _)| k == kind && m == msg)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{kind}: CEL rule `{msg}` has no gpuctl rule: add one (GPU111) and list it here"
+                )
+            });
+        if placed.2.starts_with("GPU") {
+            assert!(
+                gpuctl_core::validate::registry::rule(placed.2).is_some(),
+                "{}",
+                placed.2
+            );
+        }
+    }
+    // Nothing listed that the CRDs no longer have (for kinds render writes).
+    for (k, m, _) in PLACED.iter().filter(|(k, _, _)| rendered.contains(*k)) {
+        assert!(
+            found.iter().any(|(fk, fm)| fk == k && fm == m),
+            "{k}: `{m}` is not a CEL rule of the v0.19.2 CRD any more"
+        );
+    }
+}
+
+/// The Kueue chart's own Configuration that gpuctl's rendered `managerConfig` starts from
+/// (`profiles/queueing.yaml`, `kueue_configuration.chart_defaults`) is the chart's, and every
+/// setting gpuctl writes is a field of the Configuration type.
+#[test]
+fn kueue_chart_defaults_match_the_chart() {
+    let dir = shared().join("upstream/kueue/v0.19.2");
+    let values: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("values.yaml")).unwrap()).unwrap();
+    let text = values["managerConfig"]["controllerManagerConfigYaml"]
+        .as_str()
+        .expect("the chart keeps the Configuration as text");
+    let chart: Value = serde_saphyr::from_str(text).unwrap();
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .kueue_configuration;
+    assert_eq!(facts.chart_defaults, chart);
+    assert_eq!(
+        facts.chart_values_key,
+        "managerConfig.controllerManagerConfigYaml"
+    );
+    let types = std::fs::read_to_string(dir.join("configuration_types.go")).unwrap();
+    for field in [
+        "json:\"fairSharing,omitempty\"",
+        "json:\"preemptionStrategies\"",
+        "json:\"resources,omitempty\"",
+        "json:\"quotaCheckStrategy,omitempty\"",
+        "json:\"excludeResourcePrefixes,omitempty\"",
+        "json:\"transformations,omitempty\"",
+        "json:\"input\"",
+        "json:\"strategy,omitempty\"",
+        "json:\"outputs,omitempty\"",
+        "json:\"integrations,omitempty\"",
+        "json:\"frameworks,omitempty\"",
+        "json:\"waitForPodsReady,omitempty\"",
+        "json:\"timeout\"",
+        "json:\"blockAdmission,omitempty\"",
+    ] {
+        assert!(
+            types.contains(field),
+            "configuration_types.go has no {field}"
+        );
+    }
+    // Every framework gpuctl accepts is one the type's documentation lists.
+    for f in &facts.frameworks {
+        assert!(types.contains(&format!("//  - \"{f}\"")), "{f}");
+    }
+    for s in facts.fair_sharing_strategy_sets.iter().flatten() {
+        assert!(
+            types.contains(&format!("PreemptionStrategy = \"{s}\"")),
+            "{s}"
+        );
     }
 }
 

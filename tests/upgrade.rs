@@ -467,10 +467,13 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     let t = timing(Duration::from_secs(20));
     // A GPU service (3 replicas, PDB minAvailable 2) and a training job (waitForJobs) on the pool.
     let serve = f.serve("serve", 3, 2).await;
+    // The test plays the job's controller (its pod runs, then succeeds), so the Job names another
+    // manager: the harness's real Job controller leaves Jobs with a foreign `spec.managedBy` alone
+    // (it would delete the pod of a suspended Job, or start its own next to it).
     let jobs: Api<k8s_openapi::api::batch::v1::Job> = f.tc.namespaced();
     let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
-        "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "t", "image": "pytorch"}]}}},
+        "spec": {"managedBy": "gpuctl.dev/upgrade-test", "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "t", "image": "pytorch"}]}}},
     })).unwrap();
     let job = jobs.create(&PostParams::default(), &job).await.unwrap();
     let job_node = f.nodes[7].clone();
@@ -479,7 +482,17 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     train.metadata.owner_references = Some(vec![serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": job.metadata.uid, "controller": true,
     })).unwrap()]);
-    pods.create(&PostParams::default(), &train).await.unwrap();
+    // Kueue's Pod webhook looks the owning Job up in its informer cache and refuses the Pod
+    // (`Job.batch "train" not found`) until the cache has it; a controller retries, so does this.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Err(e) = pods.create(&PostParams::default(), &train).await {
+        let lagging = matches!(&e, kube::Error::Api(s) if s.code == 404 && s.message.contains("Job.batch \"train\" not found"));
+        assert!(
+            lagging && Instant::now() < deadline,
+            "creating the job's pod: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     pods.patch_status(
         "train-0",
         &PatchParams::default(),

@@ -19,6 +19,12 @@ pub struct Rendered {
     pub set: RenderedSet,
     /// Warning findings (with the source text, for snippets), when there are any.
     pub warnings: Option<FileReport>,
+    /// How Kueue is installed and its configuration as the blueprint declares it, under Kueue:
+    /// with `install: none` a live plan compares the running Kueue's with it.
+    pub kueue: Option<(
+        gpuctl_core::blueprint::InstallMode,
+        gpuctl_core::blueprint::KueueConfig,
+    )>,
 }
 
 /// Loads, validates and renders the blueprint at `path` (standard input for `-`). Findings that
@@ -72,7 +78,19 @@ pub fn render_loaded(
     });
     let templates = Templates::load(templates)?;
     let set = render::render(&validated, catalog, &templates)?;
-    Ok(Rendered { set, warnings })
+    let bp = validated.blueprint();
+    let kueue = bp
+        .spec
+        .scheduling
+        .kueue
+        .as_ref()
+        .filter(|_| bp.spec.scheduling.queueing == gpuctl_core::blueprint::Queueing::Kueue)
+        .map(|k| (k.install, k.config.clone()));
+    Ok(Rendered {
+        set,
+        warnings,
+        kueue,
+    })
 }
 
 /// Finds the chart a blueprint names by `gpuOperator.chart.path` (relative to the blueprint's

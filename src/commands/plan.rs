@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use gpuctl_cluster::read::{self, Reads};
+use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::diag::Severity;
 use gpuctl_core::input;
 use gpuctl_core::live::LiveView;
@@ -53,23 +54,40 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
         ));
     }
     let today = settings::today(cmd.render.today.as_deref())?;
-    let mut set = render_file(
+    let rendered = render_file(
         cmd.blueprint,
         today,
         cmd.render.templates.as_deref(),
         "planning",
-    )?
-    .set;
+    )?;
+    let kueue = rendered.kueue;
+    let elsewhere = kueue
+        .as_ref()
+        .filter(|(install, _)| *install == InstallMode::None)
+        .map(|(_, config)| config.clone());
+    let mut set = rendered.set;
     resolve_chart(&mut set, cmd.blueprint)?;
     plan::refuse_empty(&set)?;
-    let live = live_view(&cmd, &set)?;
-    let plan = plan::plan(
+    let (live, kueue_config) = live_view(&cmd, &set, elsewhere.is_some())?;
+    let mut plan = plan::plan(
         &set,
         &live,
         PlanOptions {
             prune_protected: cmd.prune_protected,
         },
     )?;
+    if let Some(config) = &elsewhere {
+        plan.findings
+            .extend(plan::kueue_config_findings(config, kueue_config.as_ref()));
+    }
+    if kueue
+        .as_ref()
+        .is_some_and(|(install, _)| *install == InstallMode::Helm)
+    {
+        plan.findings.push(plan::PlanFinding::warning(
+            "`scheduling.kueue.install: helm`: gpuctl renders Kueue's chart values (`gpuctl render --output-dir DIR` writes helm/kueue-values.yaml, with the helm command) but does not run helm for Kueue; install or upgrade the chart with them before applying".into(),
+        ));
+    }
     if let Some(path) = cmd.save {
         save(&plan, path)?;
     }
@@ -82,14 +100,19 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
     Ok(exit_status(&plan, cmd.detailed_exitcode))
 }
 
-/// The live state to plan against: empty offline, a snapshot's, or read from the cluster.
-fn live_view(cmd: &PlanCommand<'_>, set: &RenderedSet) -> Result<LiveView, CommandError> {
+/// The live state to plan against: empty offline, a snapshot's, or read from the cluster; and,
+/// from a cluster when `kueue` asks for it, the running Kueue's configuration.
+fn live_view(
+    cmd: &PlanCommand<'_>,
+    set: &RenderedSet,
+    kueue: bool,
+) -> Result<(LiveView, Option<read::KueueConfigReading>), CommandError> {
     if cmd.offline {
-        return Ok(LiveView::offline());
+        return Ok((LiveView::offline(), None));
     }
     if let Some(path) = cmd.snapshot {
         let snap = Snapshot::read(path)?;
-        return Ok(LiveView::from_snapshot(&snap, &parent_of(set).id()));
+        return Ok((LiveView::from_snapshot(&snap, &parent_of(set).id()), None));
     }
     runtime()?.block_on(async {
         let k = connect(
@@ -108,7 +131,13 @@ fn live_view(cmd: &PlanCommand<'_>, set: &RenderedSet) -> Result<LiveView, Comma
             dry_run: true,
             parallelism: cmd.parallelism,
         };
-        Ok(read::rendered_set(&k, set, reads).await?)
+        let view = read::rendered_set(&k, set, reads).await?;
+        let config = if kueue {
+            Some(read::kueue_config(&k).await)
+        } else {
+            None
+        };
+        Ok((view, config))
     })
 }
 

@@ -25,6 +25,7 @@ fn symbol(a: ActionKind) -> (&'static str, &'static str, &'static str) {
     match a {
         ActionKind::Create => ("+", "create", "32"),
         ActionKind::CreateAfterCrd => ("+", "create*", "32"),
+        ActionKind::CreateAfterParent => ("+", "create^", "32"),
         ActionKind::Update => ("~", "update", "33"),
         ActionKind::Delete => ("-", "delete", "31"),
         ActionKind::Conflict => ("!", "conflict", "35"),
@@ -266,6 +267,15 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
     {
         out.push_str("(create*: the kind's CRD is not installed yet; apply waits for it.)\n");
     }
+    if plan
+        .actions
+        .iter()
+        .any(|a| a.action == ActionKind::CreateAfterParent)
+    {
+        out.push_str(
+            "(create^: created after its parent, which this apply creates first; admission refuses it before.)\n",
+        );
+    }
     out
 }
 
@@ -327,7 +337,7 @@ fn action_block(a: &Action, style: Style, verbose: bool) -> String {
         out.push_str(&format!("      # {r}\n"));
     }
     let show_fields = match a.action {
-        ActionKind::Create | ActionKind::CreateAfterCrd => verbose,
+        ActionKind::Create | ActionKind::CreateAfterCrd | ActionKind::CreateAfterParent => verbose,
         _ => true,
     };
     if show_fields {
@@ -402,6 +412,7 @@ pub fn markdown(plan: &Plan) -> String {
                 let note = match (&a.reason, a.action) {
                     (_, ActionKind::Create) => String::new(),
                     (_, ActionKind::CreateAfterCrd) => "after its CRD is installed".to_string(),
+                    (_, ActionKind::CreateAfterParent) => "after its parent".to_string(),
                     (_, ActionKind::Adopt) => "joins the set, no field change".to_string(),
                     (_, ActionKind::Update) if a.adopt => {
                         format!("adopted; {}", fields(a.changes.len()))
@@ -469,7 +480,10 @@ pub fn markdown(plan: &Plan) -> String {
     }
     for a in changed.iter().filter(|a| {
         !a.changes.is_empty()
-            && !matches!(a.action, ActionKind::Create | ActionKind::CreateAfterCrd)
+            && !matches!(
+                a.action,
+                ActionKind::Create | ActionKind::CreateAfterCrd | ActionKind::CreateAfterParent
+            )
     }) {
         diff.push_str(&format!("@@ {} @@\n", a.id()));
         for c in &a.changes {
@@ -527,6 +541,7 @@ mod tests {
             namespace: Some("team-a".into()),
             name: "team-a-quota".into(),
             resource_version: Some("7".into()),
+            content_digest: None,
             changes: vec![],
             reason: Some("conflict with \"kubectl-edit\": .spec.hard.pods".into()),
             manifest: None,
@@ -541,6 +556,7 @@ mod tests {
                 namespace: None,
                 name: format!("cq-{i}"),
                 resource_version: Some("1".into()),
+                content_digest: None,
                 changes: vec![Change {
                     path: "spec.x".into(),
                     before: Some(json!("1")),

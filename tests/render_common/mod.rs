@@ -119,7 +119,8 @@ spec:
       namespaces: [ml]
       queue: shared
       priorityClass: high
-      quota: { nvidia.com/gpu: 16 }
+      # What `shared` can admit into the namespace (GPU112).
+      quota: { nvidia.com/gpu: 120 }
   monitoring:
     alerts: { xid: true }
 "#;

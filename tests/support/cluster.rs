@@ -26,10 +26,10 @@
 //! `GPUCTL_REQUIRE_CLUSTER` is set (cluster tests must fail, not skip, in CI) and otherwise (a run
 //! with `--ignored`) prints a skip notice and returns `None`.
 //!
-//! The server has no controller-manager, scheduler or kubelet: Pods stay Pending, namespaces never finish
-//! deleting, and nothing fills in `ResourceQuota.status`. Tests play the controllers they need
-//! ([`TestCluster::sync_quota_status`]). Objects are left behind on purpose (unique names keep tests
-//! apart); `tools/kube-harness/run down` throws the whole cluster away.
+//! The cluster runs kube-controller-manager (Job, ResourceQuota, namespace, garbage-collector and
+//! serviceaccount controllers), Kueue and Volcano's admission webhook, but no scheduler or kubelet:
+//! Pods stay Pending. Tests play what needs GPUs (Nodes, [`GpuNode`]). Objects are left behind on
+//! purpose (unique names keep tests apart); `tools/kube-harness/run down` throws the whole cluster away.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -125,6 +125,15 @@ impl TestCluster {
                 )
             });
         Some(tc)
+    }
+
+    /// Connects to the cluster of `kubeconfig` (a harness a test started itself, e.g. a fresh one per
+    /// example in tests/composition.rs) and creates a fresh namespace.
+    pub async fn connect_kubeconfig(
+        kubeconfig: &std::path::Path,
+        test_name: &str,
+    ) -> Result<TestCluster> {
+        Self::connect_to(kubeconfig, test_name).await
     }
 
     async fn connect_to(kubeconfig: &std::path::Path, test_name: &str) -> Result<TestCluster> {
@@ -235,8 +244,9 @@ impl TestCluster {
             .await
     }
 
-    /// Plays the resource-quota controller (not running here): copies `spec.hard` into `status.hard`
-    /// and sets `status.used` to zero for each resource, so quota admission enforces the quota.
+    /// Copies `spec.hard` into `status.hard` and sets `status.used` to zero for each resource, so
+    /// quota admission enforces a quota at once (the resource-quota controller does the same on its
+    /// first sync, moments later; only for a quota no Pod has been charged to yet).
     pub async fn sync_quota_status(&self, name: &str) -> Result<ResourceQuota> {
         let api: Api<ResourceQuota> = self.namespaced();
         let rq = api.get(name).await?;
@@ -367,6 +377,9 @@ pub struct GpuNode {
     pub extra_labels: BTreeMap<String, String>,
     pub cpu: String,
     pub memory: String,
+    /// Time-slicing replicas per GPU (1: not shared): the device plugin advertises
+    /// `count * replicas` `nvidia.com/gpu` and GFD labels `gpu.replicas` and `gpu.sharing-strategy`.
+    pub replicas: u32,
 }
 
 impl GpuNode {
@@ -392,6 +405,7 @@ impl GpuNode {
             extra_labels: BTreeMap::new(),
             cpu: "128".into(),
             memory: "2113456540Ki".into(),
+            replicas: 1,
         }
     }
 
@@ -471,6 +485,12 @@ impl GpuNode {
         self
     }
 
+    /// Time-slicing with `replicas` per GPU (no MIG).
+    pub fn time_slicing(mut self, replicas: u32) -> Self {
+        self.replicas = replicas;
+        self
+    }
+
     /// Adds or overrides a label.
     pub fn label(mut self, key: &str, value: &str) -> Self {
         self.extra_labels.insert(key.into(), value.into());
@@ -518,8 +538,13 @@ impl GpuNode {
         put("nvidia.com/cuda.runtime.minor", self.cuda.1.to_string());
         put("nvidia.com/gpu.machine", self.machine.clone());
         put("nvidia.com/gpu.mode", "compute".into());
-        put("nvidia.com/gpu.replicas", "1".into());
-        put("nvidia.com/gpu.sharing-strategy", "none".into());
+        put("nvidia.com/gpu.replicas", self.replicas.to_string());
+        let sharing = if self.replicas > 1 {
+            "time-slicing"
+        } else {
+            "none"
+        };
+        put("nvidia.com/gpu.sharing-strategy", sharing.into());
         put("nvidia.com/mig.capable", self.mig_capable.to_string());
         let mig_on = self.mig != Mig::Off;
         put("nvidia.com/mps.capable", (!mig_on).to_string());
@@ -589,7 +614,10 @@ impl GpuNode {
         ]);
         match &self.mig {
             Mig::Off => {
-                c.insert("nvidia.com/gpu".into(), self.count.to_string());
+                c.insert(
+                    "nvidia.com/gpu".into(),
+                    (self.count * self.replicas).to_string(),
+                );
             }
             Mig::Single { per_gpu, .. } => {
                 c.insert("nvidia.com/gpu".into(), (self.count * per_gpu).to_string());

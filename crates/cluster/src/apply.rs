@@ -465,12 +465,24 @@ async fn prune(
     }
     progress.phase("prune", deletes.len());
     let mut failures = Vec::new();
+    // The plan lists children before their parents; a parent whose children were just deleted may
+    // still be refused for a moment (Volcano's webhook counts children through an informer).
     for a in deletes {
         let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
             continue;
         };
         let rv = a.resource_version.as_deref();
-        match k.delete(&r, a.namespace.as_deref(), &a.name, rv).await {
+        let mut attempt = 1;
+        let res = loop {
+            match k.delete(&r, a.namespace.as_deref(), &a.name, rv).await {
+                Err(e) if attempt < CHILD_TRIES && retry_in_hierarchy(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(CHILD_RETRY).await;
+                }
+                other => break other,
+            }
+        };
+        match res {
             Ok(()) => {
                 report.pruned += 1;
                 progress.step(&a.id(), "deleted");
@@ -526,6 +538,20 @@ async fn write_parent(
     Ok(())
 }
 
+/// Writes of a child that admission may refuse for a moment after its parent was written (Volcano's
+/// webhook reads queues through an informer cache), or a parent whose just-deleted children it
+/// still sees: tried this many times, [`CHILD_RETRY`] apart.
+const CHILD_TRIES: u32 = 10;
+/// See [`CHILD_TRIES`].
+const CHILD_RETRY: Duration = Duration::from_millis(300);
+
+/// Whether a refused write of a child (or delete of a parent) is worth another try: a refusal by
+/// admission (400/422) is; conflicts, missing permissions, unserved kinds and other errors (which
+/// the client already retried) are not.
+fn retry_in_hierarchy(e: &ClusterError) -> bool {
+    matches!(e, ClusterError::Invalid { .. })
+}
+
 async fn run_phase(
     k: &Kube,
     name: &str,
@@ -538,46 +564,69 @@ async fn run_phase(
         return Ok(());
     }
     progress.phase(name, steps.len());
-    let results: Vec<(String, &str, Result<(), ClusterError>)> =
-        futures::stream::iter(steps.iter())
+    let mut failures = Vec::new();
+    // Parents before children (a Volcano child queue is refused while its parent does not exist):
+    // each wave in parallel, the next once it is written.
+    for (wave, actions) in gpuctl_core::plan::hierarchy::write_waves(steps)
+        .into_iter()
+        .enumerate()
+    {
+        let tries = if wave == 0 { 1 } else { CHILD_TRIES };
+        let results: Vec<(String, &str, Result<(), ClusterError>)> = futures::stream::iter(actions)
             .map(|a| async move {
                 let outcome = match a.action {
-                    ActionKind::Create | ActionKind::CreateAfterCrd => "created",
+                    ActionKind::Create
+                    | ActionKind::CreateAfterCrd
+                    | ActionKind::CreateAfterParent => "created",
                     ActionKind::Adopt => "adopted",
                     _ => "updated",
                 };
-                let res = async {
-                    let r = k.resolve(&a.api_version, &a.kind).await?.ok_or_else(|| {
-                        ClusterError::KindNotServed {
-                            api_version: a.api_version.clone(),
-                            kind: a.kind.clone(),
+                let mut attempt = 1;
+                let res = loop {
+                    let res = async {
+                        let r = k.resolve(&a.api_version, &a.kind).await?.ok_or_else(|| {
+                            ClusterError::KindNotServed {
+                                api_version: a.api_version.clone(),
+                                kind: a.kind.clone(),
+                            }
+                        })?;
+                        let manifest = a
+                            .manifest
+                            .as_ref()
+                            .expect("create/update actions carry their manifest");
+                        k.apply(&r, manifest, false, opts.force_conflicts)
+                            .await
+                            .map(|_| ())
+                    }
+                    .await;
+                    match res {
+                        Err(e) if attempt < tries && retry_in_hierarchy(&e) => {
+                            attempt += 1;
+                            tokio::time::sleep(CHILD_RETRY).await;
                         }
-                    })?;
-                    let manifest = a
-                        .manifest
-                        .as_ref()
-                        .expect("create/update actions carry their manifest");
-                    k.apply(&r, manifest, false, opts.force_conflicts)
-                        .await
-                        .map(|_| ())
-                }
-                .await;
+                        other => break other,
+                    }
+                };
                 (a.id(), outcome, res)
             })
             .buffer_unordered(opts.parallelism.max(1))
             .collect()
             .await;
-    let mut failures = Vec::new();
-    for (id, outcome, res) in results {
-        match res {
-            Ok(()) => {
-                report.applied += 1;
-                progress.step(&id, outcome);
+        for (id, outcome, res) in results {
+            match res {
+                Ok(()) => {
+                    report.applied += 1;
+                    progress.step(&id, outcome);
+                }
+                Err(e) => {
+                    progress.failed(&id, &e.to_string());
+                    failures.push(e.to_string());
+                }
             }
-            Err(e) => {
-                progress.failed(&id, &e.to_string());
-                failures.push(e.to_string());
-            }
+        }
+        // Children of a parent that failed would be refused too: stop here.
+        if !failures.is_empty() {
+            break;
         }
     }
     failures.sort();

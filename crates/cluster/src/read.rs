@@ -189,7 +189,26 @@ async fn read_objects(
                 Some(v) => Some(v.clone()),
                 None => known.current(k, r, o).await?,
             };
+            // A child whose parent this apply creates first is refused by admission until
+            // then: no dry-run (the plan marks it create-after-parent).
+            let parent_missing = match current {
+                Some(_) => false,
+                None => match parent_in_set(set, o) {
+                    Some(po) => match kinds.get(&po.type_ref()).and_then(Option::as_ref) {
+                        Some(pr) => {
+                            let live = match view_ref.get(&po.object_ref()) {
+                                Some(v) => Some(v.clone()),
+                                None => known.current(k, pr, po).await?,
+                            };
+                            objects::waits_for_parent(o, live.as_ref())
+                        }
+                        None => true,
+                    },
+                    None => false,
+                },
+            };
             let dry_run = if reads.dry_run
+                && !parent_missing
                 && objects::needs_dry_run(o, current.as_ref(), ns_created, set_id)
             {
                 let manifest = objects::desired_manifest(o, current.as_ref());
@@ -212,6 +231,35 @@ async fn read_objects(
         }
     }
     Ok(())
+}
+
+pub use gpuctl_core::plan::KueueConfigReading;
+
+/// The running Kueue's configuration: its manager ConfigMap's key (`profiles/queueing.yaml`).
+pub async fn kueue_config(k: &Kube) -> KueueConfigReading {
+    let cm = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .kueue_configuration
+        .config_map;
+    let r = match k.resolve("v1", "ConfigMap").await {
+        Ok(Some(r)) => r,
+        Ok(None) => return KueueConfigReading::Failed("ConfigMaps are not served".into()),
+        Err(e) => return KueueConfigReading::Failed(e.to_string()),
+    };
+    match k.get(&r, Some(&cm.namespace), &cm.name).await {
+        Ok(None) => KueueConfigReading::Missing,
+        Ok(Some(v)) => match v["data"][cm.key.as_str()].as_str() {
+            Some(text) => KueueConfigReading::Read(text.to_string()),
+            None => KueueConfigReading::Missing,
+        },
+        Err(e) => KueueConfigReading::Failed(e.to_string()),
+    }
+}
+
+/// The rendered object `o` is a child of, if the set declares it.
+fn parent_in_set<'a>(set: &'a RenderedSet, o: &RenderedObject) -> Option<&'a RenderedObject> {
+    let parent = gpuctl_core::plan::hierarchy::parent_ref(&o.api_version, &o.kind, &o.manifest)?;
+    set.objects.iter().find(|x| x.object_ref() == parent)
 }
 
 /// An object's identity, live state and dry-run answer.

@@ -119,6 +119,12 @@ pub fn journal_name(pool: &str) -> String {
     format!("gpuctl-upgrade-{pool}")
 }
 
+/// Name of a tenant's ResourceQuota in each of its namespaces (render writes it; validation names
+/// it in findings).
+pub fn quota_name(tenant: &str) -> String {
+    format!("{tenant}-quota")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,6 +82,7 @@ spec:
     queueing: kueue
     kueue:
       version: v0.19.2
+      config: {{ fairSharing: {{}} }}
       cohorts:
         - {{ name: all, fairSharingWeight: 1 }}
       clusterQueues:"
@@ -96,15 +97,14 @@ spec:
           preemption: {{ withinClusterQueue: LowerPriority, reclaimWithinCohort: Any }}
           resources:
             - pool: p{p:03}
-              quota: {{ {res}: {cap}, cpu: \"1000\", memory: 8Ti }}
-              lendingLimit: {{ {res}: 8 }}"
+              quota: {{ {res}: {cap}, cpu: \"1000\", memory: 8Ti }}"
         );
     }
     let _ = writeln!(w, "  tenants:");
     let classes = ["prod-high", "prod", "batch", "dev"];
     for t in 0..tenants {
         let p = t % pools.max(1);
-        let (res, _) = resource(p);
+        let (res, cap) = resource(p);
         let ns: Vec<String> = (0..namespaces).map(|n| format!("t{t:04}-n{n}")).collect();
         let _ = writeln!(
             w,
@@ -112,8 +112,8 @@ spec:
       namespaces: [{}]
       priorityClass: {}
       queue: cq-p{p:03}
-      quota: {{ {res}: 2, pods: 100, requests.cpu: \"50\" }}
-      defaults: {{ {res}: 1 }}
+      quota: {{ {res}: {cap}, pods: 100, requests.cpu: \"1000\" }}
+      defaults: {{ {res}: 1, cpu: \"1\" }}
       cuda: [\"12.4\"]",
             ns.join(", "),
             classes[t % classes.len()]

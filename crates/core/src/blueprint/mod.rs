@@ -1,7 +1,9 @@
 //! The blueprint: its contract (`model`), its YAML source with positions (`yaml`) and the loader.
 
+mod install;
 mod load;
 pub mod model;
+pub mod network;
 pub mod resources;
 pub mod schema;
 mod strict;
@@ -11,3 +13,7 @@ pub use load::{
     Broken, Loaded, Partial, load_bytes, load_bytes_partial, load_file, load_str, load_str_partial,
 };
 pub use model::*;
+pub use network::{
+    DevicePlugin, DevicePluginKind, NetworkOperator, NicDriver, NicDriverSource, SecondaryNetwork,
+    SecondaryNetworkKind,
+};

@@ -62,6 +62,10 @@ pub struct Spec {
     /// Driver upgrade policy.
     #[serde(default)]
     pub upgrades: Upgrades,
+    /// The NVIDIA Network Operator (optional): NIC driver, RDMA device plugin and secondary
+    /// networks for the pools' fabric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_operator: Option<crate::blueprint::network::NetworkOperator>,
 }
 
 /// Kubernetes control plane.
@@ -73,29 +77,7 @@ pub struct Kubernetes {
     pub version: String,
 }
 
-/// How `apply` handles the GPU Operator Helm release.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum InstallMode {
-    /// `helm upgrade --install` with the rendered values.
-    #[default]
-    Helm,
-    /// Rendered values are committed and synced by a GitOps controller.
-    Gitops,
-    /// The operator is managed elsewhere.
-    None,
-}
-
-impl std::fmt::Display for InstallMode {
-    /// The blueprint spelling: `helm`, `gitops`, `none`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            InstallMode::Helm => "helm",
-            InstallMode::Gitops => "gitops",
-            InstallMode::None => "none",
-        })
-    }
-}
+pub use super::install::InstallMode;
 
 /// GPU Operator settings.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
@@ -121,6 +103,9 @@ pub struct GpuOperator {
     /// Where images come from: a registry mirror for air-gapped clusters.
     #[serde(default)]
     pub images: Option<Images>,
+    /// GPUDirect RDMA: how GPU memory is registered with the NICs (when a pool asks for it).
+    #[serde(default)]
+    pub rdma: Option<Rdma>,
     /// Raw chart overrides, deep-merged last.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
@@ -588,6 +573,99 @@ pub struct Topology {
     /// Node network.
     #[serde(default)]
     pub network: Option<Network>,
+    /// Node labels naming the pool's topology domains, widest first (for example block, rack,
+    /// host). gpuctl renders them as a Kueue `Topology` the pool's ResourceFlavor names, so
+    /// workloads can ask for "same rack" or "same NVLink domain"; the last level should be
+    /// `kubernetes.io/hostname` when pods are to be placed per node.
+    #[serde(default)]
+    #[schemars(example = &TOPOLOGY_LEVELS_EXAMPLE)]
+    pub levels: Vec<String>,
+    /// The kubelet's NUMA alignment on the pool's nodes, rendered as a KubeletConfiguration
+    /// fragment per pool (`kubelet/<pool>.yaml`) for node provisioning.
+    #[serde(default)]
+    pub kubelet: Option<KubeletNuma>,
+}
+
+/// `gpuctl explain --fields` shows this for `topology.levels`.
+const TOPOLOGY_LEVELS_EXAMPLE: [&str; 3] = [
+    "topology.example.com/block",
+    "topology.example.com/rack",
+    "kubernetes.io/hostname",
+];
+
+/// The kubelet's Topology Manager policy.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TopologyManagerPolicy {
+    /// No alignment (the kubelet's default).
+    None,
+    /// Prefer aligned resources, admit anyway.
+    BestEffort,
+    /// Refuse pods whose resources cannot be aligned to the preferred NUMA nodes.
+    Restricted,
+    /// Refuse pods whose resources do not fit one NUMA node.
+    SingleNumaNode,
+}
+
+/// The kubelet's Topology Manager scope.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TopologyManagerScope {
+    /// Align each container on its own (the kubelet's default).
+    Container,
+    /// Align all containers of a pod together.
+    Pod,
+}
+
+/// The kubelet's CPU Manager policy.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuManagerPolicy {
+    /// Shared CPU pool only (the kubelet's default).
+    None,
+    /// Exclusive CPUs for Guaranteed pods with integer CPU requests.
+    Static,
+}
+
+/// The kubelet's Memory Manager policy (spelt as the kubelet spells it).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum MemoryManagerPolicy {
+    /// No NUMA memory pinning (the kubelet's default).
+    None,
+    /// NUMA-pinned memory for Guaranteed pods.
+    Static,
+}
+
+/// Per-pool kubelet NUMA settings (KubeletConfiguration fields of the same names).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KubeletNuma {
+    /// `topologyManagerPolicy`.
+    #[serde(default)]
+    #[schemars(example = &"single-numa-node")]
+    pub topology_manager_policy: Option<TopologyManagerPolicy>,
+    /// `topologyManagerScope`.
+    #[serde(default)]
+    #[schemars(example = &"pod")]
+    pub topology_manager_scope: Option<TopologyManagerScope>,
+    /// `cpuManagerPolicy`.
+    #[serde(default)]
+    #[schemars(example = &"static")]
+    pub cpu_manager_policy: Option<CpuManagerPolicy>,
+    /// `memoryManagerPolicy`.
+    #[serde(default)]
+    #[schemars(example = &"Static")]
+    pub memory_manager_policy: Option<MemoryManagerPolicy>,
+    /// `reservedSystemCPUs`: CPUs kept for the system and the kubelet, e.g. `"0-1"`. The static
+    /// CPU manager refuses to start without a CPU reservation.
+    #[serde(default, rename = "reservedSystemCPUs")]
+    #[schemars(example = &"0-1")]
+    pub reserved_system_cpus: Option<String>,
+    /// Memory reserved per NUMA node for the Static memory manager (`reservedMemory`), as a
+    /// quantity per NUMA node id, e.g. `{ "0": 1Gi, "1": 1Gi }`. Its sum must equal the node's
+    /// kube-reserved + system-reserved + eviction threshold memory, which the kubelet checks.
+    #[serde(default)]
+    pub reserved_memory: BTreeMap<String, Quantity>,
 }
 
 /// Node network.
@@ -602,6 +680,39 @@ pub struct Network {
     /// GPUDirect RDMA enabled.
     #[serde(default, rename = "gpuDirectRDMA")]
     pub gpu_direct_rdma: bool,
+    /// MTU of the RDMA interfaces the runbook checks against (e.g. 4096 on InfiniBand, 9000 on
+    /// RoCE); the runbook says to compare it with `ip link` on a node.
+    #[serde(default)]
+    #[schemars(example = 4096)]
+    pub mtu: Option<u32>,
+}
+
+/// How GPUDirect RDMA registers GPU memory with the NIC.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RdmaMechanism {
+    /// The Linux kernel's DMA-BUF (NVIDIA's recommendation): open kernel modules and a recent
+    /// kernel; the GPU Operator loads no extra module.
+    #[default]
+    DmaBuf,
+    /// The legacy `nvidia-peermem` module, loaded by the driver container
+    /// (`driver.rdma.enabled: true`); needs the MOFED/DOCA NIC driver.
+    NvidiaPeermem,
+}
+
+/// GPUDirect RDMA settings of the GPU Operator, used when a pool sets
+/// `topology.network.gpuDirectRDMA`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rdma {
+    /// `dma-buf` (default) or `nvidia-peermem`.
+    #[serde(default)]
+    pub mechanism: RdmaMechanism,
+    /// The hosts carry the NIC driver (MOFED/DOCA-OFED installed on the host, not by the Network
+    /// Operator): `driver.rdma.useHostMofed`.
+    #[serde(default)]
+    #[schemars(example = true)]
+    pub use_host_mofed: bool,
 }
 
 /// Taint effect.
@@ -692,21 +803,153 @@ pub struct Kueue {
     /// Kueue release, e.g. `v0.19.2`.
     #[serde(deserialize_with = "version_text")]
     pub version: String,
-    /// Resource-name prefixes your Kueue's configuration lists in `resources.excludeResourcePrefixes`:
-    /// Kueue ignores those resources at admission, so cluster queues need no quota for them.
+    /// How Kueue itself is handled: `none` (the default: someone else runs it, and a live plan
+    /// compares its manager ConfigMap with `config`), `helm` or `gitops` (gpuctl renders the
+    /// chart's `managerConfig` values from `config`).
+    #[serde(default = "install_none")]
+    #[schemars(example = &"gitops")]
+    pub install: InstallMode,
+    /// The settings of Kueue's own Configuration that the queues depend on (fair sharing, quota
+    /// check, resource transformations, integrated frameworks, waiting for pods ready). Absent
+    /// settings mean Kueue's defaults.
     #[serde(default)]
-    pub exclude_resource_prefixes: Vec<String>,
-    /// Your Kueue's `resources.quotaCheckStrategy`: `BlockUndeclared` (Kueue's default) keeps a
-    /// workload pending when it requests a resource its ClusterQueue does not cover;
-    /// `IgnoreUndeclared` (Kueue v0.18 and later) checks only the covered ones.
-    #[serde(default)]
-    pub quota_check_strategy: QuotaCheckStrategy,
+    pub config: KueueConfig,
+    /// Moved to `config.resources.excludeResourcePrefixes` (reported by GPU116).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub exclude_resource_prefixes: Option<serde_json::Value>,
+    /// Moved to `config.resources.quotaCheckStrategy` (reported by GPU116).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub quota_check_strategy: Option<serde_json::Value>,
     /// Cohorts.
     #[serde(default)]
     pub cohorts: Vec<Cohort>,
     /// ClusterQueues.
     #[serde(default)]
     pub cluster_queues: Vec<ClusterQueue>,
+}
+
+fn install_none() -> InstallMode {
+    InstallMode::None
+}
+
+/// `gpuctl explain --fields` shows this for `config.integrations.frameworks`.
+const FRAMEWORKS_EXAMPLE: [&str; 2] = ["batch/job", "jobset.x-k8s.io/jobset"];
+/// `gpuctl explain --fields` shows this for `config.resources.excludeResourcePrefixes`.
+const EXCLUDE_EXAMPLE: [&str; 1] = ["example.com/"];
+/// `gpuctl explain --fields` shows this for `config.fairSharing.preemptionStrategies`.
+const STRATEGIES_EXAMPLE: [&str; 1] = ["LessThanOrEqualToFinalShare"];
+
+/// Kueue's Configuration (`config.kueue.x-k8s.io/v1beta2`), the parts gpuctl's rules depend on.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueConfig {
+    /// Kueue's `fairSharing`: present turns fair sharing on, so the `fairSharingWeight` of
+    /// cohorts and cluster queues takes effect (absent: Kueue ignores the weights).
+    #[serde(default)]
+    pub fair_sharing: Option<KueueFairSharing>,
+    /// Kueue's `resources`: which requested resources are checked against quota, and how.
+    #[serde(default)]
+    pub resources: KueueResources,
+    /// Kueue's `integrations`: the job frameworks Kueue manages (absent: the chart's list).
+    #[serde(default)]
+    pub integrations: Option<KueueIntegrations>,
+    /// Kueue's `waitForPodsReady`: all-or-nothing admission for gangs.
+    #[serde(default)]
+    pub wait_for_pods_ready: Option<KueueWaitForPodsReady>,
+}
+
+impl KueueConfig {
+    /// The quota check strategy in force (Kueue's default when unset).
+    pub fn quota_check(&self) -> QuotaCheckStrategy {
+        self.resources.quota_check_strategy.unwrap_or_default()
+    }
+}
+
+/// Kueue's `fairSharing`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueFairSharing {
+    /// Preemption strategies, in order (absent: Kueue's default).
+    #[serde(default)]
+    #[schemars(example = &STRATEGIES_EXAMPLE)]
+    pub preemption_strategies: Vec<String>,
+}
+
+/// Kueue's `resources`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueResources {
+    /// `BlockUndeclared` (Kueue's default) keeps a workload pending when it requests a resource
+    /// its ClusterQueue does not cover; `IgnoreUndeclared` (Kueue v0.18 and later) checks only
+    /// the covered ones.
+    #[serde(default)]
+    #[schemars(example = &"IgnoreUndeclared")]
+    pub quota_check_strategy: Option<QuotaCheckStrategy>,
+    /// Resource-name prefixes Kueue ignores at admission, so cluster queues need no quota for
+    /// them.
+    #[serde(default)]
+    #[schemars(example = &EXCLUDE_EXAMPLE)]
+    pub exclude_resource_prefixes: Vec<String>,
+    /// How requested resources are turned into the resources Kueue charges (for example MIG
+    /// slices counted as GPU-equivalents).
+    #[serde(default)]
+    pub transformations: Vec<ResourceTransformation>,
+}
+
+/// One of Kueue's `resources.transformations`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceTransformation {
+    /// The requested resource, e.g. `nvidia.com/mig-1g.10gb`.
+    #[schemars(example = &"nvidia.com/mig-1g.10gb")]
+    pub input: String,
+    /// `Retain` (Kueue's default: the input is charged too) or `Replace` (only the outputs are).
+    #[serde(default)]
+    pub strategy: TransformationStrategy,
+    /// Resources charged per unit of the input.
+    #[serde(default)]
+    #[schemars(example = outputs_example())]
+    pub outputs: BTreeMap<String, Quantity>,
+}
+
+/// `gpuctl explain --fields` shows this for `transformations[].outputs`.
+fn outputs_example() -> serde_json::Value {
+    serde_json::json!({ "example.com/gpu-equivalent": "500m" })
+}
+
+/// `resources.transformations[].strategy`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+pub enum TransformationStrategy {
+    /// The input is charged as well as the outputs.
+    #[default]
+    Retain,
+    /// Only the outputs are charged.
+    Replace,
+}
+
+/// Kueue's `integrations`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueIntegrations {
+    /// Framework names, e.g. `batch/job`.
+    #[serde(default)]
+    #[schemars(example = &FRAMEWORKS_EXAMPLE)]
+    pub frameworks: Vec<String>,
+}
+
+/// Kueue's `waitForPodsReady`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueWaitForPodsReady {
+    /// Time for an admitted workload's pods to become ready before it is evicted, e.g. `5m`.
+    #[schemars(example = &"10m")]
+    pub timeout: String,
+    /// Block further admissions in the queue until the admitted workload's pods are ready.
+    #[serde(default)]
+    #[schemars(example = true)]
+    pub block_admission: Option<bool>,
 }
 
 /// Kueue's `resources.quotaCheckStrategy`.

@@ -21,12 +21,13 @@ pub fn is_gpu_resource(name: &str) -> bool {
     name == GPU || name == GPU_SHARED || name.starts_with("nvidia.com/mig-")
 }
 
-/// True for extended resources (a domain prefix other than `kubernetes.io`), which ResourceQuota
-/// enforces only as `requests.<name>`.
+/// True for extended resources (a prefix other than `kubernetes.io`), which ResourceQuota
+/// enforces only as `requests.<name>`. As in Kubernetes (`IsExtendedResourceName`), the prefix need
+/// not contain a dot: the RDMA shared device plugin advertises `rdma/<name>`.
 pub fn is_extended_resource(name: &str) -> bool {
     match name.split_once('/') {
         Some((domain, _)) => {
-            domain.contains('.') && domain != "kubernetes.io" && !domain.ends_with(".kubernetes.io")
+            !domain.is_empty() && domain != "kubernetes.io" && !domain.ends_with(".kubernetes.io")
         }
         None => false,
     }

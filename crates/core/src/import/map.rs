@@ -58,6 +58,45 @@ impl<'a> Objects<'a> {
     }
 }
 
+/// Objects import does not map back to blueprint fields yet: the Network Operator's
+/// (`mellanox.com`: NicClusterPolicy and the secondary networks) and Kueue `Topology` objects.
+/// Named at the place they would belong, never dropped silently.
+fn unmapped_network(objects: &Objects<'_>, draft: &mut Draft) {
+    let mut network: Vec<String> = objects
+        .all
+        .iter()
+        .filter(|o| {
+            crate::object::group_of(o["apiVersion"].as_str().unwrap_or_default()) == "mellanox.com"
+        })
+        .map(|o| format!("{} {}", o["kind"].as_str().unwrap_or_default(), name(o)))
+        .collect();
+    network.sort();
+    if !network.is_empty() {
+        draft.warn(
+            "spec.networkOperator",
+            format!(
+                "import does not map the Network Operator's objects yet ({}): write `networkOperator` by hand (docs/network.md); until then gpuctl neither changes nor prunes them",
+                network.join(", ")
+            ),
+        );
+    }
+    let mut topologies: Vec<String> = objects
+        .of("kueue.x-k8s.io", "Topology")
+        .iter()
+        .map(|t| name(t))
+        .collect();
+    topologies.sort();
+    if !topologies.is_empty() {
+        draft.warn(
+            "spec.nodePools",
+            format!(
+                "import does not map Kueue Topology objects to `nodePools[].topology.levels` yet ({}): add the levels by hand (docs/network.md); until then gpuctl neither changes nor prunes them",
+                topologies.join(", ")
+            ),
+        );
+    }
+}
+
 fn name(o: &Value) -> String {
     o["metadata"]["name"]
         .as_str()
@@ -118,6 +157,7 @@ pub(super) fn blueprint(
                 .map(|c| ns(c))
         })
         .unwrap_or_else(|| DEFAULT_OPERATOR_NAMESPACE.to_string());
+    unmapped_network(&objects, draft);
     let release = match &live.helm_release {
         crate::live::Reading::Read(Some(r)) => Some(r),
         _ => None,

@@ -177,7 +177,9 @@ pub fn import(
                     match a.action {
                         ActionKind::Adopt => plan_counts.adopt += 1,
                         ActionKind::NoOp => plan_counts.unchanged += 1,
-                        ActionKind::Create | ActionKind::CreateAfterCrd => {
+                        ActionKind::Create
+                        | ActionKind::CreateAfterCrd
+                        | ActionKind::CreateAfterParent => {
                             plan_counts.create += 1;
                         }
                         // Without a server to normalise them, `112` and `"112"` (or `1Gi` and

@@ -96,7 +96,54 @@ fn every_example_cluster_imports_to_a_blueprint_whose_plan_only_adopts() {
             "{file}: {not_adopted:#?}\n{}",
             imported.yaml
         );
-        assert_eq!(plan.actions.len(), set.objects.len(), "{file}");
+        // Objects import does not map yet (the Network Operator's, Kueue Topology objects, the
+        // Network Operator's namespace) are left out of the imported blueprint and each is named
+        // in a warning.
+        let network_ns = bp
+            .spec
+            .network_operator
+            .as_ref()
+            .map(|n| n.namespace.as_str());
+        let unmapped: Vec<_> = set
+            .objects
+            .iter()
+            .filter(|o| {
+                o.api_version.starts_with("mellanox.com/")
+                    || o.kind == "Topology"
+                    || (o.kind == "Namespace" && Some(o.name.as_str()) == network_ns)
+            })
+            .collect();
+        for o in &unmapped {
+            if o.kind == "Namespace" {
+                continue;
+            }
+            assert!(
+                imported
+                    .warnings
+                    .iter()
+                    .any(|w| w.message.contains(&o.name) && w.message.contains("does not map")),
+                "{file}: {} {} is not named in a warning: {:#?}",
+                o.kind,
+                o.name,
+                imported.warnings
+            );
+        }
+        let missing: Vec<String> = set
+            .objects
+            .iter()
+            .filter(|o| {
+                !plan
+                    .actions
+                    .iter()
+                    .any(|a| a.kind == o.kind && a.name == o.name && a.namespace == o.namespace)
+            })
+            .map(|o| format!("{} {}/{}", o.api_version, o.kind, o.name))
+            .collect();
+        assert_eq!(
+            plan.actions.len() + unmapped.len(),
+            set.objects.len(),
+            "{file}: {missing:?}"
+        );
         assert!(
             plan.nodes.is_empty(),
             "{file}: node changes {:#?}",
@@ -111,7 +158,11 @@ fn every_example_cluster_imports_to_a_blueprint_whose_plan_only_adopts() {
                 imported.yaml
             );
         }
-        assert_eq!(imported.plan_counts.adopt, set.objects.len(), "{file}");
+        assert_eq!(
+            imported.plan_counts.adopt,
+            set.objects.len() - unmapped.len(),
+            "{file}"
+        );
         assert_eq!(
             imported.plan_counts.change + imported.plan_counts.create,
             0,

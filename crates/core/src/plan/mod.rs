@@ -10,6 +10,8 @@
 pub mod diff;
 mod format;
 pub mod helm;
+pub mod hierarchy;
+pub mod kueue;
 pub mod nodes;
 pub mod objects;
 pub mod redact;
@@ -31,6 +33,7 @@ use diff::Change;
 
 pub use format::{SavedPlanError, is_saved_plan};
 pub use helm::helm_plan;
+pub use kueue::{KueueConfigReading, kueue_config_findings};
 pub use nodes::{node_driver, selector_string};
 pub use upgrades::journal_findings;
 
@@ -70,6 +73,9 @@ pub enum ActionKind {
     Create,
     /// Created once its CRD is installed (the kind is not served yet).
     CreateAfterCrd,
+    /// Created once its parent exists (a Volcano child queue whose parent queue this apply
+    /// creates first); not dry-run at plan time, as admission would refuse it until then.
+    CreateAfterParent,
     /// Fields change.
     Update,
     /// Pruned: a member of the set the blueprint no longer declares.
@@ -104,6 +110,12 @@ pub struct Action {
     /// resourceVersion of the live object when planned (absent: it did not exist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
+    /// `sha256:` of the live object when planned, without `status` and the metadata the server
+    /// keeps moving (`stale::content_digest`): a controller's status write (Kueue's on a
+    /// LocalQueue, the quota controller's on a ResourceQuota) changes the resourceVersion but
+    /// not what the plan was made against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_digest: Option<String>,
     /// Field changes (update, delete: what goes away), credentials masked (`redact`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
@@ -426,6 +438,11 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     let mut actions = objects::actions(set, live, &set_id);
     let (prunes, mut findings) = objects::prunes(set, live, opts.prune_protected);
     actions.extend(prunes);
+    for a in &mut actions {
+        if a.resource_version.is_some() {
+            a.content_digest = live.get(&a.object_ref()).map(stale::content_digest);
+        }
+    }
     let node_plan = nodes::plan_nodes(live, &set.node_patches);
     let upgrades = upgrades::findings(live, &set.blueprint, &set.helm.namespace, &set.node_patches);
     let (helm_release, helm_findings) = helm::plan_helm(live, &set.helm);
@@ -500,7 +517,9 @@ impl Summary {
         };
         for a in actions {
             match a.action {
-                ActionKind::Create | ActionKind::CreateAfterCrd => summary.create += 1,
+                ActionKind::Create | ActionKind::CreateAfterCrd | ActionKind::CreateAfterParent => {
+                    summary.create += 1
+                }
                 ActionKind::Update => summary.update += 1,
                 ActionKind::Delete => summary.delete += 1,
                 ActionKind::Conflict => summary.conflict += 1,

@@ -129,6 +129,28 @@ fn plan_pool(p: &NodePatch, nodes: &[&Value], plan: &mut NodePlan) {
             .or_default()
             .push(cr_move_finding(p, &from, &to, &names));
     }
+    // Topology-aware scheduling reads every level label from every node of the flavor: a node
+    // without one is invisible to Kueue's topology placement.
+    for level in &p.topology_levels {
+        let missing: Vec<String> = nodes
+            .iter()
+            .filter(|n| n["metadata"]["labels"][level.as_str()].as_str().is_none())
+            .map(|n| {
+                n["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        if !missing.is_empty() {
+            plan.findings.push(PlanFinding::warning(format!(
+                "{} node(s) of pool `{}` lack the topology level label `{level}` ({}): Kueue's topology-aware scheduling cannot place pods on them; label them (for example from the fabric manager or your provider's topology labels)",
+                missing.len(),
+                p.pool,
+                shown_names(&missing),
+            )));
+        }
+    }
     for (driver, names) in old_drivers {
         plan.findings.push(PlanFinding::warning(format!(
             "{} node(s) of pool `{}` run driver {driver} ({}); the blueprint says {}: the GPU Operator moves them after apply (or use `gpuctl upgrade driver` for a blue-green rollout)",

@@ -157,6 +157,14 @@ fn without_membership(v: &Value) -> Value {
     v
 }
 
+/// Whether `o` is a child whose parent does not exist yet (`parent_live`: the parent's live state,
+/// when `o` has a parent): it is created after its parent and never dry-run before, since
+/// admission refuses it until the parent exists.
+pub fn waits_for_parent(o: &RenderedObject, parent_live: Option<&Value>) -> bool {
+    super::hierarchy::parent_ref(&o.api_version, &o.kind, &o.manifest).is_some()
+        && parent_live.is_none()
+}
+
 /// Every rendered object's action, in apply order.
 pub fn actions(set: &RenderedSet, live: &LiveView, set_id: &str) -> Vec<Action> {
     set.objects
@@ -181,6 +189,18 @@ pub fn decide(o: &RenderedObject, live: &LiveView, set_id: &str) -> Action {
     }
     let id = o.object_ref();
     let dry_run = live.dry_run.get(&id);
+    if live.get(&id).is_none()
+        && let Some(parent) = super::hierarchy::parent_ref(&o.api_version, &o.kind, &o.manifest)
+        && live.get(&parent).is_none()
+    {
+        let mut a = create(o, None);
+        a.action = ActionKind::CreateAfterParent;
+        a.reason = Some(format!(
+            "{} {} is created after its parent {}, which does not exist yet",
+            o.kind, o.name, parent.name
+        ));
+        return a;
+    }
     match live.get(&id) {
         None => create(o, dry_run),
         Some(current) => update(o, current, dry_run, set_id),
@@ -331,12 +351,15 @@ pub fn prunes(
             resource_version: obj["metadata"]["resourceVersion"]
                 .as_str()
                 .map(str::to_string),
+            content_digest: None,
             changes: vec![],
             reason: Some("no longer declared by the blueprint".into()),
             manifest: None,
             adopt: false,
         });
     }
+    // Children before their parents: admission refuses to delete a parent that has children.
+    let actions = super::hierarchy::children_first(actions, |id| live.get(id).cloned());
     (actions, findings)
 }
 
@@ -355,6 +378,7 @@ fn action(
         namespace: o.namespace.clone(),
         name: o.name.clone(),
         resource_version: rv,
+        content_digest: None,
         changes,
         reason,
         manifest: Some(o.manifest.clone()),

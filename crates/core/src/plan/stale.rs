@@ -31,7 +31,14 @@ pub fn changes_since(plan: &Plan, now: &LiveView) -> Vec<String> {
             )),
             (Some(_), None) => moved.push(format!("{}: deleted since the plan", a.id())),
             (Some(p), Some(n)) if p != n => {
-                moved.push(format!("{}: resourceVersion {p} -> {n}", a.id()));
+                // Only a status or bookkeeping write since the plan: what the plan was made
+                // against is unchanged.
+                let same = a.content_digest.as_deref().is_some_and(|d| {
+                    now.get(&a.object_ref()).map(content_digest).as_deref() == Some(d)
+                });
+                if !same {
+                    moved.push(format!("{}: resourceVersion {p} -> {n}", a.id()));
+                }
             }
             _ => {}
         }
@@ -93,4 +100,39 @@ fn node_changes(plan: &Plan, now: &LiveView) -> Vec<String> {
         }
     }
     moved
+}
+
+/// `sha256:<hex>` of a live object without `status` and without the metadata the server changes
+/// on every write (`resourceVersion`, `managedFields`, `generation`), keys sorted, so two reads of
+/// an object whose spec, data, labels and annotations are the same give the same digest.
+pub fn content_digest(obj: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    fn canonical(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), canonical(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut v = obj.clone();
+    if let Value::Object(m) = &mut v {
+        m.remove("status");
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            for k in ["resourceVersion", "managedFields", "generation"] {
+                meta.remove(k);
+            }
+        }
+    }
+    let bytes = serde_json::to_vec(&canonical(&v)).unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }

@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+mod topology;
+
 use super::*;
 use crate::applyset::{BLUEPRINT_LABEL, PART_OF};
 use crate::blueprint::InstallMode;
@@ -81,6 +83,7 @@ fn patch() -> NodePatch {
         expected_products: vec!["NVIDIA-H100-80GB-HBM3".into()],
         expected_driver: "580.95.05".into(),
         blue_green: true,
+        topology_levels: Vec::new(),
     }
 }
 
@@ -542,6 +545,7 @@ fn a_saved_plan_is_stale_when_what_it_planned_moved() {
     // Someone else created the quota, bumped the namespace, relabelled the node, upgraded helm.
     let mut bumped = stored(&namespace());
     bumped["metadata"]["resourceVersion"] = json!("42");
+    bumped["metadata"]["annotations"] = json!({"someone.example.com/else": "wrote this"});
     now.objects.insert(namespace().object_ref(), bumped);
     now.objects.insert(quota().object_ref(), stored(&quota()));
     let mut relabelled = node(
@@ -578,6 +582,47 @@ fn a_saved_plan_is_stale_when_what_it_planned_moved() {
     assert!(
         moved.contains(&"ClusterQueue/train: its kind is no longer served".to_string()),
         "{moved:?}"
+    );
+}
+
+#[test]
+fn a_status_write_since_the_plan_is_not_a_change_but_a_spec_write_is() {
+    // A controller (Kueue on a LocalQueue, the quota controller on a ResourceQuota) writes status:
+    // the resourceVersion moves, what the plan was made against does not.
+    let mut then = snapshot_view();
+    with_member(&mut then, stored(&namespace()));
+    let p = plan_of(&then);
+    let planned = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "Namespace")
+        .expect("the namespace is planned");
+    assert!(planned.content_digest.is_some(), "{planned:?}");
+
+    let mut now = LiveView::empty(Source::Offline);
+    let mut status_only = stored(&namespace());
+    status_only["metadata"]["resourceVersion"] = json!("42");
+    status_only["metadata"]["managedFields"] =
+        json!([{"manager": "kueue", "subresource": "status"}]);
+    status_only["status"] = json!({"phase": "Active"});
+    now.objects
+        .insert(namespace().object_ref(), status_only.clone());
+    assert!(
+        !stale::changes_since(&p, &now)
+            .iter()
+            .any(|m| m.starts_with("Namespace/team-a")),
+        "{:?}",
+        stale::changes_since(&p, &now)
+    );
+
+    let mut relabelled = status_only;
+    relabelled["metadata"]["labels"]["team"] = json!("b");
+    now.objects.insert(namespace().object_ref(), relabelled);
+    assert!(
+        stale::changes_since(&p, &now)
+            .contains(&"Namespace/team-a: resourceVersion 41 -> 42".to_string()),
+        "{:?}",
+        stale::changes_since(&p, &now)
     );
 }
 
@@ -630,4 +675,149 @@ fn snapshot_capture_time_is_shown_only_when_it_is_a_timestamp() {
             "{written:?}"
         );
     }
+}
+
+// --- Hierarchies: Volcano parent queues before children, children pruned first ------------------
+
+fn volcano_queue(name: &str, parent: Option<&str>) -> RenderedObject {
+    let mut spec = json!({"weight": 1});
+    if let Some(p) = parent {
+        spec["parent"] = json!(p);
+    }
+    object(
+        Phase::Queues,
+        json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+               "metadata": {"name": name, "labels": labels()}, "spec": spec}),
+    )
+}
+
+/// A parent, two children and a grandchild, in an order that puts children before parents.
+fn hierarchy_set() -> RenderedSet {
+    let mut s = set();
+    s.objects = vec![
+        namespace(),
+        volcano_queue("a-leaf", Some("serving-online")),
+        volcano_queue("serving-batch", Some("serving")),
+        volcano_queue("serving-online", Some("serving")),
+        volcano_queue("serving", Some("root")),
+        volcano_queue("research", None),
+    ];
+    s
+}
+
+#[test]
+fn children_of_a_parent_that_does_not_exist_yet_are_created_after_it() {
+    let s = hierarchy_set();
+    let p = plan(&s, &LiveView::offline(), PlanOptions::default()).unwrap();
+    let kind_of = |name: &str| {
+        p.actions
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.action)
+            .unwrap()
+    };
+    // `root` is Volcano's implicit top queue, never waited for.
+    assert_eq!(kind_of("serving"), ActionKind::Create);
+    assert_eq!(kind_of("research"), ActionKind::Create);
+    for child in ["serving-batch", "serving-online", "a-leaf"] {
+        assert_eq!(kind_of(child), ActionKind::CreateAfterParent, "{child}");
+    }
+    let reason = p.actions.iter().find(|a| a.name == "a-leaf").unwrap();
+    assert!(
+        reason
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("parent serving-online"),
+        "{:?}",
+        reason.reason
+    );
+    assert_eq!(p.summary.create, 6);
+
+    // Once the parent exists, its children are plain creates (dry-run like any other).
+    let mut v = snapshot_view();
+    let serving = s.objects.iter().find(|o| o.name == "serving").unwrap();
+    with_member(&mut v, stored(serving));
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    let kinds: BTreeMap<&str, ActionKind> = p
+        .actions
+        .iter()
+        .map(|a| (a.name.as_str(), a.action))
+        .collect();
+    assert_eq!(kinds["serving"], ActionKind::NoOp);
+    assert_eq!(kinds["serving-batch"], ActionKind::Create);
+    assert_eq!(kinds["a-leaf"], ActionKind::CreateAfterParent);
+}
+
+#[test]
+fn a_child_waiting_for_its_parent_is_never_dry_run() {
+    let s = hierarchy_set();
+    let child = s
+        .objects
+        .iter()
+        .find(|o| o.name == "serving-batch")
+        .unwrap();
+    let root_child = s.objects.iter().find(|o| o.name == "serving").unwrap();
+    assert!(objects::waits_for_parent(child, None));
+    let parent_live = json!({"metadata": {"name": "serving"}});
+    assert!(!objects::waits_for_parent(child, Some(&parent_live)));
+    // A queue under the implicit root, and objects of other kinds, have no parent to wait for.
+    assert!(!objects::waits_for_parent(root_child, None));
+    assert!(!objects::waits_for_parent(&queue(), None));
+}
+
+#[test]
+fn apply_writes_parents_in_an_earlier_wave_than_their_children() {
+    let p = plan(
+        &hierarchy_set(),
+        &LiveView::offline(),
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let steps: Vec<&Action> = p.actions.iter().collect();
+    let waves = hierarchy::write_waves(&steps);
+    let wave_of = |name: &str| {
+        waves
+            .iter()
+            .position(|w| w.iter().any(|a| a.name == name))
+            .unwrap()
+    };
+    assert_eq!(waves.len(), 3, "{waves:#?}");
+    assert_eq!(wave_of("serving"), 0);
+    assert_eq!(wave_of("research"), 0);
+    assert_eq!(wave_of("team-a"), 0);
+    assert_eq!(wave_of("serving-batch"), 1);
+    assert_eq!(wave_of("serving-online"), 1);
+    assert_eq!(wave_of("a-leaf"), 2);
+    // Every step is in exactly one wave.
+    assert_eq!(waves.iter().map(Vec::len).sum::<usize>(), steps.len());
+}
+
+#[test]
+fn prune_removes_children_before_their_parents() {
+    // The live set holds a hierarchy the blueprint no longer declares.
+    let mut v = snapshot_view();
+    for o in hierarchy_set().objects.iter().filter(|o| o.kind == "Queue") {
+        with_member(&mut v, stored(o));
+    }
+    let p = plan_of(&v);
+    let deletes: Vec<&str> = p
+        .actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Delete)
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(deletes.len(), 5, "{deletes:?}");
+    let at = |n: &str| deletes.iter().position(|d| *d == n).unwrap();
+    assert!(at("a-leaf") < at("serving-online"), "{deletes:?}");
+    assert!(at("serving-online") < at("serving"), "{deletes:?}");
+    assert!(at("serving-batch") < at("serving"), "{deletes:?}");
+}
+
+#[test]
+fn waves_survive_a_cycle() {
+    let items = vec![("a", Some("b")), ("b", Some("a")), ("c", None)];
+    let r = |n: &str| crate::object::ObjectRef::new("x/v1", "Queue", None, n);
+    let w = hierarchy::waves(items, |t| r(t.0), |t| t.1.map(r));
+    assert_eq!(w.iter().map(Vec::len).sum::<usize>(), 3);
 }

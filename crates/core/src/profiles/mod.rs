@@ -14,6 +14,7 @@ mod driver;
 mod gpu;
 mod limits;
 mod mig;
+pub mod network;
 mod operator;
 mod queueing;
 
@@ -36,7 +37,10 @@ pub use mig::{MigFitError, MigPlacement, MigProfile, MigSupport};
 pub use operator::{
     KernelModuleTypeFacts, KubeRange, OperatorFacts, OperatorRelease, OperatorSupport,
 };
-pub use queueing::{QueueSystem, ReleaseLine, ReleaseProblem};
+pub use queueing::{
+    Composition, ConfigMapKey, KueueConfiguration, QueueSystem, ReleaseLine, ReleaseProblem,
+    RequiredValue, VolcanoHierarchy,
+};
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};
 
@@ -54,6 +58,8 @@ pub const OPERATOR_FILE: &str = "profiles/gpu-operator.yaml";
 pub const LIMITS_FILE: &str = "profiles/limits.yaml";
 /// See [`GPUS_FILE`].
 pub const QUEUEING_FILE: &str = "profiles/queueing.yaml";
+/// See [`GPUS_FILE`].
+pub const NETWORK_FILE: &str = "profiles/network.yaml";
 
 /// The text of the seven profile tables.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +78,8 @@ pub struct ProfileSources<'a> {
     pub limits: &'a str,
     /// `profiles/queueing.yaml`.
     pub queueing: &'a str,
+    /// `profiles/network.yaml`.
+    pub network: &'a str,
 }
 
 impl ProfileSources<'static> {
@@ -84,6 +92,7 @@ impl ProfileSources<'static> {
         gpu_operator: include_str!("../../../../profiles/gpu-operator.yaml"),
         limits: include_str!("../../../../profiles/limits.yaml"),
         queueing: include_str!("../../../../profiles/queueing.yaml"),
+        network: include_str!("../../../../profiles/network.yaml"),
     };
 }
 
@@ -125,6 +134,7 @@ pub struct Catalog {
     operator_facts: OperatorFacts,
     limits: Limits,
     queueing: Queueing,
+    network: network::NetworkFacts,
     sources: Vec<(&'static str, String)>,
 }
 
@@ -135,6 +145,12 @@ pub struct Queueing {
     pub kueue: QueueSystem,
     /// Volcano release lines.
     pub volcano: QueueSystem,
+    /// Kueue's own Configuration.
+    pub kueue_configuration: KueueConfiguration,
+    /// How quotas and queues compose at admission.
+    pub composition: Composition,
+    /// Volcano's hierarchical queues.
+    pub volcano_hierarchy: VolcanoHierarchy,
 }
 
 impl Catalog {
@@ -158,6 +174,7 @@ impl Catalog {
         let operator_file: operator::OperatorFile = parse(OPERATOR_FILE, src.gpu_operator)?;
         let limits: Limits = parse(LIMITS_FILE, src.limits)?;
         let queueing_file: queueing::QueueingFile = parse(QUEUEING_FILE, src.queueing)?;
+        let network_file: network::NetworkFile = parse(NETWORK_FILE, src.network)?;
 
         let mut sources = Vec::new();
         let architectures = load_architectures(architectures_file, &mut sources)?;
@@ -167,6 +184,7 @@ impl Catalog {
         let (operator_releases, operator_facts) = load_operator(operator_file, &mut sources)?;
         load_limits(&limits, &mut sources)?;
         let queueing = load_queueing(queueing_file, &mut sources)?;
+        let network = load_network(network_file, &mut sources)?;
 
         Ok(Catalog {
             gpus,
@@ -180,6 +198,7 @@ impl Catalog {
             operator_facts,
             limits,
             queueing,
+            network,
             sources,
         })
     }
@@ -292,6 +311,11 @@ impl Catalog {
     /// The operator versions whose chart key tree the catalog has.
     pub fn chart_versions(&self) -> Vec<&'static str> {
         chart::known_releases()
+    }
+
+    /// Network, topology and kubelet facts (`profiles/network.yaml`).
+    pub fn network(&self) -> &network::NetworkFacts {
+        &self.network
     }
 
     /// Every source the tables cite, as `(file, text)` in file order; a table-level source is
@@ -853,9 +877,55 @@ fn load_queueing(
         sourced(sources, F, Some(name), &system.source)?;
         system.check().map_err(|m| inconsistent(F, m))?;
     }
+    sourced(
+        sources,
+        F,
+        Some("kueue_configuration"),
+        &file.kueue_configuration.source,
+    )?;
+    file.kueue_configuration
+        .check()
+        .map_err(|m| inconsistent(F, m))?;
+    sourced(sources, F, Some("composition"), &file.composition.source)?;
+    sourced(
+        sources,
+        F,
+        Some("volcano_hierarchy"),
+        &file.volcano_hierarchy.source,
+    )?;
     Ok(Queueing {
         kueue: file.kueue,
         volcano: file.volcano,
+        kueue_configuration: file.kueue_configuration,
+        composition: file.composition,
+        volcano_hierarchy: file.volcano_hierarchy,
+    })
+}
+
+fn load_network(
+    file: network::NetworkFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<network::NetworkFacts, ProfileError> {
+    const F: &str = NETWORK_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    sourced(
+        sources,
+        F,
+        Some("gpudirect_rdma"),
+        &file.gpudirect_rdma.source,
+    )?;
+    sourced(
+        sources,
+        F,
+        Some("network_operator"),
+        &file.network_operator.source,
+    )?;
+    sourced(sources, F, Some("kubelet"), &file.kubelet.source)?;
+    file.check().map_err(|m| inconsistent(F, m))?;
+    Ok(network::NetworkFacts {
+        gpudirect_rdma: file.gpudirect_rdma,
+        network_operator: file.network_operator,
+        kubelet: file.kubelet,
     })
 }
 

@@ -15,6 +15,110 @@ pub(super) struct QueueingFile {
     pub(super) source: TextList,
     pub(super) kueue: QueueSystem,
     pub(super) volcano: QueueSystem,
+    pub(super) kueue_configuration: KueueConfiguration,
+    pub(super) composition: Composition,
+    pub(super) volcano_hierarchy: VolcanoHierarchy,
+}
+
+/// Kueue's own Configuration: what `scheduling.kueue.config` may say, the chart's defaults, and
+/// where a running Kueue keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueConfiguration {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// `config.kueue.x-k8s.io/v1beta2`.
+    pub api_version: String,
+    /// The manager's ConfigMap.
+    pub config_map: ConfigMapKey,
+    /// Dotted path of the chart value holding the Configuration text.
+    pub chart_values_key: String,
+    /// Where the chart is published.
+    pub chart_reference: String,
+    /// Chart releases gpuctl renders `managerConfig` values for.
+    pub charts: Vec<String>,
+    /// Accepted `fairSharing.preemptionStrategies` lists.
+    pub fair_sharing_strategy_sets: Vec<Vec<String>>,
+    /// Framework names `integrations.frameworks` accepts.
+    pub frameworks: Vec<String>,
+    /// The chart's Configuration, which the rendered one starts from.
+    pub chart_defaults: serde_json::Value,
+}
+
+/// A key of a ConfigMap.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigMapKey {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Data key.
+    pub key: String,
+}
+
+/// How quotas and queues compose at admission.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Composition {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// ResourceQuota keys that make the API server require a container value.
+    pub keys_requiring_container_values: std::collections::BTreeMap<String, RequiredValue>,
+}
+
+/// The container value a ResourceQuota key requires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequiredValue {
+    /// `requests` or `limits`.
+    pub field: String,
+    /// The resource (`cpu`).
+    pub resource: String,
+}
+
+/// Volcano's hierarchical queues.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolcanoHierarchy {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Path of the parent's name in a Queue manifest.
+    pub parent_field: Vec<String>,
+    /// The implicit top queue.
+    pub implicit_root: String,
+}
+
+impl VolcanoHierarchy {
+    /// The parent a Queue manifest names, unless it is the implicit root or absent.
+    pub fn parent_of<'a>(&self, manifest: &'a serde_json::Value) -> Option<&'a str> {
+        let mut v = manifest;
+        for k in &self.parent_field {
+            v = v.get(k)?;
+        }
+        v.as_str()
+            .filter(|p| !p.is_empty() && *p != self.implicit_root)
+    }
+}
+
+impl KueueConfiguration {
+    /// Problems in the table itself.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if !self.chart_defaults.is_object() {
+            return Err("kueue_configuration.chart_defaults is not a mapping".into());
+        }
+        for c in &self.charts {
+            if parse(c).is_none() {
+                return Err(format!(
+                    "kueue_configuration.charts: `{c}` is not a release"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One queueing system's releases.

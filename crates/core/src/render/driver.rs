@@ -60,6 +60,9 @@ pub struct DriverCr {
     pub upgrade_policy: Option<Value>,
     /// Pools whose nodes this CR owns (for labels and messages).
     pub pools: Vec<String>,
+    /// `spec.rdma` (`{enabled, useHostMofed}`) when the cluster loads nvidia-peermem for
+    /// GPUDirect RDMA (`None`: left out, the operator's default of no peermem).
+    pub rdma: Option<Value>,
 }
 
 /// The manifest of one NVIDIADriver CR (without ApplySet labels: see [`super::add_labels`]).
@@ -192,6 +195,7 @@ pub fn driver_crs(
             .filter(|p| plan.driver_cr.get(&p.name).is_some_and(|c| c == name))
             .map(|p| p.name.clone())
             .collect(),
+        rdma: super::network::driver_rdma(bp),
     };
     let mut default = base(DEFAULT_DRIVER_CR);
     if has_default {

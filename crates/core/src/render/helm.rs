@@ -56,6 +56,7 @@ pub fn release(
             },
             "usePrecompiled": d.use_precompiled,
             "upgradePolicy": d.upgrade_policy.as_ref().map(upgrade_policy_value),
+            "rdma": super::network::helm_rdma(bp),
         },
         "migStrategy": plan.mig_strategy,
         "migManagerConfig": (!plan.mig_configs.is_empty()).then(|| json!({

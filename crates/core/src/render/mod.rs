@@ -7,6 +7,8 @@
 
 mod driver;
 mod helm;
+pub mod kueue_config;
+pub mod network;
 mod nodes;
 mod objects;
 pub mod rendered;
@@ -265,6 +267,7 @@ pub fn render(
     objects::tenants(bp, &mut out)?;
     objects::queues(bp, catalog, &mut out)?;
     objects::monitoring(bp, &mut out)?;
+    network::objects(bp, catalog, &mut out)?;
 
     let mut objects = out.finish()?;
     objects.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));
@@ -291,6 +294,27 @@ pub fn render(
         TROUBLESHOOTING_RUNBOOK.to_string(),
         runbook::troubleshooting(bp, &plan, templates)?,
     );
+    // Kueue's chart values, when the blueprint says how Kueue is installed.
+    if bp.spec.scheduling.queueing == crate::blueprint::Queueing::Kueue
+        && let Some(k) = &bp.spec.scheduling.kueue
+        && k.install != crate::blueprint::InstallMode::None
+    {
+        documents.insert(
+            kueue_config::KUEUE_VALUES.to_string(),
+            format!(
+                "# Kueue {} chart values rendered by gpuctl from blueprint `{}` (install: {}).\n# helm upgrade --install kueue {} --version {} --namespace {} -f kueue-values.yaml\n{}",
+                k.version,
+                name,
+                k.install,
+                catalog.queueing().kueue_configuration.chart_reference,
+                k.version.trim_start_matches('v'),
+                catalog.queueing().kueue_configuration.config_map.namespace,
+                kueue_config::chart_values(&k.config, &catalog.queueing().kueue_configuration)
+            ),
+        );
+    }
+    network::documents(bp, templates, &mut documents)?;
+    network::kubelet_documents(bp, catalog, templates, &mut documents)?;
 
     Ok(RenderedSet {
         blueprint: name,

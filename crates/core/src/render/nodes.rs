@@ -380,6 +380,11 @@ pub fn plan(
             expected_products: gpu.gfd_products.clone(),
             expected_driver,
             blue_green: bp.spec.upgrades.strategy == crate::blueprint::UpgradeStrategy::BlueGreen,
+            topology_levels: p
+                .topology
+                .as_ref()
+                .map(|t| t.levels.clone())
+                .unwrap_or_default(),
         });
     }
 

@@ -28,10 +28,7 @@ pub fn quota_key(key: &str) -> String {
     }
 }
 
-/// Name of a tenant's ResourceQuota in each of its namespaces.
-pub fn quota_name(tenant: &str) -> String {
-    format!("{tenant}-quota")
-}
+pub use crate::names::quota_name;
 
 /// Name of a tenant's LimitRange in each of its namespaces.
 pub fn limit_range_name(tenant: &str) -> String {
@@ -208,12 +205,25 @@ fn kueue(
             continue;
         }
         let tolerations: Vec<Toleration> = pool.taints.iter().map(Toleration::exact).collect();
+        let levels: &[String] = pool
+            .topology
+            .as_ref()
+            .map_or(&[][..], |t| t.levels.as_slice());
+        let topology = (!levels.is_empty()).then(|| pool.name.clone());
         out.object(
             Phase::Queues,
             "objects/kueue-resourceflavor.yaml.j2",
             format!("spec.nodePools[{pi}]"),
-            json!({ "apiVersion": api, "pool": pool, "tolerations": tolerations }),
+            json!({ "apiVersion": api, "pool": pool, "tolerations": tolerations, "topologyName": topology }),
         )?;
+        if topology.is_some() {
+            out.object(
+                Phase::Queues,
+                "objects/kueue-topology.yaml.j2",
+                format!("spec.nodePools[{pi}].topology.levels"),
+                json!({ "apiVersion": api, "name": pool.name, "levels": levels }),
+            )?;
+        }
     }
     for (i, c) in k.cohorts.iter().enumerate() {
         out.object(

@@ -117,6 +117,10 @@ pub struct NodePatch {
     /// NVIDIADriver CRs is `gpuctl upgrade driver`'s job, never a plain apply's.
     #[serde(default)]
     pub blue_green: bool,
+    /// Node labels of the pool's Kueue topology levels (`topology.levels`): plan reports nodes
+    /// that lack one, which topology-aware scheduling cannot place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topology_levels: Vec<String>,
 }
 
 /// A taint gpuctl manages.

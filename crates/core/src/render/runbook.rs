@@ -112,6 +112,94 @@ pub fn troubleshooting(
             "dcgm": bp.spec.gpu_operator.dcgm_exporter.enabled.then_some(DCGM_METRICS_CONFIGMAP),
         },
         "alerts": bp.spec.monitoring.alerts,
+        "network": network_context(bp),
     });
     templates.render("runbooks/troubleshooting.md.j2", ctx)
+}
+
+/// What the runbook's network section needs: each pool with a network, topology levels or a
+/// kubelet policy; the fabric kinds present; the RDMA mechanism and the Network Operator's names.
+fn network_context(bp: &Blueprint) -> serde_json::Value {
+    use crate::blueprint::{Fabric, RdmaMechanism, TopologyManagerPolicy};
+    let mut infiniband = false;
+    let mut roce = false;
+    let mut any_rdma = false;
+    let mut selectors = Vec::new();
+    let pools: Vec<_> = bp
+        .spec
+        .node_pools
+        .iter()
+        .filter_map(|p| {
+            let t = p.topology.as_ref()?;
+            let net = t.network.as_ref();
+            let kubelet = t
+                .kubelet
+                .as_ref()
+                .and_then(|k| k.topology_manager_policy)
+                .filter(|p| *p != TopologyManagerPolicy::None)
+                .map(|p| {
+                    serde_json::to_value(p)
+                        .ok()
+                        .and_then(|v| v.as_str().map(|s| format!("topologyManagerPolicy: {s}")))
+                        .unwrap_or_default()
+                });
+            if net.is_none() && t.levels.is_empty() && kubelet.is_none() {
+                return None;
+            }
+            if let Some(n) = net {
+                infiniband |= n.fabric == Fabric::Infiniband;
+                roce |= n.fabric == Fabric::Roce;
+                any_rdma |= n.gpu_direct_rdma;
+                if n.fabric != Fabric::Ethernet {
+                    selectors.push(selector_text(&p.selector));
+                }
+            }
+            let numa = t.numa_nodes.unwrap_or(1).max(1);
+            Some(json!({
+                "name": p.name,
+                "selector": selector_text(&p.selector),
+                "fabric": net.map(|n| match n.fabric {
+                    Fabric::Infiniband => "InfiniBand",
+                    Fabric::Roce => "RoCE",
+                    Fabric::Ethernet => "Ethernet",
+                }).unwrap_or("no declared network"),
+                "nics": net.and_then(|n| n.nics_per_node),
+                "rdma": net.is_some_and(|n| n.gpu_direct_rdma),
+                "mtu": net.and_then(|n| n.mtu),
+                "levels": t.levels,
+                "kubelet": kubelet,
+                "gpusPerNuma": (p.gpu.count / numa).max(1),
+            }))
+        })
+        .collect();
+    let mechanism = match bp
+        .spec
+        .gpu_operator
+        .rdma
+        .as_ref()
+        .map(|r| r.mechanism)
+        .unwrap_or_default()
+    {
+        RdmaMechanism::DmaBuf => "dma-buf",
+        RdmaMechanism::NvidiaPeermem => "nvidia-peermem",
+    };
+    let no = bp.spec.network_operator.as_ref();
+    let secondary = no.and_then(|n| n.secondary_network.as_ref());
+    json!({
+        "pools": pools,
+        "infiniband": infiniband,
+        "roce": roce,
+        "anyRdma": any_rdma,
+        "mechanism": mechanism,
+        "minKernel": crate::profiles::Catalog::embedded().network().gpudirect_rdma.dma_buf.min_kernel,
+        "resource": no.map(|n| n.device_plugin.resource()),
+        "namespace": no.map(|n| n.namespace.clone()),
+        // One selector when a single pool carries the fabric; otherwise all nodes.
+        "selector": (selectors.len() == 1).then(|| selectors[0].clone()),
+        "secondary": secondary.map(|s| s.name.clone()),
+        "secondaryRef": secondary.map(|s| match &s.network_namespace {
+            Some(ns) => format!("{ns}/{}", s.name),
+            None => format!("default/{}", s.name),
+        }),
+    })
 }

@@ -57,8 +57,20 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../../templates/objects/kueue-resourceflavor.yaml.j2"),
     ),
     (
+        "objects/kueue-topology.yaml.j2",
+        include_str!("../../../../templates/objects/kueue-topology.yaml.j2"),
+    ),
+    (
         "objects/kueue-workloadpriorityclass.yaml.j2",
         include_str!("../../../../templates/objects/kueue-workloadpriorityclass.yaml.j2"),
+    ),
+    (
+        "config/kubelet-numa.yaml.j2",
+        include_str!("../../../../templates/config/kubelet-numa.yaml.j2"),
+    ),
+    (
+        "helm/network-operator-values.yaml.j2",
+        include_str!("../../../../templates/helm/network-operator-values.yaml.j2"),
     ),
     (
         "objects/limitrange.yaml.j2",

@@ -293,9 +293,8 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
         "GPU076",
         &[
             "spec.scheduling.kueue.version",
-            "spec.scheduling.kueue.quotaCheckStrategy",
-            "spec.scheduling.kueue.excludeResourcePrefixes",
-            "spec.scheduling.kueue.excludeResourcePrefixes[]",
+            "spec.scheduling.kueue.config.resources.quotaCheckStrategy",
+            "spec.scheduling.kueue.config.resources.excludeResourcePrefixes",
         ],
     ),
     ("GPU080", &["spec.scheduling.volcano.queues[].weight"]),
@@ -343,6 +342,140 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
     (
         "GPU102",
         &["spec.gpuOperator.chart", "spec.gpuOperator.images"],
+    ),
+    (
+        "GPU110",
+        &[
+            "spec.scheduling.volcano.queues[].deserved",
+            "spec.scheduling.volcano.queues[].guarantee",
+            "spec.scheduling.volcano.queues[].parent",
+        ],
+    ),
+    (
+        "GPU111",
+        &["spec.scheduling.kueue.clusterQueues[].preemption.borrowWithinCohort"],
+    ),
+    ("GPU112", &["spec.tenants[].quota"]),
+    ("GPU113", &["spec.tenants[].quota"]),
+    (
+        "GPU114",
+        &[
+            "spec.scheduling.kueue.clusterQueues[].resources[].borrowingLimit",
+            "spec.scheduling.kueue.clusterQueues[].resources[].lendingLimit",
+        ],
+    ),
+    (
+        "GPU115",
+        &[
+            "spec.scheduling.kueue.cohorts[].fairSharingWeight",
+            "spec.scheduling.kueue.clusterQueues[].fairSharingWeight",
+        ],
+    ),
+    (
+        "GPU116",
+        &[
+            "spec.scheduling.kueue",
+            "spec.scheduling.kueue.install",
+            "spec.scheduling.kueue.config",
+        ],
+    ),
+    (
+        "GPU130",
+        &["spec.nodePools[].topology.network.gpuDirectRDMA"],
+    ),
+    (
+        "GPU131",
+        &["spec.nodePools[].topology.network.gpuDirectRDMA"],
+    ),
+    (
+        "GPU132",
+        &[
+            "spec.gpuOperator.driver.kernelModuleType",
+            "spec.nodePools[].driver.kernelModuleType",
+        ],
+    ),
+    ("GPU133", &["spec.nodePools[].os.kernel"]),
+    ("GPU134", &["spec.gpuOperator.version"]),
+    (
+        "GPU135",
+        &[
+            "spec.gpuOperator.driver.version",
+            "spec.nodePools[].driver.version",
+        ],
+    ),
+    (
+        "GPU136",
+        &[
+            "spec.gpuOperator.rdma.mechanism",
+            "spec.gpuOperator.rdma.useHostMofed",
+        ],
+    ),
+    ("GPU137", &["spec.gpuOperator.rdma"]),
+    ("GPU140", &["spec.nodePools[].topology.levels"]),
+    ("GPU141", &["spec.nodePools[].topology.levels"]),
+    ("GPU142", &["spec.nodePools[].topology.levels"]),
+    (
+        "GPU143",
+        &["spec.nodePools[].topology.kubelet.topologyManagerPolicy"],
+    ),
+    (
+        "GPU145",
+        &["spec.nodePools[].topology.kubelet.cpuManagerPolicy"],
+    ),
+    (
+        "GPU146",
+        &["spec.nodePools[].topology.kubelet.cpuManagerPolicy"],
+    ),
+    (
+        "GPU147",
+        &[
+            "spec.nodePools[].topology.kubelet.memoryManagerPolicy",
+            "spec.nodePools[].topology.kubelet.reservedMemory",
+        ],
+    ),
+    (
+        "GPU148",
+        &["spec.nodePools[].topology.kubelet.topologyManagerPolicy"],
+    ),
+    (
+        "GPU149",
+        &["spec.nodePools[].topology.kubelet.topologyManagerScope"],
+    ),
+    ("GPU150", &["spec.networkOperator.version"]),
+    (
+        "GPU151",
+        &[
+            "spec.networkOperator.nicDriver",
+            "spec.networkOperator.nicDriver.version",
+        ],
+    ),
+    ("GPU152", &["spec.networkOperator.secondaryNetwork.kind"]),
+    ("GPU153", &["spec.networkOperator"]),
+    (
+        "GPU154",
+        &[
+            "spec.tenants[].quota",
+            "spec.scheduling.kueue.clusterQueues[].resources[].quota",
+        ],
+    ),
+    (
+        "GPU155",
+        &[
+            "spec.networkOperator.namespace",
+            "spec.networkOperator.devicePlugin.resourceName",
+            "spec.networkOperator.devicePlugin.hcaMax",
+            "spec.networkOperator.secondaryNetwork.name",
+            "spec.networkOperator.secondaryNetwork.networkNamespace",
+            "spec.networkOperator.secondaryNetwork.master",
+            "spec.networkOperator.secondaryNetwork.range",
+        ],
+    ),
+    (
+        "GPU156",
+        &[
+            "spec.networkOperator.version",
+            "spec.networkOperator.values",
+        ],
     ),
 ];
 

@@ -7,7 +7,7 @@ pub mod fields;
 pub mod registry;
 mod rules;
 
-pub(crate) use rules::{is_dns_label, is_dns_subdomain};
+pub(crate) use rules::{is_dns_label, is_dns_subdomain, wants_rdma};
 
 use jiff::civil::Date;
 
@@ -42,6 +42,17 @@ impl ValidatedBlueprint {
     /// Warnings validation found (no errors, by construction).
     pub fn warnings(&self) -> &[Finding] {
         &self.warnings
+    }
+}
+
+/// A blueprint taken as it is, error findings or not. Only for tests that show what a real cluster
+/// does with a blueprint validation refuses (tests/composition.rs applies such blueprints "anyway"
+/// to reproduce the refusal the rule prevents); gpuctl itself only builds one through [`validate`].
+#[doc(hidden)]
+pub fn unchecked_for_tests(loaded: Loaded) -> ValidatedBlueprint {
+    ValidatedBlueprint {
+        loaded,
+        warnings: Vec::new(),
     }
 }
 

@@ -322,7 +322,7 @@ rules! {
         example: "spec:\n  tenants:\n    - {quota: {nvidia.com/gpu: 1}, defaults: {nvidia.com/gpu: 2}}\n",
     }
     "GPU055" "capacity-overcommit" "quota" Warning {
-        checks: "The sum over tenants (quota x namespaces) and over cluster queues (nominal quota) of each GPU resource stays within the capacity of the pools.",
+        checks: "The sum over tenants (quota x namespaces) and over cluster queues (nominal quota) of each GPU resource stays within the capacity of the pools. Under Kueue a tenant's resource its ClusterQueue covers is left out of the tenants' sum: the queues' nominal quotas are what must fit, and the tenant's quota is meant to cover its queue's nominal quota plus borrowing (GPU112), which adds up to more than the pools whenever queues borrow.",
         why: "Quotas above capacity promise GPUs that do not exist; some tenant will wait behind another's quota.",
         fix: "Lower quotas, add nodes, or accept the over-commit deliberately (`gpuctl capacity` shows headroom).",
         source: "docs/blueprint.md (capacity of a pool = nodes x per-node amount)",
@@ -392,14 +392,14 @@ rules! {
         example: "spec:\n  scheduling: {queueing: kueue}\n  tenants:\n    - {name: a, namespaces: [a], quota: {nvidia.com/gpu: 8}}   # no queue\n",
     }
     "GPU075" "kueue-resource-uncovered" "kueue" Error {
-        checks: "Every resource a tenant's pods request is covered by its ClusterQueue: `cpu` and `memory` (every pod requests them), each resource its quota names (`nvidia.com/gpu`, `requests.ephemeral-storage`, ...; object counts such as `pods` are not requests) and each resource of its LimitRange `defaults`. Resources matching `scheduling.kueue.excludeResourcePrefixes` are skipped, and nothing is checked under `quotaCheckStrategy: IgnoreUndeclared`, mirroring the Kueue configuration the blueprint declares.",
+        checks: "Every resource a tenant's pods request is covered by its ClusterQueue: `cpu` and `memory` (every pod requests them), each resource its quota names (`nvidia.com/gpu`, `requests.ephemeral-storage`, ...; object counts such as `pods` are not requests) and each resource of its LimitRange `defaults`. Kueue's resource transformations (`scheduling.kueue.config.resources.transformations`) are applied first (their outputs must be covered; a `Replace`d input need not be); resources matching `config.resources.excludeResourcePrefixes` are skipped, and nothing is checked under `config.resources.quotaCheckStrategy: IgnoreUndeclared`, mirroring the Kueue configuration the blueprint declares.",
         why: "With Kueue's default quota check (`BlockUndeclared`), a workload requesting a resource its ClusterQueue does not cover stays pending forever (`resource cpu unavailable in ClusterQueue`); a queue that covers only GPUs admits nothing, because every pod also requests cpu and memory.",
-        fix: "Add the resource to every `quota` of the ClusterQueue (on a pool that provides it, for GPUs); or, if your Kueue's configuration ignores it, say so in `scheduling.kueue.excludeResourcePrefixes` or `quotaCheckStrategy: IgnoreUndeclared`.",
+        fix: "Add the resource to every `quota` of the ClusterQueue (on a pool that provides it, for GPUs); or, if your Kueue's configuration ignores it, say so in `scheduling.kueue.config.resources` (`excludeResourcePrefixes` or `quotaCheckStrategy: IgnoreUndeclared`).",
         source: "Kueue ClusterQueue resourceGroups; Kueue Configuration `resources.excludeResourcePrefixes` and `resources.quotaCheckStrategy` (kubernetes-sigs/kueue apis/config/v1beta2/configuration_types.go, v0.19.2)",
         example: "scheduling:\n  kueue:\n    clusterQueues:\n      - {name: cq, resources: [{pool: a100, quota: {nvidia.com/gpu: 8}}]}   # no cpu, no memory\ntenants:\n  - {queue: cq, quota: {nvidia.com/gpu: 8}}\n",
     }
     "GPU076" "kueue-release" "kueue" Error {
-        checks: "`scheduling.kueue.version` is a Kueue release gpuctl knows (`gpuctl profiles` lists the release lines) and serves `kueue.x-k8s.io/v1beta2`, the API version gpuctl writes (Kueue v0.15 and later); `quotaCheckStrategy: IgnoreUndeclared` is used only on releases that have it (v0.18 and later) and never together with `excludeResourcePrefixes`.",
+        checks: "`scheduling.kueue.version` is a Kueue release gpuctl knows (`gpuctl profiles` lists the release lines) and serves `kueue.x-k8s.io/v1beta2`, the API version gpuctl writes (Kueue v0.15 and later); `config.resources.quotaCheckStrategy: IgnoreUndeclared` is used only on releases that have it (v0.18 and later) and never together with `config.resources.excludeResourcePrefixes`.",
         why: "Objects written for an API version the cluster's Kueue does not serve are refused by the API server at apply time (`no matches for kind ClusterQueue in version kueue.x-k8s.io/v1beta2`); a version gpuctl does not know cannot be checked at all. Kueue refuses a configuration that sets both quota-check settings.",
         fix: "Write the release you run as `v<major>.<minor>.<patch>`; below v0.15 upgrade Kueue first.",
         source: "profiles/queueing.yaml (Kueue releases and the API versions they serve: Kueue release notes, CHANGELOG-0.15)",
@@ -413,11 +413,11 @@ rules! {
         example: "queues:\n  - {name: q, weight: 0}\n",
     }
     "GPU081" "volcano-guarantee-deserved-capability" "volcano" Error {
-        checks: "Per resource: guarantee <= deserved <= capability, and a child's capability does not exceed its parent's.",
-        why: "Volcano rejects or silently clamps inconsistent queue resources; reclaim then behaves unexpectedly.",
-        fix: "Order the amounts guarantee <= deserved <= capability.",
-        source: "profiles/limits.yaml (Volcano Queue)",
-        example: "queues:\n  - {name: q, deserved: {nvidia.com/gpu: 16}, capability: {nvidia.com/gpu: 8}}\n",
+        checks: "Per resource: guarantee <= deserved <= capability; every guaranteed resource also has a deserved amount (a missing one is not `unlimited` to Volcano); a queue's capability does not exceed that of its nearest ancestor that caps the resource.",
+        why: "Volcano v1.15's queue admission webhook refuses such a queue (`deserved[nvidia.com/gpu] must be >= guarantee[nvidia.com/gpu]=8`, `deserved[cpu]=... must be <= capability[cpu]=...`, `queue q capability[nvidia.com/gpu]=... exceeds its ancestor's capability=...`), so apply fails at that queue.",
+        fix: "Order the amounts guarantee <= deserved <= capability, give every guaranteed resource a deserved amount, and keep children's capabilities within their ancestors'.",
+        source: "profiles/queueing.yaml (volcano_hierarchy: volcano-sh/volcano v1.15.1 pkg/webhooks/admission/queues/validate/validate_queue.go)",
+        example: "queues:\n  - {name: q, guarantee: {nvidia.com/gpu: 8}}   # no deserved\n",
     }
     "GPU082" "volcano-hierarchy" "volcano" Error {
         checks: "The queue hierarchy is at most the supported depth and has no cycles.",
@@ -481,6 +481,223 @@ rules! {
         fix: "Set `gpuOperator.chart` to the mirrored chart (archive path, OCI reference or internal repository), or `install: helm` when gpuctl should install it.",
         source: "docs/blueprint.md",
         example: "spec:\n  gpuOperator:\n    install: helm\n    images: {registry: registry.internal/nvidia}\n",
+    }
+    "GPU110" "volcano-hierarchy-sums" "volcano" Error {
+        checks: "For every Volcano queue with children: the children's `deserved` and their `guarantee`, summed per resource (cpu, memory and extended resources; in the order the queues are created), stay within the parent's own `deserved` and `guarantee`, where a resource the parent does not list counts as zero. A parent that declares only a `capability` therefore cannot have children that declare `deserved`.",
+        why: "Volcano v1.15's admission webhook refuses the child queue that takes the sum over the parent's amount (`parent queue serving validation failed: sum of children's deserved (cpu 0.00, memory 0.00, nvidia.com/gpu 16000.00) exceeds parent's deserved limit (cpu 0.00, memory 0.00)`), so apply of the hierarchy fails on every cluster that runs Volcano's webhook.",
+        fix: "Give the parent `deserved` (and `guarantee`, if children have one) for every resource its children list, at least their sum; or lower the children's amounts.",
+        source: "profiles/queueing.yaml (volcano_hierarchy: validate_queue.go validateSiblingsSum and validateChildrenConstraints, Resource.LessPartly with api.Zero)",
+        example: "queues:\n  - {name: serving, parent: root, capability: {nvidia.com/gpu: 64}}   # no deserved\n  - {name: online, parent: serving, deserved: {nvidia.com/gpu: 48}}\n",
+    }
+    "GPU111" "kueue-crd-rules" "kueue" Error {
+        checks: "The CEL rules (`x-kubernetes-validations`) of Kueue's v1beta2 CRDs on fields gpuctl renders that no other rule covers: a ClusterQueue that never reclaims (`reclaimWithinCohort: Never`) may not preempt while borrowing (`borrowWithinCohort` other than `Never`). (The other CEL rules on rendered fields are GPU070's resource-group shape and GPU071's borrowing limit without a cohort; a test maps every CEL rule of the CRDs to its gpuctl rule.)",
+        why: "The API server evaluates the CRD's CEL rules and refuses the ClusterQueue (`reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never`), so apply fails at that queue after other objects changed.",
+        fix: "Set `borrowWithinCohort: Never`, or let the queue reclaim (`reclaimWithinCohort: LowerPriority` or `Any`).",
+        source: "Kueue v0.19.2 CRD kueue.x-k8s.io_clusterqueues.yaml (v1beta2 spec.preemption x-kubernetes-validations)",
+        example: "clusterQueues:\n  - {name: q, preemption: {reclaimWithinCohort: Never, borrowWithinCohort: LowerPriority}}\n",
+    }
+    "GPU112" "queue-admits-above-quota" "composition" Error {
+        checks: "Per tenant and resource its ResourceQuota limits (bare or `requests.` key): what its ClusterQueue can admit into one of its namespaces (nominal quota on every flavor plus what it can borrow: the smaller of its `borrowingLimit` and what the other queues of its cohort tree lend on that flavor) is not more than the namespace's ResourceQuota. Resources Kueue transforms (`config.resources.transformations`) are left out: the two sides count different things.",
+        why: "Kueue admits a workload against the ClusterQueue only; the Job controller then creates its pods and the API server's quota admission refuses those over the namespace quota (`exceeded quota: dev-quota, requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=16, limited: requests.nvidia.com/gpu=16`): the job runs partly, holding GPUs it cannot use, until it is evicted.",
+        fix: "Raise the quota to what the queue admits, or make the queue admit at most the quota (lower the nominal quota, set a `borrowingLimit`); tenants sharing a queue share its whole quota, so give each its own queue in the cohort; or leave the resource out of the quota and let Kueue govern it.",
+        source: "profiles/queueing.yaml (composition: Kueue cohort borrowing and lending); Kubernetes ResourceQuota admission",
+        example: "clusterQueues:\n  - {name: cq-dev, cohort: all, resources: [{pool: a, quota: {nvidia.com/gpu: 16}, borrowingLimit: {nvidia.com/gpu: 10}}]}\ntenants:\n  - {name: dev, queue: cq-dev, quota: {nvidia.com/gpu: 16}}   # the queue admits 26\n",
+    }
+    "GPU113" "quota-requires-requests" "composition" Error {
+        checks: "A tenant whose quota tracks `cpu`, `memory`, `requests.cpu`, `requests.memory`, `limits.cpu` or `limits.memory` has a default for that resource in `defaults` (its LimitRange, which gpuctl renders as both `default` and `defaultRequest`).",
+        why: "When a ResourceQuota tracks cpu or memory, the API server refuses every pod with a container that does not set the value (`must specify requests.cpu for: main; requests.memory for: main`). A job that asks only for GPUs is admitted by Kueue and then has every pod refused.",
+        fix: "Add the resource to the tenant's `defaults` (the per-container amount pods get when they set none), or remove the key from its quota.",
+        source: "profiles/queueing.yaml (composition.keys_requiring_container_values: kubernetes pkg/quota/v1/evaluator/core/pods.go validationSet)",
+        example: "tenants:\n  - {name: a, quota: {nvidia.com/gpu: 8, requests.cpu: \"64\"}, defaults: {nvidia.com/gpu: 1}}   # no cpu default\n",
+    }
+    "GPU114" "kueue-dead-limit" "composition" Warning {
+        checks: "A `borrowingLimit` (other than 0) on a flavor and resource that no other ClusterQueue of the cohort tree has quota for, and a `lendingLimit` on one that no other queue of the tree covers.",
+        why: "Such a limit can never take effect: the queue has nothing to borrow (Kueue keeps workloads above the nominal quota pending: `insufficient unused quota for nvidia.com/gpu in flavor a, 4 more needed`), or nobody can borrow what it would lend. It usually means the cohort or the pools are not what was intended.",
+        fix: "Give another queue of the cohort quota on that flavor, or remove the limit.",
+        source: "profiles/queueing.yaml (composition: Kueue cohort borrowing and lending)",
+        example: "clusterQueues:\n  - {name: a, cohort: c, resources: [{pool: p, quota: {nvidia.com/gpu: 8}, borrowingLimit: {nvidia.com/gpu: 4}}]}\n  - {name: b, cohort: c, resources: [{pool: other, quota: {nvidia.com/gpu: 8}}]}\n",
+    }
+    "GPU115" "kueue-weight-without-fair-sharing" "composition" Warning {
+        checks: "`fairSharingWeight` on a cohort or ClusterQueue only when the blueprint's Kueue configuration turns fair sharing on (`scheduling.kueue.config.fairSharing`).",
+        why: "Kueue uses the weights only with fair sharing on; without it they are silently ignored and borrowing is first come, first served.",
+        fix: "Add `config: {fairSharing: {}}` under `scheduling.kueue` and run Kueue with it (gpuctl renders it with `install: helm` or `gitops`; a live plan compares it with the running Kueue's configuration under `install: none`), or remove the weights.",
+        source: "profiles/queueing.yaml (kueue_configuration: Kueue v0.19.2 configuration_types.go FairSharing)",
+        example: "scheduling:\n  kueue:\n    clusterQueues:\n      - {name: q, fairSharingWeight: 80}   # no config.fairSharing\n",
+    }
+    "GPU116" "kueue-config" "kueue-config" Error {
+        checks: "`scheduling.kueue.config` holds settings Kueue's configuration validation accepts: fair-sharing preemption strategy lists Kueue knows, resource transformations with an input (each once) and quantities as outputs, integrated frameworks Kueue knows (each once), a `waitForPodsReady` timeout that parses, no empty excluded prefix; with `install: helm` or `gitops`, a Kueue release whose chart gpuctl renders `managerConfig` for. The quota-check settings live under `config.resources`: at their old place (`scheduling.kueue.excludeResourcePrefixes`, `quotaCheckStrategy`) they are reported here.",
+        why: "Kueue refuses to start with a configuration it does not accept, so no workload is admitted at all; a setting at its old place would otherwise be ignored.",
+        fix: "Use the values the finding lists; move the quota-check settings under `config.resources`.",
+        source: "profiles/queueing.yaml (kueue_configuration: configuration_types.go and pkg/config/validation.go of Kueue v0.19.2)",
+        example: "scheduling:\n  kueue:\n    config:\n      integrations: {frameworks: [batch/jobs]}\n",
+    }
+    "GPU130" "rdma-fabric" "network" Error {
+        checks: "A pool that sets `topology.network.gpuDirectRDMA: true` has an RDMA fabric (`infiniband` or `roce`).",
+        why: "Plain Ethernet has no RDMA transport: NCCL falls back to TCP sockets and multi-node training runs at a fraction of the expected bandwidth, with nothing failing loudly.",
+        fix: "Declare the fabric the NICs really run (`roce` for RDMA over Converged Ethernet), or set `gpuDirectRDMA: false`.",
+        source: "profiles/network.yaml (gpudirect_rdma)",
+        example: "spec:\n  nodePools:\n    - topology:\n        network: {fabric: ethernet, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU131" "rdma-nic-count" "network" Error {
+        checks: "A pool with GPUDirect RDMA declares how many RDMA NICs each node has (`nicsPerNode` > 0).",
+        why: "GPUDirect RDMA pairs GPUs with their nearest NICs; without the count gpuctl cannot render the device plugin's view or the runbook's per-NIC checks, and a pool without NICs cannot do RDMA at all.",
+        fix: "Set `nicsPerNode` (DGX H100 and GB200 compute trays: 8 compute NICs, or 4 per tray on GB200).",
+        source: "docs/blueprint.md",
+        example: "spec:\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, gpuDirectRDMA: true}\n",
+    }
+    "GPU132" "rdma-dma-buf-kernel-modules" "network" Error {
+        checks: "With `gpuOperator.rdma.mechanism: dma-buf` (the default) every RDMA pool's driver loads the open GPU kernel modules (`open`, or `auto` on a branch that defaults to them for that GPU).",
+        why: "DMA-BUF export of GPU memory exists only in the open kernel modules; with the proprietary ones NCCL silently loses GPUDirect RDMA and copies through host memory.",
+        fix: "Set `kernelModuleType: open` for the pool's driver, or choose `mechanism: nvidia-peermem` (legacy) with a MOFED/DOCA NIC driver.",
+        source: "profiles/network.yaml (gpudirect_rdma: NVIDIA GPU Operator GPUDirect RDMA page); profiles/drivers.yaml (kernel_modules)",
+        example: "spec:\n  gpuOperator:\n    driver: {version: \"580.173.02\", kernelModuleType: proprietary}\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU133" "rdma-dma-buf-kernel" "network" Error {
+        checks: "With DMA-BUF, every RDMA pool's declared `os.kernel` is at least the kernel that lets RDMA NICs register DMA-BUF memory.",
+        why: "On older kernels the NIC driver cannot import the GPU's DMA-BUF and GPUDirect RDMA is unavailable.",
+        fix: "Upgrade the pool's kernel, or use `mechanism: nvidia-peermem` with MOFED/DOCA-OFED.",
+        source: "profiles/network.yaml (gpudirect_rdma.dma_buf.min_kernel)",
+        example: "spec:\n  nodePools:\n    - os: {id: rhel, version: \"8.10\", kernel: \"4.18.0-553.el8_10.x86_64\"}\n      topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU134" "rdma-operator-release" "network" Error {
+        checks: "The GPU Operator release supports the GPUDirect RDMA mechanism chosen and `useHostMofed`.",
+        why: "An older operator ignores the settings and the driver pods come up without GPUDirect RDMA.",
+        fix: "Use the GPU Operator release the finding names or newer.",
+        source: "profiles/network.yaml (gpudirect_rdma minimum operator releases)",
+        example: "spec:\n  gpuOperator:\n    version: v23.6.2   # before DMA-BUF support\n",
+    }
+    "GPU135" "rdma-driver" "network" Error {
+        checks: "Every RDMA pool's driver branch supports the chosen mechanism (nvidia-peermem ships from R470, DMA-BUF with the open modules from R515).",
+        why: "The module or the DMA-BUF export the operator relies on does not exist in older drivers.",
+        fix: "Use a driver of the named branch or newer for the pool.",
+        source: "profiles/network.yaml (gpudirect_rdma minimum driver branches)",
+        example: "spec:\n  gpuOperator:\n    driver: {version: \"470.256.02\"}\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
+    }
+    "GPU136" "rdma-nic-driver" "network" Error {
+        checks: "nvidia-peermem has a MOFED/DOCA-OFED NIC driver (the Network Operator installs it, or `useHostMofed: true`), and `useHostMofed` does not contradict a Network Operator that installs the driver.",
+        why: "The driver pod's init container waits for the MOFED driver before loading nvidia-peermem; without one the GPU driver never becomes ready on the node.",
+        fix: "Declare `networkOperator` with `nicDriver.source: operator`, or set `useHostMofed: true` when the hosts carry the driver (and `nicDriver.source: host`).",
+        source: "profiles/network.yaml (gpudirect_rdma); GPU Operator GPUDirect RDMA page",
+        example: "spec:\n  gpuOperator:\n    rdma: {mechanism: nvidia-peermem}\n",
+    }
+    "GPU137" "rdma-settings-unused" "network" Warning {
+        checks: "`gpuOperator.rdma` is only set when a pool asks for GPUDirect RDMA.",
+        why: "Settings nothing reads usually mean the pool's `gpuDirectRDMA: true` was forgotten.",
+        fix: "Set `topology.network.gpuDirectRDMA: true` on the RDMA pools, or remove `gpuOperator.rdma`.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  gpuOperator:\n    rdma: {mechanism: dma-buf}\n",
+    }
+    "GPU140" "topology-levels" "network" Error {
+        checks: "A pool's `topology.levels` follow Kueue's Topology rules: valid label keys, unique, at most the Topology API's limit, and `kubernetes.io/hostname` only as the last level.",
+        why: "The API server refuses such a Topology (its CRD's CEL rules), at apply time, after other objects changed.",
+        fix: "List unique node label keys from the widest domain to the narrowest, hostname last.",
+        source: "profiles/limits.yaml (kueue.max_topology_levels); Kueue v1beta2 Topology CRD (CEL: unique levels, hostname lowest)",
+        example: "spec:\n  nodePools:\n    - topology:\n        levels: [kubernetes.io/hostname, topology.example.com/rack]\n",
+    }
+    "GPU141" "topology-levels-unused" "network" Warning {
+        checks: "A pool with topology levels is given quota by a Kueue ClusterQueue (so it gets a ResourceFlavor that names its Topology).",
+        why: "Only Kueue's topology-aware scheduling reads the levels; without a flavor, the Topology is never used and \"same rack\" requests cannot be admitted.",
+        fix: "Use `scheduling.queueing: kueue` with a ClusterQueue on the pool, or remove `levels`.",
+        source: "Kueue topology-aware scheduling documentation",
+        example: "spec:\n  scheduling: {queueing: none}\n  nodePools:\n    - topology: {levels: [topology.example.com/rack, kubernetes.io/hostname]}\n",
+    }
+    "GPU142" "topology-hostname-level" "network" Warning {
+        checks: "The lowest topology level is `kubernetes.io/hostname`.",
+        why: "Kueue assigns pods to domains of the lowest level; without the hostname level it never picks nodes, so \"same rack\" placement cannot also pack pods per node.",
+        fix: "Append `kubernetes.io/hostname` to `levels`.",
+        source: "Kueue topology-aware scheduling documentation; Kueue v1beta2 Topology CRD",
+        example: "spec:\n  nodePools:\n    - topology: {levels: [topology.example.com/block, topology.example.com/rack]}\n",
+    }
+    "GPU143" "kubelet-single-numa-whole-node" "network" Warning {
+        checks: "A training pool with `topologyManagerPolicy: single-numa-node` has no more GPUs per node than fit one NUMA node.",
+        why: "The kubelet refuses any pod whose GPUs span NUMA nodes; a training pod that takes the whole node never starts (TopologyAffinityError).",
+        fix: "Use `restricted`, which aligns to the fewest NUMA nodes the pod needs, or size pods to one NUMA node.",
+        source: "profiles/network.yaml (kubelet: Topology Manager policies)",
+        example: "spec:\n  nodePools:\n    - role: training\n      gpu: {model: H100-SXM5-80GB, count: 8}\n      topology:\n        numaNodes: 2\n        kubelet: {topologyManagerPolicy: single-numa-node}\n",
+    }
+    "GPU145" "kubelet-numa-defeated" "network" Warning {
+        checks: "A pool whose Topology Manager policy is `restricted` or `single-numa-node` also runs the static CPU manager.",
+        why: "With `cpuManagerPolicy: none` pods' CPUs float across every NUMA node: GPUs and NICs are aligned but the CPU feeding them is not, which is the cross-NUMA traffic the policy was meant to stop.",
+        fix: "Set `cpuManagerPolicy: static` with `reservedSystemCPUs`.",
+        source: "profiles/network.yaml (kubelet: Kubernetes Topology Manager and CPU management policies)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {topologyManagerPolicy: single-numa-node, cpuManagerPolicy: none}\n",
+    }
+    "GPU146" "kubelet-cpu-reservation" "network" Error {
+        checks: "The static CPU manager has a CPU reservation (`reservedSystemCPUs`).",
+        why: "The kubelet refuses to start the static policy with no CPUs reserved for the system, and the node goes NotReady.",
+        fix: "Set `reservedSystemCPUs` (e.g. `\"0-1\"`), or reserve CPUs in the node's own kubelet configuration.",
+        source: "profiles/network.yaml (kubelet: CPU management policies)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {cpuManagerPolicy: static}\n",
+    }
+    "GPU147" "kubelet-memory-reservation" "network" Error {
+        checks: "The Static memory manager has `reservedMemory`, keyed by NUMA node ids the pool has.",
+        why: "The kubelet refuses to start the Static memory manager without a per-NUMA-node reservation.",
+        fix: "Set `reservedMemory: {\"0\": 1Gi, \"1\": 1Gi}` (summing to kube-reserved + system-reserved + the memory eviction threshold).",
+        source: "profiles/network.yaml (kubelet: Memory Manager)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {memoryManagerPolicy: Static}\n",
+    }
+    "GPU148" "kubelet-numa-node-limit" "network" Error {
+        checks: "A pool with a Topology Manager policy has no more NUMA nodes than the Topology Manager accepts by default.",
+        why: "On machines with more NUMA nodes the kubelet refuses to start with a Topology Manager policy, unless the limit is raised.",
+        fix: "Raise it with the kubelet's `max-allowable-numa-nodes` policy option in the node configuration, or use `topologyManagerPolicy: none`.",
+        source: "profiles/network.yaml (kubelet.topology_manager_max_numa_nodes)",
+        example: "spec:\n  nodePools:\n    - topology:\n        numaNodes: 16\n        kubelet: {topologyManagerPolicy: best-effort}\n",
+    }
+    "GPU149" "kubelet-scope-without-policy" "network" Warning {
+        checks: "`topologyManagerScope` is only set with a Topology Manager policy other than `none`.",
+        why: "The scope says what is aligned together; with policy `none` nothing is aligned, which is usually not what was meant.",
+        fix: "Set `topologyManagerPolicy`, or remove the scope.",
+        source: "profiles/network.yaml (kubelet: Topology Manager)",
+        example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {topologyManagerScope: pod}\n",
+    }
+    "GPU150" "network-operator-release" "network" Error {
+        checks: "`networkOperator.version` is a Network Operator release gpuctl knows, and it supports the cluster's Kubernetes version.",
+        why: "gpuctl renders the NicClusterPolicy's images and the chart values for a known release; an unknown one would be installed with mismatched components.",
+        fix: "Use a release from the hint.",
+        source: "profiles/network.yaml (network_operator.releases)",
+        example: "spec:\n  networkOperator: {version: v9.9.9}\n",
+    }
+    "GPU151" "network-operator-nic-driver" "network" Error {
+        checks: "When the Network Operator installs the NIC driver, its DOCA-OFED version is named; when the hosts carry it, none is.",
+        why: "The driver tag depends on the release and the kernel; gpuctl does not guess it, and a wrong tag leaves the driver pods in ImagePullBackOff with RDMA down.",
+        fix: "Set `nicDriver.version` from the Network Operator release notes, or `nicDriver.source: host`.",
+        source: "profiles/network.yaml (network_operator note)",
+        example: "spec:\n  networkOperator:\n    version: v26.4.1\n    nicDriver: {source: operator}\n",
+    }
+    "GPU152" "network-operator-fabric" "network" Error {
+        checks: "The secondary network fits the fabric: IPoIB needs an InfiniBand pool, macvlan a RoCE pool, host-device the SR-IOV device plugin.",
+        why: "The CNI plugin cannot attach the interface and pods stay in ContainerCreating.",
+        fix: "Use `ipoib` on InfiniBand, `macvlan` on RoCE, or `host-device` with `devicePlugin.kind: sriov`.",
+        source: "Network Operator IPoIBNetwork, MacvlanNetwork and HostDeviceNetwork CRDs (upstream/network-operator/v26.4.1)",
+        example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: macvlan, master: ibp12s0, range: 192.168.100.0/24}   # on InfiniBand\n",
+    }
+    "GPU153" "network-operator-unused" "network" Warning {
+        checks: "The Network Operator is declared only when a pool has an InfiniBand or RoCE network.",
+        why: "Without such a pool it installs NIC drivers and device plugins nothing uses.",
+        fix: "Declare the pools' `topology.network.fabric`, or remove `networkOperator`.",
+        source: "docs/blueprint.md",
+        example: "spec:\n  networkOperator: {version: v26.4.1, nicDriver: {source: host}}\n",
+    }
+    "GPU154" "rdma-resource-quota" "network" Error {
+        checks: "Tenant and ClusterQueue quota on RDMA resources (`rdma/...`) names the resource the Network Operator's device plugin advertises.",
+        why: "Quota on a resource no node has admits nothing, and pods requesting it stay Pending.",
+        fix: "Write the resource the hint names, or declare `networkOperator`.",
+        source: "docs/blueprint.md; k8s-rdma-shared-dev-plugin resource naming",
+        example: "spec:\n  tenants:\n    - quota: {rdma/hca: 8}\n",
+    }
+    "GPU155" "network-operator-config" "network" Error {
+        checks: "The Network Operator's namespace, device-plugin resource name, `hcaMax`, and secondary network name, namespace, `master` and address range are valid, and its namespace is its own.",
+        why: "The API server or the CNI plugins refuse them at apply or pod start.",
+        fix: "Correct the field the finding names.",
+        source: "docs/blueprint.md; Network Operator CRDs",
+        example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: ipoib, master: ibp12s0, range: 192.168.100.0}\n",
+    }
+    "GPU156" "network-operator-chart-values" "network" Error {
+        checks: "Every key path in `networkOperator.values` exists in that release's chart values.",
+        why: "Helm ignores unknown keys; a misspelt override is silently lost.",
+        fix: "Use a key of the chart (`helm show values nvidia/network-operator`), or remove it.",
+        source: "profiles/network-operator-values/<version>.yaml (generated from the chart's values.yaml)",
+        example: "spec:\n  networkOperator:\n    values: {operatr: {}}\n",
     }
 }
 

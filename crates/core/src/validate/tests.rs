@@ -4,6 +4,8 @@
 
 use jiff::civil::date;
 
+mod network;
+
 use super::Options;
 use crate::diag::{FileReport, Severity};
 use crate::profiles::Catalog;
@@ -67,14 +69,19 @@ spec:
           cohort: all
           resources:
             - pool: train
-              quota: { nvidia.com/gpu: 24, cpu: "100", memory: 1Ti }
+              quota: { nvidia.com/gpu: 8, cpu: "32", memory: 1Ti }
               borrowingLimit: { nvidia.com/gpu: 8 }
               lendingLimit: { nvidia.com/gpu: 8 }
+        - name: cq-burst
+          cohort: all
+          resources:
+            - pool: train
+              quota: { nvidia.com/gpu: 24, cpu: "32", memory: 1Ti }
         - name: cq-infer
           cohort: sub
           resources:
             - pool: infer
-              quota: { nvidia.com/mig-3g.40gb: 32, cpu: "64", memory: 512Gi }
+              quota: { nvidia.com/mig-3g.40gb: 8, cpu: "64", memory: 512Gi }
         - name: cq-dev
           resources:
             - pool: dev
@@ -85,7 +92,7 @@ spec:
       priorityClass: high
       queue: cq-train
       quota: { nvidia.com/gpu: 16, pods: 50, requests.cpu: "64" }
-      defaults: { nvidia.com/gpu: 1 }
+      defaults: { nvidia.com/gpu: 1, cpu: "1" }
       cuda: ["12.4"]
     - name: serving
       namespaces: [serve-a, serve-b]
@@ -97,7 +104,7 @@ spec:
       namespaces: [dev]
       priorityClass: low
       queue: cq-dev
-      quota: { nvidia.com/gpu: 16 }
+      quota: { nvidia.com/gpu: 32 }
   monitoring:
     serviceMonitor: true
     alerts: { xid: true, eccErrors: true, temperatureC: 85 }
@@ -111,7 +118,7 @@ const VOLCANO_SCHED: &str = r#"  scheduling:
     volcano:
       version: v1.15.1
       queues:
-        - { name: parent, parent: root, weight: 4, capability: { nvidia.com/gpu: 32 } }
+        - { name: parent, parent: root, weight: 4, capability: { nvidia.com/gpu: 32 }, deserved: { nvidia.com/gpu: 24 }, guarantee: { nvidia.com/gpu: 12 } }
         - { name: cq-train, parent: parent, weight: 2, capability: { nvidia.com/gpu: 32 }, deserved: { nvidia.com/gpu: 16 }, guarantee: { nvidia.com/gpu: 8 } }
         - { name: cq-infer, parent: root, weight: 2 }
         - { name: cq-dev, parent: root, weight: 1 }
@@ -165,6 +172,12 @@ fn bases_are_clean() {
 type Case = (&'static str, String, Vec<(&'static str, &'static str)>);
 
 fn cases() -> Vec<Case> {
+    let mut all = base_cases();
+    all.extend(network::cases());
+    all
+}
+
+fn base_cases() -> Vec<Case> {
     let k = KUEUE_BASE.to_string();
     let v = volcano_base();
     vec![
@@ -299,16 +312,16 @@ fn cases() -> Vec<Case> {
             "GPU056",
             k.clone(),
             vec![(
-                "defaults: { nvidia.com/gpu: 1 }",
-                "defaults: { n4idia.com/gpu: 1 }",
+                "defaults: { nvidia.com/gpu: 1,",
+                "defaults: { n4idia.com/gpu: 1,",
             )],
         ),
         (
             "GPU056",
             k.clone(),
             vec![(
-                "quota: { nvidia.com/gpu: 16 }",
-                "quota: { nvidia.com/gpus: 16 }",
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpus: 32 }",
             )],
         ),
         (
@@ -610,23 +623,23 @@ fn cases() -> Vec<Case> {
             "GPU053",
             k.clone(),
             vec![(
-                "quota: { nvidia.com/mig-3g.40gb: 32,",
-                "quota: { nvidia.com/gpu: 32,",
+                "quota: { nvidia.com/mig-3g.40gb: 8,",
+                "quota: { nvidia.com/gpu: 8,",
             )],
         ),
         (
             "GPU054",
             k.clone(),
             vec![(
-                "defaults: { nvidia.com/gpu: 1 }",
-                "defaults: { nvidia.com/gpu: 17 }",
+                "defaults: { nvidia.com/gpu: 1,",
+                "defaults: { nvidia.com/gpu: 17,",
             )],
         ),
         (
             "GPU055",
-            k.clone(),
+            v.clone(),
             vec![(
-                "quota: { nvidia.com/gpu: 16 }",
+                "quota: { nvidia.com/gpu: 32 }",
                 "quota: { nvidia.com/gpu: 100 }",
             )],
         ),
@@ -718,8 +731,8 @@ fn cases() -> Vec<Case> {
             "GPU075",
             k.clone(),
             vec![(
-                "defaults: { nvidia.com/gpu: 1 }",
-                "defaults: { nvidia.com/gpu: 1, ephemeral-storage: 1Gi }",
+                "defaults: { nvidia.com/gpu: 1,",
+                "defaults: { nvidia.com/gpu: 1, ephemeral-storage: 1Gi,",
             )],
         ),
         (
@@ -741,7 +754,7 @@ fn cases() -> Vec<Case> {
                 ),
                 (
                     "version: v0.19.2\n",
-                    "version: v0.19.2\n      excludeResourcePrefixes: [cpu]\n",
+                    "version: v0.19.2\n      config: { resources: { excludeResourcePrefixes: [cpu] } }\n",
                 ),
             ],
         ),
@@ -780,7 +793,7 @@ fn cases() -> Vec<Case> {
             k.clone(),
             vec![(
                 "version: v0.19.2\n",
-                "version: v0.17.0\n      quotaCheckStrategy: IgnoreUndeclared\n",
+                "version: v0.17.0\n      config: { resources: { quotaCheckStrategy: IgnoreUndeclared } }\n",
             )],
         ),
         (
@@ -788,7 +801,7 @@ fn cases() -> Vec<Case> {
             k.clone(),
             vec![(
                 "version: v0.19.2\n",
-                "version: v0.19.2\n      quotaCheckStrategy: IgnoreUndeclared\n      excludeResourcePrefixes: [example.com/]\n",
+                "version: v0.19.2\n      config: { resources: { quotaCheckStrategy: IgnoreUndeclared, excludeResourcePrefixes: [example.com/] } }\n",
             )],
         ),
         (
@@ -848,6 +861,217 @@ fn cases() -> Vec<Case> {
             "GPU083",
             v.clone(),
             vec![("queue: cq-dev", "queue: parent")],
+        ),
+        // Issue 14: a guarantee with no deserved is refused by Volcano's webhook.
+        (
+            "GPU081",
+            v.clone(),
+            vec![(
+                "deserved: { nvidia.com/gpu: 16 }, guarantee: { nvidia.com/gpu: 8 }",
+                "guarantee: { nvidia.com/gpu: 8 }",
+            )],
+        ),
+        // The nearest ancestor that caps the resource, not only the parent.
+        (
+            "GPU081",
+            v.clone(),
+            vec![
+                (
+                    "name: cq-train, parent: parent, weight: 2, capability: { nvidia.com/gpu: 32 }, deserved",
+                    "name: cq-train, parent: parent, weight: 2, deserved",
+                ),
+                (
+                    "        - { name: cq-infer, parent: root, weight: 2 }\n",
+                    "        - { name: cq-infer, parent: root, weight: 2 }\n        - { name: leaf, parent: cq-train, weight: 1, capability: { nvidia.com/gpu: 33 } }\n",
+                ),
+            ],
+        ),
+        // A parent with only a capability: Volcano counts its deserved and guarantee as zero.
+        (
+            "GPU110",
+            v.clone(),
+            vec![(
+                "capability: { nvidia.com/gpu: 32 }, deserved: { nvidia.com/gpu: 24 }, guarantee: { nvidia.com/gpu: 12 } }",
+                "capability: { nvidia.com/gpu: 32 } }",
+            )],
+        ),
+        // Two children deserve more than their parent.
+        (
+            "GPU110",
+            v.clone(),
+            vec![(
+                "name: cq-infer, parent: root, weight: 2",
+                "name: cq-infer, parent: parent, weight: 2, deserved: { nvidia.com/gpu: 9 }",
+            )],
+        ),
+        // A resource the children list and the parent does not (cpu).
+        (
+            "GPU110",
+            v.clone(),
+            vec![(
+                "deserved: { nvidia.com/gpu: 16 }, guarantee",
+                "deserved: { nvidia.com/gpu: 16, cpu: \"4\" }, guarantee",
+            )],
+        ),
+        (
+            "GPU111",
+            k.clone(),
+            vec![(
+                "        - name: cq-dev\n",
+                "        - name: cq-dev\n          preemption: { reclaimWithinCohort: Never, borrowWithinCohort: LowerPriority }\n",
+            )],
+        ),
+        // The queue admits 32 GPUs into a namespace whose quota allows 16.
+        (
+            "GPU112",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpu: 16 }",
+            )],
+        ),
+        // Borrowing takes what the queue admits over the quota (8 nominal + 16 borrowed > 16).
+        (
+            "GPU112",
+            k.clone(),
+            vec![(
+                "borrowingLimit: { nvidia.com/gpu: 8 }",
+                "borrowingLimit: { nvidia.com/gpu: 16 }",
+            )],
+        ),
+        // cpu: no borrowing limit, so the queue can borrow all of the cohort's unused cpu.
+        (
+            "GPU112",
+            k.clone(),
+            vec![("requests.cpu: \"64\"", "requests.cpu: \"63\"")],
+        ),
+        (
+            "GPU113",
+            k.clone(),
+            vec![(
+                "defaults: { nvidia.com/gpu: 1, cpu: \"1\" }",
+                "defaults: { nvidia.com/gpu: 1 }",
+            )],
+        ),
+        (
+            "GPU113",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpu: 32, limits.memory: 1Ti }",
+            )],
+        ),
+        // Nobody else in the cohort tree has MIG quota on the pool: nothing to borrow.
+        (
+            "GPU114",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/mig-3g.40gb: 8, cpu: \"64\", memory: 512Gi }",
+                "quota: { nvidia.com/mig-3g.40gb: 8, cpu: \"64\", memory: 512Gi }\n              borrowingLimit: { nvidia.com/mig-3g.40gb: 4 }",
+            )],
+        ),
+        // ... and nobody to lend to.
+        (
+            "GPU114",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/mig-3g.40gb: 8, cpu: \"64\", memory: 512Gi }",
+                "quota: { nvidia.com/mig-3g.40gb: 8, cpu: \"64\", memory: 512Gi }\n              lendingLimit: { nvidia.com/mig-3g.40gb: 4 }",
+            )],
+        ),
+        (
+            "GPU115",
+            k.clone(),
+            vec![("- { name: all }", "- { name: all, fairSharingWeight: 2 }")],
+        ),
+        (
+            "GPU115",
+            k.clone(),
+            vec![(
+                "        - name: cq-dev\n",
+                "        - name: cq-dev\n          fairSharingWeight: 5\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      config: { integrations: { frameworks: [batch/jobs] } }\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      config: { integrations: { frameworks: [batch/job, batch/job] } }\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      excludeResourcePrefixes: [example.com/]\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      quotaCheckStrategy: IgnoreUndeclared\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      config: { fairSharing: { preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare] } }\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      config: { resources: { transformations: [{ input: nvidia.com/mig-3g.40gb, outputs: { example.com/gpu: 500m } }, { input: nvidia.com/mig-3g.40gb }] } }\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      config: { resources: { transformations: [{ input: nvidia.com/mig-3g.40gb, outputs: { example.com/gpu: half } }] } }\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      config: { waitForPodsReady: { timeout: soon } }\n",
+            )],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.18.6\n      install: gitops\n",
+            )],
+        ),
+        // A transformation charges its outputs: the queue must cover them.
+        (
+            "GPU075",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      config: { resources: { transformations: [{ input: nvidia.com/mig-3g.40gb, strategy: Replace, outputs: { example.com/gpu-equivalent: 500m } }] } }\n",
+            )],
         ),
         (
             "GPU090",
@@ -1026,6 +1250,12 @@ fn every_rule_case_fires_its_rule() {
 
 /// (rule, base, edits): the edits keep the base free of this rule, close to its failing cases.
 fn passing_cases() -> Vec<Case> {
+    let mut all = base_passing_cases();
+    all.extend(network::passing_cases());
+    all
+}
+
+fn base_passing_cases() -> Vec<Case> {
     let k = KUEUE_BASE.to_string();
     let v = volcano_base();
     let gpu_only = (
@@ -1042,7 +1272,7 @@ fn passing_cases() -> Vec<Case> {
                 gpu_only,
                 (
                     "version: v0.19.2\n",
-                    "version: v0.19.2\n      excludeResourcePrefixes: [cpu, memory]\n",
+                    "version: v0.19.2\n      config: { resources: { excludeResourcePrefixes: [cpu, memory] } }\n",
                 ),
             ],
         ),
@@ -1054,7 +1284,7 @@ fn passing_cases() -> Vec<Case> {
                 gpu_only,
                 (
                     "version: v0.19.2\n",
-                    "version: v0.19.2\n      quotaCheckStrategy: IgnoreUndeclared\n",
+                    "version: v0.19.2\n      config: { resources: { quotaCheckStrategy: IgnoreUndeclared } }\n",
                 ),
             ],
         ),
@@ -1082,13 +1312,128 @@ fn passing_cases() -> Vec<Case> {
             k.clone(),
             vec![(
                 "version: v0.19.2\n",
-                "version: v0.18.1\n      quotaCheckStrategy: IgnoreUndeclared\n",
+                "version: v0.18.1\n      config: { resources: { quotaCheckStrategy: IgnoreUndeclared } }\n",
             )],
         ),
         (
             "GPU084",
             v.clone(),
             vec![("version: v1.15.1", "version: v1.14.2")],
+        ),
+        ("GPU081", v.clone(), vec![]),
+        // Under Kueue the queue governs what the tenant gets: its nominal quota must fit the
+        // pools, the tenant's quota need only be at least what the queue admits.
+        (
+            "GPU055",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpu: 100 }",
+            )],
+        ),
+        ("GPU110", v.clone(), vec![]),
+        // Two children whose deserved adds up to exactly the parent's.
+        (
+            "GPU110",
+            v.clone(),
+            vec![(
+                "name: cq-infer, parent: root, weight: 2",
+                "name: cq-infer, parent: parent, weight: 2, deserved: { nvidia.com/gpu: 8 }",
+            )],
+        ),
+        // `pods` is not part of Volcano's arithmetic.
+        (
+            "GPU110",
+            v.clone(),
+            vec![(
+                "deserved: { nvidia.com/gpu: 16 }, guarantee",
+                "deserved: { nvidia.com/gpu: 16, pods: 10 }, guarantee",
+            )],
+        ),
+        (
+            "GPU111",
+            k.clone(),
+            vec![(
+                "        - name: cq-dev\n",
+                "        - name: cq-dev\n          preemption: { reclaimWithinCohort: Never, borrowWithinCohort: Never }\n",
+            )],
+        ),
+        (
+            "GPU111",
+            k.clone(),
+            vec![(
+                "        - name: cq-dev\n",
+                "        - name: cq-dev\n          preemption: { reclaimWithinCohort: Any, borrowWithinCohort: LowerPriority }\n",
+            )],
+        ),
+        ("GPU112", k.clone(), vec![]),
+        // A zero borrowing limit: the queue admits its nominal quota only.
+        (
+            "GPU112",
+            k.clone(),
+            vec![
+                (
+                    "borrowingLimit: { nvidia.com/gpu: 8 }",
+                    "borrowingLimit: { nvidia.com/gpu: 0 }",
+                ),
+                (
+                    "quota: { nvidia.com/gpu: 16, pods: 50",
+                    "quota: { nvidia.com/gpu: 8, pods: 50",
+                ),
+            ],
+        ),
+        // Kueue charges a transformed resource as its outputs: not compared with the quota.
+        (
+            "GPU112",
+            k.clone(),
+            vec![
+                (
+                    "quota: { nvidia.com/gpu: 32 }",
+                    "quota: { nvidia.com/gpu: 16 }",
+                ),
+                (
+                    "version: v0.19.2\n",
+                    "version: v0.19.2\n      config: { resources: { transformations: [{ input: nvidia.com/gpu, outputs: { example.com/gpu-hours: 1 } }] } }\n",
+                ),
+            ],
+        ),
+        ("GPU113", k.clone(), vec![]),
+        // Only cpu and memory quotas demand container values.
+        (
+            "GPU113",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpu: 32, requests.ephemeral-storage: 1Ti }",
+            )],
+        ),
+        ("GPU114", k.clone(), vec![]),
+        (
+            "GPU114",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/mig-3g.40gb: 8, cpu: \"64\", memory: 512Gi }",
+                "quota: { nvidia.com/mig-3g.40gb: 8, cpu: \"64\", memory: 512Gi }\n              borrowingLimit: { nvidia.com/mig-3g.40gb: 0 }",
+            )],
+        ),
+        (
+            "GPU115",
+            k.clone(),
+            vec![
+                ("- { name: all }", "- { name: all, fairSharingWeight: 2 }"),
+                (
+                    "version: v0.19.2\n",
+                    "version: v0.19.2\n      config: { fairSharing: {} }\n",
+                ),
+            ],
+        ),
+        (
+            "GPU116",
+            k.clone(),
+            vec![(
+                "version: v0.19.2\n",
+                "version: v0.19.2\n      install: gitops\n      config:\n        fairSharing: { preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare] }\n        resources: { transformations: [{ input: nvidia.com/mig-3g.40gb, outputs: { nvidia.com/mig-3g.40gb: 1 } }] }\n        integrations: { frameworks: [batch/job, jobset.x-k8s.io/jobset] }\n        waitForPodsReady: { timeout: 5m, blockAdmission: true }\n",
+            )],
         ),
     ]
 }
@@ -1362,7 +1707,11 @@ fn operator_driver_hint_offers_drivers_the_pool_can_run() {
 
 #[test]
 fn every_registered_rule_has_a_failing_case() {
-    let covered: std::collections::BTreeSet<&str> = cases().iter().map(|c| c.0).collect();
+    let covered: std::collections::BTreeSet<&str> = cases()
+        .iter()
+        .map(|c| c.0)
+        .chain(network::PATCHED_CATALOG_RULES.iter().copied())
+        .collect();
     for r in super::registry::RULES {
         assert!(covered.contains(r.id), "{} has no failing case", r.id);
     }
@@ -1439,7 +1788,7 @@ fn every_structural_problem_and_the_rules_in_one_run() {
         ("GPU004", "spec.nodePools[1].selector", "21:7"),
         ("GPU003", "spec.nodePools[2].role", "31:13"),
         ("GPU003", "spec.scheduling.kueue.version", "48:16"),
-        ("GPU012", "spec.tenants[2].queue", "86:14"),
+        ("GPU012", "spec.tenants[2].queue", "91:14"),
     ];
     for (rule, path, pos) in want {
         assert!(
@@ -1507,6 +1856,7 @@ fn long_pool(len: usize, strategy: &str) -> String {
                 "gpu: { model: H100-SXM5-80GB, count: 8 }\n      driver: { version: \"595.91.07\" }\n",
             ),
             ("- pool: train\n", "- pool: @\n"),
+            ("- pool: train\n", "- pool: @\n"),
             ("strategy: blue-green", strategy),
         ],
     );
@@ -1564,7 +1914,8 @@ fn hostile_input_never_panics() {
         "{a: ".repeat(5_000),
         "- ".repeat(10_000),
         "spec: &a [*a]".into(),
-        KUEUE_BASE[..KUEUE_BASE.len() / 2].to_string(),
+        // Cut inside a tenant's queue name: a dangling reference.
+        KUEUE_BASE[..KUEUE_BASE.find("queue: cq-train").unwrap() + 9].to_string(),
         KUEUE_BASE[..KUEUE_BASE.len() / 3].to_string(),
         "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nmetadata: 7\nspec: []\n".into(),
         format!("{KUEUE_BASE}\n  extra: {}", "x".repeat(100_000)),

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::blueprint::resources::{is_gpu_resource, pool_capacity};
-use crate::blueprint::{ClusterQueue, Queueing, QuotaCheckStrategy};
+use crate::blueprint::{
+    BorrowWithinCohort, ClusterQueue, Queueing, QuotaCheckStrategy, ReclaimWithinCohort,
+};
 use crate::quantity::{parse_count, parse_nonneg_milli};
 use crate::validate::Ctx;
 
@@ -22,6 +24,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     for (qi, q) in kueue.cluster_queues.iter().enumerate() {
         let base = format!("spec.scheduling.kueue.clusterQueues[{qi}]");
         resource_groups(ctx, &base, q);
+        crd_rules(ctx, &base, q);
         for (ri, r) in q.resources.iter().enumerate() {
             let rbase = format!("{base}.resources[{ri}]");
             // A pool whose counts are out of bounds (GPU018) has no capacity to compare with.
@@ -238,6 +241,29 @@ fn resource_groups(ctx: &mut Ctx<'_>, base: &str, q: &ClusterQueue) {
     }
 }
 
+/// The CEL rules (`x-kubernetes-validations`) of Kueue's ClusterQueue CRD on the fields gpuctl
+/// renders that no other rule covers (GPU111; tests/render_schemas.rs maps every CEL rule of the
+/// CRDs of the kinds gpuctl renders to the rule that checks it).
+fn crd_rules(ctx: &mut Ctx<'_>, base: &str, q: &ClusterQueue) {
+    let Some(p) = &q.preemption else {
+        return;
+    };
+    if p.reclaim_within_cohort == Some(ReclaimWithinCohort::Never)
+        && let Some(b) = p.borrow_within_cohort
+        && b != BorrowWithinCohort::Never
+    {
+        ctx.emit(
+            "GPU111",
+            format!("{base}.preemption.borrowWithinCohort"),
+            format!(
+                "cluster queue `{}` may preempt while borrowing (`borrowWithinCohort: {b:?}`) but never reclaims (`reclaimWithinCohort: Never`): the ClusterQueue CRD refuses this (`reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never`)",
+                q.name
+            ),
+            "set `borrowWithinCohort: Never`, or let the queue reclaim (`reclaimWithinCohort: LowerPriority` or `Any`)",
+        );
+    }
+}
+
 fn cohort_cycles(ctx: &mut Ctx<'_>) {
     let Some(k) = &ctx.bp.spec.scheduling.kueue else {
         return;
@@ -292,7 +318,7 @@ fn tenants(ctx: &mut Ctx<'_>) {
         let Some(cq) = k.cluster_queues.iter().find(|q| &q.name == qname) else {
             continue;
         };
-        if k.quota_check_strategy == QuotaCheckStrategy::IgnoreUndeclared {
+        if k.config.quota_check() == QuotaCheckStrategy::IgnoreUndeclared {
             continue;
         }
         let covered: BTreeSet<&str> = cq
@@ -301,13 +327,15 @@ fn tenants(ctx: &mut Ctx<'_>) {
             .flat_map(|r| r.quota.keys().map(String::as_str))
             .collect();
         let ignored = |res: &str| {
-            k.exclude_resource_prefixes
+            k.config
+                .resources
+                .exclude_resource_prefixes
                 .iter()
                 .any(|p| !p.is_empty() && res.starts_with(p.as_str()))
         };
         let base = format!("spec.tenants[{ti}]");
         let mut implicit: Vec<&str> = Vec::new();
-        for (res, key) in requested_resources(t) {
+        for (res, key) in charged_resources(t, &k.config.resources) {
             if covered.contains(res) || ignored(res) {
                 continue;
             }
@@ -364,8 +392,31 @@ fn uncovered_hint(queue: &str, resources: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(" and ");
     format!(
-        "add {list} to every `quota` of `{queue}`, or, if your Kueue is configured to ignore them, list them in `scheduling.kueue.excludeResourcePrefixes` (or set `quotaCheckStrategy: IgnoreUndeclared`)"
+        "add {list} to every `quota` of `{queue}`, or, if your Kueue is configured to ignore them, list them in `scheduling.kueue.config.resources.excludeResourcePrefixes` (or set `quotaCheckStrategy: IgnoreUndeclared` there)"
     )
+}
+
+/// The resources Kueue charges for a tenant's pods: what they request, with Kueue's resource
+/// transformations applied (outputs added with the origin of their input; a `Replace` input no
+/// longer charged).
+pub(super) fn charged_resources<'a>(
+    t: &'a crate::blueprint::Tenant,
+    resources: &'a crate::blueprint::KueueResources,
+) -> BTreeMap<&'a str, Option<(&'static str, &'a str)>> {
+    let requested = requested_resources(t);
+    let mut out = requested.clone();
+    for (res, origin) in &requested {
+        let Some(tr) = resources.transformations.iter().find(|x| x.input == *res) else {
+            continue;
+        };
+        if tr.strategy == crate::blueprint::TransformationStrategy::Replace {
+            out.remove(res);
+        }
+        for o in tr.outputs.keys() {
+            out.entry(o.as_str()).or_insert(*origin);
+        }
+    }
+    out
 }
 
 /// The resources a tenant's pods request, each with the field and key that makes them request it
@@ -373,7 +424,7 @@ fn uncovered_hint(queue: &str, resources: &[&str]) -> String {
 /// `requests.` / `limits.` (a ResourceQuota on them makes pods declare them); LimitRange defaults
 /// are added to every container. Object counts (`pods`, `count/...`) and PVC storage are not pod
 /// requests.
-fn requested_resources(
+pub(super) fn requested_resources(
     t: &crate::blueprint::Tenant,
 ) -> BTreeMap<&str, Option<(&'static str, &str)>> {
     let mut out: BTreeMap<&str, Option<(&'static str, &str)>> =
@@ -446,13 +497,14 @@ fn release(ctx: &mut Ctx<'_>, kueue: &crate::blueprint::Kueue) {
         ctx.emit("GPU076", path, p.message(releases), p.hint(releases));
         return;
     }
-    if kueue.quota_check_strategy != QuotaCheckStrategy::IgnoreUndeclared {
+    let resources = &kueue.config.resources;
+    if resources.quota_check_strategy != Some(QuotaCheckStrategy::IgnoreUndeclared) {
         return;
     }
-    if !kueue.exclude_resource_prefixes.is_empty() {
+    if !resources.exclude_resource_prefixes.is_empty() {
         ctx.emit(
             "GPU076",
-            "spec.scheduling.kueue.excludeResourcePrefixes",
+            "spec.scheduling.kueue.config.resources.excludeResourcePrefixes",
             "Kueue refuses `excludeResourcePrefixes` together with `quotaCheckStrategy: IgnoreUndeclared`",
             "keep one: with `IgnoreUndeclared` Kueue already ignores every resource a cluster queue does not cover",
         );
@@ -462,7 +514,7 @@ fn release(ctx: &mut Ctx<'_>, kueue: &crate::blueprint::Kueue) {
     {
         ctx.emit(
             "GPU076",
-            "spec.scheduling.kueue.quotaCheckStrategy",
+            "spec.scheduling.kueue.config.resources.quotaCheckStrategy",
             format!(
                 "Kueue {} has no quota check strategy `IgnoreUndeclared` (it arrived in {since})",
                 kueue.version

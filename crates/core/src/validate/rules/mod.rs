@@ -1,15 +1,20 @@
 //! Rule families, one file each (see `registry.rs` for the ids they emit).
 
 mod compat;
+mod composition;
 mod install;
 mod kueue;
+mod kueue_config;
 mod mig;
 mod monitoring;
+mod network;
 mod priority;
 mod quota;
 mod sharing;
 mod structure;
 mod volcano;
+
+pub(crate) use network::wants_rdma;
 
 use super::Ctx;
 use crate::profiles::KubernetesNameLimits;
@@ -22,9 +27,12 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     quota::check(ctx);
     priority::check(ctx);
     kueue::check(ctx);
+    kueue_config::check(ctx);
     volcano::check(ctx);
+    composition::check(ctx);
     monitoring::check(ctx);
     install::check(ctx);
+    network::check(ctx);
 }
 
 /// DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, 1..=max chars.

@@ -114,6 +114,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                             );
                         }
                         tenant_gpu.insert(r.to_string(), n);
+                        if kueue_governs(ctx, t, r) {
+                            continue;
+                        }
                         let total = n.saturating_mul(t.namespaces.len() as u64);
                         let e = promised
                             .entry(r.to_string())
@@ -186,6 +189,23 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             );
         }
     }
+}
+
+/// Whether Kueue admits the tenant's use of `resource` (its ClusterQueue covers it). Then the
+/// cluster queues' nominal quotas are what must fit the pools (checked with them), and the
+/// tenant's quota is meant to be at least what its queue admits, nominal plus borrowing (GPU112),
+/// so with borrowing the tenants' quotas add up to more than the pools by design.
+fn kueue_governs(ctx: &Ctx<'_>, t: &crate::blueprint::Tenant, resource: &str) -> bool {
+    if ctx.bp.spec.scheduling.queueing != crate::blueprint::Queueing::Kueue {
+        return false;
+    }
+    let Some(k) = &ctx.bp.spec.scheduling.kueue else {
+        return false;
+    };
+    t.queue
+        .as_deref()
+        .and_then(|q| k.cluster_queues.iter().find(|c| c.name == q))
+        .is_some_and(|c| c.resources.iter().any(|r| r.quota.contains_key(resource)))
 }
 
 /// An extended resource that is not a GPU resource but is a near miss of one (`n4idia.com/gpu`,

@@ -91,24 +91,57 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 }
             }
         }
-        // A child may not be capable of more than its parent.
-        if let Some(parent) = q.parent.as_deref().and_then(|p| by_name.get(p)) {
-            for (res, amount) in &q.capability {
-                if let (Some(pa), Ok(c)) =
-                    (parent.1.capability.get(res), parse_nonneg_milli(&amount.0))
-                    && let Ok(p) = parse_nonneg_milli(&pa.0)
-                    && c > p
-                {
-                    ctx.emit(
-                        "GPU081",
-                        crate::blueprint::yaml::join(&format!("{base}.capability"), res),
-                        format!(
-                            "capability of `{res}` ({amount}) exceeds parent queue `{}` ({pa})",
-                            parent.1.name
-                        ),
-                        "lower the child's capability to at most its parent's",
-                    );
+        // Volcano's webhook: every guaranteed resource needs a deserved amount at least as large.
+        for (res, g) in &q.guarantee {
+            if !q.deserved.contains_key(res) {
+                ctx.emit_at_key(
+                    "GPU081",
+                    crate::blueprint::yaml::join(&format!("{base}.guarantee"), res),
+                    format!(
+                        "queue `{}` guarantees `{res}` but deserves none of it: Volcano's webhook refuses the queue (`deserved[{res}] must be >= guarantee[{res}]={g}`)",
+                        q.name
+                    ),
+                    format!("add `{res}: {g}` (or more) to the queue's `deserved`"),
+                );
+            }
+        }
+        // A queue may not be capable of more than the nearest ancestor that caps the resource.
+        for (res, amount) in &q.capability {
+            let Ok(c) = parse_nonneg_milli(&amount.0) else {
+                continue;
+            };
+            let mut cur = q;
+            let mut hops = 0;
+            while let Some((_, pq)) = cur
+                .parent
+                .as_deref()
+                .filter(|p| *p != "root")
+                .and_then(|p| by_name.get(p))
+            {
+                hops += 1;
+                if hops > v.queues.len() {
+                    break; // a cycle (GPU082)
                 }
+                let cap = pq
+                    .capability
+                    .get(res)
+                    .and_then(|a| parse_nonneg_milli(&a.0).ok())
+                    .filter(|x| *x > 0);
+                if let Some(p) = cap {
+                    if c > p {
+                        ctx.emit(
+                            "GPU081",
+                            crate::blueprint::yaml::join(&format!("{base}.capability"), res),
+                            format!(
+                                "capability of `{res}` ({amount}) exceeds ancestor queue `{}` ({}): Volcano's webhook refuses the queue (`capability[{res}]=... exceeds its ancestor's capability`)",
+                                pq.name, pq.capability[res]
+                            ),
+                            "lower the queue's capability to at most its ancestor's",
+                        );
+                    }
+                    break;
+                }
+                cur = *pq;
             }
         }
         // Depth below the implicit root, with cycle detection.
@@ -141,6 +174,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             );
         }
     }
+    sums(ctx, v);
     let parents: BTreeSet<&str> = v
         .queues
         .iter()
@@ -158,6 +192,90 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 ),
                 "bind the tenant to one of its leaf queues",
             );
+        }
+    }
+}
+
+/// Whether Volcano's resource arithmetic counts `res` (cpu, memory and scalar resources: extended
+/// resources and hugepages; `pods` and other counts are not compared).
+fn compared(res: &str) -> bool {
+    matches!(res, "cpu" | "memory") || res.contains('/') || res.starts_with("hugepages-")
+}
+
+/// Children's deserved and guarantee, summed in the order Volcano's webhook sees them (the
+/// blueprint's, which plan and apply keep), against their parent's, where a resource the parent
+/// does not list counts as zero (GPU110).
+fn sums(ctx: &mut Ctx<'_>, v: &crate::blueprint::Volcano) {
+    let by_name: BTreeMap<&str, &VolcanoQueue> =
+        v.queues.iter().map(|q| (q.name.as_str(), q)).collect();
+    let amounts = |m: &BTreeMap<String, crate::blueprint::Quantity>| -> BTreeMap<String, i128> {
+        m.iter()
+            .filter(|(k, _)| compared(k))
+            .filter_map(|(k, a)| parse_nonneg_milli(&a.0).ok().map(|x| (k.clone(), x)))
+            .collect()
+    };
+    // (parent, field) -> running totals; reported (parent, field, resource).
+    let mut totals: BTreeMap<(&str, &str), BTreeMap<String, i128>> = BTreeMap::new();
+    let mut reported: BTreeSet<(&str, &str, String)> = BTreeSet::new();
+    for (i, q) in v.queues.iter().enumerate() {
+        let Some(parent) = q
+            .parent
+            .as_deref()
+            .filter(|p| *p != "root")
+            .and_then(|p| by_name.get(p))
+        else {
+            continue;
+        };
+        for (field, mine, theirs) in [
+            ("deserved", &q.deserved, &parent.deserved),
+            ("guarantee", &q.guarantee, &parent.guarantee),
+        ] {
+            let limit = amounts(theirs);
+            let total = totals.entry((parent.name.as_str(), field)).or_default();
+            for (res, x) in amounts(mine) {
+                *total.entry(res).or_insert(0) += x;
+            }
+            for (res, sum) in total.iter() {
+                let allowed = limit.get(res).copied().unwrap_or(0);
+                if *sum <= allowed || !reported.insert((parent.name.as_str(), field, res.clone())) {
+                    continue;
+                }
+                let path = if mine.contains_key(res) {
+                    crate::blueprint::yaml::join(
+                        &format!("spec.scheduling.volcano.queues[{i}].{field}"),
+                        res,
+                    )
+                } else {
+                    format!("spec.scheduling.volcano.queues[{i}].parent")
+                };
+                let verb = if field == "deserved" {
+                    "deserves"
+                } else {
+                    "guarantees"
+                };
+                let theirs_text = match theirs.get(res) {
+                    Some(a) => format!("{verb} {a}"),
+                    None => format!("lists no {field} `{res}`, which Volcano counts as 0"),
+                };
+                ctx.emit(
+                    "GPU110",
+                    path,
+                    format!(
+                        "the children of queue `{}` up to `{}` have {field} `{res}` of {} in total, but `{}` {theirs_text}: Volcano's webhook refuses `{}` (`parent queue {} validation failed: sum of children's {field} (...) exceeds parent's {field} limit (...)`)",
+                        parent.name,
+                        q.name,
+                        super::composition::show(*sum),
+                        parent.name,
+                        q.name,
+                        parent.name
+                    ),
+                    format!(
+                        "give `{}` `{field}: {{{res}: {}}}` or more, or lower its children's {field}",
+                        parent.name,
+                        super::composition::show(*sum)
+                    ),
+                );
+            }
         }
     }
 }

@@ -1,0 +1,217 @@
+//! Network and topology facts (`profiles/network.yaml`): GPUDirect RDMA requirements, Network
+//! Operator releases, kubelet NUMA limits.
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{TextList, text_list};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NetworkFile {
+    pub(super) source: TextList,
+    pub(super) gpudirect_rdma: GpuDirectRdma,
+    pub(super) network_operator: NetworkOperatorFacts,
+    pub(super) kubelet: KubeletFacts,
+}
+
+/// All network facts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkFacts {
+    /// GPUDirect RDMA requirements.
+    pub gpudirect_rdma: GpuDirectRdma,
+    /// Network Operator releases.
+    pub network_operator: NetworkOperatorFacts,
+    /// kubelet NUMA facts.
+    pub kubelet: KubeletFacts,
+}
+
+/// What each GPUDirect RDMA mechanism needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuDirectRdma {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// DMA-BUF.
+    pub dma_buf: DmaBuf,
+    /// Legacy nvidia-peermem.
+    pub nvidia_peermem: Peermem,
+    /// `useHostMofed`.
+    pub host_mofed: HostMofed,
+    /// Caveats.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// DMA-BUF requirements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DmaBuf {
+    /// First GPU Operator release.
+    pub min_operator: String,
+    /// First driver branch (open kernel modules).
+    pub min_driver_branch: u32,
+    /// First Linux kernel, `major.minor`.
+    pub min_kernel: String,
+}
+
+/// nvidia-peermem requirements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peermem {
+    /// First GPU Operator release with `driver.rdma.enabled`.
+    pub min_operator: String,
+    /// First driver branch shipping nvidia-peermem.
+    pub min_driver_branch: u32,
+}
+
+/// `useHostMofed` requirements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostMofed {
+    /// First GPU Operator release.
+    pub min_operator: String,
+}
+
+/// Network Operator facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkOperatorFacts {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// `mellanox.com/v1alpha1`.
+    pub api_version: String,
+    /// Chart name.
+    pub chart: String,
+    /// Helm repository.
+    pub chart_repository: String,
+    /// PCI vendor id of NVIDIA NICs.
+    pub nic_vendor: String,
+    /// Releases gpuctl renders for.
+    pub releases: Vec<NetworkOperatorRelease>,
+    /// Caveats.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// One Network Operator release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkOperatorRelease {
+    /// `v26.4.1`.
+    pub version: String,
+    /// Oldest Kubernetes the chart accepts.
+    pub kubernetes_min: String,
+    /// Image repository of the NVIDIA-built components.
+    pub repository: String,
+    /// Their tag.
+    pub tag: String,
+    /// Image names.
+    pub images: NetworkImages,
+}
+
+/// Component image names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkImages {
+    /// DOCA-OFED driver.
+    pub doca_driver: String,
+    /// RDMA shared device plugin.
+    pub rdma_shared_device_plugin: String,
+    /// SR-IOV network device plugin.
+    pub sriov_device_plugin: String,
+    /// Multus.
+    pub multus: String,
+    /// Reference CNI plugins.
+    pub cni_plugins: String,
+    /// IPoIB CNI.
+    pub ipoib: String,
+    /// NVIDIA IPAM.
+    pub nv_ipam: String,
+}
+
+/// kubelet facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeletFacts {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// `kubelet.config.k8s.io/v1beta1`.
+    pub api_version: String,
+    /// NUMA nodes above which the Topology Manager refuses to start by default.
+    pub topology_manager_max_numa_nodes: u32,
+}
+
+impl NetworkOperatorFacts {
+    /// The release `version` names (`v26.4.1` or `26.4.1`).
+    pub fn release(&self, version: &str) -> Option<&NetworkOperatorRelease> {
+        let want = version.strip_prefix('v').unwrap_or(version);
+        self.releases
+            .iter()
+            .find(|r| r.version.strip_prefix('v').unwrap_or(&r.version) == want)
+    }
+
+    /// Known releases, for hints.
+    pub fn known(&self) -> String {
+        self.releases
+            .iter()
+            .map(|r| r.version.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `major.minor` of a kernel release such as `5.15.0-1055-aws`; `None` if it does not start so.
+pub fn kernel_major_minor(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+impl NetworkFile {
+    pub(super) fn check(&self) -> Result<(), String> {
+        if kernel_major_minor(&self.gpudirect_rdma.dma_buf.min_kernel).is_none() {
+            return Err(format!(
+                "gpudirect_rdma.dma_buf.min_kernel `{}` is not `major.minor`",
+                self.gpudirect_rdma.dma_buf.min_kernel
+            ));
+        }
+        for v in [
+            &self.gpudirect_rdma.dma_buf.min_operator,
+            &self.gpudirect_rdma.nvidia_peermem.min_operator,
+            &self.gpudirect_rdma.host_mofed.min_operator,
+        ] {
+            v.parse::<crate::version::OperatorVersion>()
+                .map_err(|e| format!("operator minimum `{v}`: {e}"))?;
+        }
+        if self.network_operator.releases.is_empty() {
+            return Err("network_operator lists no release".into());
+        }
+        for r in &self.network_operator.releases {
+            r.kubernetes_min
+                .parse::<crate::version::KubeVersion>()
+                .map_err(|e| format!("network_operator {}: kubernetes_min: {e}", r.version))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_major_minor;
+
+    #[test]
+    fn kernel_releases_parse_to_major_minor() {
+        assert_eq!(kernel_major_minor("5.15.0-1055-aws"), Some((5, 15)));
+        assert_eq!(kernel_major_minor("6.8"), Some((6, 8)));
+        assert_eq!(
+            kernel_major_minor("4.18.0-553.el8_10.x86_64"),
+            Some((4, 18))
+        );
+        assert_eq!(kernel_major_minor("banana"), None);
+        assert_eq!(kernel_major_minor("5"), None);
+    }
+}

@@ -1,0 +1,362 @@
+//! Kueue's own Configuration from `scheduling.kueue.config`: the chart's Configuration
+//! (`profiles/queueing.yaml`, `kueue_configuration.chart_defaults`) with the blueprint's settings
+//! put in, rendered as the Kueue chart's `managerConfig` values when gpuctl's blueprint says how
+//! Kueue is installed (`install: helm` or `gitops`); and the settings a running Kueue's
+//! Configuration contradicts (`install: none`, compared by a live plan).
+
+use serde_json::{Map, Value, json};
+
+use crate::blueprint::{KueueConfig, QuotaCheckStrategy, TransformationStrategy};
+use crate::profiles::KueueConfiguration;
+
+/// Path of the Kueue chart values in [`crate::render::RenderedSet::documents`].
+pub const KUEUE_VALUES: &str = "helm/kueue-values.yaml";
+
+/// The settings the blueprint declares, in Kueue's Configuration spelling. Settings left out mean
+/// Kueue's defaults, and are written as such only where Kueue has an explicit spelling for them.
+fn declared(config: &KueueConfig) -> Map<String, Value> {
+    let mut out = Map::new();
+    if let Some(fs) = &config.fair_sharing {
+        let mut m = Map::new();
+        if !fs.preemption_strategies.is_empty() {
+            m.insert(
+                "preemptionStrategies".into(),
+                json!(fs.preemption_strategies),
+            );
+        }
+        out.insert("fairSharing".into(), Value::Object(m));
+    }
+    let r = &config.resources;
+    let mut res = Map::new();
+    if let Some(s) = r.quota_check_strategy {
+        res.insert("quotaCheckStrategy".into(), json!(strategy_name(s)));
+    }
+    if !r.exclude_resource_prefixes.is_empty() {
+        res.insert(
+            "excludeResourcePrefixes".into(),
+            json!(r.exclude_resource_prefixes),
+        );
+    }
+    if !r.transformations.is_empty() {
+        let list: Vec<Value> = r
+            .transformations
+            .iter()
+            .map(|t| {
+                json!({
+                    "input": t.input,
+                    "strategy": transformation_name(t.strategy),
+                    "outputs": t.outputs.iter().map(|(k, q)| (k.clone(), json!(q.0))).collect::<Map<_, _>>(),
+                })
+            })
+            .collect();
+        res.insert("transformations".into(), Value::Array(list));
+    }
+    if !res.is_empty() {
+        out.insert("resources".into(), Value::Object(res));
+    }
+    if let Some(i) = &config.integrations {
+        out.insert("integrations".into(), json!({ "frameworks": i.frameworks }));
+    }
+    if let Some(w) = &config.wait_for_pods_ready {
+        let mut m = Map::new();
+        m.insert("timeout".into(), json!(w.timeout));
+        if let Some(b) = w.block_admission {
+            m.insert("blockAdmission".into(), json!(b));
+        }
+        out.insert("waitForPodsReady".into(), Value::Object(m));
+    }
+    out
+}
+
+fn strategy_name(s: QuotaCheckStrategy) -> &'static str {
+    match s {
+        QuotaCheckStrategy::BlockUndeclared => "BlockUndeclared",
+        QuotaCheckStrategy::IgnoreUndeclared => "IgnoreUndeclared",
+    }
+}
+
+fn transformation_name(s: TransformationStrategy) -> &'static str {
+    match s {
+        TransformationStrategy::Retain => "Retain",
+        TransformationStrategy::Replace => "Replace",
+    }
+}
+
+/// The whole Configuration: the chart's, with each top-level setting the blueprint declares
+/// replacing the chart's (`integrations` included: a declared framework list is the list).
+pub fn configuration(config: &KueueConfig, facts: &KueueConfiguration) -> Value {
+    let mut out = facts
+        .chart_defaults
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for (k, v) in declared(config) {
+        out.insert(k, v);
+    }
+    Value::Object(out)
+}
+
+/// The Kueue chart's values: `managerConfig.controllerManagerConfigYaml` holds the Configuration
+/// as YAML text, the form the chart expects.
+pub fn chart_values(config: &KueueConfig, facts: &KueueConfiguration) -> String {
+    let text = super::text::yaml(&configuration(config, facts));
+    let mut values = Value::Object(Map::new());
+    let mut cur = &mut values;
+    let keys: Vec<&str> = facts.chart_values_key.split('.').collect();
+    for (i, k) in keys.iter().enumerate() {
+        let last = i + 1 == keys.len();
+        cur = cur
+            .as_object_mut()
+            .expect("built as objects")
+            .entry(k.to_string())
+            .or_insert_with(|| {
+                if last {
+                    Value::String(text.clone())
+                } else {
+                    Value::Object(Map::new())
+                }
+            });
+    }
+    super::text::yaml(&values)
+}
+
+/// A transformation compared: input, strategy, sorted outputs.
+type Transformation = (String, String, Vec<(String, String)>);
+
+/// Where a running Kueue's Configuration (`live`, the YAML text of its manager ConfigMap)
+/// contradicts the blueprint's declared settings, one sentence each. Settings the blueprint does
+/// not declare are compared with Kueue's defaults (fair sharing and waiting for pods ready off,
+/// `BlockUndeclared`, nothing excluded or transformed), except the framework list, which the
+/// blueprint need not state.
+pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, String> {
+    let live: Value = serde_saphyr::from_str(live)
+        .map_err(|e| format!("its configuration is not YAML gpuctl can read: {e}"))?;
+    if !live.is_object() {
+        return Err("its configuration is not a YAML mapping".into());
+    }
+    let mut out = Vec::new();
+    let live_fs = live.get("fairSharing").filter(|v| !v.is_null());
+    match (&config.fair_sharing, live_fs) {
+        (Some(_), None) => out.push(
+            "the blueprint turns fair sharing on (`config.fairSharing`), the running Kueue has no `fairSharing`: it ignores every fairSharingWeight".into(),
+        ),
+        (None, Some(_)) => out.push(
+            "the running Kueue has fair sharing on (`fairSharing`), the blueprint does not say so (`config.fairSharing`)".into(),
+        ),
+        (Some(fs), Some(l)) if !fs.preemption_strategies.is_empty() => {
+            let live_s: Vec<String> = l["preemptionStrategies"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            if live_s != fs.preemption_strategies {
+                out.push(format!(
+                    "fair-sharing preemption strategies: the blueprint says [{}], the running Kueue [{}]",
+                    fs.preemption_strategies.join(", "),
+                    live_s.join(", ")
+                ));
+            }
+        }
+        _ => {}
+    }
+    let res = &live["resources"];
+    let live_strategy = res["quotaCheckStrategy"]
+        .as_str()
+        .unwrap_or("BlockUndeclared");
+    let want = strategy_name(config.quota_check());
+    if live_strategy != want {
+        out.push(format!(
+            "quota check strategy: the blueprint says `{want}`, the running Kueue `{live_strategy}`"
+        ));
+    }
+    let mut live_prefixes: Vec<String> = res["excludeResourcePrefixes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut want_prefixes = config.resources.exclude_resource_prefixes.clone();
+    live_prefixes.sort();
+    want_prefixes.sort();
+    if live_prefixes != want_prefixes {
+        out.push(format!(
+            "excluded resource prefixes: the blueprint says [{}], the running Kueue [{}]",
+            want_prefixes.join(", "),
+            live_prefixes.join(", ")
+        ));
+    }
+    let norm = |v: &Value| -> Vec<Transformation> {
+        let mut list: Vec<_> = v
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|t| {
+                        let mut outs: Vec<(String, String)> = t["outputs"]
+                            .as_object()
+                            .map(|o| {
+                                o.iter()
+                                    .map(|(k, q)| {
+                                        let q = match q {
+                                            Value::String(s) => s.clone(),
+                                            other => other.to_string(),
+                                        };
+                                        (k.clone(), q)
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        outs.sort();
+                        (
+                            t["input"].as_str().unwrap_or_default().to_string(),
+                            t["strategy"].as_str().unwrap_or("Retain").to_string(),
+                            outs,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        list.sort();
+        list
+    };
+    let declared_res = declared(config);
+    let want_t = norm(
+        &declared_res
+            .get("resources")
+            .map(|r| r["transformations"].clone())
+            .unwrap_or(Value::Null),
+    );
+    let live_t = norm(&res["transformations"]);
+    if want_t != live_t {
+        let show = |l: &[Transformation]| {
+            l.iter()
+                .map(|(i, s, _)| format!("{i} ({s})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push(format!(
+            "resource transformations: the blueprint says [{}], the running Kueue [{}]",
+            show(&want_t),
+            show(&live_t)
+        ));
+    }
+    if let Some(i) = &config.integrations {
+        let mut want: Vec<&str> = i.frameworks.iter().map(String::as_str).collect();
+        let mut have: Vec<&str> = live["integrations"]["frameworks"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        want.sort_unstable();
+        have.sort_unstable();
+        if want != have {
+            out.push(format!(
+                "integrated frameworks: the blueprint says [{}], the running Kueue [{}]",
+                want.join(", "),
+                have.join(", ")
+            ));
+        }
+    }
+    let live_w = live.get("waitForPodsReady").filter(|v| !v.is_null());
+    match (&config.wait_for_pods_ready, live_w) {
+        (Some(_), None) => out.push(
+            "the blueprint waits for pods ready (`config.waitForPodsReady`), the running Kueue does not".into(),
+        ),
+        (None, Some(_)) => out.push(
+            "the running Kueue waits for pods ready (`waitForPodsReady`), the blueprint does not say so".into(),
+        ),
+        (Some(w), Some(l)) => {
+            let want_ms = crate::quantity::parse_duration_ms(&w.timeout).ok();
+            let have_ms = l["timeout"]
+                .as_str()
+                .and_then(|t| crate::quantity::parse_duration_ms(t).ok());
+            if want_ms != have_ms {
+                out.push(format!(
+                    "waitForPodsReady timeout: the blueprint says {}, the running Kueue {}",
+                    w.timeout,
+                    l["timeout"].as_str().unwrap_or("none")
+                ));
+            }
+            let have_block = l["blockAdmission"].as_bool().unwrap_or(false);
+            if w.block_admission.unwrap_or(false) != have_block {
+                out.push(format!(
+                    "waitForPodsReady blockAdmission: the blueprint says {}, the running Kueue {have_block}",
+                    w.block_admission.unwrap_or(false)
+                ));
+            }
+        }
+        (None, None) => {}
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blueprint::{KueueFairSharing, KueueResources, KueueWaitForPodsReady};
+    use crate::profiles::Catalog;
+
+    fn facts() -> &'static KueueConfiguration {
+        &Catalog::embedded().queueing().kueue_configuration
+    }
+
+    #[test]
+    fn the_rendered_configuration_is_the_charts_with_the_blueprints_settings() {
+        let config = KueueConfig {
+            fair_sharing: Some(KueueFairSharing::default()),
+            resources: KueueResources {
+                quota_check_strategy: Some(QuotaCheckStrategy::IgnoreUndeclared),
+                ..KueueResources::default()
+            },
+            ..KueueConfig::default()
+        };
+        let c = configuration(&config, facts());
+        assert_eq!(c["fairSharing"], json!({}));
+        assert_eq!(c["resources"]["quotaCheckStrategy"], "IgnoreUndeclared");
+        // The chart's own settings stay.
+        assert_eq!(c["webhook"]["port"], 9443);
+        assert_eq!(c["apiVersion"], "config.kueue.x-k8s.io/v1beta2");
+        let values = chart_values(&config, facts());
+        let parsed: Value = serde_saphyr::from_str(&values).unwrap();
+        let inner: Value = serde_saphyr::from_str(
+            parsed["managerConfig"]["controllerManagerConfigYaml"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(inner, c);
+        // Same input, same bytes.
+        assert_eq!(values, chart_values(&config, facts()));
+    }
+
+    #[test]
+    fn a_live_configuration_is_compared_setting_by_setting() {
+        let config = KueueConfig {
+            fair_sharing: Some(KueueFairSharing::default()),
+            wait_for_pods_ready: Some(KueueWaitForPodsReady {
+                timeout: "5m".into(),
+                block_admission: Some(true),
+            }),
+            ..KueueConfig::default()
+        };
+        // The running Kueue is the one gpuctl renders: nothing to say.
+        let same = super::super::text::yaml(&configuration(&config, facts()));
+        assert_eq!(
+            contradictions(&config, &same).unwrap(),
+            Vec::<String>::new()
+        );
+        // The chart's defaults: fair sharing and waiting for pods ready are off.
+        let chart = super::super::text::yaml(&facts().chart_defaults);
+        let found = contradictions(&config, &chart).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].contains("fair sharing on"), "{found:?}");
+        assert!(found[1].contains("waits for pods ready"), "{found:?}");
+        // A live Kueue that ignores undeclared resources, against a blueprint that says nothing.
+        let live = "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [example.com/]\n";
+        let found = contradictions(&KueueConfig::default(), live).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].contains("`BlockUndeclared`, the running Kueue `IgnoreUndeclared`"));
+        assert!(found[1].contains("[example.com/]"));
+        assert!(contradictions(&config, "[not, a, mapping]").is_err());
+        assert!(contradictions(&config, "a: [").is_err());
+    }
+}

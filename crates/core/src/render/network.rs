@@ -1,0 +1,360 @@
+//! Network and topology output: the GPU Operator's GPUDirect RDMA settings, the NVIDIA Network
+//! Operator's `NicClusterPolicy`, secondary network and chart values, and the per-pool kubelet
+//! NUMA fragments. Kueue `Topology` objects are rendered with the other Kueue objects
+//! (`objects::queues`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::nodes::Toleration;
+use super::{Builder, Phase, RenderError, Templates};
+use crate::blueprint::{
+    Blueprint, DevicePluginKind, Fabric, NetworkOperator, NicDriverSource, RdmaMechanism,
+    SecondaryNetworkKind,
+};
+use crate::profiles::Catalog;
+
+/// The only NicClusterPolicy name the Network Operator reconciles.
+pub const NIC_CLUSTER_POLICY: &str = "nic-cluster-policy";
+/// Path of the Network Operator's Helm values in [`super::RenderedSet::documents`].
+pub const NETWORK_OPERATOR_VALUES: &str = "helm/network-operator-values.yaml";
+/// Path of the Network Operator's release description in the documents.
+pub const NETWORK_OPERATOR_RELEASE: &str = "helm/network-operator-release.yaml";
+
+/// Whether any pool asks for GPUDirect RDMA.
+fn any_rdma(bp: &Blueprint) -> bool {
+    bp.spec.node_pools.iter().any(crate::validate::wants_rdma)
+}
+
+/// `driver.rdma` of the GPU Operator values: written when a pool asks for GPUDirect RDMA.
+/// `enabled` loads the legacy nvidia-peermem module; DMA-BUF needs no module (so `false`).
+pub fn helm_rdma(bp: &Blueprint) -> Option<Value> {
+    if !any_rdma(bp) {
+        return None;
+    }
+    let r = bp.spec.gpu_operator.rdma.clone().unwrap_or_default();
+    Some(json!({
+        "enabled": r.mechanism == RdmaMechanism::NvidiaPeermem,
+        "useHostMofed": r.use_host_mofed,
+    }))
+}
+
+/// `spec.rdma` of the NVIDIADriver CRs (which, not the chart values, configure the driver pods
+/// gpuctl's CRs own): only when nvidia-peermem is loaded.
+pub fn driver_rdma(bp: &Blueprint) -> Option<Value> {
+    helm_rdma(bp).filter(|v| v["enabled"] == Value::Bool(true))
+}
+
+/// The pools whose nodes carry an RDMA fabric, with their index.
+fn rdma_pools(bp: &Blueprint) -> Vec<&crate::blueprint::NodePool> {
+    bp.spec
+        .node_pools
+        .iter()
+        .filter(|p| {
+            p.topology
+                .as_ref()
+                .and_then(|t| t.network.as_ref())
+                .is_some_and(|n| n.fabric != Fabric::Ethernet)
+        })
+        .collect()
+}
+
+/// Renders the Network Operator's objects: its namespace, the NicClusterPolicy and the secondary
+/// network.
+pub(crate) fn objects(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    out: &mut Builder<'_>,
+) -> Result<(), RenderError> {
+    let Some(no) = &bp.spec.network_operator else {
+        return Ok(());
+    };
+    let facts = &catalog.network().network_operator;
+    let release = facts
+        .release(&no.version)
+        .ok_or_else(|| RenderError::QueueRelease {
+            message: format!("Network Operator `{}` is not in the catalog", no.version),
+            hint: format!("use one of: {}", facts.known()),
+        })?;
+    out.object(
+        Phase::Foundation,
+        "objects/operator-namespace.yaml.j2",
+        "spec.networkOperator.namespace".to_string(),
+        json!({ "namespace": no.namespace }),
+    )?;
+    let pools = rdma_pools(bp);
+    let image = |name: &str| json!({ "image": name, "repository": release.repository, "version": release.tag });
+    let mut spec = Map::new();
+    if no.nic_driver.source == NicDriverSource::Operator {
+        spec.insert(
+            "ofedDriver".into(),
+            json!({
+                "image": release.images.doca_driver,
+                "repository": release.repository,
+                "version": no.nic_driver.version.clone().unwrap_or_default(),
+            }),
+        );
+    }
+    let dp = &no.device_plugin;
+    let mut selectors = Map::new();
+    selectors.insert("vendors".into(), json!([facts.nic_vendor]));
+    if !dp.if_names.is_empty() {
+        selectors.insert("ifNames".into(), json!(dp.if_names));
+    }
+    match dp.kind {
+        DevicePluginKind::RdmaShared => {
+            let config = json!({ "configList": [{
+                "resourceName": dp.resource_name,
+                "rdmaHcaMax": dp.hca_max,
+                "selectors": selectors,
+            }]});
+            let mut plugin = image(&release.images.rdma_shared_device_plugin);
+            plugin["config"] = Value::String(config.to_string());
+            spec.insert("rdmaSharedDevicePlugin".into(), plugin);
+        }
+        DevicePluginKind::Sriov => {
+            selectors.insert("isRdma".into(), Value::Bool(true));
+            let config = json!({ "resourceList": [{
+                "resourcePrefix": "nvidia.com",
+                "resourceName": dp.resource_name,
+                "selectors": selectors,
+            }]});
+            let mut plugin = image(&release.images.sriov_device_plugin);
+            plugin["config"] = Value::String(config.to_string());
+            spec.insert("sriovDevicePlugin".into(), plugin);
+        }
+    }
+    if let Some(sn) = &no.secondary_network {
+        let mut secondary = Map::new();
+        secondary.insert("multus".into(), image(&release.images.multus));
+        secondary.insert("cniPlugins".into(), image(&release.images.cni_plugins));
+        if sn.kind == SecondaryNetworkKind::Ipoib {
+            secondary.insert("ipoib".into(), image(&release.images.ipoib));
+        }
+        spec.insert("secondaryNetwork".into(), Value::Object(secondary));
+        spec.insert("nvIpam".into(), image(&release.images.nv_ipam));
+    }
+    // Run the NIC components only on the RDMA pools' nodes, and through their taints.
+    let terms: Vec<Value> = pools
+        .iter()
+        .map(|p| {
+            let exprs: Vec<Value> = p
+                .selector
+                .iter()
+                .map(|(k, v)| json!({ "key": k, "operator": "In", "values": [v] }))
+                .collect();
+            json!({ "matchExpressions": exprs })
+        })
+        .collect();
+    if !terms.is_empty() {
+        spec.insert(
+            "nodeAffinity".into(),
+            json!({ "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": terms } }),
+        );
+    }
+    let mut tolerations: Vec<Toleration> = Vec::new();
+    for p in &pools {
+        for t in &p.taints {
+            let tol = Toleration::exact(t);
+            if !tolerations.contains(&tol) {
+                tolerations.push(tol);
+            }
+        }
+    }
+    if !tolerations.is_empty() {
+        spec.insert(
+            "tolerations".into(),
+            serde_json::to_value(&tolerations).expect("serialises"),
+        );
+    }
+    let policy = json!({
+        "apiVersion": facts.api_version,
+        "kind": "NicClusterPolicy",
+        "metadata": { "name": NIC_CLUSTER_POLICY },
+        "spec": spec,
+    });
+    out.push(
+        Phase::Operator,
+        "network/nicclusterpolicy",
+        "spec.networkOperator".to_string(),
+        policy,
+    )?;
+    if let Some(sn) = &no.secondary_network {
+        let ipam = json!({ "type": "nv-ipam", "poolName": sn.name }).to_string();
+        let mut nspec = Map::new();
+        nspec.insert("ipam".into(), Value::String(ipam));
+        nspec.insert(
+            "networkNamespace".into(),
+            Value::String(
+                sn.network_namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
+            ),
+        );
+        let kind = match sn.kind {
+            SecondaryNetworkKind::Ipoib => "IPoIBNetwork",
+            SecondaryNetworkKind::Macvlan => "MacvlanNetwork",
+            SecondaryNetworkKind::HostDevice => "HostDeviceNetwork",
+        };
+        match sn.kind {
+            SecondaryNetworkKind::Ipoib => {
+                nspec.insert(
+                    "master".into(),
+                    json!(sn.master.clone().unwrap_or_default()),
+                );
+            }
+            SecondaryNetworkKind::Macvlan => {
+                nspec.insert(
+                    "master".into(),
+                    json!(sn.master.clone().unwrap_or_default()),
+                );
+                nspec.insert("mode".into(), json!("bridge"));
+                nspec.insert("mtu".into(), json!(sn.mtu));
+            }
+            SecondaryNetworkKind::HostDevice => {
+                // The device plugin's resource name without its prefix, as the operator's samples write it.
+                nspec.insert("resourceName".into(), json!(dp.resource_name));
+            }
+        }
+        out.push(
+            Phase::Operator,
+            "network/secondary-network",
+            "spec.networkOperator.secondaryNetwork".to_string(),
+            json!({
+                "apiVersion": facts.api_version,
+                "kind": kind,
+                "metadata": { "name": sn.name },
+                "spec": nspec,
+            }),
+        )?;
+    }
+    Ok(())
+}
+
+/// The Network Operator's documents: chart values (checked against the chart's key tree, with
+/// `networkOperator.values` merged last), the release description and the nv-ipam IPPool.
+pub fn documents(
+    bp: &Blueprint,
+    templates: &Templates,
+    documents: &mut BTreeMap<String, String>,
+) -> Result<(), RenderError> {
+    let Some(no) = &bp.spec.network_operator else {
+        return Ok(());
+    };
+    let values = values(bp, no, templates)?;
+    documents.insert(
+        NETWORK_OPERATOR_VALUES.to_string(),
+        super::yaml(&Value::Object(values)),
+    );
+    let release = json!({
+        "release": "network-operator",
+        "chart": "nvidia/network-operator",
+        "repository": Catalog::embedded().network().network_operator.chart_repository,
+        "version": no.version,
+        "namespace": no.namespace,
+        "install": no.install,
+        "valuesFile": "network-operator-values.yaml",
+        "note": "gpuctl apply does not install this release yet: install it with helm (or your GitOps tool) from these values before applying the NicClusterPolicy",
+    });
+    documents.insert(NETWORK_OPERATOR_RELEASE.to_string(), super::yaml(&release));
+    if let Some(sn) = &no.secondary_network {
+        let pool = json!({
+            "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
+            "kind": "IPPool",
+            "metadata": { "name": sn.name, "namespace": no.namespace },
+            "spec": { "subnet": sn.range, "perNodeBlockSize": sn.per_node_block_size },
+        });
+        documents.insert(
+            format!("network/ippool-{}.yaml", sn.name),
+            format!(
+                "# NVIDIA IPAM pool of secondary network `{}`. Its CRD is created by the Network Operator when it\n# deploys nvIpam (NicClusterPolicy), so apply this after the policy is ready:\n#   kubectl apply -f network/ippool-{}.yaml\n{}",
+                sn.name,
+                sn.name,
+                super::yaml(&pool)
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn values(
+    bp: &Blueprint,
+    no: &NetworkOperator,
+    templates: &Templates,
+) -> Result<Map<String, Value>, RenderError> {
+    // One Node Feature Discovery per cluster: the GPU Operator's (on by default) serves both.
+    let gpu_nfd = bp
+        .spec
+        .gpu_operator
+        .values
+        .get("nfd")
+        .and_then(|n| n.get("enabled"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let name = "helm/network-operator-values.yaml.j2";
+    let text = templates.render(
+        name,
+        json!({ "nfdEnabled": !gpu_nfd, "tolerations": Value::Null }),
+    )?;
+    let mut values = super::parse_manifest(name, &text)?;
+    let map = values
+        .as_object_mut()
+        .expect("parse_manifest returns a mapping");
+    if let Some(chart) = crate::profiles::chart::network_operator_release(&no.version) {
+        let problems = chart.unknown_paths(map);
+        if !problems.is_empty() {
+            return Err(RenderError::RenderedChartKeys {
+                version: format!("network-operator {}", chart.version),
+                problems,
+            });
+        }
+        let problems = chart.unknown_paths(&no.values);
+        if !problems.is_empty() {
+            return Err(RenderError::UnknownChartKeys {
+                version: format!("network-operator {}", chart.version),
+                problems,
+            });
+        }
+    }
+    crate::profiles::chart::deep_merge(map, &no.values);
+    Ok(map.clone())
+}
+
+/// One KubeletConfiguration fragment per pool with `topology.kubelet`, at `kubelet/<pool>.yaml`.
+pub fn kubelet_documents(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    templates: &Templates,
+    documents: &mut BTreeMap<String, String>,
+) -> Result<(), RenderError> {
+    for pool in &bp.spec.node_pools {
+        let Some(k) = pool.topology.as_ref().and_then(|t| t.kubelet.as_ref()) else {
+            continue;
+        };
+        let reserved: Vec<Value> = k
+            .reserved_memory
+            .iter()
+            .filter_map(|(node, q)| {
+                node.parse::<u32>()
+                    .ok()
+                    .map(|n| json!({ "numaNode": n, "memory": q.0 }))
+            })
+            .collect();
+        let text = templates.render(
+            "config/kubelet-numa.yaml.j2",
+            json!({
+                "apiVersion": catalog.network().kubelet.api_version,
+                "pool": pool.name,
+                "blueprint": bp.metadata.name,
+                "k": k,
+                "reservedMemory": reserved,
+            }),
+        )?;
+        // Parse it back, as every rendered manifest is, so a template override cannot write
+        // something that is not a mapping.
+        super::parse_manifest("config/kubelet-numa.yaml.j2", &text)?;
+        documents.insert(format!("kubelet/{}.yaml", pool.name), text);
+    }
+    Ok(())
+}

@@ -1,0 +1,473 @@
+//! Table cases of the network, topology and NUMA rules (GPU130-GPU156), on a base that uses every
+//! network field: an InfiniBand pool with GPUDirect RDMA, topology levels, a kubelet NUMA policy,
+//! the Network Operator and RDMA quota.
+
+use super::{Case, KUEUE_BASE, edit, rules, run};
+
+const POOL_TOPOLOGY: &str = "      os: { id: ubuntu, version: \"22.04\", kernel: \"5.15.0-1055-aws\" }
+      topology:
+        interconnect: nvswitch
+        numaNodes: 2
+        network: { fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true }
+        levels: [topology.example.com/block, topology.example.com/rack, kubernetes.io/hostname]
+        kubelet: { topologyManagerPolicy: restricted, topologyManagerScope: pod, cpuManagerPolicy: static, reservedSystemCPUs: \"0-1\", memoryManagerPolicy: Static, reservedMemory: { \"0\": 1Gi, \"1\": 1Gi } }
+      labels: { gpu.example.com/tier: premium }
+";
+
+const NETWORK_OPERATOR: &str = "  networkOperator:
+    version: v26.4.1
+    nicDriver: { source: operator, version: \"doca3.3.0-26.01-1.0.0.0-0\" }
+    devicePlugin: { kind: rdma-shared, resourceName: rdma_shared_device_a, hcaMax: 63 }
+    secondaryNetwork: { kind: ipoib, name: ib-net, master: ibp12s0, range: 192.168.100.0/24 }
+  upgrades:
+";
+
+/// The Kueue base with every network field set and clean.
+pub(super) fn net_base() -> String {
+    edit(
+        KUEUE_BASE,
+        &[
+            (
+                "      labels: { gpu.example.com/tier: premium }\n",
+                POOL_TOPOLOGY,
+            ),
+            ("  upgrades:\n", NETWORK_OPERATOR),
+            (
+                "quota: { nvidia.com/gpu: 8, cpu: \"32\", memory: 1Ti }",
+                "quota: { nvidia.com/gpu: 8, cpu: \"32\", memory: 1Ti, rdma/rdma_shared_device_a: 16 }",
+            ),
+            (
+                "quota: { nvidia.com/gpu: 16, pods: 50, requests.cpu: \"64\" }",
+                "quota: { nvidia.com/gpu: 16, pods: 50, requests.cpu: \"64\", rdma/rdma_shared_device_a: 32 }",
+            ),
+        ],
+    )
+}
+
+const KMT: &str = "      kernelModuleType: auto\n";
+
+pub(super) fn cases() -> Vec<Case> {
+    let n = net_base();
+    let k = KUEUE_BASE.to_string();
+    vec![
+        (
+            "GPU130",
+            n.clone(),
+            vec![("fabric: infiniband", "fabric: ethernet")],
+        ),
+        ("GPU131", n.clone(), vec![("nicsPerNode: 8, ", "")]),
+        (
+            "GPU131",
+            n.clone(),
+            vec![("nicsPerNode: 8, ", "nicsPerNode: 0, ")],
+        ),
+        (
+            "GPU132",
+            n.clone(),
+            vec![(KMT, "      kernelModuleType: proprietary\n")],
+        ),
+        (
+            "GPU133",
+            n.clone(),
+            vec![(
+                "kernel: \"5.15.0-1055-aws\"",
+                "kernel: \"4.18.0-553.el8_10.x86_64\"",
+            )],
+        ),
+        (
+            "GPU135",
+            n.clone(),
+            vec![("version: \"595.91.07\"", "version: \"470.256.02\"")],
+        ),
+        (
+            "GPU136",
+            n.clone(),
+            vec![(
+                KMT,
+                "      kernelModuleType: auto\n    rdma: { mechanism: nvidia-peermem, useHostMofed: true }\n",
+            )],
+        ),
+        (
+            "GPU136",
+            n.clone(),
+            vec![
+                (
+                    KMT,
+                    "      kernelModuleType: auto\n    rdma: { mechanism: nvidia-peermem }\n",
+                ),
+                (
+                    "nicDriver: { source: operator, version: \"doca3.3.0-26.01-1.0.0.0-0\" }",
+                    "nicDriver: { source: host }",
+                ),
+            ],
+        ),
+        (
+            "GPU137",
+            k.clone(),
+            vec![(
+                KMT,
+                "      kernelModuleType: auto\n    rdma: { mechanism: dma-buf }\n",
+            )],
+        ),
+        (
+            "GPU140",
+            n.clone(),
+            vec![(
+                "levels: [topology.example.com/block, topology.example.com/rack, kubernetes.io/hostname]",
+                "levels: [kubernetes.io/hostname, topology.example.com/rack]",
+            )],
+        ),
+        (
+            "GPU140",
+            n.clone(),
+            vec![(
+                "levels: [topology.example.com/block, topology.example.com/rack, kubernetes.io/hostname]",
+                "levels: [topology.example.com/rack, topology.example.com/rack, kubernetes.io/hostname]",
+            )],
+        ),
+        (
+            "GPU140",
+            n.clone(),
+            vec![(
+                "levels: [topology.example.com/block, topology.example.com/rack, kubernetes.io/hostname]",
+                "levels: [\"not a label!\", kubernetes.io/hostname]",
+            )],
+        ),
+        (
+            "GPU140",
+            n.clone(),
+            vec![(
+                "levels: [topology.example.com/block, topology.example.com/rack, kubernetes.io/hostname]",
+                "levels: [l1, l2, l3, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15, l16, kubernetes.io/hostname]",
+            )],
+        ),
+        (
+            "GPU141",
+            n.clone(),
+            vec![("queueing: kueue", "queueing: none")],
+        ),
+        (
+            "GPU142",
+            n.clone(),
+            vec![(
+                "topology.example.com/rack, kubernetes.io/hostname]",
+                "topology.example.com/rack]",
+            )],
+        ),
+        (
+            "GPU143",
+            n.clone(),
+            vec![(
+                "topologyManagerPolicy: restricted",
+                "topologyManagerPolicy: single-numa-node",
+            )],
+        ),
+        (
+            "GPU145",
+            n.clone(),
+            vec![("cpuManagerPolicy: static", "cpuManagerPolicy: none")],
+        ),
+        (
+            "GPU146",
+            n.clone(),
+            vec![("reservedSystemCPUs: \"0-1\", ", "")],
+        ),
+        (
+            "GPU147",
+            n.clone(),
+            vec![(", reservedMemory: { \"0\": 1Gi, \"1\": 1Gi }", "")],
+        ),
+        (
+            "GPU147",
+            n.clone(),
+            vec![(
+                "reservedMemory: { \"0\": 1Gi, \"1\": 1Gi }",
+                "reservedMemory: { \"0\": 1Gi, \"7\": 1Gi }",
+            )],
+        ),
+        ("GPU148", n.clone(), vec![("numaNodes: 2", "numaNodes: 16")]),
+        (
+            "GPU149",
+            n.clone(),
+            vec![(
+                "topologyManagerPolicy: restricted",
+                "topologyManagerPolicy: none",
+            )],
+        ),
+        (
+            "GPU150",
+            n.clone(),
+            vec![("version: v26.4.1", "version: v9.9.9")],
+        ),
+        (
+            "GPU150",
+            n.clone(),
+            vec![("version: \"1.34.2\"", "version: \"1.20.4\"")],
+        ),
+        (
+            "GPU151",
+            n.clone(),
+            vec![(
+                "nicDriver: { source: operator, version: \"doca3.3.0-26.01-1.0.0.0-0\" }",
+                "nicDriver: { source: operator }",
+            )],
+        ),
+        (
+            "GPU151",
+            n.clone(),
+            vec![(
+                "nicDriver: { source: operator,",
+                "nicDriver: { source: host,",
+            )],
+        ),
+        ("GPU152", n.clone(), vec![("kind: ipoib", "kind: macvlan")]),
+        (
+            "GPU152",
+            n.clone(),
+            vec![("kind: ipoib", "kind: host-device")],
+        ),
+        (
+            "GPU153",
+            n.clone(),
+            vec![(
+                "network: { fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true }",
+                "network: { fabric: ethernet, nicsPerNode: 2 }",
+            )],
+        ),
+        (
+            "GPU154",
+            n.clone(),
+            vec![("rdma/rdma_shared_device_a: 32", "rdma/hca: 8")],
+        ),
+        (
+            "GPU154",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16, pods: 50",
+                "quota: { rdma/rdma_shared_device_a: 4, nvidia.com/gpu: 16, pods: 50",
+            )],
+        ),
+        (
+            "GPU155",
+            n.clone(),
+            vec![("range: 192.168.100.0/24", "range: 192.168.100.0")],
+        ),
+        ("GPU155", n.clone(), vec![("master: ibp12s0, ", "")]),
+        ("GPU155", n.clone(), vec![("hcaMax: 63", "hcaMax: 0")]),
+        (
+            "GPU155",
+            n.clone(),
+            vec![(
+                "    version: v26.4.1\n",
+                "    version: v26.4.1\n    namespace: gpu-operator\n",
+            )],
+        ),
+        (
+            "GPU156",
+            n.clone(),
+            vec![(
+                "    version: v26.4.1\n",
+                "    version: v26.4.1\n    values: { operatr: { nodeSelector: {} } }\n",
+            )],
+        ),
+    ]
+}
+
+/// Rules whose failing case needs facts the embedded catalog does not have (every catalog
+/// operator release is newer than the RDMA minimums); each has its own test below.
+pub(super) const PATCHED_CATALOG_RULES: &[&str] = &["GPU134"];
+
+pub(super) fn passing_cases() -> Vec<Case> {
+    let n = net_base();
+    vec![
+        (
+            "GPU130",
+            n.clone(),
+            vec![("fabric: infiniband", "fabric: roce")],
+        ),
+        (
+            "GPU132",
+            n.clone(),
+            vec![(
+                KMT,
+                "      kernelModuleType: proprietary\n    rdma: { mechanism: nvidia-peermem }\n",
+            )],
+        ),
+        (
+            "GPU132",
+            n.clone(),
+            vec![(KMT, "      kernelModuleType: open\n")],
+        ),
+        (
+            "GPU133",
+            n.clone(),
+            vec![(
+                "kernel: \"5.15.0-1055-aws\"",
+                "kernel: \"6.8.0-1015-nvidia\"",
+            )],
+        ),
+        // No kernel declared: nothing to compare.
+        (
+            "GPU133",
+            n.clone(),
+            vec![(
+                "      os: { id: ubuntu, version: \"22.04\", kernel: \"5.15.0-1055-aws\" }\n",
+                "",
+            )],
+        ),
+        (
+            "GPU136",
+            n.clone(),
+            vec![(
+                KMT,
+                "      kernelModuleType: auto\n    rdma: { mechanism: nvidia-peermem }\n",
+            )],
+        ),
+        (
+            "GPU145",
+            n.clone(),
+            vec![
+                (
+                    "topologyManagerPolicy: restricted",
+                    "topologyManagerPolicy: best-effort",
+                ),
+                ("cpuManagerPolicy: static", "cpuManagerPolicy: none"),
+            ],
+        ),
+        ("GPU148", n.clone(), vec![("numaNodes: 2", "numaNodes: 8")]),
+        // single-numa-node where a NUMA node holds every GPU of the node, or on an inference pool.
+        (
+            "GPU143",
+            n.clone(),
+            vec![
+                (
+                    "topologyManagerPolicy: restricted",
+                    "topologyManagerPolicy: single-numa-node",
+                ),
+                ("numaNodes: 2", "numaNodes: 1"),
+                (
+                    ", reservedMemory: { \"0\": 1Gi, \"1\": 1Gi }",
+                    ", reservedMemory: { \"0\": 1Gi }",
+                ),
+            ],
+        ),
+        (
+            "GPU152",
+            n.clone(),
+            vec![
+                ("fabric: infiniband", "fabric: roce"),
+                ("kind: ipoib", "kind: macvlan"),
+            ],
+        ),
+        (
+            "GPU154",
+            n.clone(),
+            vec![(
+                "rdma/rdma_shared_device_a: 32",
+                "requests.rdma/rdma_shared_device_a: 32",
+            )],
+        ),
+        (
+            "GPU154",
+            n.clone(),
+            vec![
+                ("kind: rdma-shared", "kind: sriov"),
+                (
+                    "secondaryNetwork: { kind: ipoib",
+                    "secondaryNetwork: { kind: host-device",
+                ),
+                (
+                    "rdma/rdma_shared_device_a: 32",
+                    "nvidia.com/rdma_shared_device_a: 32",
+                ),
+                (
+                    "rdma/rdma_shared_device_a: 16",
+                    "nvidia.com/rdma_shared_device_a: 16",
+                ),
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn network_base_is_clean() {
+    let r = run(&net_base());
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+}
+
+/// GPU134 with a catalog whose DMA-BUF minimum is newer than the blueprint's operator release:
+/// the rule reads the minimum from `profiles/network.yaml`, never from code.
+#[test]
+fn gpu134_operator_older_than_the_rdma_minimum() {
+    use crate::profiles::{Catalog, ProfileSources};
+    let patched = ProfileSources::EMBEDDED
+        .network
+        .replace("min_operator: \"v23.9.1\"", "min_operator: \"v27.1.0\"")
+        .replace("min_operator: \"v1.9.0\"", "min_operator: \"v28.1.0\"");
+    assert_ne!(
+        patched,
+        ProfileSources::EMBEDDED.network,
+        "the minimums moved"
+    );
+    let mut src = ProfileSources::EMBEDDED;
+    src.network = &patched;
+    let catalog = Catalog::from_sources(&src).expect("patched catalog loads");
+    let check = |text: &str| {
+        super::super::check_bytes(
+            "test.yaml",
+            text.as_bytes().to_vec(),
+            &catalog,
+            super::super::Options {
+                today: jiff::civil::date(2026, 11, 30),
+            },
+        )
+    };
+    let r = check(&net_base());
+    let f: Vec<_> = r.findings.iter().filter(|f| f.rule == "GPU134").collect();
+    assert_eq!(f.len(), 1, "{:#?}", r.findings);
+    assert!(f[0].message.contains("v27.1.0"), "{}", f[0].message);
+    assert_eq!(f[0].path, "spec.gpuOperator.version");
+    let host = edit(
+        &net_base(),
+        &[
+            (
+                KMT,
+                "      kernelModuleType: auto\n    rdma: { mechanism: nvidia-peermem, useHostMofed: true }\n",
+            ),
+            (
+                "nicDriver: { source: operator, version: \"doca3.3.0-26.01-1.0.0.0-0\" }",
+                "nicDriver: { source: host }",
+            ),
+        ],
+    );
+    let r = check(&host);
+    let msgs: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.rule == "GPU134")
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert!(msgs[0].contains("useHostMofed"), "{msgs:?}");
+    // The embedded catalog accepts both.
+    assert!(!rules(&run(&net_base())).contains(&"GPU134"));
+    assert!(!rules(&run(&host)).contains(&"GPU134"));
+}
+
+/// `auto` counts as the open modules only where the operator would load them: a GPU with open
+/// modules on a branch that defaults to them.
+#[test]
+fn auto_kernel_modules_resolve_per_branch() {
+    let old_branch = edit(
+        &net_base(),
+        &[("version: \"595.91.07\"", "version: \"550.163.01\"")],
+    );
+    let r = run(&old_branch);
+    let f = r.findings.iter().find(|f| f.rule == "GPU132");
+    let f = f.unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert!(
+        f.message.contains("`auto` loads the proprietary modules"),
+        "{}",
+        f.message
+    );
+}

@@ -1,0 +1,213 @@
+//! Network and topology objects against the real kube-apiserver of the harness, whose CRDs include
+//! the Network Operator's and Kueue's from ../shared/upstream: every rendered NicClusterPolicy,
+//! secondary network, Kueue Topology and ResourceFlavor of the network examples passes a server-side
+//! apply (dry run) with strict field validation, and `gpuctl plan` shows those objects and the pool
+//! nodes that lack a topology level label.
+//!
+//! Stand-ins, stated plainly: the nodes are Node objects written by the test helper (no kubelet runs
+//! here, so no kubelet configuration can be read back through the node proxy).
+
+mod render_common;
+mod support;
+
+use std::process::Command;
+
+use kube::api::Patch;
+use serde_json::{Value, json};
+use support::cluster::{GpuNode, TestCluster, api_error, apply_params};
+
+const KINDS: [&str; 6] = [
+    "NicClusterPolicy",
+    "IPoIBNetwork",
+    "MacvlanNetwork",
+    "HostDeviceNetwork",
+    "Topology",
+    "ResourceFlavor",
+];
+
+fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    match lower.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{lower}s"),
+    }
+}
+
+async fn dry_run_apply(
+    tc: &TestCluster,
+    manifest: &Value,
+) -> kube::Result<kube::api::DynamicObject> {
+    let api_version = manifest["apiVersion"].as_str().unwrap();
+    let (group, version) = api_version.split_once('/').unwrap();
+    let kind = manifest["kind"].as_str().unwrap();
+    let api = tc.dynamic(group, version, kind, &plural(kind), false);
+    let mut params = apply_params();
+    params.dry_run = true;
+    let name = manifest["metadata"]["name"].as_str().unwrap();
+    api.patch(name, &params, &Patch::Apply(manifest)).await
+}
+
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn network_objects_pass_strict_validation_on_the_api_server() {
+    let Some(tc) = TestCluster::connect("network_objects_strict").await else {
+        return;
+    };
+    let mut checked = std::collections::BTreeSet::new();
+    for file in [
+        "blueprints/dgx-h100-training.yaml",
+        "blueprints/gb200-nvl72-training.yaml",
+    ] {
+        let set = render_common::render_file(&render_common::root().join(file));
+        for o in set
+            .objects
+            .iter()
+            .filter(|o| KINDS.contains(&o.kind.as_str()))
+        {
+            dry_run_apply(&tc, &o.manifest).await.unwrap_or_else(|e| {
+                panic!(
+                    "{file}: the API server refused {}: {e}\n{}",
+                    o.display_id(),
+                    serde_json::to_string_pretty(&o.manifest).unwrap()
+                )
+            });
+            checked.insert(o.kind.clone());
+        }
+    }
+    for kind in [
+        "NicClusterPolicy",
+        "IPoIBNetwork",
+        "Topology",
+        "ResourceFlavor",
+    ] {
+        assert!(checked.contains(kind), "no {kind} was sent: {checked:?}");
+    }
+
+    // The same path refuses what the CRDs refuse: an unknown field, and Kueue's CEL rule that
+    // `kubernetes.io/hostname` be the lowest level.
+    let typo = json!({
+        "apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+        "metadata": {"name": "nic-cluster-policy"},
+        "spec": {"rdmaSharedDevicePlugin": {"image": "k8s-rdma-shared-dev-plugin", "repository": "nvcr.io/nvidia/mellanox", "version": "network-operator-v26.4.1", "confg": "{}"}},
+    });
+    let (code, message) = api_error(dry_run_apply(&tc, &typo).await).expect("refused");
+    assert!(
+        code >= 400 && message.contains("confg"),
+        "{code}: {message}"
+    );
+    let hostname_first = json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+        "metadata": {"name": tc.name("topo")},
+        "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "topology.example.com/rack"}]},
+    });
+    let (code, message) = api_error(dry_run_apply(&tc, &hostname_first).await).expect("refused");
+    assert!(
+        code == 422 && message.contains("lowest level"),
+        "{code}: {message}"
+    );
+}
+
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn plan_shows_network_objects_and_nodes_without_level_labels() {
+    let Some(tc) = TestCluster::connect("network_plan").await else {
+        return;
+    };
+    // The example with a pool selector only this test's nodes carry.
+    let pool = tc.name("gb200");
+    let text =
+        std::fs::read_to_string(render_common::root().join("blueprints/gb200-nvl72-training.yaml"))
+            .unwrap()
+            .replace(
+                "gpuctl.dev/pool: gb200",
+                &format!("gpuctl.dev/pool: {pool}"),
+            );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gb200.yaml");
+    std::fs::write(&path, text).unwrap();
+    let node = |clique: Option<&str>| {
+        let n = GpuNode::h100(4)
+            .driver("580.173.02", (13, 0))
+            .label("nvidia.com/gpu.product", "NVIDIA-GB200")
+            .label("gpuctl.dev/pool", &pool)
+            .label("network.topology.nvidia.com/spine", "spine-1");
+        match clique {
+            Some(c) => n.label("nvidia.com/gpu.clique", c),
+            None => n,
+        }
+    };
+    tc.create_gpu_node("rack1-t1", &node(Some("a1b2c3d4.1")))
+        .await
+        .unwrap();
+    tc.create_gpu_node("rack1-t2", &node(None)).await.unwrap();
+
+    let kubeconfig = std::env::var(support::cluster::KUBECONFIG_ENV).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args([
+            "plan",
+            path.to_str().unwrap(),
+            "--kubeconfig",
+            &kubeconfig,
+            "-o",
+            "json",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .output()
+        .expect("gpuctl runs");
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| {
+        panic!(
+            "plan output is not JSON: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    let actions: Vec<String> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "{}/{}",
+                a["kind"].as_str().unwrap(),
+                a["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for want in [
+        "NicClusterPolicy/nic-cluster-policy",
+        "IPoIBNetwork/ib-storage",
+        "Topology/gb200",
+        "ResourceFlavor/gb200",
+        "Namespace/nvidia-network-operator",
+    ] {
+        assert!(
+            actions.iter().any(|a| a == want),
+            "{want} not in {actions:?}"
+        );
+    }
+    let findings: Vec<&str> = plan["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["message"].as_str())
+        .collect();
+    let missing = tc.name("rack1-t2");
+    let topo: Vec<&&str> = findings
+        .iter()
+        .filter(|m| m.contains("topology level label"))
+        .collect();
+    assert_eq!(topo.len(), 1, "{findings:?}");
+    assert!(
+        topo[0].contains("`nvidia.com/gpu.clique`") && topo[0].contains(&missing),
+        "{}",
+        topo[0]
+    );
+    assert!(!topo[0].contains(&tc.name("rack1-t1")), "{}", topo[0]);
+}

@@ -1,0 +1,76 @@
+//! Golden tests of the network documents render writes besides the objects: the per-pool kubelet
+//! fragments, the Network Operator's values and release, and the NVIDIA IPAM pool, snapshotted in
+//! `golden/network/` for every example that has any (`cargo insta review` to accept changes).
+
+mod render_common;
+
+use render_common::{render_file, root, valid_blueprints};
+
+/// The documents of a render other than the troubleshooting runbook, each under a header naming
+/// its path in the render tree.
+fn network_documents(set: &gpuctl_core::render::RenderedSet) -> String {
+    set.documents
+        .iter()
+        .filter(|(path, _)| *path != gpuctl_core::render::TROUBLESHOOTING_RUNBOOK)
+        .map(|(path, text)| format!("--- {path}\n{text}"))
+        .collect()
+}
+
+#[test]
+fn network_documents_match_their_golden_files() {
+    let mut seen = Vec::new();
+    for path in valid_blueprints() {
+        let set = render_file(&path);
+        let docs = network_documents(&set);
+        if docs.is_empty() {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        insta::with_settings!({
+            snapshot_path => root().join("golden/network"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(format!("{name}.documents"), docs);
+        });
+        seen.push(format!("{name}.documents.snap"));
+    }
+    assert!(
+        seen.iter().any(|s| s.starts_with("dgx-h100-training"))
+            && seen.iter().any(|s| s.starts_with("gb200-nvl72-training")),
+        "both network examples render documents: {seen:?}"
+    );
+    for entry in std::fs::read_dir(root().join("golden/network")).expect("golden/network") {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        if name.ends_with(".snap.new") {
+            continue;
+        }
+        assert!(
+            seen.contains(&name),
+            "golden/network/{name} belongs to no example with network documents: delete it"
+        );
+    }
+}
+
+/// Every kubelet fragment is a KubeletConfiguration of the kubelet's config API with only the
+/// NUMA fields the blueprint sets, and parses as YAML.
+#[test]
+fn kubelet_fragments_are_kubelet_configurations() {
+    let set = render_file(&root().join("blueprints/dgx-h100-training.yaml"));
+    let text = set
+        .documents
+        .get("kubelet/h100-train.yaml")
+        .expect("the training pool has a kubelet fragment");
+    let v: serde_json::Value = serde_saphyr::from_str(text).unwrap();
+    assert_eq!(v["apiVersion"], "kubelet.config.k8s.io/v1beta1");
+    assert_eq!(v["kind"], "KubeletConfiguration");
+    assert_eq!(v["topologyManagerPolicy"], "restricted");
+    assert_eq!(v["cpuManagerPolicy"], "static");
+    assert_eq!(v["reservedSystemCPUs"], "0-3");
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 6, "{keys:?}");
+    assert!(
+        !set.documents.contains_key("kubelet/h100-infer.yaml"),
+        "a pool without a kubelet policy gets no fragment"
+    );
+}
