@@ -27,14 +27,22 @@ pub fn run(
     })?;
     // Plans made from the snapshot say when it was taken (they never contact the cluster).
     snap.captured_at = Some(captured_now());
-    // A snapshot holds the live Helm release's values unmasked (plans diff them): owner-only,
-    // like a saved plan.
+    write_snapshot(&snap, file, "")
+}
+
+/// Writes `snap` owner-only (it holds the live Helm release's values unmasked: plans diff them,
+/// like a saved plan) and says what it wrote.
+fn write_snapshot(
+    snap: &gpuctl_core::snapshot::Snapshot,
+    file: &Path,
+    purpose: &str,
+) -> CommandResult {
     write_owner_only(file, snap.to_json().as_bytes()).map_err(|source| CommandError::Write {
         path: file.display().to_string(),
         source,
     })?;
     eprintln!(
-        "wrote {} objects and {} nodes to {} (mode 0600: it holds the live Helm values unmasked)",
+        "wrote {} objects and {} nodes to {}{purpose} (mode 0600: it holds the live Helm values unmasked)",
         snap.objects.len(),
         snap.nodes.len(),
         file.display()
@@ -51,17 +59,7 @@ pub fn run_all(cluster: &ClusterArgs, file: &Path) -> CommandResult {
     })?;
     let mut snap = gpuctl_core::snapshot::Snapshot::capture_all(&view, &ctx);
     snap.captured_at = Some(captured_now());
-    write_owner_only(file, snap.to_json().as_bytes()).map_err(|source| CommandError::Write {
-        path: file.display().to_string(),
-        source,
-    })?;
-    eprintln!(
-        "wrote {} objects and {} nodes to {} for `gpuctl import --snapshot` (mode 0600: it holds the live Helm values unmasked)",
-        snap.objects.len(),
-        snap.nodes.len(),
-        file.display()
-    );
-    Ok(ExitStatus::Success)
+    write_snapshot(&snap, file, " for `gpuctl import --snapshot`")
 }
 
 /// Now, in UTC to the second (`2026-11-30T11:12:20Z`).

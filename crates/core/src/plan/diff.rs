@@ -185,7 +185,8 @@ pub fn without_absent_zero_values(desired: &Value, live: &Value) -> Value {
     }
 }
 
-fn is_zero(v: &Value) -> bool {
+/// A false, zero, empty or null value: what the API server leaves out of an `omitempty` field.
+pub(super) fn is_zero(v: &Value) -> bool {
     match v {
         Value::Bool(b) => !b,
         Value::Number(n) => n.as_f64() == Some(0.0),

@@ -99,7 +99,7 @@ fn strip_unowned_absent_zeros(desired: &mut Value, live: &Value, owned: &[&Value
     d.retain(|k, v| {
         let f = format!("f:{k}");
         let owned_here = owned.iter().any(|o| o.get(&f).is_some());
-        l.contains_key(k) || owned_here || !is_zero(v)
+        l.contains_key(k) || owned_here || !super::diff::is_zero(v)
     });
     for (k, v) in d.iter_mut() {
         if let Some(lv) = l.get(k) {
@@ -107,17 +107,6 @@ fn strip_unowned_absent_zeros(desired: &mut Value, live: &Value, owned: &[&Value
             let inner: Vec<&Value> = owned.iter().filter_map(|o| o.get(&f)).collect();
             strip_unowned_absent_zeros(v, lv, &inner);
         }
-    }
-}
-
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-        Value::Null => true,
     }
 }
 
