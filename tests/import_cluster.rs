@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 const EXAMPLES: &[&str] = &[
     "dgx-h100-training.yaml",
+    "gb200-nvl72-training.yaml",
     "inference-mig.yaml",
     "mixed-lab-fixed.yaml",
     "air-gapped.yaml",
@@ -124,7 +125,7 @@ fn code(o: &Output, expected: i32, what: &str) {
 
 /// The example as a team would have it installed: from the real chart archive beside it, without
 /// the chart's CRD upgrade Job (no controller runs Jobs here).
-fn local_example(dir: &Path, file: &str) -> String {
+fn local_example(dir: &Path, file: &str, namespace: Option<&str>) -> String {
     let shared = std::env::var("GPUCTL_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|_| repo().join("../shared"));
@@ -151,12 +152,18 @@ fn local_example(dir: &Path, file: &str) -> String {
             skip_indent = Some(indent);
             continue;
         }
+        if namespace.is_some() && indent == 4 && line.trim_start().starts_with("namespace:") {
+            continue;
+        }
         out.push_str(line);
         out.push('\n');
         if line == "  gpuOperator:" {
             out.push_str(&format!(
                 "    chart: {{ path: {CHART} }}\n    values: {{ operator: {{ upgradeCRD: false }} }}\n"
             ));
+            if let Some(ns) = namespace {
+                out.push_str(&format!("    namespace: {ns}\n"));
+            }
         }
     }
     out
@@ -220,11 +227,24 @@ fn contents(h: &Harness, set: &RenderedSet) -> Vec<(String, Value)> {
     out
 }
 
-fn round_trip(file: &str) {
+/// How the hand-built cluster's operator release is installed: under gpuctl's release name in the
+/// blueprint's namespace, or under another name in another namespace.
+#[derive(Clone, Copy)]
+struct Release {
+    name: &'static str,
+    namespace: Option<&'static str>,
+}
+
+const GPUCTLS_RELEASE: Release = Release {
+    name: "gpu-operator",
+    namespace: None,
+};
+
+fn round_trip(file: &str, release: Release) {
     let dir = tempfile::tempdir().unwrap();
     let h = Harness::up(&dir.path().join("harness"));
     let work = dir.path();
-    let text = local_example(work, file);
+    let text = local_example(work, file, release.namespace);
     let (bp, set) = render(&text);
 
     // The hand-built cluster: namespaces, then everything else, then the nodes, then helm.
@@ -266,7 +286,7 @@ fn round_trip(file: &str) {
                 &h.var("GPUCTL_HELM"),
                 &[
                     "install",
-                    "gpu-operator",
+                    release.name,
                     work.join(CHART).to_str().unwrap(),
                     "-n",
                     &set.helm.namespace,
@@ -290,6 +310,25 @@ fn round_trip(file: &str) {
         "{file}: import says its plan changes something:\n{warnings}"
     );
     let yaml = std::fs::read_to_string(imported).unwrap();
+    let helm = bp.spec.gpu_operator.install == gpuctl_core::blueprint::InstallMode::Helm;
+    if helm && release.name != "gpu-operator" {
+        // Found by its chart; gpuctl's helm mode manages `gpu-operator`, so this one is left alone.
+        assert!(
+            warnings.contains(&format!(
+                "installed by Helm as release `{}/{}`",
+                set.helm.namespace, release.name
+            )),
+            "{file}: {warnings}"
+        );
+        assert!(yaml.contains("    install: none\n"), "{file}: {yaml}");
+    }
+    if bp.spec.network_operator.is_some() {
+        assert!(yaml.contains("\n  networkOperator:\n"), "{file}: {yaml}");
+    }
+    assert!(
+        !warnings.contains("neither changes nor prunes"),
+        "{file}: an object was left unmapped:\n{warnings}"
+    );
     ok(
         &h.gpuctl(&["validate", imported]),
         &format!("{file}: validate\n{yaml}"),
@@ -351,7 +390,7 @@ fn round_trip(file: &str) {
                 "-n",
                 &set.helm.namespace,
                 "-l",
-                "owner=helm,name=gpu-operator",
+                &format!("owner=helm,name={}", release.name),
                 "-o",
                 "name",
             ]),
@@ -382,6 +421,33 @@ fn every_example_round_trips_through_import_and_adoption() {
         return;
     }
     for file in EXAMPLES {
-        round_trip(file);
+        round_trip(file, GPUCTLS_RELEASE);
     }
+}
+
+/// The operator installed by the real helm as release `nvidia-gpu` in namespace `platform-gpu`:
+/// import finds it by its chart, reads its values and namespace, and leaves the release alone
+/// (`install: none`): adoption takes over the objects and never touches the release.
+#[test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+fn a_release_under_another_name_and_namespace_is_found_by_its_chart() {
+    if std::env::var_os(support::cluster::KUBECONFIG_ENV).is_none() {
+        assert!(
+            !support::cluster::cluster_required(),
+            "{} is not set, but CI/GPUCTL_REQUIRE_CLUSTER says cluster tests must run",
+            support::cluster::KUBECONFIG_ENV
+        );
+        eprintln!("skipped: no test cluster");
+        return;
+    }
+    round_trip(
+        "mixed-lab-fixed.yaml",
+        Release {
+            name: "nvidia-gpu",
+            namespace: Some("platform-gpu"),
+        },
+    );
 }

@@ -1627,6 +1627,54 @@ async fn apply_does_not_run_beside_a_driver_upgrade_of_its_pools() {
         .expect("applies once the upgrade is done");
 }
 
+/// A member whose kind the blueprint no longer renders is found through the ApplySet parent's
+/// group-kinds, resolved in whichever version the group serves it: NVIDIADriver is served only as
+/// nvidia.com/v1alpha1 while the group prefers v1 (ClusterPolicy), so resolving through the
+/// preferred version alone missed it and prune left it behind.
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn a_dropped_member_of_a_kind_outside_the_groups_preferred_version_is_pruned() {
+    let Some((tc, k, f)) = connected("apply_prune_v1alpha1", "prunedrv").await else {
+        return;
+    };
+    let cr = format!("{}-drv", f.prefix);
+    let mut set = f.set();
+    set.objects.push(f.object(
+        Phase::Operator,
+        "nvidia.com/v1alpha1",
+        "NVIDIADriver",
+        None,
+        &cr,
+        json!({"spec": {"default": false, "driverType": "gpu", "image": "driver",
+                        "nodeSelector": {"gpuctl-test/pool": format!("{}-pool", f.prefix)}}}),
+    ));
+    set.objects.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    let p = live_plan(&k, &set).await;
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("apply");
+    assert!(
+        tc.nvidia_drivers().get_opt(&cr).await.unwrap().is_some(),
+        "the CR was applied"
+    );
+    // The set without any NVIDIADriver: the parent still records NVIDIADriver.nvidia.com.
+    let p = live_plan(&k, &f.set()).await;
+    assert_eq!(
+        actions(&p),
+        vec![(ActionKind::Delete, format!("NVIDIADriver/{cr}"))]
+    );
+    apply::apply(&k, &p, &opts(), &quiet())
+        .await
+        .expect("prune");
+    assert!(
+        tc.nvidia_drivers().get_opt(&cr).await.unwrap().is_none(),
+        "the dropped NVIDIADriver member was pruned"
+    );
+}
+
 // --- Hierarchies (issue 14): Volcano parents before children, children pruned first ------------
 
 /// A Volcano queue hierarchy under `f`'s prefix whose children sort before their parent, so an

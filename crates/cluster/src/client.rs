@@ -475,8 +475,10 @@ pub fn classify(object: &str, e: kube::Error) -> ClusterError {
 }
 
 impl Kube {
-    /// Resolves a kind by group and kind only (the ApplySet parent records no versions), using the
-    /// group's preferred version.
+    /// Resolves a kind by group and kind only (the ApplySet parent records no versions): the
+    /// group's preferred version when it serves the kind, else the first other version (in the
+    /// server's order) that does. A group can serve kinds in different versions: nvidia.com
+    /// prefers v1 (ClusterPolicy) and serves NVIDIADriver in v1alpha1 only.
     pub async fn resolve_group_kind(
         &self,
         group: &str,
@@ -501,7 +503,12 @@ impl Kube {
             }
         };
         for g in discovery.groups() {
-            if let Some((resource, caps)) = g.recommended_kind(kind) {
+            let found = g.recommended_kind(kind).or_else(|| {
+                g.versions()
+                    .flat_map(|v| g.versioned_resources(v))
+                    .find(|(r, _)| r.kind == kind)
+            });
+            if let Some((resource, caps)) = found {
                 return Ok(Some(Resolved {
                     resource,
                     namespaced: caps.scope == Scope::Namespaced,

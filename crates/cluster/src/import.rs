@@ -1,16 +1,19 @@
 //! Reads what `gpuctl import` maps into the core's one [`LiveView`]: every Node, Namespace,
-//! ResourceQuota, LimitRange and PriorityClass, the GPU Operator's ConfigMaps, Helm release and
-//! CRs, the Kueue and Volcano queue objects, and the monitoring objects. One LIST per kind, all at
+//! ResourceQuota, LimitRange and PriorityClass, the GPU Operator's ConfigMaps and CRs, the Helm
+//! releases of the GPU Operator, Network Operator and Kueue charts (found by chart, under any
+//! name), the Kueue (Topology included) and Volcano queue objects, the Network Operator's
+//! objects, and the monitoring objects. One LIST per kind, all at
 //! once (a bounded number at a time); kinds the cluster does not serve are skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt;
 use gpuctl_core::import::ImportContext;
+use gpuctl_core::import::releases::{Chart, choose};
 use gpuctl_core::live::{LiveView, Reading, Source};
 use gpuctl_core::object::{ObjectRef, TypeRef};
+use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::RELEASE_NAME;
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 
@@ -39,7 +42,17 @@ pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
         "WorkloadPriorityClass",
         &["v1beta2", "v1beta1"],
     ),
+    (
+        "kueue.x-k8s.io",
+        "Topology",
+        &["v1beta2", "v1beta1", "v1alpha1"],
+    ),
     ("scheduling.volcano.sh", "Queue", &["v1beta1"]),
+    ("mellanox.com", "NicClusterPolicy", &["v1alpha1"]),
+    ("mellanox.com", "IPoIBNetwork", &["v1alpha1"]),
+    ("mellanox.com", "MacvlanNetwork", &["v1alpha1"]),
+    ("mellanox.com", "HostDeviceNetwork", &["v1alpha1"]),
+    ("nv-ipam.nvidia.com", "IPPool", &["v1alpha1"]),
     ("monitoring.coreos.com", "ServiceMonitor", &["v1"]),
     ("monitoring.coreos.com", "PrometheusRule", &["v1"]),
 ];
@@ -83,8 +96,13 @@ pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterEr
         .await
         .ok()
         .map(|v| v.git_version);
-    // Where the operator's release lives decides which namespace's ConfigMaps are read.
-    let operator_namespace = release_namespace(k).await?;
+    // The releases of the charts import maps, by chart; where the operator's release lives
+    // decides which namespace's ConfigMaps are read.
+    let catalog = Catalog::embedded();
+    let charts: Vec<String> = Chart::ALL.iter().map(|c| c.chart_name(catalog)).collect();
+    let (releases, releases_unread) = crate::release::releases_by_chart(k, &charts).await?;
+    let operator = choose(&releases, catalog).gpu_operator.cloned();
+    let operator_namespace = operator.as_ref().map(|r| r.namespace.clone());
     let lists: Vec<Result<Option<KindList>, ClusterError>> =
         futures::stream::iter(IMPORT_KINDS.iter().copied())
             .map(|(group, kind, versions)| async move {
@@ -136,10 +154,12 @@ pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterEr
             })
             .collect(),
     );
-    view.helm_release = match &operator_namespace {
-        Some(ns) => Reading::Read(crate::release::read_release(k, ns, RELEASE_NAME).await?),
-        None => Reading::Read(None),
-    };
+    // What a plan reads: the release gpuctl's helm mode manages (named `gpu-operator`).
+    view.helm_release = Reading::Read(
+        operator
+            .filter(|r| r.name == RELEASE_NAME)
+            .map(|r| r.release),
+    );
     view.served = Some(served);
     view.members = Some(BTreeMap::new());
     view.journals = Reading::Read(vec![]);
@@ -148,6 +168,8 @@ pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterEr
         ImportContext {
             operator_namespace,
             kubernetes_version,
+            releases: Some(releases),
+            releases_unread,
         },
     ))
 }
@@ -162,19 +184,4 @@ fn with_type(mut v: Value, t: &TypeRef) -> Value {
     v["apiVersion"] = json!(t.api_version);
     v["kind"] = json!(t.kind);
     v
-}
-
-/// The namespace of the GPU Operator's Helm release (`owner=helm,name=gpu-operator` Secrets), the
-/// first by name when several namespaces hold one.
-async fn release_namespace(k: &Kube) -> Result<Option<String>, ClusterError> {
-    let api: Api<Secret> = Api::all(k.client());
-    let lp = ListParams::default().labels(&format!("owner=helm,name={RELEASE_NAME}"));
-    let list = retry(|| api.list_metadata(&lp))
-        .await
-        .map_err(|e| classify("list Helm release Secrets", e))?;
-    Ok(list
-        .items
-        .iter()
-        .filter_map(|s| s.metadata.namespace.clone())
-        .min())
 }

@@ -1,5 +1,6 @@
-//! The live GPU Operator Helm release, read from Helm's own storage so a plan can say whether
-//! `helm upgrade --install` would change anything, without a helm binary or chart download.
+//! Helm releases, read from Helm's own storage: the GPU Operator's, so a plan can say whether
+//! `helm upgrade --install` would change anything (without a helm binary or chart download), and
+//! for `gpuctl import` every release of the charts it maps, found by chart under any name.
 //!
 //! Helm 3's default storage driver keeps each revision in a Secret `sh.helm.release.v1.<name>.v<N>`
 //! in the release namespace, labelled `owner=helm`, `name=<name>`, `version=<N>`, `status=<status>`;
@@ -12,7 +13,8 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 
-use gpuctl_core::live::release::{LiveRelease, decode, from_release_json};
+use futures::StreamExt;
+use gpuctl_core::live::release::{LiveRelease, NamedRelease, decode, from_release_json};
 
 use crate::client::{ClusterError, Kube, classify, retry};
 
@@ -54,4 +56,108 @@ pub async fn read_release(
         .ok_or_else(|| unreadable("it has no `release` key".into()))?;
     let json = decode(&data.0).map_err(|m| unreadable(format!("its `release` key is {m}")))?;
     Ok(Some(from_release_json(revision, &json)))
+}
+
+/// At most this many releases are decoded by [`releases_by_chart`] (one GET and one decode
+/// each); the rest are counted, and import says so.
+pub const MAX_RELEASES: usize = 1000;
+
+/// Releases listed per page of Helm's storage Secrets.
+const PAGE: u32 = 500;
+
+/// The newest revision of every Helm release in the cluster whose chart is one of `charts`,
+/// found in any namespace under any release name, and how many releases were not decoded
+/// (beyond [`MAX_RELEASES`]). Helm's storage Secrets are listed by label (`owner=helm`, metadata
+/// only, paged); only the newest revision of each release is fetched and decoded. A revision
+/// that does not decode is skipped: it cannot be a release of a chart import maps that anyone
+/// could compare with.
+pub async fn releases_by_chart(
+    k: &Kube,
+    charts: &[String],
+) -> Result<(Vec<NamedRelease>, usize), ClusterError> {
+    let api: Api<Secret> = Api::all(k.client());
+    let mut newest: std::collections::BTreeMap<(String, String), (u64, String)> =
+        std::collections::BTreeMap::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().labels("owner=helm").limit(PAGE);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = retry(|| api.list_metadata(&lp))
+            .await
+            .map_err(|e| classify("list Helm release Secrets", e))?;
+        for s in &page.items {
+            let (Some(ns), Some(secret), Some(labels)) = (
+                s.metadata.namespace.clone(),
+                s.metadata.name.clone(),
+                s.metadata.labels.as_ref(),
+            ) else {
+                continue;
+            };
+            let (Some(release), Some(revision)) = (
+                labels.get("name"),
+                labels.get("version").and_then(|v| v.parse::<u64>().ok()),
+            ) else {
+                continue;
+            };
+            let e = newest
+                .entry((ns, release.clone()))
+                .or_insert((revision, secret.clone()));
+            if revision > e.0 {
+                *e = (revision, secret);
+            }
+        }
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    // Releases named like a chart first, so a bound never hides the likely ones.
+    let mut all: Vec<((String, String), (u64, String))> = newest.into_iter().collect();
+    all.sort_by_key(|((ns, name), _)| {
+        (
+            !charts.iter().any(|c| name.contains(c.as_str())),
+            ns.clone(),
+            name.clone(),
+        )
+    });
+    let unread = all.len().saturating_sub(MAX_RELEASES);
+    all.truncate(MAX_RELEASES);
+    let found: Vec<Option<NamedRelease>> =
+        futures::stream::iter(all.into_iter().map(|((ns, name), (revision, secret))| {
+            async move {
+                let api: Api<Secret> = Api::namespaced(k.client(), &ns);
+                let s = match retry(|| api.get_opt(&secret)).await {
+                    Ok(Some(s)) => s,
+                    // Deleted since the list (an upgrade pruned an old revision): not there.
+                    Ok(None) => return Ok(None),
+                    Err(e) => return Err(classify(&format!("Secret/{ns}/{secret}"), e)),
+                };
+                let Some(data) = s.data.as_ref().and_then(|d| d.get("release")) else {
+                    return Ok(None);
+                };
+                let Ok(json) = decode(&data.0) else {
+                    return Ok(None);
+                };
+                Ok::<_, ClusterError>(Some(NamedRelease {
+                    name,
+                    namespace: ns,
+                    release: from_release_json(revision, &json),
+                }))
+            }
+        }))
+        .buffered(8)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    Ok((
+        found
+            .into_iter()
+            .flatten()
+            .filter(|r| charts.contains(&r.release.chart))
+            .collect(),
+        unread,
+    ))
 }

@@ -92,20 +92,23 @@ pub const DEFAULT_DRIVER_CR: &str = "cluster-default";
 pub fn pool_driver_cr_name(pool: &str, version: &str, strategy: UpgradeStrategy) -> String {
     match strategy {
         UpgradeStrategy::Rolling => format!("pool-{pool}"),
-        UpgradeStrategy::BlueGreen => {
-            let slug: String = version
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() {
-                        c.to_ascii_lowercase()
-                    } else {
-                        '-'
-                    }
-                })
-                .collect();
-            format!("pool-{pool}-{slug}")
-        }
+        UpgradeStrategy::BlueGreen => format!("pool-{pool}-{}", slug(version)),
     }
+}
+
+/// `text` as a name part: ASCII letters and digits lower-cased, every other character `-`
+/// (`580.105.08` -> `580-105-08`, `NVIDIA-H100-80GB-HBM3` -> `nvidia-h100-80gb-hbm3`). Used for
+/// driver CR names and for the pool names import derives from GPU products.
+pub fn slug(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// Name of the Lease that lets one `gpuctl apply` of `blueprint` run at a time: the ApplySet
@@ -148,5 +151,12 @@ mod tests {
                 "pool-h100-train"
             );
         }
+    }
+
+    #[test]
+    fn a_slug_keeps_ascii_letters_and_digits_lower_cased() {
+        assert_eq!(slug("NVIDIA-H100-80GB-HBM3"), "nvidia-h100-80gb-hbm3");
+        assert_eq!(slug("RTX PRO 6000 (Blackwell)"), "rtx-pro-6000--blackwell-");
+        assert_eq!(slug("é.1"), "--1");
     }
 }

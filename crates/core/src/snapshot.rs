@@ -62,6 +62,19 @@ pub struct ImportCapture {
     /// The API server's version.
     #[serde(default)]
     pub kubernetes_version: Option<String>,
+    /// The newest revision of every Helm release of a chart import maps (GPU Operator, Network
+    /// Operator, Kueue), found by chart name under any release name (`None`: not looked for, a
+    /// snapshot taken before gpuctl did; then `operator_namespace`'s `gpu-operator` release is the
+    /// operator's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub releases: Option<Vec<crate::live::release::NamedRelease>>,
+    /// Helm releases not decoded because the cluster holds more than import reads.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub releases_unread: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Why a snapshot could not be used.

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::ImportContext;
 use crate::applyset::{BLUEPRINT_LABEL, MANAGED_BY, PART_OF};
 use crate::blueprint::{Blueprint, InstallMode};
-use crate::live::release::LiveRelease;
+use crate::live::release::{LiveRelease, NamedRelease};
 use crate::live::{LiveView, Reading, Source};
 use crate::names::PRODUCT_LABEL;
 use crate::object::ObjectRef;
@@ -94,6 +94,49 @@ pub fn hand_built(bp: &Blueprint, set: &RenderedSet) -> (LiveView, ImportContext
     let ctx = ImportContext {
         operator_namespace: helm.then(|| set.helm.namespace.clone()),
         kubernetes_version: Some(bp.spec.kubernetes.version.clone()),
+        releases: Some(releases(bp, set)),
+        releases_unread: 0,
     };
     (view, ctx)
+}
+
+/// The Helm releases of the hand-built cluster, as `helm install` of the rendered values leaves
+/// them: the GPU Operator's and (`install: helm`) the Network Operator's, each under the name
+/// gpuctl gives it.
+pub fn releases(bp: &Blueprint, set: &RenderedSet) -> Vec<NamedRelease> {
+    let mut out = Vec::new();
+    if bp.spec.gpu_operator.install == InstallMode::Helm {
+        out.push(NamedRelease {
+            name: crate::render::RELEASE_NAME.into(),
+            namespace: set.helm.namespace.clone(),
+            release: LiveRelease {
+                revision: 1,
+                status: "deployed".into(),
+                chart: "gpu-operator".into(),
+                chart_version: set.helm.version.clone(),
+                values: set.helm.values.clone(),
+            },
+        });
+    }
+    if let Some(no) = &bp.spec.network_operator
+        && no.install == InstallMode::Helm
+        && let Some(text) = set
+            .documents
+            .get(crate::render::network::NETWORK_OPERATOR_VALUES)
+        && let Ok(values) = serde_saphyr::from_str::<Value>(text)
+    {
+        out.push(NamedRelease {
+            name: "network-operator".into(),
+            namespace: no.namespace.clone(),
+            release: LiveRelease {
+                revision: 1,
+                status: "deployed".into(),
+                chart: "network-operator".into(),
+                // Chart.yaml's version has no `v`.
+                chart_version: no.version.trim_start_matches('v').to_string(),
+                values,
+            },
+        });
+    }
+    out
 }

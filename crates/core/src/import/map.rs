@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::emit::Y;
+use super::network::{self, NetworkImport};
 use super::pools::{self, Group, NodeView};
+use super::releases::{Chart, Chosen};
 use super::{Draft, ImportContext, ImportOptions, labels};
 use crate::live::LiveView;
 use crate::names::{
@@ -58,45 +60,6 @@ impl<'a> Objects<'a> {
     }
 }
 
-/// Objects import does not map back to blueprint fields yet: the Network Operator's
-/// (`mellanox.com`: NicClusterPolicy and the secondary networks) and Kueue `Topology` objects.
-/// Named at the place they would belong, never dropped silently.
-fn unmapped_network(objects: &Objects<'_>, draft: &mut Draft) {
-    let mut network: Vec<String> = objects
-        .all
-        .iter()
-        .filter(|o| {
-            crate::object::group_of(o["apiVersion"].as_str().unwrap_or_default()) == "mellanox.com"
-        })
-        .map(|o| format!("{} {}", o["kind"].as_str().unwrap_or_default(), name(o)))
-        .collect();
-    network.sort();
-    if !network.is_empty() {
-        draft.warn(
-            "spec.networkOperator",
-            format!(
-                "import does not map the Network Operator's objects yet ({}): write `networkOperator` by hand (docs/network.md); until then gpuctl neither changes nor prunes them",
-                network.join(", ")
-            ),
-        );
-    }
-    let mut topologies: Vec<String> = objects
-        .of("kueue.x-k8s.io", "Topology")
-        .iter()
-        .map(|t| name(t))
-        .collect();
-    topologies.sort();
-    if !topologies.is_empty() {
-        draft.warn(
-            "spec.nodePools",
-            format!(
-                "import does not map Kueue Topology objects to `nodePools[].topology.levels` yet ({}): add the levels by hand (docs/network.md); until then gpuctl neither changes nor prunes them",
-                topologies.join(", ")
-            ),
-        );
-    }
-}
-
 fn name(o: &Value) -> String {
     o["metadata"]["name"]
         .as_str()
@@ -136,6 +99,7 @@ pub(super) fn blueprint(
     ctx: &ImportContext,
     catalog: &Catalog,
     opts: &ImportOptions,
+    chosen: &Chosen<'_>,
     draft: &mut Draft,
 ) -> Y {
     let objects = Objects::new(live);
@@ -157,12 +121,8 @@ pub(super) fn blueprint(
                 .map(|c| ns(c))
         })
         .unwrap_or_else(|| DEFAULT_OPERATOR_NAMESPACE.to_string());
-    unmapped_network(&objects, draft);
-    let release = match &live.helm_release {
-        crate::live::Reading::Read(Some(r)) => Some(r),
-        _ => None,
-    };
-    let values = release.map_or(Value::Null, |r| r.values.clone());
+    let release = chosen.gpu_operator;
+    let values = release.map_or(Value::Null, |r| r.release.values.clone());
 
     let nodes: Vec<NodeView> = live.nodes.iter().flatten().map(NodeView::of).collect();
     let flavors: Vec<(String, BTreeMap<String, String>)> = objects
@@ -213,6 +173,20 @@ pub(super) fn blueprint(
         .copied();
     let cluster_policy = objects.of("nvidia.com", "ClusterPolicy").into_iter().next();
     let strategy = upgrade_strategy(&groups, &drivers);
+    let counts: BTreeMap<String, u32> = groups
+        .iter()
+        .filter_map(|g| Some((g.name.clone(), gpu_count(&g.nodes[0])?)))
+        .collect();
+    let net = network::network(
+        &objects.all,
+        chosen.network_operator,
+        network::rdma_live(&values, default_cr, cluster_policy),
+        &groups,
+        &counts,
+        catalog,
+        draft,
+    );
+    let levels = network::levels(&objects.all, &groups, draft);
 
     let mut spec: Vec<(String, Y)> = Vec::new();
     spec.push(("kubernetes".into(), kubernetes(ctx, &nodes, draft)));
@@ -225,6 +199,7 @@ pub(super) fn blueprint(
             default_cr,
             cluster_policy,
             &nodes,
+            net.rdma.clone(),
             catalog,
             draft,
         ),
@@ -242,6 +217,7 @@ pub(super) fn blueprint(
             &op_ns,
             cluster_driver.as_deref(),
             &drivers,
+            (&net, &levels),
             catalog,
             draft,
         ),
@@ -250,11 +226,14 @@ pub(super) fn blueprint(
     if matches!(&pcs, Y::List(l) if !l.is_empty()) {
         spec.push(("priorityClasses".into(), pcs));
     }
-    let (scheduling, queueing) = scheduling(&objects, catalog, &pool_names, draft);
+    let (scheduling, queueing) = scheduling(&objects, catalog, &pool_names, chosen.kueue, draft);
     spec.push(("scheduling".into(), scheduling));
-    let tenants = tenants(&objects, &queueing, draft);
+    let tenants = tenants(&objects, &queueing, net.rdma_resource.as_deref(), draft);
     if matches!(&tenants, Y::List(l) if !l.is_empty()) {
         spec.push(("tenants".into(), tenants));
+    }
+    if let Some(no) = net.operator {
+        spec.push(("networkOperator".into(), no));
     }
     if let Some(m) = monitoring(&objects, &op_ns, draft) {
         spec.push(("monitoring".into(), m));
@@ -362,19 +341,20 @@ fn kubernetes(ctx: &ImportContext, nodes: &[NodeView], draft: &mut Draft) -> Y {
 
 #[allow(clippy::too_many_arguments)]
 fn operator(
-    release: Option<&crate::live::release::LiveRelease>,
+    release: Option<&crate::live::release::NamedRelease>,
     values: &Value,
     op_ns: &str,
     default_cr: Option<&Value>,
     cluster_policy: Option<&Value>,
     nodes: &[NodeView],
+    rdma: Option<Y>,
     catalog: &Catalog,
     draft: &mut Draft,
 ) -> Y {
     let p = "spec.gpuOperator";
     let mut m: Vec<(String, Y)> = Vec::new();
     let version = match release {
-        Some(r) => r.chart_version.clone(),
+        Some(r) => super::releases::blueprint_version(&r.release.chart_version),
         None => {
             let newest = catalog
                 .chart_versions()
@@ -392,23 +372,33 @@ fn operator(
     };
     m.push(("version".into(), Y::s(version)));
     m.push(("namespace".into(), Y::s(op_ns)));
-    let install = if release.is_some() { "helm" } else { "none" };
+    let managed = release.filter(|r| r.name == Chart::GpuOperator.release_name());
+    let install = if managed.is_some() { "helm" } else { "none" };
     m.push(("install".into(), Y::s(install)));
-    if release.is_none() {
-        draft.comment(
+    match (release, managed) {
+        (None, _) => draft.comment(
             &format!("{p}.install"),
             "`none`: gpuctl leaves the operator's installation alone (switch to `helm` to let apply manage the release)",
-        );
-    } else if let Some(r) = release
-        && r.status != "deployed"
-    {
-        draft.warn(
+        ),
+        (Some(r), None) => draft.warn(
+            &format!("{p}.install"),
+            format!(
+                "the GPU Operator was installed by Helm as release `{}/{}` (chart {} {}); gpuctl's helm mode manages a release named `{}`, so gpuctl leaves this one alone (`install: none`): with `helm` the first apply would install a second operator",
+                r.namespace,
+                r.name,
+                r.release.chart,
+                r.release.chart_version,
+                Chart::GpuOperator.release_name()
+            ),
+        ),
+        (Some(r), Some(_)) if r.release.status != "deployed" => draft.warn(
             &format!("{p}.install"),
             format!(
                 "the Helm release is `{}`, not `deployed`: the first apply upgrades it",
-                r.status
+                r.release.status
             ),
-        );
+        ),
+        _ => {}
     }
 
     // Driver.
@@ -498,6 +488,13 @@ fn operator(
         }
     }
     m.push(("driver".into(), Y::Map(driver)));
+    if let Some(r) = rdma {
+        m.push(("rdma".into(), r));
+        draft.comment(
+            &format!("{p}.rdma"),
+            "GPUDirect RDMA as the operator was told it (`driver.rdma`; `enabled: false` is DMA-BUF)",
+        );
+    }
 
     // dcgm-exporter.
     let dcgm = &values["dcgmExporter"];
@@ -606,6 +603,7 @@ fn node_pools(
     op_ns: &str,
     cluster_driver: Option<&str>,
     drivers: &[&Value],
+    (net, levels): (&NetworkImport, &BTreeMap<String, Vec<String>>),
     catalog: &Catalog,
     draft: &mut Draft,
 ) -> Y {
@@ -663,12 +661,7 @@ fn node_pools(
                 product.to_string()
             }
         };
-        let count = l("nvidia.com/gpu.count")
-            .and_then(|c| c.parse::<u32>().ok())
-            .or_else(|| {
-                quantity_text(&first.capacity["nvidia.com/gpu"]).and_then(|c| c.parse().ok())
-            });
-        let count = count.unwrap_or_else(|| {
+        let count = gpu_count(first).unwrap_or_else(|| {
             draft.warn(
                 &format!("{p}.gpu.count"),
                 "no `nvidia.com/gpu.count` label: the GPU count per node is a guess",
@@ -681,6 +674,34 @@ fn node_pools(
         ));
         if let Some(os) = os(&g.nodes) {
             m.push(("os".into(), os));
+        }
+        let mut topology: Vec<(String, Y)> = Vec::new();
+        if let Some(n) = net.pools.get(&g.name) {
+            topology.push(("network".into(), n.clone()));
+        }
+        if let Some(l) = levels.get(&g.name) {
+            topology.push((
+                "levels".into(),
+                Y::List(l.iter().map(|x| Y::s(x.clone())).collect()),
+            ));
+            draft.comment(
+                &format!("{p}.topology.levels"),
+                format!(
+                    "the levels of the Kueue Topology ResourceFlavor `{}` names",
+                    g.name
+                ),
+            );
+        }
+        draft.comment(
+            &if topology.is_empty() {
+                p.clone()
+            } else {
+                format!("{p}.topology")
+            },
+            "topology: `interconnect` and `numaNodes` are not recorded in the cluster; the kubelet's NUMA policy (`kubelet`) cannot be read through the API server (it lives in each node's kubelet configuration: `kubectl get --raw /api/v1/nodes/NODE/proxy/configz`): add them",
+        );
+        if !topology.is_empty() {
+            m.push(("topology".into(), Y::Map(topology)));
         }
 
         // The pool's own driver.
@@ -795,13 +816,18 @@ fn node_pools(
                 }
             ),
         );
-        draft.comment(
-            &p,
-            "role and topology are not recorded in the cluster: check them",
-        );
+        draft.comment(&p, "role is not recorded in the cluster: check it");
         out.push(Y::Map(m));
     }
     Y::List(out)
+}
+
+/// GPUs per node: GPU Feature Discovery's count label, else the node's capacity.
+fn gpu_count(n: &NodeView) -> Option<u32> {
+    n.labels
+        .get("nvidia.com/gpu.count")
+        .and_then(|c| c.parse::<u32>().ok())
+        .or_else(|| quantity_text(&n.capacity["nvidia.com/gpu"]).and_then(|c| c.parse().ok()))
 }
 
 fn os(nodes: &[NodeView]) -> Option<Y> {
@@ -1001,6 +1027,7 @@ fn scheduling(
     objects: &Objects<'_>,
     catalog: &Catalog,
     pools: &BTreeSet<String>,
+    kueue_release: Option<&crate::live::release::NamedRelease>,
     draft: &mut Draft,
 ) -> (Y, Queueing) {
     let cqs = objects.of("kueue.x-k8s.io", "ClusterQueue");
@@ -1015,11 +1042,26 @@ fn scheduling(
             draft.warn(p, "the cluster has both Kueue ClusterQueues and Volcano queues; gpuctl manages one queueing system: Kueue was imported");
         }
         let system = &catalog.queueing().kueue;
-        let version = newest_release(system).unwrap_or_else(|| "v0.19.2".into());
-        draft.warn(
-            &format!("{p}.kueue.version"),
-            format!("Kueue's objects do not record its release; {version} (the newest gpuctl knows) is a guess: set the one you run"),
-        );
+        let version = match kueue_release {
+            Some(r) => {
+                draft.comment(
+                    &format!("{p}.kueue.version"),
+                    format!(
+                        "the chart version of Helm release {}/{}; `install` stays `none`: with `helm`, gpuctl would upgrade the release with the values it renders",
+                        r.namespace, r.name
+                    ),
+                );
+                super::releases::blueprint_version(&r.release.chart_version)
+            }
+            None => {
+                let version = newest_release(system).unwrap_or_else(|| "v0.19.2".into());
+                draft.warn(
+                    &format!("{p}.kueue.version"),
+                    format!("Kueue's objects do not record its release (no Helm release of its chart was found); {version} (the newest gpuctl knows) is a guess: set the one you run"),
+                );
+                version
+            }
+        };
         let mut k: Vec<(String, Y)> = vec![("version".into(), Y::s(version))];
         let cohorts: Vec<Y> = objects
             .of("kueue.x-k8s.io", "Cohort")
@@ -1213,7 +1255,12 @@ fn is_gpu_quota(hard: &serde_json::Map<String, Value>) -> bool {
     hard.keys().any(|k| k.contains("nvidia.com/"))
 }
 
-fn tenants(objects: &Objects<'_>, queueing: &Queueing, draft: &mut Draft) -> Y {
+fn tenants(
+    objects: &Objects<'_>,
+    queueing: &Queueing,
+    rdma_resource: Option<&str>,
+    draft: &mut Draft,
+) -> Y {
     let quotas = objects.of("", "ResourceQuota");
     let namespaces: BTreeMap<String, &Value> = objects
         .of("", "Namespace")
@@ -1249,7 +1296,7 @@ fn tenants(objects: &Objects<'_>, queueing: &Queueing, draft: &mut Draft) -> Y {
                 .strip_prefix("requests.")
                 .filter(|r| crate::blueprint::resources::is_extended_resource(r));
             match bare {
-                Some(r) if !r.starts_with("nvidia.com/") => {
+                Some(r) if !r.starts_with("nvidia.com/") && Some(r) != rdma_resource => {
                     lost.push((n.clone(), format!("`{k}: {v}` in ResourceQuota {n}/{} quotas a resource no GPU pool provides; gpuctl cannot express it", name(q))));
                 }
                 Some(r) => {

@@ -17,7 +17,9 @@ pub mod emit;
 #[doc(hidden)]
 pub mod fixture;
 mod map;
+mod network;
 mod pools;
+pub mod releases;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +27,7 @@ use jiff::civil::Date;
 use serde_json::{Map, Value};
 
 use crate::live::LiveView;
+use crate::live::release::NamedRelease;
 use crate::plan::{ActionKind, HelmAction, PlanOptions};
 use crate::profiles::Catalog;
 use crate::render::Templates;
@@ -115,14 +118,56 @@ pub fn import(
     opts: &ImportOptions,
 ) -> Imported {
     let mut draft = Draft::default();
-    let mut tree = map::blueprint(live, ctx, catalog, opts, &mut draft);
+    // The releases by chart; a snapshot taken before import looked for them has the operator's
+    // release (named `gpu-operator`) only.
+    let found: Vec<NamedRelease> = match &ctx.releases {
+        Some(r) => r.clone(),
+        None => live_release(live)
+            .map(|r| NamedRelease {
+                name: releases::Chart::GpuOperator.release_name().to_string(),
+                namespace: ctx
+                    .operator_namespace
+                    .clone()
+                    .unwrap_or_else(|| "gpu-operator".into()),
+                release: r.clone(),
+            })
+            .into_iter()
+            .collect(),
+    };
+    let chosen = releases::choose(&found, catalog);
+    for (path, message) in &chosen.notes {
+        draft.warn(path, message.clone());
+    }
+    if ctx.releases_unread > 0 {
+        draft.warn(
+            "spec.gpuOperator",
+            format!(
+                "the cluster holds more Helm releases than import reads; {} were not looked at, so a release of the GPU Operator, Network Operator or Kueue may have been missed",
+                ctx.releases_unread
+            ),
+        );
+    }
+    let mut tree = map::blueprint(live, ctx, catalog, opts, &chosen, &mut draft);
     let templates = Templates::embedded();
 
-    // Live Helm values render does not produce are kept under `gpuOperator.values`.
-    if let Some(release) = live_release(live)
-        && let Some(set) = render(&tree, &draft, opts, catalog, &templates)
-            .ok()
-            .flatten()
+    // Live Helm values render does not produce are kept under `gpuOperator.values` (and
+    // `networkOperator.values`), so the releases are adopted as they are.
+    let set = render(&tree, &draft, opts, catalog, &templates)
+        .ok()
+        .flatten();
+    if let Some(set) = &set
+        && let Some(no) = chosen
+            .network_operator
+            .filter(|r| r.name == releases::Chart::NetworkOperator.release_name())
+        && tree_text(&tree, &["spec", "networkOperator", "install"]) == Some("helm")
+    {
+        keep_network_values(&mut tree, &mut draft, no, set);
+    }
+    if let Some(release) = chosen
+        .gpu_operator
+        .filter(|r| r.name == releases::Chart::GpuOperator.release_name())
+        .map(|r| &r.release)
+        && let Some(set) = set
     {
         let chart = catalog.chart_release(&set.helm.version);
         let (residual, missing) = residual(&release.values, &set.helm.values);
@@ -253,6 +298,79 @@ pub fn import(
         warnings: draft.warnings,
         valid,
         plan_counts,
+    }
+}
+
+/// The scalar text at `path` of the tree.
+fn tree_text<'a>(tree: &'a Y, path: &[&str]) -> Option<&'a str> {
+    let mut cur = tree;
+    for k in path {
+        cur = match cur {
+            Y::Map(m) => &m.iter().find(|(key, _)| key == k)?.1,
+            _ => return None,
+        };
+    }
+    match cur {
+        Y::Scalar(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The Network Operator release's values that the rendered values lack, under
+/// `networkOperator.values` (each checked against the chart's key tree); rendered values the
+/// release does not set are warnings.
+fn keep_network_values(
+    tree: &mut Y,
+    draft: &mut Draft,
+    release: &NamedRelease,
+    set: &crate::render::RenderedSet,
+) {
+    let p = "spec.networkOperator";
+    let rendered: Value = set
+        .documents
+        .get(crate::render::network::NETWORK_OPERATOR_VALUES)
+        .and_then(|t| serde_saphyr::from_str(t).ok())
+        .unwrap_or(Value::Object(Map::new()));
+    let version = tree_text(tree, &["spec", "networkOperator", "version"])
+        .unwrap_or_default()
+        .to_string();
+    let chart = crate::profiles::chart::network_operator_release(&version);
+    let (residual, missing) = residual(&release.release.values, &rendered);
+    let mut kept = Map::new();
+    for (path, v) in flatten_paths(&residual) {
+        let mut one = Map::new();
+        insert_path(&mut one, &path, v.clone());
+        if chart.is_none_or(|c| c.unknown_paths(&one).is_empty()) {
+            insert_path(&mut kept, &path, v);
+        } else {
+            draft.warn(
+                &format!("{p}.values"),
+                format!(
+                    "the live release sets `{}`, which the Network Operator {version} chart key tree does not have; it is left out",
+                    path.join(".")
+                ),
+            );
+        }
+    }
+    for path in missing {
+        draft.warn(
+            p,
+            format!(
+                "gpuctl writes `{path}` into the Network Operator's values and the live release does not set it; a gpuctl that installs the release would upgrade it with it"
+            ),
+        );
+    }
+    if !kept.is_empty() {
+        draft.comment(
+            &format!("{p}.values"),
+            "values of the live release that no blueprint field expresses, kept as they are",
+        );
+        if let Some(no) = tree
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("networkOperator"))
+        {
+            no.set("values", Y::from_json(&Value::Object(kept)));
+        }
     }
 }
 

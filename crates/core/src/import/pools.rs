@@ -238,17 +238,7 @@ fn pool_name(n: &NodeView) -> String {
         return v.to_string();
     }
     let product = n.product().unwrap_or("gpu");
-    let slug: String = product
-        .trim_start_matches("NVIDIA-")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let slug = crate::names::slug(product.trim_start_matches("NVIDIA-"));
     let slug = slug.trim_matches('-').to_string();
     let slug: String = slug.chars().take(40).collect();
     slug.trim_end_matches('-').to_string()

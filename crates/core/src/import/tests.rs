@@ -43,6 +43,7 @@ fn example(name: &str) -> String {
 /// The examples that validate (mixed-lab.yaml is the broken one the fixed one repairs).
 const EXAMPLES: &[&str] = &[
     "dgx-h100-training.yaml",
+    "gb200-nvl72-training.yaml",
     "inference-mig.yaml",
     "mixed-lab-fixed.yaml",
     "air-gapped.yaml",
@@ -96,38 +97,6 @@ fn every_example_cluster_imports_to_a_blueprint_whose_plan_only_adopts() {
             "{file}: {not_adopted:#?}\n{}",
             imported.yaml
         );
-        // Objects import does not map yet (the Network Operator's, Kueue Topology objects, the
-        // Network Operator's namespace) are left out of the imported blueprint and each is named
-        // in a warning.
-        let network_ns = bp
-            .spec
-            .network_operator
-            .as_ref()
-            .map(|n| n.namespace.as_str());
-        let unmapped: Vec<_> = set
-            .objects
-            .iter()
-            .filter(|o| {
-                o.api_version.starts_with("mellanox.com/")
-                    || o.kind == "Topology"
-                    || (o.kind == "Namespace" && Some(o.name.as_str()) == network_ns)
-            })
-            .collect();
-        for o in &unmapped {
-            if o.kind == "Namespace" {
-                continue;
-            }
-            assert!(
-                imported
-                    .warnings
-                    .iter()
-                    .any(|w| w.message.contains(&o.name) && w.message.contains("does not map")),
-                "{file}: {} {} is not named in a warning: {:#?}",
-                o.kind,
-                o.name,
-                imported.warnings
-            );
-        }
         let missing: Vec<String> = set
             .objects
             .iter()
@@ -139,11 +108,9 @@ fn every_example_cluster_imports_to_a_blueprint_whose_plan_only_adopts() {
             })
             .map(|o| format!("{} {}/{}", o.api_version, o.kind, o.name))
             .collect();
-        assert_eq!(
-            plan.actions.len() + unmapped.len(),
-            set.objects.len(),
-            "{file}: {missing:?}"
-        );
+        // Every rendered object is in the imported blueprint's plan, the Network Operator's and
+        // the Kueue Topology objects included.
+        assert_eq!(plan.actions.len(), set.objects.len(), "{file}: {missing:?}");
         assert!(
             plan.nodes.is_empty(),
             "{file}: node changes {:#?}",
@@ -158,11 +125,7 @@ fn every_example_cluster_imports_to_a_blueprint_whose_plan_only_adopts() {
                 imported.yaml
             );
         }
-        assert_eq!(
-            imported.plan_counts.adopt,
-            set.objects.len() - unmapped.len(),
-            "{file}"
-        );
+        assert_eq!(imported.plan_counts.adopt, set.objects.len(), "{file}");
         assert_eq!(
             imported.plan_counts.change + imported.plan_counts.create,
             0,
@@ -259,6 +222,8 @@ fn hand_made_cluster() -> (LiveView, ImportContext) {
         ImportContext {
             operator_namespace: None,
             kubernetes_version: Some("v1.34.2".into()),
+            releases: None,
+            releases_unread: 0,
         },
     )
 }
@@ -408,4 +373,251 @@ fn an_object_gpuctl_wrote_outside_the_set_is_not_an_adoption() {
         "{:?}",
         a.changes
     );
+}
+
+/// The imported blueprint as data.
+fn parsed(imported: &Imported) -> Value {
+    serde_saphyr::from_str(&imported.yaml).expect("the imported blueprint is YAML")
+}
+
+fn warned(imported: &Imported, needle: &str) -> bool {
+    imported.warnings.iter().any(|w| w.message.contains(needle)) && imported.yaml.contains(needle)
+}
+
+#[test]
+fn network_and_topology_are_imported_as_the_example_declares_them() {
+    let file = "gb200-nvl72-training.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (live, ctx) = hand_built(&bp, &set);
+    let imported = import(&live, &ctx, catalog(), &opts());
+    assert!(imported.valid, "{}", imported.yaml);
+    let v = parsed(&imported);
+    let no = &v["spec"]["networkOperator"];
+    assert_eq!(no["version"], "v26.4.1", "{}", imported.yaml);
+    assert_eq!(no["namespace"], "nvidia-network-operator");
+    assert_eq!(no["install"], "helm");
+    assert_eq!(no["nicDriver"], json!({"source": "host"}));
+    assert_eq!(
+        no["devicePlugin"],
+        json!({"kind": "rdma-shared", "resourceName": "rdma_shared_device_a", "hcaMax": 63})
+    );
+    let sn = &no["secondaryNetwork"];
+    assert_eq!(
+        (&sn["kind"], &sn["name"], &sn["master"]),
+        (&json!("ipoib"), &json!("ib-storage"), &json!("ibp3s0"))
+    );
+    // The pods' range lives in the nv-ipam IPPool, which this cluster does not have: a
+    // placeholder, said so.
+    assert!(warned(&imported, "`192.168.0.0/16` is a placeholder"));
+    // The chart values the release has are rendered from fields: nothing kept by hand.
+    assert!(no["values"].is_null(), "{}", imported.yaml);
+    let pool = &v["spec"]["nodePools"][0];
+    assert_eq!(
+        pool["topology"]["levels"],
+        json!([
+            "network.topology.nvidia.com/spine",
+            "nvidia.com/gpu.clique",
+            "kubernetes.io/hostname"
+        ])
+    );
+    assert_eq!(
+        pool["topology"]["network"],
+        json!({"fabric": "infiniband", "nicsPerNode": 4, "gpuDirectRDMA": true})
+    );
+    // The NIC count is a guess (one per GPU), and says so; the fabric is known from IPoIB.
+    assert!(warned(
+        &imported,
+        "one per GPU, is a guess for `nicsPerNode`"
+    ));
+    assert!(!warned(&imported, "`infiniband` is a guess"));
+    // The kubelet's NUMA policy cannot be read through the API server: a comment says so.
+    assert!(
+        imported
+            .yaml
+            .contains("cannot be read through the API server")
+    );
+    assert_eq!(
+        v["spec"]["gpuOperator"]["rdma"],
+        json!({"mechanism": "dma-buf"})
+    );
+    assert!(
+        v["spec"]["gpuOperator"]["values"]["driver"].is_null(),
+        "{}",
+        imported.yaml
+    );
+    // RDMA quota of the tenants and the ClusterQueues.
+    assert_eq!(
+        v["spec"]["tenants"][0]["quota"]["rdma/rdma_shared_device_a"],
+        "72"
+    );
+    assert_eq!(
+        v["spec"]["scheduling"]["kueue"]["clusterQueues"][1]["resources"][0]["borrowingLimit"]["rdma/rdma_shared_device_a"],
+        "18"
+    );
+    // No Network Operator or Topology object is left unmapped.
+    assert!(
+        !imported
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("neither changes nor prunes"))
+    );
+}
+
+#[test]
+fn without_a_secondary_network_the_fabric_is_a_guess_and_says_so() {
+    let file = "dgx-h100-training.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (live, ctx) = hand_built(&bp, &set);
+    let imported = import(&live, &ctx, catalog(), &opts());
+    let v = parsed(&imported);
+    // Only the training pool is under the NicClusterPolicy's node affinity.
+    assert_eq!(
+        v["spec"]["nodePools"][0]["topology"]["network"],
+        json!({"fabric": "infiniband", "nicsPerNode": 8, "gpuDirectRDMA": true})
+    );
+    assert!(v["spec"]["nodePools"][1]["topology"]["network"].is_null());
+    assert!(warned(&imported, "the fabric is not recorded"));
+    // At the pool it is about.
+    let at = imported.yaml.find("`infiniband` is a guess").unwrap();
+    assert!(
+        at > imported.yaml.find("- name: h100-train").unwrap(),
+        "{}",
+        imported.yaml
+    );
+    assert!(v["spec"]["networkOperator"]["secondaryNetwork"].is_null());
+}
+
+/// A hand-built cluster whose GPU Operator is a Helm release named otherwise, beside a second
+/// one, with nvidia-peermem set in the ClusterPolicy and no Network Operator.
+#[test]
+fn releases_are_found_by_chart_and_one_named_otherwise_is_left_alone() {
+    let file = "mixed-lab-fixed.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (mut live, mut ctx) = hand_built(&bp, &set);
+    let mut releases = ctx.releases.clone().unwrap();
+    assert_eq!(releases.len(), 1);
+    releases[0].name = "gpu-op".into();
+    releases[0].namespace = "platform".into();
+    let mut failed = releases[0].clone();
+    failed.name = "gpu-operator-old".into();
+    failed.release.status = "failed".into();
+    releases.push(failed);
+    ctx.releases = Some(releases);
+    ctx.operator_namespace = Some("platform".into());
+    // What a plan reads: no release named `gpu-operator`.
+    live.helm_release = crate::live::Reading::Read(None);
+    let imported = import(&live, &ctx, catalog(), &opts());
+    let v = parsed(&imported);
+    assert_eq!(v["spec"]["gpuOperator"]["install"], "none");
+    assert_eq!(v["spec"]["gpuOperator"]["namespace"], "platform");
+    assert_eq!(
+        v["spec"]["gpuOperator"]["version"],
+        set.helm.version.as_str()
+    );
+    assert!(
+        warned(&imported, "installed by Helm as release `platform/gpu-op`"),
+        "{:#?}",
+        imported.warnings
+    );
+    assert!(
+        warned(&imported, "2 Helm releases of the GPU Operator chart"),
+        "{:#?}",
+        imported.warnings
+    );
+    assert!(warned(&imported, "platform/gpu-operator-old (failed"));
+    // The values of the release still give the driver.
+    assert_eq!(
+        v["spec"]["gpuOperator"]["driver"]["version"],
+        bp.spec.gpu_operator.driver.version.as_str()
+    );
+}
+
+#[test]
+fn gpudirect_rdma_without_a_network_operator_marks_every_pool_and_says_so() {
+    let (mut live, ctx) = hand_made_cluster();
+    let cp = json!({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+        "spec": {"driver": {"version": "580.105.08", "rdma": {"enabled": true, "useHostMofed": true}}}});
+    live.objects.insert(ObjectRef::of(&cp).unwrap(), cp);
+    let imported = import(&live, &ctx, catalog(), &opts());
+    let v = parsed(&imported);
+    assert_eq!(
+        v["spec"]["gpuOperator"]["rdma"],
+        json!({"mechanism": "nvidia-peermem", "useHostMofed": true}),
+        "{}",
+        imported.yaml
+    );
+    assert_eq!(
+        v["spec"]["nodePools"][0]["topology"]["network"]["gpuDirectRDMA"],
+        true
+    );
+    assert_eq!(
+        v["spec"]["nodePools"][0]["topology"]["network"]["nicsPerNode"],
+        8
+    );
+    assert!(warned(
+        &imported,
+        "no NicClusterPolicy says which nodes have RDMA NICs"
+    ));
+    assert!(v["spec"]["networkOperator"].is_null());
+}
+
+#[test]
+fn a_topology_no_flavor_names_and_a_flavor_naming_another_topology_are_warnings() {
+    let (mut live, ctx) = hand_made_cluster();
+    for o in [
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "racks"},
+               "spec": {"levels": [{"nodeLabel": "topology.example.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "spare"},
+               "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "a100"},
+               "spec": {"nodeLabels": {"pool": "a100"}, "topologyName": "racks"}}),
+    ] {
+        live.objects.insert(ObjectRef::of(&o).unwrap(), o);
+    }
+    let imported = import(&live, &ctx, catalog(), &opts());
+    let v = parsed(&imported);
+    assert_eq!(
+        v["spec"]["nodePools"][0]["topology"]["levels"],
+        json!(["topology.example.com/rack", "kubernetes.io/hostname"])
+    );
+    assert!(warned(&imported, "flavor names Topology `racks`"));
+    assert!(warned(
+        &imported,
+        "Kueue Topology spare is named by no ResourceFlavor"
+    ));
+}
+
+#[test]
+fn kueues_release_gives_its_version_and_leaves_install_alone() {
+    let file = "gb200-nvl72-training.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (live, mut ctx) = hand_built(&bp, &set);
+    let without = import(&live, &ctx, catalog(), &opts());
+    assert!(warned(
+        &without,
+        "Kueue's objects do not record its release"
+    ));
+    let mut releases = ctx.releases.clone().unwrap();
+    releases.push(crate::live::release::NamedRelease {
+        name: "queues".into(),
+        namespace: "kueue-system".into(),
+        release: crate::live::release::LiveRelease {
+            revision: 3,
+            status: "deployed".into(),
+            chart: "kueue".into(),
+            chart_version: "0.19.2".into(),
+            values: json!({}),
+        },
+    });
+    ctx.releases = Some(releases);
+    let imported = import(&live, &ctx, catalog(), &opts());
+    assert!(imported.valid, "{}", imported.yaml);
+    let v = parsed(&imported);
+    assert_eq!(v["spec"]["scheduling"]["kueue"]["version"], "v0.19.2");
+    assert!(v["spec"]["scheduling"]["kueue"]["install"].is_null());
+    assert!(!warned(
+        &imported,
+        "Kueue's objects do not record its release"
+    ));
+    assert!(imported.yaml.contains("Helm release kueue-system/queues"));
 }

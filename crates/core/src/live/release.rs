@@ -28,6 +28,19 @@ pub struct LiveRelease {
     pub values: Value,
 }
 
+/// A Helm release found by its chart: `gpuctl import` looks for the GPU Operator, the Network
+/// Operator and Kueue under any release name, in any namespace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedRelease {
+    /// Release name (`helm list`'s NAME).
+    pub name: String,
+    /// Namespace of the release's storage Secrets.
+    pub namespace: String,
+    /// Its newest revision.
+    #[serde(flatten)]
+    pub release: LiveRelease,
+}
+
 /// Helm's encoding, undone: base64 text of (optionally, for releases stored before Helm
 /// compressed them) gzip-compressed JSON.
 pub fn decode(data: &[u8]) -> Result<Value, String> {

@@ -1,0 +1,659 @@
+//! Network and topology, read back: the Network Operator's `NicClusterPolicy`, its secondary
+//! network (IPoIBNetwork, MacvlanNetwork or HostDeviceNetwork) and Helm release become
+//! `spec.networkOperator`; the pools the policy's node affinity selects get
+//! `topology.network`; the GPU Operator's GPUDirect RDMA settings (`driver.rdma` of the chart
+//! values, `spec.rdma` of the default NVIDIADriver CR, `spec.driver.rdma` of the ClusterPolicy)
+//! become `gpuOperator.rdma`; Kueue `Topology` objects named by a pool's ResourceFlavor become
+//! the pool's `topology.levels`. What render does not write, or the objects do not record, is a
+//! warning at its place.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::Draft;
+use super::emit::Y;
+use super::pools::Group;
+use super::releases::{Chart, blueprint_version};
+use crate::live::release::NamedRelease;
+use crate::profiles::Catalog;
+use crate::render::network::NIC_CLUSTER_POLICY;
+
+/// The group the Network Operator's objects are in.
+const GROUP: &str = "mellanox.com";
+/// The secondary network kinds, in the order gpuctl's `secondaryNetwork.kind` lists them.
+const NETWORK_KINDS: [(&str, &str); 3] = [
+    ("IPoIBNetwork", "ipoib"),
+    ("MacvlanNetwork", "macvlan"),
+    ("HostDeviceNetwork", "host-device"),
+];
+/// NicClusterPolicy `spec` keys render writes.
+const RENDERED_POLICY_KEYS: &[&str] = &[
+    "ofedDriver",
+    "rdmaSharedDevicePlugin",
+    "sriovDevicePlugin",
+    "secondaryNetwork",
+    "nvIpam",
+    "nodeAffinity",
+    "tolerations",
+];
+
+fn group_of(o: &Value) -> &str {
+    o["apiVersion"]
+        .as_str()
+        .and_then(|a| a.rsplit_once('/'))
+        .map_or("", |(g, _)| g)
+}
+
+fn name(o: &Value) -> String {
+    o["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn of<'a>(all: &[&'a Value], group: &str, kind: &str) -> Vec<&'a Value> {
+    all.iter()
+        .copied()
+        .filter(|o| o["kind"] == kind && group_of(o) == group)
+        .collect()
+}
+
+/// GPUDirect RDMA as the GPU Operator was told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RdmaLive {
+    /// `enabled`: the legacy nvidia-peermem module (else DMA-BUF).
+    pub peermem: bool,
+    /// `useHostMofed`.
+    pub host_mofed: bool,
+}
+
+/// `driver.rdma` of the release's user-supplied values (gpuctl writes it exactly when a pool asks
+/// for GPUDirect RDMA, `enabled: false` meaning DMA-BUF), else `spec.rdma` of the default
+/// NVIDIADriver CR or `spec.driver.rdma` of the ClusterPolicy when they load nvidia-peermem (their
+/// `enabled: false` is the chart's default, which says nothing about DMA-BUF).
+pub(super) fn rdma_live(
+    values: &Value,
+    default_cr: Option<&Value>,
+    cluster_policy: Option<&Value>,
+) -> Option<RdmaLive> {
+    let of = |r: &Value| RdmaLive {
+        peermem: r["enabled"] == true,
+        host_mofed: r["useHostMofed"] == true,
+    };
+    if values["driver"]["rdma"].is_object() {
+        return Some(of(&values["driver"]["rdma"]));
+    }
+    [
+        default_cr.map_or(&Value::Null, |c| &c["spec"]["rdma"]),
+        cluster_policy.map_or(&Value::Null, |c| &c["spec"]["driver"]["rdma"]),
+    ]
+    .into_iter()
+    .find(|r| r["enabled"] == true)
+    .map(of)
+}
+
+/// What the network import found.
+#[derive(Debug, Default)]
+pub(super) struct NetworkImport {
+    /// `spec.networkOperator`.
+    pub operator: Option<Y>,
+    /// `topology.network` per pool name.
+    pub pools: BTreeMap<String, Y>,
+    /// `gpuOperator.rdma`, when some pool declares GPUDirect RDMA.
+    pub rdma: Option<Y>,
+    /// The RDMA resource the device plugin advertises (`rdma/<name>` or `nvidia.com/<name>`).
+    pub rdma_resource: Option<String>,
+}
+
+/// The device plugin: `(kind, resource name, hcaMax, ifNames, resource)`.
+struct Plugin {
+    kind: &'static str,
+    resource_name: String,
+    hca_max: Option<u64>,
+    if_names: Vec<String>,
+    link_types: Vec<String>,
+}
+
+fn plugin(spec: &Value, catalog: &Catalog, p: &str, draft: &mut Draft) -> Option<Plugin> {
+    let vendor = &catalog.network().network_operator.nic_vendor;
+    let shared = &spec["rdmaSharedDevicePlugin"];
+    let sriov = &spec["sriovDevicePlugin"];
+    if shared.is_object() && sriov.is_object() {
+        draft.warn(
+            &format!("{p}.devicePlugin"),
+            "the NicClusterPolicy runs both the RDMA shared and the SR-IOV device plugin; gpuctl renders one: the shared one was imported",
+        );
+    }
+    let (kind, plugin, list_key) = if shared.is_object() {
+        ("rdma-shared", shared, "configList")
+    } else if sriov.is_object() {
+        ("sriov", sriov, "resourceList")
+    } else {
+        draft.warn(
+            &format!("{p}.devicePlugin"),
+            "the NicClusterPolicy runs no RDMA device plugin; gpuctl always renders one (the first apply adds the RDMA shared device plugin)",
+        );
+        return None;
+    };
+    let config: Value = plugin["config"]
+        .as_str()
+        .and_then(|c| serde_json::from_str(c).ok())
+        .unwrap_or(Value::Null);
+    let list = config[list_key].as_array().cloned().unwrap_or_default();
+    let Some(first) = list.first() else {
+        draft.warn(
+            &format!("{p}.devicePlugin"),
+            format!("the {kind} device plugin's config has no `{list_key}` entry gpuctl can read; the defaults were imported"),
+        );
+        return None;
+    };
+    if list.len() > 1 {
+        draft.warn(
+            &format!("{p}.devicePlugin"),
+            format!(
+                "the {kind} device plugin advertises {} resources; gpuctl renders one: `{}` was imported",
+                list.len(),
+                first["resourceName"].as_str().unwrap_or_default()
+            ),
+        );
+    }
+    if kind == "sriov" && first["resourcePrefix"] != "nvidia.com" {
+        draft.warn(
+            &format!("{p}.devicePlugin"),
+            format!(
+                "the SR-IOV device plugin's resource prefix is `{}`; gpuctl renders `nvidia.com`",
+                first["resourcePrefix"].as_str().unwrap_or("")
+            ),
+        );
+    }
+    let sel = &first["selectors"];
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    if strings(&sel["vendors"]) != [vendor.clone()] {
+        draft.warn(
+            &format!("{p}.devicePlugin"),
+            format!("the device plugin selects NIC vendors {:?}; gpuctl selects NVIDIA's (`{vendor}`) only", strings(&sel["vendors"])),
+        );
+    }
+    let known = ["vendors", "ifNames", "isRdma", "linkTypes"];
+    let other: Vec<&String> = sel
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    if !other.is_empty() {
+        draft.warn(
+            &format!("{p}.devicePlugin"),
+            format!("the device plugin's selectors also use {other:?}, which gpuctl does not render; the first apply leaves them to their manager"),
+        );
+    }
+    Some(Plugin {
+        kind,
+        resource_name: first["resourceName"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        hca_max: first["rdmaHcaMax"].as_u64(),
+        if_names: strings(&sel["ifNames"]),
+        link_types: strings(&sel["linkTypes"]),
+    })
+}
+
+/// Whether every node of `g` matches one of the policy's node-affinity terms.
+fn selected(g: &Group, terms: &[Value]) -> bool {
+    terms.iter().any(|t| {
+        let exprs = t["matchExpressions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        !exprs.is_empty()
+            && g.nodes.iter().all(|n| {
+                exprs.iter().all(|e| {
+                    let value = n.labels.get(e["key"].as_str().unwrap_or_default());
+                    let values: Vec<&str> = e["values"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    match e["operator"].as_str() {
+                        Some("In") => value.is_some_and(|v| values.contains(&v.as_str())),
+                        Some("Exists") => value.is_some(),
+                        _ => false,
+                    }
+                })
+            })
+    })
+}
+
+/// The Network Operator, the pools' networks and the GPU Operator's RDMA settings.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn network(
+    all: &[&Value],
+    release: Option<&NamedRelease>,
+    rdma: Option<RdmaLive>,
+    groups: &[Group],
+    gpu_counts: &BTreeMap<String, u32>,
+    catalog: &Catalog,
+    draft: &mut Draft,
+) -> NetworkImport {
+    let p = "spec.networkOperator";
+    let facts = &catalog.network().network_operator;
+    let mut out = NetworkImport::default();
+    let policies = of(all, GROUP, "NicClusterPolicy");
+    for other in policies.iter().filter(|o| name(o) != NIC_CLUSTER_POLICY) {
+        draft.warn(
+            p,
+            format!("NicClusterPolicy `{}` is not the one the Network Operator reconciles (`{NIC_CLUSTER_POLICY}`); it is left alone", name(other)),
+        );
+    }
+    let policy = policies
+        .iter()
+        .copied()
+        .find(|o| name(o) == NIC_CLUSTER_POLICY);
+    let mut networks: Vec<(&str, &Value)> = NETWORK_KINDS
+        .iter()
+        .flat_map(|(kind, field)| of(all, GROUP, kind).into_iter().map(move |o| (*field, o)))
+        .collect();
+    networks.sort_by_key(|(k, o)| (NETWORK_KINDS.iter().position(|(_, f)| f == k), name(o)));
+
+    let mut rdma_pools: BTreeSet<String> = BTreeSet::new();
+    let mut fabric: Option<(&str, bool)> = None; // (fabric, known)
+    let mut if_names = Vec::new();
+    let mut mtu: Option<u64> = None;
+    match policy {
+        None => {
+            if release.is_some() || !networks.is_empty() {
+                draft.warn(
+                    p,
+                    format!(
+                        "the Network Operator{} has no NicClusterPolicy `{NIC_CLUSTER_POLICY}`; gpuctl cannot express the stack without one{}",
+                        release.map(|r| format!(" (Helm release {}/{})", r.namespace, r.name)).unwrap_or_default(),
+                        if networks.is_empty() { String::new() } else {
+                            format!(" and leaves {} alone", networks.iter().map(|(_, o)| name(o)).collect::<Vec<_>>().join(", "))
+                        }
+                    ),
+                );
+            }
+        }
+        Some(policy) => {
+            let spec = &policy["spec"];
+            let mut m: Vec<(String, Y)> = Vec::new();
+            // Version: the release's chart, else the release whose image tag the policy uses.
+            let tags: BTreeSet<&str> = spec
+                .as_object()
+                .into_iter()
+                .flatten()
+                .flat_map(|(_, v)| {
+                    let mut t = vec![v["version"].as_str()];
+                    if let Some(o) = v.as_object() {
+                        t.extend(o.values().map(|x| x["version"].as_str()));
+                    }
+                    t
+                })
+                .flatten()
+                .collect();
+            let version = match release {
+                Some(r) => blueprint_version(&r.release.chart_version),
+                None => match facts
+                    .releases
+                    .iter()
+                    .find(|r| tags.contains(r.tag.as_str()))
+                {
+                    Some(r) => {
+                        draft.comment(
+                            &format!("{p}.version"),
+                            format!("no Helm release of the Network Operator was found; the NicClusterPolicy's images are tagged `{}`", r.tag),
+                        );
+                        r.version.clone()
+                    }
+                    None => {
+                        let newest = facts
+                            .releases
+                            .last()
+                            .map_or_else(|| "v26.4.1".to_string(), |r| r.version.clone());
+                        draft.warn(
+                            &format!("{p}.version"),
+                            format!("no Helm release of the Network Operator was found and the NicClusterPolicy's image tags name no release gpuctl knows; {newest} is a guess: set the release you run"),
+                        );
+                        newest
+                    }
+                },
+            };
+            m.push(("version".into(), Y::s(version)));
+            let namespaces: BTreeSet<String> =
+                of(all, "", "Namespace").iter().map(|n| name(n)).collect();
+            let default_ns = "nvidia-network-operator";
+            let (namespace, install) = match release {
+                Some(r) if r.name == Chart::NetworkOperator.release_name() => {
+                    (r.namespace.clone(), "helm")
+                }
+                Some(r) => {
+                    draft.warn(
+                        &format!("{p}.install"),
+                        format!(
+                            "the Network Operator's Helm release is `{}/{}`; gpuctl's helm mode manages a release named `{}`, so gpuctl leaves this one alone (`install: none`)",
+                            r.namespace, r.name, Chart::NetworkOperator.release_name()
+                        ),
+                    );
+                    (r.namespace.clone(), "none")
+                }
+                None => {
+                    draft.comment(
+                        &format!("{p}.install"),
+                        "`none`: no Helm release of the Network Operator was found, so gpuctl leaves its installation alone",
+                    );
+                    if !namespaces.contains(default_ns) {
+                        draft.warn(
+                            &format!("{p}.namespace"),
+                            format!("the Network Operator's namespace is not recorded without its Helm release; `{default_ns}` is a guess"),
+                        );
+                    }
+                    (default_ns.to_string(), "none")
+                }
+            };
+            m.push(("namespace".into(), Y::s(namespace)));
+            m.push(("install".into(), Y::s(install)));
+            // NIC driver.
+            let ofed = &spec["ofedDriver"];
+            if ofed.is_object() {
+                let mut d = vec![("source".to_string(), Y::s("operator"))];
+                if let Some(v) = ofed["version"].as_str() {
+                    d.push(("version".into(), Y::s(v)));
+                }
+                m.push(("nicDriver".into(), Y::Map(d)));
+            } else {
+                m.push((
+                    "nicDriver".into(),
+                    Y::Map(vec![("source".into(), Y::s("host"))]),
+                ));
+                draft.comment(
+                    &format!("{p}.nicDriver"),
+                    "the NicClusterPolicy installs no NIC driver: the hosts carry it",
+                );
+            }
+            // Device plugin.
+            if let Some(dp) = plugin(spec, catalog, p, draft) {
+                let mut d = vec![
+                    ("kind".to_string(), Y::s(dp.kind)),
+                    ("resourceName".to_string(), Y::s(dp.resource_name.clone())),
+                ];
+                if dp.kind == "rdma-shared"
+                    && let Some(h) = dp.hca_max
+                {
+                    d.push(("hcaMax".into(), Y::Scalar(json!(h))));
+                }
+                if !dp.if_names.is_empty() {
+                    d.push((
+                        "ifNames".into(),
+                        Y::List(dp.if_names.iter().map(|s| Y::s(s.clone())).collect()),
+                    ));
+                }
+                out.rdma_resource = Some(if dp.kind == "sriov" {
+                    format!("nvidia.com/{}", dp.resource_name)
+                } else {
+                    format!("rdma/{}", dp.resource_name)
+                });
+                if_names = dp.if_names.clone();
+                if dp
+                    .link_types
+                    .iter()
+                    .any(|l| l.eq_ignore_ascii_case("infiniband"))
+                {
+                    fabric = Some(("infiniband", true));
+                } else if dp
+                    .link_types
+                    .iter()
+                    .any(|l| l.eq_ignore_ascii_case("ether"))
+                {
+                    fabric = Some(("roce", true));
+                }
+                m.push(("devicePlugin".into(), Y::Map(d)));
+            }
+            // Secondary network.
+            if let Some((kind, sn)) = networks.first().copied() {
+                for (_, o) in &networks[1..] {
+                    draft.warn(
+                        &format!("{p}.secondaryNetwork"),
+                        format!("{} `{}` is a second secondary network; gpuctl renders one, and leaves this one alone", o["kind"].as_str().unwrap_or_default(), name(o)),
+                    );
+                }
+                let s = &sn["spec"];
+                let sname = name(sn);
+                let mut n = vec![
+                    ("kind".to_string(), Y::s(kind)),
+                    ("name".to_string(), Y::s(sname.clone())),
+                ];
+                if kind != "host-device"
+                    && let Some(master) = s["master"].as_str()
+                {
+                    n.push(("master".into(), Y::s(master)));
+                }
+                if let Some(nn) = s["networkNamespace"].as_str().filter(|n| *n != "default") {
+                    n.push(("networkNamespace".into(), Y::s(nn)));
+                }
+                let ipam: Value = s["ipam"]
+                    .as_str()
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .unwrap_or(Value::Null);
+                let pool_name = ipam["poolName"].as_str().unwrap_or(&sname).to_string();
+                if ipam["type"] != "nv-ipam" || pool_name != sname {
+                    draft.warn(
+                        &format!("{p}.secondaryNetwork"),
+                        format!("{} `{sname}` uses IPAM {}; gpuctl renders NVIDIA IPAM with pool `{sname}`", sn["kind"].as_str().unwrap_or_default(), s["ipam"].as_str().unwrap_or("(none)")),
+                    );
+                }
+                let ippool = of(all, "nv-ipam.nvidia.com", "IPPool")
+                    .into_iter()
+                    .find(|o| name(o) == pool_name);
+                let range = ippool
+                    .and_then(|o| o["spec"]["subnet"].as_str().map(str::to_string))
+                    .or_else(|| ipam["range"].as_str().map(str::to_string));
+                match range {
+                    Some(r) => n.push(("range".into(), Y::s(r))),
+                    None => {
+                        draft.warn(
+                            &format!("{p}.secondaryNetwork.range"),
+                            format!("the pods' address range is in NVIDIA IPAM's IPPool `{pool_name}`, which was not found (its CRD is installed by the Network Operator); `192.168.0.0/16` is a placeholder: set the range the pool uses"),
+                        );
+                        n.push(("range".into(), Y::s("192.168.0.0/16")));
+                    }
+                }
+                if let Some(b) = ippool.and_then(|o| o["spec"]["perNodeBlockSize"].as_u64()) {
+                    n.push(("perNodeBlockSize".into(), Y::Scalar(json!(b))));
+                }
+                if kind == "macvlan" {
+                    mtu = s["mtu"].as_u64().filter(|m| *m > 0);
+                    if let Some(v) = mtu {
+                        n.push(("mtu".into(), Y::Scalar(json!(v))));
+                    }
+                    if s["mode"].as_str().is_some_and(|m| m != "bridge") {
+                        draft.warn(
+                            &format!("{p}.secondaryNetwork"),
+                            format!(
+                                "MacvlanNetwork `{sname}` uses mode `{}`; gpuctl renders `bridge`",
+                                s["mode"].as_str().unwrap_or_default()
+                            ),
+                        );
+                    }
+                }
+                m.push(("secondaryNetwork".into(), Y::Map(n)));
+                match kind {
+                    "ipoib" => fabric = Some(("infiniband", true)),
+                    "macvlan" => fabric = fabric.or(Some(("roce", true))),
+                    _ => {}
+                }
+            } else if spec["secondaryNetwork"].is_object() {
+                draft.warn(
+                    &format!("{p}.secondaryNetwork"),
+                    "the NicClusterPolicy deploys secondary-network components (Multus, CNI plugins) but the cluster has no IPoIB, macvlan or host-device network; gpuctl renders them only with a secondary network",
+                );
+            }
+            let extra: Vec<&String> = spec
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .filter(|k| !RENDERED_POLICY_KEYS.contains(&k.as_str()))
+                .collect();
+            if !extra.is_empty() {
+                draft.warn(
+                    p,
+                    format!("the NicClusterPolicy also sets {extra:?}, which gpuctl does not render; they stay as their manager wrote them"),
+                );
+            }
+            // The pools the policy's node affinity selects carry the RDMA fabric.
+            let terms = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                ["nodeSelectorTerms"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if terms.is_empty() {
+                draft.warn(
+                    p,
+                    "the NicClusterPolicy has no node affinity: its components run on every node. gpuctl runs them only on the pools that declare an InfiniBand or RoCE `topology.network`; no pool was given one, so declare it on the RDMA pools (the first apply then adds the node affinity)",
+                );
+            } else {
+                for g in groups.iter().filter(|g| selected(g, &terms)) {
+                    rdma_pools.insert(g.name.clone());
+                }
+            }
+            out.operator = Some(Y::Map(m));
+        }
+    }
+    // GPUDirect RDMA without a Network Operator (host MOFED): every GPU pool.
+    if policy.is_none() && rdma.is_some() {
+        rdma_pools = groups.iter().map(|g| g.name.clone()).collect();
+        if !rdma_pools.is_empty() {
+            draft.warn(
+                "spec.nodePools",
+                "the GPU Operator is set up for GPUDirect RDMA but no NicClusterPolicy says which nodes have RDMA NICs; every pool was given `topology.network.gpuDirectRDMA: true`: remove it from pools without RDMA NICs",
+            );
+        }
+    }
+    let (fabric, fabric_known) = fabric.unwrap_or(("infiniband", false));
+    for (i, g) in groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| rdma_pools.contains(&g.name))
+    {
+        let np = format!("spec.nodePools[{i}].topology");
+        let np = np.as_str();
+        let mut n = vec![("fabric".to_string(), Y::s(fabric))];
+        if !fabric_known {
+            draft.warn(
+                np,
+                "the fabric is not recorded in the objects gpuctl reads (an IPoIB network means InfiniBand, a macvlan one RoCE); `infiniband` is a guess",
+            );
+        }
+        if rdma.is_some() {
+            let count = if if_names.is_empty() {
+                let c = gpu_counts.get(&g.name).copied().unwrap_or(1);
+                draft.warn(
+                    np,
+                    format!("the RDMA NICs per node are not recorded (the device plugin names no interfaces); {c}, one per GPU, is a guess for `nicsPerNode`"),
+                );
+                c as u64
+            } else {
+                if_names.len() as u64
+            };
+            n.push(("nicsPerNode".into(), Y::Scalar(json!(count))));
+            n.push(("gpuDirectRDMA".into(), Y::Scalar(json!(true))));
+        }
+        if let Some(v) = mtu {
+            n.push(("mtu".into(), Y::Scalar(json!(v))));
+        }
+        out.pools.insert(g.name.clone(), Y::Map(n));
+    }
+    if let Some(r) = rdma {
+        if out.pools.is_empty() {
+            draft.warn(
+                "spec.gpuOperator",
+                "the GPU Operator is set up for GPUDirect RDMA, but no pool could be given an RDMA network, so `gpuOperator.rdma` would do nothing; the settings are kept as the release has them",
+            );
+        } else {
+            let mut m = vec![(
+                "mechanism".to_string(),
+                Y::s(if r.peermem {
+                    "nvidia-peermem"
+                } else {
+                    "dma-buf"
+                }),
+            )];
+            if r.host_mofed {
+                m.push(("useHostMofed".into(), Y::Scalar(json!(true))));
+            }
+            out.rdma = Some(Y::Map(m));
+        }
+    }
+    out
+}
+
+/// `topology.levels` per pool: the levels of the Kueue Topology its ResourceFlavor names. Every
+/// Topology no pool's flavor names is a warning.
+pub(super) fn levels(
+    all: &[&Value],
+    groups: &[Group],
+    draft: &mut Draft,
+) -> BTreeMap<String, Vec<String>> {
+    let topologies = of(all, "kueue.x-k8s.io", "Topology");
+    let flavors = of(all, "kueue.x-k8s.io", "ResourceFlavor");
+    let mut out = BTreeMap::new();
+    let mut used = BTreeSet::new();
+    for (i, g) in groups.iter().enumerate() {
+        let np = format!("spec.nodePools[{i}].topology");
+        let Some(flavor) = flavors.iter().find(|f| name(f) == g.name) else {
+            continue;
+        };
+        let Some(t) = flavor["spec"]["topologyName"].as_str() else {
+            continue;
+        };
+        let Some(topology) = topologies.iter().find(|o| name(o) == t) else {
+            draft.warn(
+                &np,
+                format!("ResourceFlavor `{}` names Topology `{t}`, which does not exist; no levels were imported", g.name),
+            );
+            continue;
+        };
+        used.insert(t.to_string());
+        let levels: Vec<String> = topology["spec"]["levels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l["nodeLabel"].as_str().map(str::to_string))
+            .collect();
+        if t != g.name {
+            draft.warn(
+                &np,
+                format!("pool `{}`'s flavor names Topology `{t}`; gpuctl names a pool's Topology after the pool, so the first apply creates Topology `{}` with the same levels and points the flavor at it", g.name, g.name),
+            );
+        }
+        if !levels.is_empty() {
+            out.insert(g.name.clone(), levels);
+        }
+    }
+    let mut unmapped: Vec<String> = topologies
+        .iter()
+        .map(|t| name(t))
+        .filter(|t| !used.contains(t))
+        .collect();
+    unmapped.sort();
+    if !unmapped.is_empty() {
+        draft.warn(
+            "spec.nodePools",
+            format!(
+                "Kueue Topology {} is named by no ResourceFlavor of an imported pool, so it maps to no `topology.levels`; gpuctl neither changes nor prunes it",
+                unmapped.join(", ")
+            ),
+        );
+    }
+    out
+}
