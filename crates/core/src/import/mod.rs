@@ -152,22 +152,26 @@ pub fn import(
 
     // Live Helm values render does not produce are kept under `gpuOperator.values` (and
     // `networkOperator.values`), so the releases are adopted as they are.
-    let set = render(&tree, &draft, opts, catalog, &templates)
-        .ok()
-        .flatten();
-    if let Some(set) = &set
-        && let Some(no) = chosen
-            .network_operator
-            .filter(|r| r.name == releases::Chart::NetworkOperator.release_name())
-        && tree_text(&tree, &["spec", "networkOperator", "install"]) == Some("helm")
-    {
-        keep_network_values(&mut tree, &mut draft, no, set);
-    }
-    if let Some(release) = chosen
+    // The draft is rendered once for that; when nothing is kept, the same result is the final
+    // check below (rendering 5,000 objects is most of an import's time).
+    let network_release = chosen
+        .network_operator
+        .filter(|r| r.name == releases::Chart::NetworkOperator.release_name())
+        .filter(|_| tree_text(&tree, &["spec", "networkOperator", "install"]) == Some("helm"));
+    let gpu_release = chosen
         .gpu_operator
         .filter(|r| r.name == releases::Chart::GpuOperator.release_name())
-        .map(|r| &r.release)
-        && let Some(set) = set
+        .map(|r| &r.release);
+    let first = (network_release.is_some() || gpu_release.is_some())
+        .then(|| render(&tree, &draft, opts, catalog, &templates));
+    let mut changed = false;
+    if let Some(Ok(Some(set))) = &first
+        && let Some(no) = network_release
+    {
+        changed |= keep_network_values(&mut tree, &mut draft, no, set);
+    }
+    if let Some(release) = gpu_release
+        && let Some(Ok(Some(set))) = &first
     {
         let chart = catalog.chart_release(&set.helm.version);
         let (residual, missing) = residual(&release.values, &set.helm.values);
@@ -200,6 +204,7 @@ pub fn import(
             );
         }
         if !kept.is_empty() {
+            changed = true;
             draft.comment(
                 "spec.gpuOperator.values",
                 "values of the live release that no blueprint field expresses, kept as they are",
@@ -213,7 +218,11 @@ pub fn import(
     // Validate and self-plan the final draft.
     let mut valid = false;
     let mut plan_counts = PlanCounts::default();
-    match render(&tree, &draft, opts, catalog, &templates) {
+    let result = match first {
+        Some(r) if !changed => r,
+        _ => render(&tree, &draft, opts, catalog, &templates),
+    };
+    match result {
         Ok(Some(set)) => {
             valid = true;
             let view = with_members(live, &crate::plan::parent_of(&set).id());
@@ -324,7 +333,7 @@ fn keep_network_values(
     draft: &mut Draft,
     release: &NamedRelease,
     set: &crate::render::RenderedSet,
-) {
+) -> bool {
     let p = "spec.networkOperator";
     let rendered: Value = set
         .documents
@@ -371,7 +380,9 @@ fn keep_network_values(
         {
             no.set("values", Y::from_json(&Value::Object(kept)));
         }
+        return true;
     }
+    false
 }
 
 /// A change between two spellings of one quantity.
