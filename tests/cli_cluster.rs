@@ -77,6 +77,18 @@ fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
         1,
     );
     assert_ne!(local, text, "the example installs with helm");
+    // The Network Operator's chart archive is not available here: a stand-in chart built from its
+    // real Chart.yaml, values.yaml and CRDs (tests/support/standin_chart.rs), installed the same way.
+    support::standin_chart::network_operator(dir, "network-operator-stand-in");
+    let network = "    namespace: nvidia-network-operator\n    install: helm\n";
+    assert!(
+        local.contains(network),
+        "the example installs the Network Operator with helm"
+    );
+    let local = local.replace(
+        network,
+        &format!("{network}    chart: {{ path: network-operator-stand-in }}\n"),
+    );
     let path = dir.join("dgx-h100-training.yaml");
     std::fs::write(&path, local).unwrap();
     path
@@ -84,15 +96,22 @@ fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
 
 /// Revisions of the operator's release in Helm's storage (its Secrets).
 async fn helm_revisions(tc: &TestCluster) -> usize {
+    release_revisions(tc, "gpu-operator", "gpu-operator").await
+}
+
+/// Revisions of release `name` in `namespace`.
+async fn release_revisions(tc: &TestCluster, namespace: &str, name: &str) -> usize {
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
-        Api::namespaced(tc.client.clone(), "gpu-operator");
+        Api::namespaced(tc.client.clone(), namespace);
     secrets
-        .list(&ListParams::default().labels("owner=helm,name=gpu-operator"))
+        .list(&ListParams::default().labels(&format!("owner=helm,name={name}")))
         .await
         .unwrap()
         .items
         .len()
 }
+
+const NETWORK_NS: &str = "nvidia-network-operator";
 
 fn kubeconfig() -> String {
     std::env::var(support::cluster::KUBECONFIG_ENV).expect("checked by TestCluster::connect")
@@ -191,6 +210,14 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
             &ListParams::default().labels("owner=helm,name=gpu-operator"),
         )
         .await;
+    let network_secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(tc.client.clone(), NETWORK_NS);
+    let _ = network_secrets
+        .delete_collection(
+            &kube::api::DeleteParams::default(),
+            &ListParams::default().labels("owner=helm,name=network-operator"),
+        )
+        .await;
     let mig = mig_manager_stand_in(tc.client.clone(), "gpuctl.dev/pool=h100-infer".into());
     let dir = tempfile::tempdir().unwrap();
     let common = ["--kubeconfig", &kc];
@@ -242,8 +269,43 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     .concat();
     let o = gpuctl_with(&apply_args, &helm_env);
     assert_code(&o, 0, "first apply");
-    // helm installed revision 1 from the archive, into the cluster gpuctl used.
+    // helm installed revision 1 from the archive, into the cluster gpuctl used; and the Network
+    // Operator's (stand-in) chart, with exactly the values gpuctl rendered.
     assert_eq!(helm_revisions(&tc).await, 1);
+    assert_eq!(
+        release_revisions(&tc, NETWORK_NS, "network-operator").await,
+        1
+    );
+    let (_, rendered) = plan_json(&[&["plan", example, "-o", "json"][..], &common[..]].concat());
+    let network = rendered["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["release"]["stack"] == "network-operator")
+        .expect("the plan has the Network Operator's release step")
+        .clone();
+    assert_eq!(network["plan"]["action"], "no-op", "{network}");
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(tc.client.clone(), NETWORK_NS);
+    let recorded = cms
+        .get(&support::standin_chart::values_config_map(
+            "network-operator",
+        ))
+        .await
+        .unwrap();
+    let given: Value = serde_json::from_str(&recorded.data.unwrap()["values.json"]).unwrap();
+    // Every value gpuctl rendered reached the chart (merged over the chart's own defaults).
+    fn within(part: &Value, whole: &Value, at: &str) {
+        match (part, whole) {
+            (Value::Object(p), Value::Object(w)) => {
+                for (k, v) in p {
+                    within(v, w.get(k).unwrap_or(&Value::Null), &format!("{at}.{k}"));
+                }
+            }
+            _ => assert_eq!(part, whole, "chart value {at}"),
+        }
+    }
+    within(&network["release"]["values"], &given, "");
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("installed or upgraded to v26.7.0 from"),
         "{}",
@@ -252,7 +314,8 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let o = gpuctl(&[&["plan", example, "--detailed-exitcode"][..], &common[..]].concat());
     assert_code(&o, 0, "plan after apply");
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("Operator release: unchanged."),
+        String::from_utf8_lossy(&o.stdout)
+            .contains("Operator release: unchanged. Network Operator release: unchanged."),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -263,6 +326,11 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         helm_revisions(&tc).await,
         1,
         "helm ran again for an unchanged release"
+    );
+    assert_eq!(
+        release_revisions(&tc, NETWORK_NS, "network-operator").await,
+        1,
+        "helm ran again for the unchanged Network Operator release"
     );
 
     // A chart value changes: the plan is an upgrade of exactly that value, and apply makes

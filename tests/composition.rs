@@ -29,7 +29,9 @@ use std::time::{Duration, Instant};
 
 use gpuctl_cluster::apply::{self, ApplyOptions};
 use gpuctl_cluster::read;
-use gpuctl_core::blueprint::{self, Blueprint, MigStrategy, NodePool, PartitionMode, Queueing};
+use gpuctl_core::blueprint::{
+    self, Blueprint, DevicePluginKind, Fabric, MigStrategy, NodePool, PartitionMode, Queueing,
+};
 use gpuctl_core::diag::Severity;
 use gpuctl_core::plan::PlanOptions;
 use gpuctl_core::profiles::Catalog;
@@ -207,7 +209,24 @@ fn pool_node(bp: &Blueprint, pool: &NodePool) -> GpuNode {
         cpu: "224".into(),
         memory: "2113456540Ki".into(),
         replicas: 1,
+        extra_capacity: BTreeMap::new(),
     };
+    // The Network Operator's RDMA shared device plugin advertises `rdma/<resourceName>` on the
+    // nodes of pools with an RDMA fabric, shared by up to `hcaMax` pods.
+    let rdma_fabric = pool
+        .topology
+        .as_ref()
+        .and_then(|t| t.network.as_ref())
+        .is_some_and(|n| matches!(n.fabric, Fabric::Infiniband | Fabric::Roce));
+    if let Some(no) = &bp.spec.network_operator
+        && no.device_plugin.kind == DevicePluginKind::RdmaShared
+        && rdma_fabric
+    {
+        node.extra_capacity.insert(
+            no.device_plugin.resource(),
+            no.device_plugin.hca_max.to_string(),
+        );
+    }
     let p = &pool.partitioning;
     match p.mode {
         PartitionMode::Mig => {
@@ -933,6 +952,34 @@ fn cases(bp: &Blueprint) -> (Vec<JobCase>, Vec<String>) {
                     flavor.clone(),
                 ));
                 out.push(case("GPUs only", "gpu-only", true, 1, one, flavor.clone()));
+                // RDMA devices where the queue has quota on them (the GPUs of one node with the
+                // node's RDMA devices, as an NCCL job asks).
+                match first.quota.keys().find(|k| k.starts_with("rdma/")) {
+                    Some(rdma) => {
+                        let per_node = bp
+                            .spec
+                            .node_pools
+                            .iter()
+                            .find(|p| p.name == first.pool)
+                            .map_or(1, |p| p.gpu.count);
+                        let req = BTreeMap::from([
+                            (gpu.clone(), per_node.to_string()),
+                            (rdma.clone(), "1".to_string()),
+                        ]);
+                        out.push(case(
+                            &format!("GPUs with RDMA devices ({rdma})"),
+                            "rdma",
+                            true,
+                            1,
+                            with_cpu_mem(req),
+                            flavor.clone(),
+                        ));
+                    }
+                    None => skipped.push(format!(
+                        "{}: GPUs with RDMA devices (ClusterQueue {} has no RDMA quota)",
+                        t.name, cq.name
+                    )),
+                }
                 match cq.resources.iter().find_map(|r| {
                     r.quota
                         .keys()
@@ -1190,6 +1237,17 @@ async fn air_gapped_composes() {
     compose_example("blueprints/air-gapped.yaml").await;
 }
 
+/// GPUs, RDMA quota (the RDMA shared device plugin's `rdma/rdma_shared_device_a` on the nodes of
+/// its InfiniBand pool) and NVLink-clique topology levels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn gb200_nvl72_training_composes() {
+    compose_example("blueprints/gb200-nvl72-training.yaml").await;
+}
+
 /// `mixed-lab.yaml` is the broken half of a before/after pair (`mixed-lab-fixed.yaml` is the
 /// repair): gpuctl must refuse to apply it, and change nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1235,12 +1293,23 @@ async fn mixed_lab_is_refused_before_it_reaches_the_cluster() {
 /// validation has for it (reported, not asserted: the rules are another change's), and the apply's
 /// outcome.
 async fn apply_fixture(file: &str, prefix: &str) -> (Blueprint, Vec<String>, Result<(), String>) {
+    let text = fixture_text(file).replace("@P@", prefix);
+    apply_fixture_text(file, &text).await
+}
+
+fn fixture_text(file: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/composition")
         .join(file);
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("@P@", prefix);
+    std::fs::read_to_string(&path).unwrap()
+}
+
+/// [`apply_fixture`] of fixture text already filled in; `file` names it in messages.
+async fn apply_fixture_text(
+    file: &str,
+    text: &str,
+) -> (Blueprint, Vec<String>, Result<(), String>) {
+    let text = text.to_string();
     let loaded = blueprint::load_str(file, &text).unwrap_or_else(|r| panic!("{file} loads: {r:?}"));
     let catalog = Catalog::embedded();
     let opts = validate::Options {
@@ -1535,4 +1604,83 @@ async fn volcano_parent_and_children_apply_in_one_run() {
             assert_eq!(got.data["spec"]["parent"], json!(format!("{p}-serving")));
         }
     }
+}
+
+/// A tenant moves to another ClusterQueue: its LocalQueue's `spec.clusterQueue` is immutable
+/// (Kueue's CRD rule `self == oldSelf`), so the live plan replaces it (never dry-running an update
+/// the server refuses), and apply deletes and re-creates it through the real Kueue webhook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn a_tenant_moves_queue_by_replacing_its_local_queue() {
+    let Some(tc) = TestCluster::connect("compose-move-queue").await else {
+        return;
+    };
+    let prefix = fixture_prefix(&tc);
+    let file = "tenant-moves-queue.yaml";
+    let text = fixture_text(file).replace("@P@", &prefix);
+    let (_, errors, result) =
+        apply_fixture_text(file, &text.replace("@Q@", &format!("{prefix}-cq-a"))).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    result.expect("the first apply");
+    let lqs = Api::<DynamicObject>::namespaced_with(
+        tc.client.clone(),
+        &format!("{prefix}-ns"),
+        &api_resource("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
+    );
+    let before = lqs.get(LOCAL_QUEUE).await.unwrap();
+    assert_eq!(
+        before.data["spec"]["clusterQueue"],
+        format!("{prefix}-cq-a")
+    );
+
+    // The move: planned live as a replace, without the dry-run the server would refuse.
+    let moved = text.replace("@Q@", &format!("{prefix}-cq-b"));
+    let loaded = blueprint::load_str(file, &moved).unwrap();
+    let v = validate::validate(
+        loaded,
+        Catalog::embedded(),
+        validate::Options {
+            today: TODAY.parse().unwrap(),
+        },
+    )
+    .unwrap_or_else(|r| panic!("{:?}", r.findings));
+    let mut set = render::render(&v, Catalog::embedded(), &Templates::load(None).unwrap()).unwrap();
+    set.objects.retain(|o| o.kind != "NVIDIADriver");
+    let k = support::cluster::gpuctl_kube().await;
+    let plan = read::plan(&k, &set, PlanOptions::default(), 32)
+        .await
+        .expect("a live plan of the move (no refused dry-run)");
+    let changed: Vec<String> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action != gpuctl_core::plan::ActionKind::NoOp)
+        .map(|a| format!("{:?} {} replace={}", a.action, a.id(), a.replace))
+        .collect();
+    assert_eq!(
+        changed,
+        [format!(
+            "Update LocalQueue/{prefix}-ns/{LOCAL_QUEUE} replace=true"
+        )],
+        "{changed:?}"
+    );
+    let (_, _, result) = apply_fixture_text(file, &moved).await;
+    result.expect("the replace applies through the Kueue webhook");
+    let after = lqs.get(LOCAL_QUEUE).await.unwrap();
+    assert_eq!(after.data["spec"]["clusterQueue"], format!("{prefix}-cq-b"));
+    assert_ne!(
+        after.metadata.uid, before.metadata.uid,
+        "a new LocalQueue, not an update"
+    );
+    let plan = read::plan(&k, &set, PlanOptions::default(), 32)
+        .await
+        .unwrap();
+    assert!(
+        plan.actions
+            .iter()
+            .all(|a| a.action == gpuctl_core::plan::ActionKind::NoOp),
+        "the move converged"
+    );
 }

@@ -118,6 +118,7 @@ impl Fixture {
         }
         objects.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         RenderedSet {
+            releases: vec![],
             blueprint: p.clone(),
             objects,
             node_patches: vec![NodePatch {
@@ -139,6 +140,7 @@ impl Fixture {
                 topology_levels: Vec::new(),
             }],
             helm: HelmRelease {
+                stack: Default::default(),
                 release: "gpu-operator".into(),
                 chart: "nvidia/gpu-operator".into(),
                 version: "v26.7.0".into(),

@@ -64,6 +64,7 @@ fn set() -> RenderedSet {
         .unwrap()
         .remove("resourceVersion");
     RenderedSet {
+        releases: vec![],
         blueprint: "secrets".into(),
         objects: vec![
             object(cr),
@@ -79,6 +80,7 @@ fn set() -> RenderedSet {
         ],
         node_patches: vec![],
         helm: HelmRelease {
+            stack: Default::default(),
             release: "gpu-operator".into(),
             chart: "nvidia/gpu-operator".into(),
             version: "v26.7.0".into(),

@@ -858,3 +858,107 @@ fn subchart_image_facts_match_the_chart_archive() {
     assert_eq!(checked, 1);
     assert!(nfd.get("imagePullSecrets").is_some_and(Value::is_array));
 }
+
+/// Every field the upstream CRDs keep immutable on the kinds gpuctl renders (a CEL rule
+/// `self == oldSelf` on the field, in the API version render writes; or a rule on the object that
+/// compares with `oldSelf`) is in `profiles/limits.yaml` `immutable_fields`, which plans read to
+/// replace such an object instead of planning an update the server refuses; and every CRD path
+/// listed there exists in the CRD. A CRD that gains such a rule fails this test.
+#[test]
+fn immutable_fields_follow_the_upstream_crd_rules() {
+    fn walk(node: &Value, path: &str, exact: &mut Vec<String>, other: &mut Vec<String>) {
+        for rule in node["x-kubernetes-validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let r = rule["rule"].as_str().unwrap_or_default();
+            if r.trim() == "self == oldSelf" {
+                exact.push(path.to_string());
+            } else if r.contains("oldSelf") {
+                other.push(path.to_string());
+            }
+        }
+        for (k, v) in node["properties"].as_object().into_iter().flatten() {
+            let p = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            walk(v, &p, exact, other);
+        }
+        walk_items(node, path, exact, other);
+    }
+    fn walk_items(node: &Value, path: &str, exact: &mut Vec<String>, other: &mut Vec<String>) {
+        if node["items"].is_object() {
+            walk(&node["items"], &format!("{path}[]"), exact, other);
+        }
+    }
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .limits()
+        .immutable_fields;
+    let rendered: std::collections::BTreeSet<(String, String, String)> = renders()
+        .iter()
+        .flat_map(|(_, set)| {
+            set.objects
+                .iter()
+                .map(|o| {
+                    (
+                        o.group().to_string(),
+                        o.kind.clone(),
+                        o.version().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let up = shared().join("upstream");
+    let mut schemas = all_schemas();
+    schemas.extend(crd_schemas(&up.join("gpu-operator/v26.7.0/crds")));
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for ((group, kind, version), _, raw) in &schemas {
+        if !rendered.contains(&(group.clone(), kind.clone(), version.clone())) {
+            continue;
+        }
+        checked += 1;
+        let (mut exact, mut other) = (Vec::new(), Vec::new());
+        walk(raw, "", &mut exact, &mut other);
+        let entry: Vec<&gpuctl_core::profiles::ImmutableKind> = facts
+            .kinds
+            .iter()
+            .filter(|k| k.group == *group && k.kind == *kind)
+            .collect();
+        for p in &exact {
+            if !entry.iter().any(|k| k.paths.contains(p)) {
+                missing.push(format!("{kind}.{group} {version}: `{p}` (self == oldSelf)"));
+            }
+        }
+        if !other.is_empty() && entry.iter().all(|k| k.when_live_has.is_none()) {
+            missing.push(format!(
+                "{kind}.{group} {version}: rules comparing with oldSelf at {other:?} have no conditional entry"
+            ));
+        }
+        for k in &entry {
+            for p in &k.paths {
+                let mut node = raw;
+                for part in p.split('.') {
+                    node = &node["properties"][part];
+                }
+                assert!(
+                    node.is_object(),
+                    "profiles/limits.yaml immutable_fields: {kind} has no field `{p}` in its CRD"
+                );
+            }
+        }
+    }
+    assert!(
+        checked >= 8,
+        "only {checked} rendered CRD kinds were checked"
+    );
+    assert!(
+        missing.is_empty(),
+        "add these to profiles/limits.yaml immutable_fields:\n{}",
+        missing.join("\n")
+    );
+}

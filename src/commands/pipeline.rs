@@ -93,19 +93,11 @@ pub fn render_loaded(
     })
 }
 
-/// Finds the chart a blueprint names by `gpuOperator.chart.path` (relative to the blueprint's
-/// directory; the working directory for standard input) and pins it: its absolute path and, for an
-/// archive, its digest, which a saved plan carries and apply checks. Plans and applies need it;
-/// `render` does not.
+/// Finds the charts a blueprint names by `chart.path` (the GPU Operator's, Kueue's, the Network
+/// Operator's; relative to the blueprint's directory, the working directory for standard input) and
+/// pins them: the absolute path and, for an archive, its digest, which a saved plan carries and
+/// apply checks. Plans and applies need it; `render` does not.
 pub fn resolve_chart(set: &mut RenderedSet, blueprint: &Path) -> Result<(), CommandError> {
-    let ChartSource::Path {
-        path,
-        resolved,
-        digest,
-    } = &mut set.helm.source
-    else {
-        return Ok(());
-    };
     let base = if input::is_stdin(blueprint) {
         PathBuf::from(".")
     } else {
@@ -114,14 +106,25 @@ pub fn resolve_chart(set: &mut RenderedSet, blueprint: &Path) -> Result<(), Comm
             _ => PathBuf::from("."),
         }
     };
-    let chart = input::chart(&base, path).map_err(|e| {
-        CommandError::Failed(format!(
-            "{}: spec.gpuOperator.chart.path: {e}; put the chart archive (`helm pull` writes one) or chart directory next to the blueprint, or name another source",
-            input::name(blueprint)
-        ))
-    })?;
-    *resolved = Some(chart.path.display().to_string());
-    *digest = chart.digest;
+    for release in std::iter::once(&mut set.helm).chain(set.releases.iter_mut()) {
+        let ChartSource::Path {
+            path,
+            resolved,
+            digest,
+        } = &mut release.source
+        else {
+            continue;
+        };
+        let chart = input::chart(&base, path).map_err(|e| {
+            CommandError::Failed(format!(
+                "{}: {}.chart.path: {e}; put the chart archive (`helm pull` writes one) or chart directory next to the blueprint, or name another source",
+                input::name(blueprint),
+                release.stack.field()
+            ))
+        })?;
+        *resolved = Some(chart.path.display().to_string());
+        *digest = chart.digest;
+    }
     Ok(())
 }
 

@@ -80,14 +80,6 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
         plan.findings
             .extend(plan::kueue_config_findings(config, kueue_config.as_ref()));
     }
-    if kueue
-        .as_ref()
-        .is_some_and(|(install, _)| *install == InstallMode::Helm)
-    {
-        plan.findings.push(plan::PlanFinding::warning(
-            "`scheduling.kueue.install: helm`: gpuctl renders Kueue's chart values (`gpuctl render --output-dir DIR` writes helm/kueue-values.yaml, with the helm command) but does not run helm for Kueue; install or upgrade the chart with them before applying".into(),
-        ));
-    }
     if let Some(path) = cmd.save {
         save(&plan, path)?;
     }

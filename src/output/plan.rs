@@ -8,8 +8,9 @@ use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::diag::Severity;
 use gpuctl_core::names::DEFAULT_DRIVER_CR;
 use gpuctl_core::plan::{
-    Action, ActionKind, DriverRollout, HelmAction, Mode, Plan, diff::Change, redact,
+    Action, ActionKind, DriverRollout, HelmAction, HelmPlan, Mode, Plan, diff::Change, redact,
 };
+use gpuctl_core::render::HelmRelease;
 
 /// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
 pub const MARKDOWN_CAP: usize = 60_000;
@@ -182,9 +183,26 @@ fn rollout_block(plan: &Plan, style: Style) -> String {
 /// Where the release's values come from.
 const HELM_VALUES_NOTE: &str = "(values: `gpuctl render --output-dir DIR`)";
 
-/// `helm upgrade --install ...` for the operator's release, without the values note.
-fn helm_invocation(plan: &Plan) -> String {
-    let h = &plan.helm;
+/// Every Helm release step of a plan with its label: the GPU Operator's (`Operator release`,
+/// as plans always called it), then the other stacks' (`Kueue release`).
+fn release_steps(plan: &Plan) -> Vec<(String, &HelmRelease, Option<&HelmPlan>)> {
+    std::iter::once((
+        "Operator release".to_string(),
+        &plan.helm,
+        plan.helm_release.as_ref(),
+    ))
+    .chain(plan.releases.iter().map(|r| {
+        (
+            format!("{} release", r.release.stack.title()),
+            &r.release,
+            r.plan.as_ref(),
+        )
+    }))
+    .collect()
+}
+
+/// `helm upgrade --install ...` for a release, without the values note.
+fn helm_invocation(h: &HelmRelease) -> String {
     format!(
         "helm upgrade --install {} {} --version {} -n {}",
         h.release,
@@ -194,19 +212,24 @@ fn helm_invocation(plan: &Plan) -> String {
     )
 }
 
-/// `helm upgrade --install ... (values: ...)` for the operator's release.
-fn helm_command(plan: &Plan) -> String {
-    format!("{} {HELM_VALUES_NOTE}", helm_invocation(plan))
+/// `helm upgrade --install ... (values: ...)` for a release.
+fn helm_command(h: &HelmRelease) -> String {
+    format!("{} {HELM_VALUES_NOTE}", helm_invocation(h))
 }
 
 fn totals(plan: &Plan) -> String {
     let s = &plan.summary;
-    let release = match plan.helm_release.as_ref().map(|h| h.action) {
-        Some(HelmAction::Install) => " Operator release: install.",
-        Some(HelmAction::Upgrade) => " Operator release: upgrade.",
-        Some(HelmAction::NoOp) => " Operator release: unchanged.",
-        None => "",
-    };
+    let release: String = release_steps(plan)
+        .into_iter()
+        .filter_map(|(label, _, hp)| {
+            let word = match hp?.action {
+                HelmAction::Install => "install",
+                HelmAction::Upgrade => "upgrade",
+                HelmAction::NoOp => "unchanged",
+            };
+            Some(format!(" {label}: {word}."))
+        })
+        .collect();
     // Adoptions are named only when there are some, so plans of gpuctl-made clusters read as before.
     let adopt = if s.adopt > 0 {
         format!(" {} to adopt,", s.adopt)
@@ -257,7 +280,9 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
             out.push_str(&format!("  {tag}: {}\n", f.message));
         }
     }
-    out.push_str(&helm_block(plan, style, verbose));
+    for (label, h, hp) in release_steps(plan) {
+        out.push_str(&helm_block(&label, h, hp, style, verbose));
+    }
     out.push_str(&format!("\n{}\n", totals(plan)));
     if plan.summary.create > 0
         && plan
@@ -279,17 +304,22 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
     out
 }
 
-/// The operator's Helm release: what `helm upgrade --install` would change, when the live release
-/// is known; the command alone otherwise.
-fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
-    let h = &plan.helm;
+/// A Helm release: what `helm upgrade --install` would change, when the live release is known;
+/// the command alone otherwise.
+fn helm_block(
+    label: &str,
+    h: &HelmRelease,
+    hp: Option<&HelmPlan>,
+    style: Style,
+    verbose: bool,
+) -> String {
     if h.install != InstallMode::Helm {
         return String::new();
     }
-    let command = helm_command(plan);
+    let command = helm_command(h);
     let source = format!("      # chart from {}\n", h.source);
-    let Some(hp) = &plan.helm_release else {
-        return format!("\nOperator release: {command}\n{source}");
+    let Some(hp) = hp else {
+        return format!("\n{label}: {command}\n{source}");
     };
     let id = format!("HelmRelease/{}/{}", h.namespace, h.release);
     let (sym, word, colour) = match hp.action {
@@ -298,7 +328,7 @@ fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
         HelmAction::NoOp => (" ", "no-op", "0"),
     };
     let mut out = format!(
-        "\nOperator release:\n  {} {id}\n",
+        "\n{label}:\n  {} {id}\n",
         paint(style, colour, &format!("{sym} {word:<8}"))
     );
     match (hp.revision, &hp.status) {
@@ -327,7 +357,11 @@ fn helm_block(plan: &Plan, style: Style, verbose: bool) -> String {
 }
 
 fn action_block(a: &Action, style: Style, verbose: bool) -> String {
-    let (sym, word, colour) = symbol(a.action);
+    let (sym, word, colour) = if a.replace {
+        ("-/+", "replace", "31")
+    } else {
+        symbol(a.action)
+    };
     let mut out = format!(
         "  {} {}\n",
         paint(style, colour, &format!("{sym} {word:<8}")),
@@ -381,12 +415,20 @@ pub fn markdown(plan: &Plan) -> String {
         .iter()
         .filter(|a| a.action != ActionKind::NoOp)
         .collect();
-    let release_row = plan.helm_release.as_ref().and_then(|h| match h.action {
-        HelmAction::NoOp => None,
-        HelmAction::Install => Some("install"),
-        HelmAction::Upgrade => Some("upgrade"),
-    });
-    if changed.is_empty() && plan.nodes.is_empty() && release_row.is_none() {
+    let steps = release_steps(plan);
+    let release_rows: Vec<(&str, &HelmRelease, &HelmPlan)> = steps
+        .iter()
+        .filter_map(|(_, h, hp)| {
+            let hp = (*hp)?;
+            let word = match hp.action {
+                HelmAction::NoOp => return None,
+                HelmAction::Install => "install",
+                HelmAction::Upgrade => "upgrade",
+            };
+            Some((word, *h, hp))
+        })
+        .collect();
+    if changed.is_empty() && plan.nodes.is_empty() && release_rows.is_empty() {
         out.push_str("No changes. The cluster matches the blueprint.\n");
     } else {
         out.push_str("| action | object | changes |\n|---|---|---|\n");
@@ -395,19 +437,17 @@ pub fn markdown(plan: &Plan) -> String {
             1 => "1 field".to_string(),
             n => format!("{n} fields"),
         };
-        let rows: Vec<String> = release_row
-            .map(|word| {
+        let rows: Vec<String> = release_rows
+            .iter()
+            .map(|(word, h, hp)| {
                 format!(
                     "| {word} | `HelmRelease/{}/{}` (chart {}) | {} |\n",
-                    plan.helm.namespace,
-                    plan.helm.release,
-                    plan.helm.version,
-                    plan.helm_release
-                        .as_ref()
-                        .map_or(String::new(), |h| fields(h.changes.len()))
+                    h.namespace,
+                    h.release,
+                    h.version,
+                    fields(hp.changes.len())
                 )
             })
-            .into_iter()
             .chain(changed.iter().map(|a| {
                 let note = match (&a.reason, a.action) {
                     (_, ActionKind::Create) => String::new(),
@@ -418,9 +458,17 @@ pub fn markdown(plan: &Plan) -> String {
                         format!("adopted; {}", fields(a.changes.len()))
                     }
                     (Some(r), ActionKind::Conflict | ActionKind::Delete) => r.replace('|', "\\|"),
+                    (_, ActionKind::Update) if a.replace => {
+                        format!("delete and create: {}", fields(a.changes.len()))
+                    }
                     _ => fields(a.changes.len()),
                 };
-                format!("| {} | `{}` | {note} |\n", symbol(a.action).1, a.id())
+                let word = if a.replace {
+                    "replace"
+                } else {
+                    symbol(a.action).1
+                };
+                format!("| {word} | `{}` | {note} |\n", a.id())
             }))
             .chain(plan.nodes.iter().map(|n| {
                 let taints = match n.taints.len() {
@@ -452,11 +500,13 @@ pub fn markdown(plan: &Plan) -> String {
         }
     }
     // Offline (or without a readable release) there is no release diff: say what runs.
-    if plan.helm.install == InstallMode::Helm && plan.helm_release.is_none() {
-        out.push_str(&format!(
-            "\n**Operator release:** `{}` {HELM_VALUES_NOTE}\n",
-            helm_invocation(plan)
-        ));
+    for (label, h, hp) in &steps {
+        if h.install == InstallMode::Helm && hp.is_none() {
+            out.push_str(&format!(
+                "\n**{label}:** `{}` {HELM_VALUES_NOTE}\n",
+                helm_invocation(h)
+            ));
+        }
     }
     if !plan.findings.is_empty() {
         out.push_str(&format!("\n**{}**\n\n", findings_heading(plan)));
@@ -465,12 +515,13 @@ pub fn markdown(plan: &Plan) -> String {
         }
     }
     let mut diff = String::new();
-    if let Some(hp) = plan.helm_release.as_ref().filter(|_| release_row.is_some())
-        && !hp.changes.is_empty()
+    for (_, h, hp) in release_rows
+        .iter()
+        .filter(|(_, _, hp)| !hp.changes.is_empty())
     {
         diff.push_str(&format!(
             "@@ HelmRelease/{}/{} values @@\n",
-            plan.helm.namespace, plan.helm.release
+            h.namespace, h.release
         ));
         for c in &hp.changes {
             for l in diff_lines(c) {
@@ -546,6 +597,7 @@ mod tests {
             reason: Some("conflict with \"kubectl-edit\": .spec.hard.pods".into()),
             manifest: None,
             adopt: false,
+            replace: false,
         }];
         for i in 0..updates {
             actions.push(Action {
@@ -565,9 +617,11 @@ mod tests {
                 reason: None,
                 manifest: None,
                 adopt: false,
+                replace: false,
             });
         }
         Plan {
+            releases: vec![],
             format_version: 1,
             gpuctl_version: "0".into(),
             blueprint: "bp".into(),
@@ -594,6 +648,7 @@ mod tests {
                 message: "pool `p` expects 2 nodes but 1 match".into(),
             }],
             helm: HelmRelease {
+                stack: Default::default(),
                 release: "gpu-operator".into(),
                 chart: "nvidia/gpu-operator".into(),
                 version: "v26.7.0".into(),

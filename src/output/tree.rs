@@ -986,10 +986,12 @@ mod tests {
 
     fn set(objects: Vec<RenderedObject>) -> RenderedSet {
         RenderedSet {
+            releases: vec![],
             blueprint: "t".to_string(),
             objects,
             node_patches: Vec::new(),
             helm: HelmRelease {
+                stack: Default::default(),
                 release: "gpu-operator".to_string(),
                 chart: "nvidia/gpu-operator".to_string(),
                 version: "v26.7.0".to_string(),

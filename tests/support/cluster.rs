@@ -380,6 +380,9 @@ pub struct GpuNode {
     /// Time-slicing replicas per GPU (1: not shared): the device plugin advertises
     /// `count * replicas` `nvidia.com/gpu` and GFD labels `gpu.replicas` and `gpu.sharing-strategy`.
     pub replicas: u32,
+    /// Other extended resources a device plugin advertises (`rdma/rdma_shared_device_a` from the
+    /// Network Operator's RDMA shared device plugin), by name.
+    pub extra_capacity: BTreeMap<String, String>,
 }
 
 impl GpuNode {
@@ -406,6 +409,7 @@ impl GpuNode {
             cpu: "128".into(),
             memory: "2113456540Ki".into(),
             replicas: 1,
+            extra_capacity: BTreeMap::new(),
         }
     }
 
@@ -628,6 +632,7 @@ impl GpuNode {
                 }
             }
         }
+        c.extend(self.extra_capacity.clone());
         c
     }
 }

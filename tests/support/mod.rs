@@ -2,3 +2,4 @@
 //! and those that plan and apply `support::fixture`.
 pub mod cluster;
 pub mod fixture;
+pub mod standin_chart;

@@ -16,7 +16,7 @@ use gpuctl_core::diag::Severity;
 use gpuctl_core::names::{self, UPGRADE_POOL_LABEL};
 use gpuctl_core::object::{ObjectRef, TypeRef, group_kind};
 use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
-use gpuctl_core::render::{ChartSource, Phase};
+use gpuctl_core::render::{ChartSource, HelmRelease, Phase};
 
 use crate::client::{ClusterError, Kube};
 use crate::lock::{LeaseGuard, LockError, LockRef, Policy};
@@ -157,8 +157,10 @@ pub struct ApplyReport {
     pub nodes: usize,
     /// Unchanged objects skipped.
     pub unchanged: usize,
-    /// Helm step outcome.
+    /// The GPU Operator's Helm step outcome.
     pub helm: String,
+    /// The other stacks' Helm step outcomes (Kueue, the Network Operator), in the order run.
+    pub releases: Vec<String>,
 }
 
 /// Refuses a plan whose objects moved since planning, that belongs to another cluster, or whose
@@ -345,18 +347,45 @@ async fn run(
     held("driver labels")?;
     driver_labels(k, plan, progress).await?;
 
-    // Phase 2: the operator release, then its custom resources.
-    held("operator")?;
-    report.helm = helm_step(k, plan, opts, progress)?;
+    // Then phase by phase, each after the Helm releases whose CRDs, controllers and webhooks its
+    // objects need (the GPU and Network Operators' before the operator phase, Kueue's before the
+    // queues): never a queue object before the Kueue that admits it.
     for phase in [
         Phase::Operator,
         Phase::Quotas,
         Phase::Queues,
         Phase::Monitoring,
     ] {
+        let name = format!("{phase:?}").to_lowercase();
+        if phase == Phase::Operator {
+            held("operator release")?;
+            report.helm = helm_step(
+                k,
+                &plan.helm,
+                plan.helm_release.as_ref(),
+                opts,
+                progress,
+                report.applied,
+            )?;
+        }
+        for step in plan
+            .releases
+            .iter()
+            .filter(|r| r.release.stack.before() == phase)
+        {
+            held(&format!("{} release", step.release.stack.title()))?;
+            let outcome = helm_step(
+                k,
+                &step.release,
+                step.plan.as_ref(),
+                opts,
+                progress,
+                report.applied,
+            )?;
+            report.releases.push(outcome);
+        }
         let steps = to_apply(plan, phase, None);
         wait_for_kinds(k, &steps, opts, progress).await?;
-        let name = format!("{phase:?}").to_lowercase();
         held(&name)?;
         run_phase(k, &name, &steps, opts, progress, &mut report).await?;
     }
@@ -579,8 +608,15 @@ async fn run_phase(
                     | ActionKind::CreateAfterCrd
                     | ActionKind::CreateAfterParent => "created",
                     ActionKind::Adopt => "adopted",
+                    _ if a.replace => "replaced",
                     _ => "updated",
                 };
+                // A field the server keeps immutable changes: the object goes first.
+                if a.replace
+                    && let Err(e) = delete_for_replace(k, a, opts).await
+                {
+                    return (a.id(), outcome, Err(e));
+                }
                 let mut attempt = 1;
                 let res = loop {
                     let res = async {
@@ -641,6 +677,48 @@ async fn run_phase(
     }
 }
 
+/// Deletes the object a `replace` update recreates (guarded by its planned resourceVersion, so an
+/// object that moved since the plan is not deleted) and waits, bounded by `--wait-timeout`, until
+/// it is gone: a finalizer that keeps it (Kueue keeps a LocalQueue or ResourceFlavor while
+/// workloads use it) ends the wait naming the finalizers, and the next apply creates it.
+async fn delete_for_replace(k: &Kube, a: &Action, opts: &ApplyOptions) -> Result<(), ClusterError> {
+    let r =
+        k.resolve(&a.api_version, &a.kind)
+            .await?
+            .ok_or_else(|| ClusterError::KindNotServed {
+                api_version: a.api_version.clone(),
+                kind: a.kind.clone(),
+            })?;
+    let ns = a.namespace.as_deref();
+    k.delete(&r, ns, &a.name, a.resource_version.as_deref())
+        .await?;
+    let start = Instant::now();
+    loop {
+        let Some(live) = k.get(&r, ns, &a.name).await? else {
+            return Ok(());
+        };
+        if start.elapsed() >= opts.wait_timeout {
+            let finalizers = live["metadata"]["finalizers"]
+                .as_array()
+                .map(|f| {
+                    f.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            return Err(ClusterError::Conflict {
+                object: a.id(),
+                message: format!(
+                    "deleted to be created again with its changed immutable fields, but it is still there after {}s (finalizers: [{finalizers}]); whatever still uses it keeps it: once it is gone, re-run gpuctl apply to create it",
+                    opts.wait_timeout.as_secs()
+                ),
+            });
+        }
+        tokio::time::sleep(opts.poll.min(Duration::from_millis(500))).await;
+    }
+}
+
 /// Gate: every kind a phase needs is served (CRDs installed and Established), within the bound.
 async fn wait_for_kinds(
     k: &Kube,
@@ -691,7 +769,10 @@ fn providers(needed: &BTreeSet<TypeRef>) -> String {
     for t in needed {
         names.insert(match t.group() {
             "nvidia.com" => "install the GPU Operator (gpuOperator.install: helm runs it)",
-            "kueue.x-k8s.io" => "install Kueue",
+            "mellanox.com" => {
+                "install the Network Operator (networkOperator.install: helm runs it)"
+            }
+            "kueue.x-k8s.io" => "install Kueue (scheduling.kueue.install: helm runs it)",
             "scheduling.volcano.sh" => "install Volcano",
             "monitoring.coreos.com" => {
                 "install the Prometheus Operator, or set monitoring.serviceMonitor: false and drop the alerts"
@@ -702,22 +783,25 @@ fn providers(needed: &BTreeSet<TypeRef>) -> String {
     names.into_iter().collect::<Vec<_>>().join("; ")
 }
 
-/// The operator's Helm release: `helm upgrade --install` from the plan's chart source with the
-/// rendered values, unless the plan found it unchanged or gpuctl does not install it. A chart
-/// archive pinned by the plan must still have the pinned digest. helm failing stops the apply
-/// (the operator's CRs come next and would wait for CRDs that never arrive).
+/// One Helm release: `helm upgrade --install` from its chart source with the rendered values,
+/// unless the plan found it unchanged or gpuctl does not install it. A chart archive pinned by the
+/// plan must still have the pinned digest. helm failing stops the apply before the phase that
+/// needs the release (its objects would wait for CRDs or webhooks that never arrive); what was
+/// applied before stays, and the error says how to finish.
 fn helm_step(
     k: &Kube,
-    plan: &Plan,
+    h: &HelmRelease,
+    planned: Option<&plan::HelmPlan>,
     opts: &ApplyOptions,
     progress: &dyn Reporter,
+    applied: usize,
 ) -> Result<String, ApplyError> {
-    let h = &plan.helm;
+    let what = h.stack.title();
     if h.install != gpuctl_core::blueprint::InstallMode::Helm {
-        return Ok(format!("skipped (install: {})", h.install));
+        return Ok(format!("{what}: skipped (install: {})", h.install));
     }
     // Like helmfile's diff-before-sync: an unchanged release gets no new revision.
-    if let Some(hp) = &plan.helm_release
+    if let Some(hp) = planned
         && hp.action == plan::HelmAction::NoOp
     {
         let msg = format!(
@@ -730,9 +814,9 @@ fn helm_step(
         progress.note(&msg);
         return Ok(msg);
     }
-    let (chart, repo) = chart_argument(&h.source)?;
+    let (chart, repo) = chart_argument(h)?;
     let command = format!(
-        "helm upgrade --install {} {chart}{} --version {} --namespace {} --values <rendered values>{}",
+        "helm upgrade --install {} {chart}{} --version {} --namespace {} --create-namespace --values <rendered values>{}",
         h.release,
         repo.as_deref()
             .map(|r| format!(" --repo {r}"))
@@ -747,15 +831,15 @@ fn helm_step(
     let helm = which("helm");
     if !opts.run_helm || helm.is_none() {
         let msg = format!(
-            "helm is not on PATH: install the GPU Operator release yourself with `{command}` (write the values with `gpuctl render --output-dir DIR`)"
+            "helm is not on PATH: install the {what} release yourself with `{command}` (write the values with `gpuctl render --output-dir DIR`)"
         );
         progress.note(&msg);
         return Ok(msg);
     }
     let failed = |why: String| ApplyError::Failed {
-        phase: "operator release".into(),
+        phase: format!("{what} release"),
         failures: vec![why],
-        applied: 0,
+        applied,
     };
     // The values may hold credentials: a private directory, removed when this returns.
     let dir = private_dir().map_err(|e| failed(format!("cannot write the values file: {e}")))?;
@@ -775,6 +859,7 @@ fn helm_step(
             &h.version,
             "--namespace",
             &h.namespace,
+            "--create-namespace",
             "--values",
         ])
         .arg(&path)
@@ -800,20 +885,19 @@ fn helm_step(
             Ok(msg)
         }
         Ok(o) => Err(failed(format!(
-            "`{command}` failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
+            "`{command}` failed: {}; the {what} release is left as helm left it (`helm history {} -n {}`)",
+            String::from_utf8_lossy(&o.stderr).trim(),
+            h.release,
+            h.namespace
         ))),
         Err(e) => Err(failed(format!("helm could not run: {e}"))),
     }
 }
 
-/// `(chart, --repo)` for helm from the plan's chart source; a pinned archive is checked first.
-fn chart_argument(source: &ChartSource) -> Result<(String, Option<String>), ApplyError> {
-    let chart = gpuctl_core::render::CHART
-        .rsplit_once('/')
-        .map_or(gpuctl_core::render::CHART, |(_, c)| c);
-    match source {
-        ChartSource::Repository { url } => Ok((chart.to_string(), Some(url.clone()))),
+/// `(chart, --repo)` for helm from a release's chart source; a pinned archive is checked first.
+fn chart_argument(h: &HelmRelease) -> Result<(String, Option<String>), ApplyError> {
+    match &h.source {
+        ChartSource::Repository { url } => Ok((h.chart_name().to_string(), Some(url.clone()))),
         ChartSource::Oci { reference } => Ok((reference.clone(), None)),
         ChartSource::Path {
             path,
@@ -1094,10 +1178,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let archive = dir.path().join("gpu-operator.tgz");
         std::fs::write(&archive, b"the reviewed chart").unwrap();
-        let source = |digest: &str| ChartSource::Path {
-            path: "gpu-operator.tgz".into(),
-            resolved: Some(archive.display().to_string()),
-            digest: Some(digest.into()),
+        let release = |source: ChartSource| HelmRelease {
+            stack: gpuctl_core::render::Stack::GpuOperator,
+            release: "gpu-operator".into(),
+            chart: gpuctl_core::render::CHART.into(),
+            version: "v26.7.0".into(),
+            namespace: "gpu-operator".into(),
+            install: gpuctl_core::blueprint::InstallMode::Helm,
+            values: json!({}),
+            source,
+        };
+        let source = |digest: &str| {
+            release(ChartSource::Path {
+                path: "gpu-operator.tgz".into(),
+                resolved: Some(archive.display().to_string()),
+                digest: Some(digest.into()),
+            })
         };
         let pinned = gpuctl_core::input::sha256(b"the reviewed chart");
         let (chart, repo) = chart_argument(&source(&pinned)).unwrap();
@@ -1107,18 +1203,28 @@ mod tests {
             Err(ApplyError::Chart(m)) => assert!(m.contains("plan again"), "{m}"),
             other => panic!("expected a refusal, got {other:?}"),
         }
-        let (chart, repo) = chart_argument(&ChartSource::Oci {
+        let (chart, repo) = chart_argument(&release(ChartSource::Oci {
             reference: "oci://r.example/charts/gpu-operator".into(),
-        })
+        }))
         .unwrap();
         assert_eq!(
             (chart.as_str(), repo),
             ("oci://r.example/charts/gpu-operator", None)
         );
-        let (chart, repo) = chart_argument(&ChartSource::default()).unwrap();
+        let (chart, repo) = chart_argument(&release(ChartSource::default())).unwrap();
         assert_eq!(
             (chart.as_str(), repo.as_deref()),
             ("gpu-operator", Some(gpuctl_core::render::CHART_REPOSITORY))
+        );
+        // Another chart from another repository is named by its own chart name.
+        let mut kueue = release(ChartSource::Repository {
+            url: "https://charts.internal.example.com/kueue".into(),
+        });
+        kueue.chart = "kueue".into();
+        let (chart, repo) = chart_argument(&kueue).unwrap();
+        assert_eq!(
+            (chart.as_str(), repo.as_deref()),
+            ("kueue", Some("https://charts.internal.example.com/kueue"))
         );
     }
 }

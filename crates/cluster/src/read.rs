@@ -17,7 +17,7 @@ use gpuctl_core::live::{DryRun, LiveView, Reading, Source};
 use gpuctl_core::names::UPGRADE_POOL_LABEL;
 use gpuctl_core::object::{ObjectRef, TypeRef};
 use gpuctl_core::plan::{objects, parent_of, selector_string};
-use gpuctl_core::render::{NodePatch, RenderedObject, RenderedSet};
+use gpuctl_core::render::{HelmRelease, NodePatch, RenderedObject, RenderedSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams};
@@ -70,17 +70,19 @@ pub async fn rendered_set(
             .collect(),
     );
     let parent = parent_of(set);
-    let (members, known, nodes, journals, helm_release) = futures::try_join!(
+    let (members, known, nodes, journals, helm_release, releases) = futures::try_join!(
         members(k, &parent, &kinds),
         read_known(k, set, &kinds),
         pool_nodes(k, &set.node_patches),
         async { Ok(journals(k, &set.helm.namespace).await) },
-        async { Ok(helm_release(k, set).await) },
+        async { Ok(helm_release(k, &set.helm).await) },
+        async { Ok(other_releases(k, &set.releases).await) },
     )?;
     view.members = Some(members);
     view.nodes = Some(nodes);
     view.journals = journals;
     view.helm_release = helm_release;
+    view.releases = releases;
     read_objects(k, set, &kinds, &known, reads, &mut view).await?;
     Ok(view)
 }
@@ -152,17 +154,34 @@ pub async fn journal_list(
     Ok(out)
 }
 
+/// A release gpuctl installs with helm, read from Helm's storage (a failure is kept: the plan says
+/// it cannot tell, a snapshot refuses to be written without it).
 async fn helm_release(
     k: &Kube,
-    set: &RenderedSet,
+    release: &HelmRelease,
 ) -> Reading<Option<gpuctl_core::live::release::LiveRelease>> {
-    if set.helm.install != InstallMode::Helm {
+    if release.install != InstallMode::Helm {
         return Reading::NotRead;
     }
-    match crate::release::read_release(k, &set.helm.namespace, &set.helm.release).await {
+    match crate::release::read_release(k, &release.namespace, &release.release).await {
         Ok(r) => Reading::Read(r),
         Err(e) => Reading::Failed(e.to_string()),
     }
+}
+
+/// The other stacks' releases gpuctl installs with helm, by (namespace, release).
+async fn other_releases(
+    k: &Kube,
+    releases: &[HelmRelease],
+) -> BTreeMap<(String, String), Reading<Option<gpuctl_core::live::release::LiveRelease>>> {
+    let mut out = BTreeMap::new();
+    for r in releases.iter().filter(|r| r.install == InstallMode::Helm) {
+        out.insert(
+            (r.namespace.clone(), r.release.clone()),
+            helm_release(k, r).await,
+        );
+    }
+    out
 }
 
 /// Each rendered object's live state (members and bulk reads first, single GETs for the rest) and,
@@ -512,6 +531,14 @@ pub async fn planned(
         let release =
             crate::release::read_release(k, &plan.helm.namespace, &plan.helm.release).await?;
         view.helm_release = Reading::Read(release);
+    }
+    for step in plan.releases.iter().filter(|r| r.plan.is_some()) {
+        let r = &step.release;
+        let release = crate::release::read_release(k, &r.namespace, &r.release).await?;
+        view.releases.insert(
+            (r.namespace.clone(), r.release.clone()),
+            Reading::Read(release),
+        );
     }
     Ok(view)
 }

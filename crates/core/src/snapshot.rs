@@ -14,8 +14,9 @@ use crate::render::RenderedSet;
 
 /// Version of the snapshot file format. 2 added `helm_release` and `upgrade_journals`; a version 1
 /// snapshot did not capture them, so its plans cannot say what the Helm step changes or see
-/// driver upgrades.
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
+/// driver upgrades. 3 added `releases` (Kueue's and the Network Operator's Helm releases); plans
+/// from an older snapshot say they cannot tell what those steps change.
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 3;
 
 /// Live state as captured.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -43,6 +44,10 @@ pub struct Snapshot {
     /// blueprint installs it with helm and it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm_release: Option<crate::live::release::LiveRelease>,
+    /// The other stacks' Helm releases the blueprint installs with helm (Kueue's, the Network
+    /// Operator's), each with its newest revision or none (format 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub releases: Vec<CapturedRelease>,
     /// The blueprint's `gpuctl upgrade` journals, so snapshot plans refuse what live plans refuse
     /// (a pool an upgrade is moving, or moved to a driver the blueprint does not declare yet).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -51,6 +56,18 @@ pub struct Snapshot {
     /// one blueprint's, and what import needs besides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportCapture>,
+}
+
+/// One of the other stacks' Helm releases as captured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapturedRelease {
+    /// Release namespace.
+    pub namespace: String,
+    /// Release name.
+    pub release: String,
+    /// Its newest revision (absent: Helm stored none when the snapshot was captured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::live::release::LiveRelease>,
 }
 
 /// What a `--all` snapshot records for `gpuctl import` besides objects and nodes.
@@ -195,6 +212,16 @@ impl Snapshot {
                 format!("{}, not an object of values", shape(&r.values)),
             ));
         }
+        for (i, c) in self.releases.iter().enumerate() {
+            if let Some(r) = &c.live
+                && !r.values.is_object()
+            {
+                return Err((
+                    format!("releases[{i}].live.values"),
+                    format!("{}, not an object of values", shape(&r.values)),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -276,6 +303,17 @@ impl Snapshot {
             Reading::NotRead => None,
             Reading::Read(r) => r.clone(),
         };
+        for r in &set.releases {
+            match live.release(r) {
+                Reading::Failed(message) => return Err(CaptureError::HelmRelease(message.clone())),
+                Reading::NotRead => {}
+                Reading::Read(found) => snap.releases.push(CapturedRelease {
+                    namespace: r.namespace.clone(),
+                    release: r.release.clone(),
+                    live: found.clone(),
+                }),
+            }
+        }
         snap.nodes = live
             .nodes
             .iter()
@@ -411,6 +449,18 @@ impl LiveView {
             } else {
                 Reading::Read(s.helm_release.clone())
             },
+            // Older snapshots did not record these: not read, and plans say so.
+            releases: s
+                .releases
+                .iter()
+                .filter(|_| s.format_version >= 3)
+                .map(|c| {
+                    (
+                        (c.namespace.clone(), c.release.clone()),
+                        Reading::Read(c.live.clone()),
+                    )
+                })
+                .collect(),
             dry_run: BTreeMap::new(),
             workloads: None,
         }

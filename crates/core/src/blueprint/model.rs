@@ -112,17 +112,17 @@ pub struct GpuOperator {
     pub values: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Where the GPU Operator chart comes from: at most one of the three (none: NVIDIA's Helm
-/// repository).
+/// Where a chart comes from: at most one of the three (none: where its project publishes it, for
+/// the GPU Operator NVIDIA's Helm repository).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChartSourceSpec {
-    /// A Helm repository URL serving `gpu-operator` (`https://...`), e.g. an internal mirror of
+    /// A Helm repository URL serving the chart (`https://...`), e.g. an internal mirror of
     /// NVIDIA's.
     #[serde(default)]
     #[schemars(example = &"https://charts.internal.example.com/nvidia")]
     pub repository: Option<String>,
-    /// An OCI chart reference, `oci://registry/path/gpu-operator`.
+    /// An OCI chart reference, `oci://registry/path/gpu-operator` (the chart's own name last).
     #[serde(default)]
     #[schemars(example = &"oci://registry.internal.example.com/charts/gpu-operator")]
     pub oci: Option<String>,
@@ -814,6 +814,10 @@ pub struct Kueue {
     /// settings mean Kueue's defaults.
     #[serde(default)]
     pub config: KueueConfig,
+    /// Where Kueue's chart comes from with `install: helm` (default: the chart Kueue publishes,
+    /// `oci://registry.k8s.io/kueue/charts/kueue`), as for `gpuOperator.chart`.
+    #[serde(default)]
+    pub chart: ChartSourceSpec,
     /// Moved to `config.resources.excludeResourcePrefixes` (reported by GPU116).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]

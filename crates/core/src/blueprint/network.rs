@@ -30,6 +30,10 @@ pub struct NetworkOperator {
     /// A secondary network for pods (IPoIB on InfiniBand, macvlan or host-device on RoCE).
     #[serde(default)]
     pub secondary_network: Option<SecondaryNetwork>,
+    /// Where the chart comes from with `install: helm` (default: NVIDIA's Helm repository), as
+    /// for `gpuOperator.chart`.
+    #[serde(default)]
+    pub chart: crate::blueprint::ChartSourceSpec,
     /// Raw chart overrides, deep-merged last; every key path must exist in the chart's values.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]

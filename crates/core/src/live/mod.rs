@@ -94,8 +94,11 @@ pub struct LiveView {
     pub nodes: Option<Vec<Value>>,
     /// `gpuctl upgrade` journals in the operator's namespace.
     pub journals: Reading<Vec<Journal>>,
-    /// The operator's Helm release (`Read(None)`: Helm stores none).
+    /// The GPU Operator's Helm release (`Read(None)`: Helm stores none).
     pub helm_release: Reading<Option<LiveRelease>>,
+    /// The other stacks' Helm releases (Kueue's, the Network Operator's) by (namespace, release
+    /// name); a release not in the map was not read.
+    pub releases: BTreeMap<(String, String), Reading<Option<LiveRelease>>>,
     /// Server-side dry-run answers for rendered objects that needed one.
     pub dry_run: BTreeMap<ObjectRef, DryRun>,
     /// One pool's workloads (nodes, GPU pods, PDBs, driver CRs), for upgrades.
@@ -118,9 +121,22 @@ impl LiveView {
             nodes: None,
             journals: Reading::NotRead,
             helm_release: Reading::NotRead,
+            releases: BTreeMap::new(),
             dry_run: BTreeMap::new(),
             workloads: None,
         }
+    }
+
+    /// What was read of the release `r` renders: the GPU Operator's is [`LiveView::helm_release`],
+    /// the others are in [`LiveView::releases`].
+    pub fn release(&self, r: &crate::render::HelmRelease) -> &Reading<Option<LiveRelease>> {
+        static NOT_READ: Reading<Option<LiveRelease>> = Reading::NotRead;
+        if r.stack == crate::render::Stack::GpuOperator {
+            return &self.helm_release;
+        }
+        self.releases
+            .get(&(r.namespace.clone(), r.release.clone()))
+            .unwrap_or(&NOT_READ)
     }
 
     /// Whether the cluster serves `t` (always, when unknown).

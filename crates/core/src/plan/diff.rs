@@ -162,6 +162,53 @@ fn split(path: &str) -> Vec<String> {
     out
 }
 
+/// Fields whose values (or whose maps' values) are Kubernetes quantities in the objects gpuctl
+/// renders: ResourceQuota `hard`, LimitRange `default`/`defaultRequest`/`max`/`min`, container
+/// `requests`/`limits`, Kueue's `nominalQuota`/`borrowingLimit`/`lendingLimit`, Volcano's
+/// `capability`/`deserved`/`guarantee`. API field names, not facts that change with versions.
+pub const QUANTITY_FIELDS: &[&str] = &[
+    "hard",
+    "default",
+    "defaultRequest",
+    "max",
+    "min",
+    "requests",
+    "limits",
+    "nominalQuota",
+    "borrowingLimit",
+    "lendingLimit",
+    "capability",
+    "deserved",
+    "guarantee",
+];
+
+/// Whether a change only rewrites a quantity (`"1000"` and `1k`, `1Gi` and `1024Mi`, `8` and
+/// `"8"`): equal as Kubernetes quantities, as the API server would store them (it keeps the
+/// canonical form). Plans without a server to normalise objects (snapshot and offline) compare
+/// with this, for fields that hold quantities ([`QUANTITY_FIELDS`] on the path): a version
+/// `"1.10"` elsewhere is text, not the quantity 1.1.
+pub fn same_quantity(c: &Change) -> bool {
+    let in_quantity_field = split(&c.path).iter().any(|part| {
+        let name = part.split('[').next().unwrap_or(part);
+        QUANTITY_FIELDS.contains(&name)
+    });
+    if !in_quantity_field {
+        return false;
+    }
+    let text = |v: &Option<Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    match (text(&c.before), text(&c.after)) {
+        (Some(a), Some(b)) => matches!(
+            (crate::quantity::parse_milli(&a), crate::quantity::parse_milli(&b)),
+            (Ok(x), Ok(y)) if x == y
+        ),
+        _ => false,
+    }
+}
+
 /// `desired` without the false / zero / empty values that `live` does not have: the API server
 /// omits such `omitempty` fields when it stores an object, so they are not changes.
 pub fn without_absent_zero_values(desired: &Value, live: &Value) -> Value {

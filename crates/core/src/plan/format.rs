@@ -69,6 +69,12 @@ impl Plan {
         if let Some(h) = &mut self.helm_release {
             redact::redact_change_values(&mut h.changes);
         }
+        for r in &mut self.releases {
+            redact::redact_value(&mut r.release.values);
+            if let Some(h) = &mut r.plan {
+                redact::redact_change_values(&mut h.changes);
+            }
+        }
         self.redacted = true;
     }
 

@@ -1,14 +1,33 @@
-//! The operator release's decision: the live release (from Helm's storage, or a snapshot) against
-//! the rendered chart version and values.
+//! The Helm releases' decisions (the GPU Operator's, Kueue's, the Network Operator's): the live
+//! release (from Helm's storage, or a snapshot) against the rendered chart version and values.
 
 use serde_json::Value;
 
+use super::ReleaseStep;
 use super::objects::flatten_create;
 use super::{HelmAction, HelmPlan, PlanFinding, diff, redact};
 use crate::blueprint::InstallMode;
 use crate::live::release::LiveRelease;
-use crate::live::{LiveView, Reading};
-use crate::render::HelmRelease;
+use crate::live::{LiveView, Reading, Source};
+use crate::render::{HelmRelease, Stack};
+
+/// Each other stack's release step (Kueue, the Network Operator), with its findings.
+pub fn plan_releases(
+    live: &LiveView,
+    releases: &[HelmRelease],
+) -> (Vec<ReleaseStep>, Vec<PlanFinding>) {
+    let mut steps = Vec::new();
+    let mut findings = Vec::new();
+    for r in releases.iter().filter(|r| r.install == InstallMode::Helm) {
+        let (plan, f) = plan_helm(live, r);
+        findings.extend(f);
+        steps.push(ReleaseStep {
+            release: r.clone(),
+            plan,
+        });
+    }
+    (steps, findings)
+}
 
 /// The release step of a plan (`install: helm` only, and only when the release was read). A
 /// release that could not be read is a warning: the step still runs `helm upgrade --install`,
@@ -17,7 +36,22 @@ pub fn plan_helm(live: &LiveView, helm: &HelmRelease) -> (Option<HelmPlan>, Vec<
     if helm.install != InstallMode::Helm {
         return (None, vec![]);
     }
-    match &live.helm_release {
+    match live.release(helm) {
+        // A snapshot older than the other stacks' releases (format 2) did not record them.
+        Reading::NotRead
+            if helm.stack != Stack::GpuOperator
+                && matches!(live.source, Source::Snapshot { .. }) =>
+        {
+            (
+                None,
+                vec![PlanFinding::warning(format!(
+                    "the snapshot does not record the {} Helm release {}/{} (captured by an older gpuctl, or before the blueprint installed it with helm): the plan cannot say whether `helm upgrade --install` changes it; capture the snapshot again",
+                    helm.stack.title(),
+                    helm.namespace,
+                    helm.release
+                ))],
+            )
+        }
         Reading::NotRead => (None, vec![]),
         Reading::Failed(e) => (
             None,
@@ -50,10 +84,7 @@ pub fn helm_plan(
             findings,
         );
     };
-    let chart = helm
-        .chart
-        .rsplit_once('/')
-        .map_or(helm.chart.as_str(), |(_, c)| c);
+    let chart = helm.chart_name();
     if !cur.chart.is_empty() && cur.chart != chart {
         findings.push(PlanFinding::warning(format!(
             "Helm release {}/{} is chart `{}`, the blueprint installs `{chart}` under that name: the upgrade replaces one chart with the other",

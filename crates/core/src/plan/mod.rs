@@ -32,7 +32,7 @@ use crate::render::{NodePatch, Phase, RenderedSet};
 use diff::Change;
 
 pub use format::{SavedPlanError, is_saved_plan};
-pub use helm::helm_plan;
+pub use helm::{helm_plan, plan_releases};
 pub use kueue::{KueueConfigReading, kueue_config_findings};
 pub use nodes::{node_driver, selector_string};
 pub use upgrades::journal_findings;
@@ -42,8 +42,10 @@ pub const FIELD_MANAGER: &str = "gpuctl";
 
 /// Version of the plan JSON format (docs/plan-apply.md). 2: printed plans are masked and say so
 /// (`redacted`, and `apply` refuses them); an older gpuctl, which knows only version 1, must
-/// refuse them too rather than apply `(sensitive)` as a password.
-pub const PLAN_FORMAT_VERSION: u32 = 2;
+/// refuse them too rather than apply `(sensitive)` as a password. 3: `releases`, the other
+/// stacks' Helm releases (Kueue, the Network Operator); a gpuctl that knows only version 2 would
+/// apply their objects without installing them, so it must refuse these plans.
+pub const PLAN_FORMAT_VERSION: u32 = 3;
 
 /// Kinds never pruned without `--prune-protected`: losing one loses everything inside or above it.
 pub const PROTECTED_KINDS: &[&str] = &[
@@ -129,6 +131,11 @@ pub struct Action {
     /// updates of such objects), which `apply` does only with `--adopt`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopt: bool,
+    /// An update that changes a field the API server keeps immutable (`spec.clusterQueue` of a
+    /// LocalQueue): apply deletes the object (guarded by its resourceVersion), waits until it is
+    /// gone, and creates it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace: bool,
 }
 
 impl Action {
@@ -207,7 +214,7 @@ pub struct Summary {
     pub unchanged: usize,
     /// Nodes with label or taint changes.
     pub nodes: usize,
-    /// 1 when the operator's Helm release would be installed or upgraded.
+    /// Helm releases that would be installed or upgraded (the GPU Operator's and the others').
     #[serde(default)]
     pub helm: usize,
     /// Existing objects adopted without a field change.
@@ -241,7 +248,19 @@ pub enum HelmAction {
     NoOp,
 }
 
-/// The operator release's part of a plan (`install: helm` only).
+/// One of the other stacks' Helm releases in a plan (Kueue's, the Network Operator's; `install:
+/// helm` only): what apply runs, just before the phase whose objects need it
+/// ([`crate::render::Stack::before`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseStep {
+    /// The release as rendered: chart, version, namespace, values, chart source.
+    pub release: crate::render::HelmRelease,
+    /// What the step would change, from the live release (live and snapshot modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<HelmPlan>,
+}
+
+/// A Helm release's part of a plan (`install: helm` only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HelmPlan {
     /// What happens.
@@ -297,6 +316,9 @@ pub struct Plan {
     /// What that step would change, from the live release (live and snapshot modes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm_release: Option<HelmPlan>,
+    /// The other stacks' Helm release steps (Kueue, the Network Operator), in install order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub releases: Vec<ReleaseStep>,
     /// Node patches as rendered (apply re-reads nodes).
     pub node_patches: Vec<NodePatch>,
     /// Totals.
@@ -446,6 +468,7 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     let node_plan = nodes::plan_nodes(live, &set.node_patches);
     let upgrades = upgrades::findings(live, &set.blueprint, &set.helm.namespace, &set.node_patches);
     let (helm_release, helm_findings) = helm::plan_helm(live, &set.helm);
+    let (releases, release_findings) = helm::plan_releases(live, &set.releases);
 
     // A pool an upgrade journal already explains gets that finding, not the driver CR move's.
     let explained: std::collections::BTreeSet<&str> =
@@ -459,10 +482,14 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     );
     findings.extend(upgrades.into_iter().map(|(_, f)| f));
     findings.extend(helm_findings);
+    findings.extend(release_findings);
     findings.extend(node_plan.findings);
 
     let driver_rollouts = driver_rollouts(&mut actions, &set.node_patches);
-    let summary = Summary::of(&actions, node_plan.actions.len(), helm_release.as_ref());
+    let release_plans = std::iter::once(helm_release.as_ref())
+        .chain(releases.iter().map(|r| r.plan.as_ref()))
+        .flatten();
+    let summary = Summary::of(&actions, node_plan.actions.len(), release_plans);
     let (server, cluster_fingerprint) = live.source.server_and_fingerprint();
     // Only a real timestamp is shown: a snapshot file is input, and this goes to a terminal.
     let snapshot_captured_at = match &live.source {
@@ -490,6 +517,7 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
         findings,
         helm: set.helm.clone(),
         helm_release,
+        releases,
         node_patches: set.node_patches.clone(),
         summary,
         redacted: false,
@@ -508,11 +536,18 @@ impl Mode {
 }
 
 impl Summary {
-    /// Totals of `actions`, `nodes` changed nodes and the Helm step.
-    pub fn of(actions: &[Action], nodes: usize, helm: Option<&HelmPlan>) -> Summary {
+    /// Totals of `actions`, `nodes` changed nodes and the Helm steps.
+    pub fn of<'a>(
+        actions: &[Action],
+        nodes: usize,
+        helm: impl IntoIterator<Item = &'a HelmPlan>,
+    ) -> Summary {
         let mut summary = Summary {
             nodes,
-            helm: usize::from(helm.is_some_and(|h| h.action != HelmAction::NoOp)),
+            helm: helm
+                .into_iter()
+                .filter(|h| h.action != HelmAction::NoOp)
+                .count(),
             ..Summary::default()
         };
         for a in actions {

@@ -48,8 +48,49 @@ pub fn needs_dry_run(
         Some(current) => {
             other_set(current, set_id).is_none()
                 && !unchanged(&desired_manifest(o, Some(current)), current)
+                // The server refuses the update (a field it keeps immutable changes): replaced.
+                && replaced(o, current).is_none()
         }
     }
+}
+
+/// The changes of an update decided without a server: the declared fields against the live ones,
+/// assuming what the API server does for `omitempty` fields, plus the fields gpuctl drops.
+fn offline_changes(o: &RenderedObject, current: &Value) -> Vec<Change> {
+    let desired = without_membership(&desired_manifest(o, Some(current)));
+    let before = diff::project(current, &desired);
+    let after = diff::without_absent_zero_values(&desired, current);
+    let mut changes = diff::diff(&before, &after);
+    changes.retain(|c| !diff::same_quantity(c));
+    changes.extend(diff::removed_fields(current, &desired, FIELD_MANAGER));
+    changes
+}
+
+/// Whether `path` is `field` or a field under it (`spec.nodeLabels."a/b"` under `spec.nodeLabels`).
+fn under(path: &str, field: &str) -> bool {
+    path.strip_prefix(field)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+}
+
+/// The immutable fields (`profiles/limits.yaml`, `immutable_fields`) an update of `current` to
+/// `o` changes: the API server refuses such an update, so the object is replaced (deleted, then
+/// created). `None`: an ordinary update.
+pub fn replaced(o: &RenderedObject, current: &Value) -> Option<Vec<String>> {
+    let facts = &crate::profiles::Catalog::embedded()
+        .limits()
+        .immutable_fields;
+    let paths = facts.paths_of(o.group(), &o.kind, current);
+    if paths.is_empty() {
+        return None;
+    }
+    let changes = offline_changes(o, current);
+    let mut fields: Vec<String> = paths
+        .iter()
+        .filter(|p| changes.iter().any(|c| under(&c.path, p)))
+        .map(|p| p.to_string())
+        .collect();
+    fields.dedup();
+    (!fields.is_empty()).then_some(fields)
 }
 
 /// Labels gpuctl puts on what it creates only to say who made it; an object it adopts keeps
@@ -291,10 +332,24 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
         None => diff::without_absent_zero_values(desired, current),
     };
     let mut changes = diff::diff(&before, &after);
+    if dry_run.is_none() {
+        // No server normalised the declared quantities: `"1000"` and `1k` are the same value.
+        changes.retain(|c| !diff::same_quantity(c));
+    }
     redact::redact_changes(&mut changes, &before, &after);
     changes.extend(removed);
     if changes.is_empty() {
         return with(action(unchanged_kind, o, rv, vec![], adopt_reason(adopt)));
+    }
+    if let Some(fields) = replaced(o, current) {
+        let mut a = with(action(ActionKind::Update, o, rv, changes, None));
+        a.replace = true;
+        a.reason = Some(format!(
+            "{} cannot change on an existing {} (the API server refuses it: field is immutable): apply deletes it and creates it again",
+            fields.join(", "),
+            o.kind
+        ));
+        return a;
     }
     let reason = adopt.then(|| {
         "exists outside any ApplySet: apply --adopt takes it over and changes these fields"
@@ -345,6 +400,7 @@ pub fn prunes(
             reason: Some("no longer declared by the blueprint".into()),
             manifest: None,
             adopt: false,
+            replace: false,
         });
     }
     // Children before their parents: admission refuses to delete a parent that has children.
@@ -372,6 +428,7 @@ fn action(
         reason,
         manifest: Some(o.manifest.clone()),
         adopt: false,
+        replace: false,
     }
 }
 

@@ -8,7 +8,7 @@ use crate::live::{LiveView, Reading};
 
 /// What changed since `plan` was made, one line per object (empty: nothing). `now` holds the
 /// planned objects as they are now (absent: they do not exist), the kinds served, the planned
-/// nodes and the Helm release.
+/// nodes and the Helm releases.
 pub fn changes_since(plan: &Plan, now: &LiveView) -> Vec<String> {
     let mut moved = Vec::new();
     for a in plan
@@ -58,19 +58,23 @@ pub fn changes_since(plan: &Plan, now: &LiveView) -> Vec<String> {
         );
     }
     moved.extend(node_changes(plan, now));
-    if let Some(hp) = &plan.helm_release
-        && let Reading::Read(release) = &now.helm_release
-    {
-        let revision = release.as_ref().map(|r| r.revision);
-        if revision != hp.revision {
-            let show = |r: Option<u64>| r.map_or("none".to_string(), |r| r.to_string());
-            moved.push(format!(
-                "HelmRelease/{}/{}: revision {} -> {}",
-                plan.helm.namespace,
-                plan.helm.release,
-                show(hp.revision),
-                show(revision)
-            ));
+    let steps = std::iter::once((&plan.helm, plan.helm_release.as_ref()))
+        .chain(plan.releases.iter().map(|r| (&r.release, r.plan.as_ref())));
+    for (release, hp) in steps {
+        if let Some(hp) = hp
+            && let Reading::Read(live) = now.release(release)
+        {
+            let revision = live.as_ref().map(|r| r.revision);
+            if revision != hp.revision {
+                let show = |r: Option<u64>| r.map_or("none".to_string(), |r| r.to_string());
+                moved.push(format!(
+                    "HelmRelease/{}/{}: revision {} -> {}",
+                    release.namespace,
+                    release.release,
+                    show(hp.revision),
+                    show(revision)
+                ));
+            }
         }
     }
     moved

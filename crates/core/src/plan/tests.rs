@@ -13,7 +13,7 @@ use crate::journal::{Journal, JournalPhase};
 use crate::live::release::LiveRelease;
 use crate::live::{DryRun, Reading};
 use crate::object::TypeRef;
-use crate::render::{HelmRelease, NodeTaint, RenderedObject};
+use crate::render::{ChartSource, HelmRelease, NodeTaint, RenderedObject, Stack};
 
 const BLUEPRINT: &str = "lab";
 const OPERATOR_NS: &str = "gpu-operator";
@@ -89,6 +89,7 @@ fn patch() -> NodePatch {
 
 fn helm(install: InstallMode) -> HelmRelease {
     HelmRelease {
+        stack: Default::default(),
         release: "gpu-operator".into(),
         chart: "nvidia/gpu-operator".into(),
         version: "v26.7.0".into(),
@@ -101,6 +102,7 @@ fn helm(install: InstallMode) -> HelmRelease {
 
 fn set() -> RenderedSet {
     RenderedSet {
+        releases: vec![],
         blueprint: BLUEPRINT.into(),
         objects: vec![namespace(), quota(), queue()],
         node_patches: vec![patch()],
@@ -495,6 +497,161 @@ fn the_operator_release_is_installed_upgraded_or_left_alone() {
     );
 }
 
+/// Kueue's release as render makes it (values: the managerConfig text).
+fn kueue_release(config: &str) -> HelmRelease {
+    HelmRelease {
+        stack: Stack::Kueue,
+        release: "kueue".into(),
+        chart: "kueue".into(),
+        version: "0.19.2".into(),
+        namespace: "kueue-system".into(),
+        install: InstallMode::Helm,
+        values: json!({"managerConfig": {"controllerManagerConfigYaml": config}}),
+        source: ChartSource::Oci {
+            reference: "oci://registry.k8s.io/kueue/charts/kueue".into(),
+        },
+    }
+}
+
+fn kueue_live(revision: u64, config: &str) -> LiveRelease {
+    LiveRelease {
+        revision,
+        status: "deployed".into(),
+        chart: "kueue".into(),
+        chart_version: "0.19.2".into(),
+        values: json!({"managerConfig": {"controllerManagerConfigYaml": config}}),
+    }
+}
+
+#[test]
+fn every_release_is_planned_on_its_own_and_counted() {
+    let mut s = set();
+    s.releases = vec![kueue_release("fairSharing: {}\n")];
+    let key = ("kueue-system".to_string(), "kueue".to_string());
+    let mut v = snapshot_view();
+    v.helm_release = Reading::Read(Some(release(
+        "v26.7.0",
+        "deployed",
+        json!({"driver": {"enabled": true}}),
+    )));
+    // Not installed yet: an install of exactly its values, counted with the operator's no-op.
+    v.releases.insert(key.clone(), Reading::Read(None));
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    assert_eq!(p.helm_release.as_ref().unwrap().action, HelmAction::NoOp);
+    assert_eq!(p.releases.len(), 1);
+    let k = p.releases[0].plan.as_ref().unwrap();
+    assert_eq!(k.action, HelmAction::Install);
+    assert_eq!(k.changes.len(), 1);
+    assert_eq!(
+        k.changes[0].path,
+        "managerConfig.controllerManagerConfigYaml"
+    );
+    assert_eq!(p.summary.helm, 1);
+    assert!(p.summary.has_changes());
+
+    // Installed with these values: up to date, nothing to do.
+    v.releases.insert(
+        key.clone(),
+        Reading::Read(Some(kueue_live(1, "fairSharing: {}\n"))),
+    );
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    assert_eq!(
+        p.releases[0].plan.as_ref().unwrap().action,
+        HelmAction::NoOp
+    );
+    assert_eq!(p.summary.helm, 0);
+
+    // Another configuration: an upgrade of exactly that value.
+    v.releases
+        .insert(key.clone(), Reading::Read(Some(kueue_live(1, "{}\n"))));
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    let k = p.releases[0].plan.as_ref().unwrap();
+    assert_eq!(k.action, HelmAction::Upgrade);
+    assert_eq!(
+        k.changes
+            .iter()
+            .map(|c| c.path.as_str())
+            .collect::<Vec<_>>(),
+        ["managerConfig.controllerManagerConfigYaml"]
+    );
+
+    // A saved plan goes stale when the release moves, and only then.
+    let mut now = LiveView::empty(Source::Offline);
+    now.helm_release = v.helm_release.clone();
+    now.releases
+        .insert(key.clone(), Reading::Read(Some(kueue_live(1, "{}\n"))));
+    assert!(stale::changes_since(&p, &now).is_empty());
+    now.releases
+        .insert(key.clone(), Reading::Read(Some(kueue_live(2, "{}\n"))));
+    assert_eq!(
+        stale::changes_since(&p, &now),
+        ["HelmRelease/kueue-system/kueue: revision 1 -> 2"]
+    );
+
+    // A snapshot that does not record it says the plan cannot tell.
+    v.releases.clear();
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    assert!(p.releases[0].plan.is_none());
+    assert!(
+        messages(&p, Severity::Warning)
+            .iter()
+            .any(|m| m.contains("does not record the Kueue Helm release kueue-system/kueue")),
+        "{:?}",
+        p.findings
+    );
+
+    // GitOps: no step at all.
+    s.releases[0].install = InstallMode::Gitops;
+    assert!(
+        plan(&s, &v, PlanOptions::default())
+            .unwrap()
+            .releases
+            .is_empty()
+    );
+}
+
+#[test]
+fn snapshots_carry_each_release_and_old_ones_still_read() {
+    use crate::snapshot::Snapshot;
+    let mut s = set();
+    s.releases = vec![kueue_release("{}\n")];
+    let mut live = snapshot_view();
+    live.helm_release = Reading::Read(Some(release("v26.7.0", "deployed", json!({}))));
+    live.releases.insert(
+        ("kueue-system".into(), "kueue".into()),
+        Reading::Read(Some(kueue_live(3, "{}\n"))),
+    );
+    let snap = Snapshot::capture(&live, &s).unwrap();
+    assert_eq!(snap.format_version, 3);
+    assert_eq!(snap.releases.len(), 1);
+    let text = snap.to_json();
+    let back: Snapshot = serde_json::from_str(&text).unwrap();
+    let v = LiveView::from_snapshot(&back, &set_id());
+    assert_eq!(v.release(&s.releases[0]), live.release(&s.releases[0]));
+    assert_eq!(v.helm_release, live.helm_release);
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    assert_eq!(
+        p.releases[0].plan.as_ref().unwrap().action,
+        HelmAction::NoOp
+    );
+
+    // A format 2 snapshot: the operator's release as before, the others not recorded.
+    let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
+    old["format_version"] = json!(2);
+    old.as_object_mut().unwrap().remove("releases");
+    let old: Snapshot = serde_json::from_value(old).unwrap();
+    let v = LiveView::from_snapshot(&old, &set_id());
+    assert_eq!(v.helm_release, live.helm_release);
+    assert_eq!(*v.release(&s.releases[0]), Reading::NotRead);
+
+    // A release that cannot be read is no snapshot at all.
+    live.releases.insert(
+        ("kueue-system".into(), "kueue".into()),
+        Reading::Failed("forbidden".into()),
+    );
+    assert!(Snapshot::capture(&live, &s).is_err());
+}
+
 #[test]
 fn a_snapshot_view_reads_as_a_live_one_would() {
     use crate::snapshot::Snapshot;
@@ -820,4 +977,141 @@ fn waves_survive_a_cycle() {
     let r = |n: &str| crate::object::ObjectRef::new("x/v1", "Queue", None, n);
     let w = hierarchy::waves(items, |t| r(t.0), |t| t.1.map(r));
     assert_eq!(w.iter().map(Vec::len).sum::<usize>(), 3);
+}
+
+/// Without a server (snapshot, offline), a quantity written another way is the same quantity; a
+/// different quantity, or text that only looks like one outside quantity fields, is a change.
+#[test]
+fn snapshot_plans_compare_quantities_normalised() {
+    let mut v = snapshot_view();
+    let mut live = stored(&quota());
+    live["spec"]["hard"]["requests.nvidia.com/gpu"] = json!(8);
+    with_member(&mut v, live.clone());
+    let p = plan_of(&v);
+    let q = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "ResourceQuota")
+        .unwrap();
+    assert_eq!(q.action, ActionKind::NoOp, "{:?}", q.changes);
+
+    live["spec"]["hard"]["requests.nvidia.com/gpu"] = json!("8000m");
+    with_member(&mut v, live.clone());
+    let p = plan_of(&v);
+    let q = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "ResourceQuota")
+        .unwrap();
+    assert_eq!(q.action, ActionKind::NoOp, "{:?}", q.changes);
+
+    live["spec"]["hard"]["requests.nvidia.com/gpu"] = json!("9");
+    with_member(&mut v, live);
+    let p = plan_of(&v);
+    let q = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "ResourceQuota")
+        .unwrap();
+    assert_eq!(q.action, ActionKind::Update);
+
+    let c = |path: &str, a: Value, b: Value| diff::Change {
+        path: path.into(),
+        before: Some(a),
+        after: Some(b),
+    };
+    assert!(diff::same_quantity(&c(
+        "spec.hard.\"requests.cpu\"",
+        json!("1000"),
+        json!("1k")
+    )));
+    assert!(diff::same_quantity(&c(
+        "spec.resourceGroups[0].flavors[0].resources[1].nominalQuota",
+        json!("1Gi"),
+        json!("1024Mi")
+    )));
+    assert!(!diff::same_quantity(&c(
+        "spec.version",
+        json!("1.10"),
+        json!("1.1")
+    )));
+    assert!(!diff::same_quantity(&c(
+        "spec.hard.\"requests.cpu\"",
+        json!("1"),
+        json!("2")
+    )));
+}
+
+fn local_queue(cluster_queue: &str) -> RenderedObject {
+    object(
+        Phase::Queues,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": "default", "namespace": "team-a", "labels": labels()},
+               "spec": {"clusterQueue": cluster_queue}}),
+    )
+}
+
+/// A field the API server keeps immutable (LocalQueue `spec.clusterQueue`, a CEL rule
+/// `self == oldSelf` in Kueue's CRD) is never planned as an update it would refuse: the object is
+/// replaced, and a live plan does not dry-run it.
+#[test]
+fn a_change_of_an_immutable_field_is_a_replace() {
+    let mut s = set();
+    s.objects.push(local_queue("cq-b"));
+    let mut v = snapshot_view();
+    with_member(&mut v, stored(&local_queue("cq-a")));
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    let lq = p.actions.iter().find(|a| a.kind == "LocalQueue").unwrap();
+    assert_eq!(lq.action, ActionKind::Update);
+    assert!(lq.replace, "{lq:?}");
+    assert!(
+        lq.reason
+            .as_deref()
+            .unwrap()
+            .contains("spec.clusterQueue cannot change"),
+        "{:?}",
+        lq.reason
+    );
+    assert_eq!(lq.changes.len(), 1);
+    assert_eq!(p.summary.update, 1);
+    let o = local_queue("cq-b");
+    let live = stored(&local_queue("cq-a"));
+    assert_eq!(
+        objects::replaced(&o, &live),
+        Some(vec!["spec.clusterQueue".to_string()])
+    );
+    assert!(!objects::needs_dry_run(
+        &o,
+        Some(&live),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+    // Any other change of a LocalQueue is an ordinary update.
+    let mut labelled = o.clone();
+    labelled.manifest["metadata"]["labels"]["x"] = json!("y");
+    let same_queue = stored(&local_queue("cq-b"));
+    assert_eq!(objects::replaced(&labelled, &same_queue), None);
+
+    // A ResourceFlavor's node labels are immutable only once it has a topology.
+    let flavor = |node_labels: Value, topology: bool| {
+        let mut m = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": "train", "labels": labels()},
+            "spec": {"nodeLabels": node_labels}});
+        if topology {
+            m["spec"]["topologyName"] = json!("train");
+        }
+        object(Phase::Queues, m)
+    };
+    let new = flavor(json!({"pool": "b"}), true);
+    assert_eq!(
+        objects::replaced(&new, &stored(&flavor(json!({"pool": "a"}), true))),
+        Some(vec!["spec.nodeLabels".to_string()])
+    );
+    assert_eq!(
+        objects::replaced(
+            &flavor(json!({"pool": "b"}), false),
+            &stored(&flavor(json!({"pool": "a"}), false))
+        ),
+        None
+    );
 }

@@ -32,6 +32,52 @@ pub struct Limits {
     pub device_plugin: DevicePluginLimits,
     /// dcgm-exporter limits.
     pub dcgm_exporter: DcgmExporterLimits,
+    /// Fields the API server refuses to change on an existing object.
+    pub immutable_fields: ImmutableFields,
+}
+
+/// Fields the API server refuses to change on an existing object, per kind gpuctl renders.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImmutableFields {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Per kind.
+    pub kinds: Vec<ImmutableKind>,
+}
+
+/// The immutable fields of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImmutableKind {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Dotted field paths (`spec.clusterQueue`); everything under one is immutable too.
+    pub paths: Vec<String>,
+    /// Immutable only when the live object has this field (ResourceFlavor: `spec.topologyName`).
+    #[serde(default)]
+    pub when_live_has: Option<String>,
+}
+
+impl ImmutableFields {
+    /// The immutable paths of `group`/`kind` on `live` (empty: none).
+    pub fn paths_of(&self, group: &str, kind: &str, live: &serde_json::Value) -> Vec<&str> {
+        self.kinds
+            .iter()
+            .filter(|k| k.group == group && k.kind == kind)
+            .filter(|k| {
+                k.when_live_has.as_deref().is_none_or(|p| {
+                    p.split('.')
+                        .try_fold(live, |v, part| v.get(part))
+                        .is_some_and(|v| !v.is_null())
+                })
+            })
+            .flat_map(|k| k.paths.iter().map(String::as_str))
+            .collect()
+    }
 }
 
 /// Kubernetes name limits.

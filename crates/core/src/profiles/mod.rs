@@ -30,8 +30,8 @@ pub use cuda::{
 pub use driver::{BranchType, DriverBranch, EndOfLife, KernelModuleFlavors};
 pub use gpu::{FormFactor, GpuModel, KernelModuleSupport, Segment};
 pub use limits::{
-    DcgmExporterLimits, DevicePluginLimits, KubernetesNameLimits, KueueLimits, Limits,
-    NodeLabelLimits, PriorityClassLimits, ResourceQuotaLimits, VolcanoLimits,
+    DcgmExporterLimits, DevicePluginLimits, ImmutableFields, ImmutableKind, KubernetesNameLimits,
+    KueueLimits, Limits, NodeLabelLimits, PriorityClassLimits, ResourceQuotaLimits, VolcanoLimits,
 };
 pub use mig::{MigFitError, MigPlacement, MigProfile, MigSupport};
 pub use operator::{
@@ -934,7 +934,7 @@ fn load_limits(
     sources: &mut Vec<(&'static str, String)>,
 ) -> Result<(), ProfileError> {
     const F: &str = LIMITS_FILE;
-    let sections: [(&str, &[String]); 9] = [
+    let sections: [(&str, &[String]); 10] = [
         ("the file", &limits.source),
         ("kubernetes_names", &limits.kubernetes_names.source),
         ("priority_class", &limits.priority_class.source),
@@ -944,6 +944,7 @@ fn load_limits(
         ("volcano", &limits.volcano.source),
         ("device_plugin", &limits.device_plugin.source),
         ("dcgm_exporter", &limits.dcgm_exporter.source),
+        ("immutable_fields", &limits.immutable_fields.source),
     ];
     for (name, list) in sections {
         require_source(F, name, list)?;

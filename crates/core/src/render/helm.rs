@@ -100,18 +100,20 @@ pub fn release(
         mirror(map, chart, images);
     }
     Ok(HelmRelease {
+        stack: super::Stack::GpuOperator,
         release: RELEASE_NAME.to_string(),
         chart: CHART.to_string(),
         version: op.version.clone(),
         namespace: op.namespace.clone(),
         install: op.install,
         values,
-        source: source(&op.chart),
+        source: source(&op.chart, ChartSource::default()),
     })
 }
 
-/// The chart source a blueprint names (validation has checked there is at most one).
-fn source(spec: &ChartSourceSpec) -> ChartSource {
+/// The chart source a blueprint names (validation has checked there is at most one), `default`
+/// when it names none.
+pub(super) fn source(spec: &ChartSourceSpec, default: ChartSource) -> ChartSource {
     if let Some(path) = &spec.path {
         return ChartSource::Path {
             path: path.clone(),
@@ -126,7 +128,7 @@ fn source(spec: &ChartSourceSpec) -> ChartSource {
     }
     match &spec.repository {
         Some(url) => ChartSource::Repository { url: url.clone() },
-        None => ChartSource::default(),
+        None => default,
     }
 }
 

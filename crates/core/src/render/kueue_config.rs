@@ -96,9 +96,14 @@ pub fn configuration(config: &KueueConfig, facts: &KueueConfiguration) -> Value 
     Value::Object(out)
 }
 
+/// The Kueue chart's values as YAML text (see [`values`]).
+pub fn chart_values(config: &KueueConfig, facts: &KueueConfiguration) -> String {
+    super::text::yaml(&values(config, facts))
+}
+
 /// The Kueue chart's values: `managerConfig.controllerManagerConfigYaml` holds the Configuration
 /// as YAML text, the form the chart expects.
-pub fn chart_values(config: &KueueConfig, facts: &KueueConfiguration) -> String {
+pub fn values(config: &KueueConfig, facts: &KueueConfiguration) -> Value {
     let text = super::text::yaml(&configuration(config, facts));
     let mut values = Value::Object(Map::new());
     let mut cur = &mut values;
@@ -117,7 +122,34 @@ pub fn chart_values(config: &KueueConfig, facts: &KueueConfiguration) -> String 
                 }
             });
     }
-    super::text::yaml(&values)
+    values
+}
+
+/// Kueue's Helm release (`install: helm` or `gitops`): release and chart named after the chart
+/// Kueue publishes (`kueue`), in the namespace its manager reads its ConfigMap from, chart
+/// version without the `v` Kueue's tags carry (`0.19.2`), the values of [`values`].
+pub fn release(kueue: &crate::blueprint::Kueue, facts: &KueueConfiguration) -> super::HelmRelease {
+    let reference = facts.chart_reference.as_str();
+    let chart = reference
+        .rsplit('/')
+        .next()
+        .unwrap_or(reference)
+        .to_string();
+    super::HelmRelease {
+        stack: super::Stack::Kueue,
+        release: chart.clone(),
+        chart,
+        version: kueue.version.trim_start_matches('v').to_string(),
+        namespace: facts.config_map.namespace.clone(),
+        install: kueue.install,
+        values: values(&kueue.config, facts),
+        source: super::helm::source(
+            &kueue.chart,
+            super::ChartSource::Oci {
+                reference: reference.to_string(),
+            },
+        ),
+    }
 }
 
 /// A transformation compared: input, strategy, sorted outputs.

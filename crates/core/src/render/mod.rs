@@ -294,33 +294,48 @@ pub fn render(
         TROUBLESHOOTING_RUNBOOK.to_string(),
         runbook::troubleshooting(bp, &plan, templates)?,
     );
+    let network = network::release(bp, templates)?;
+    network::documents(bp, network.as_ref(), &mut documents)?;
+    network::kubelet_documents(bp, catalog, templates, &mut documents)?;
+
+    // The other stacks' releases gpuctl installs (`helm`) or hands to GitOps, in [`Stack`] order.
+    let kueue = bp
+        .spec
+        .scheduling
+        .kueue
+        .as_ref()
+        .filter(|_| bp.spec.scheduling.queueing == crate::blueprint::Queueing::Kueue)
+        .filter(|k| k.install != crate::blueprint::InstallMode::None)
+        .map(|k| kueue_config::release(k, &catalog.queueing().kueue_configuration));
     // Kueue's chart values, when the blueprint says how Kueue is installed.
-    if bp.spec.scheduling.queueing == crate::blueprint::Queueing::Kueue
-        && let Some(k) = &bp.spec.scheduling.kueue
-        && k.install != crate::blueprint::InstallMode::None
-    {
+    if let Some(k) = &kueue {
         documents.insert(
             kueue_config::KUEUE_VALUES.to_string(),
             format!(
-                "# Kueue {} chart values rendered by gpuctl from blueprint `{}` (install: {}).\n# helm upgrade --install kueue {} --version {} --namespace {} -f kueue-values.yaml\n{}",
+                "# Kueue {} chart values rendered by gpuctl from blueprint `{}` (install: {}).\n# helm upgrade --install {} {} --version {} --namespace {} --create-namespace -f kueue-values.yaml\n{}",
                 k.version,
                 name,
                 k.install,
-                catalog.queueing().kueue_configuration.chart_reference,
-                k.version.trim_start_matches('v'),
-                catalog.queueing().kueue_configuration.config_map.namespace,
-                kueue_config::chart_values(&k.config, &catalog.queueing().kueue_configuration)
+                k.release,
+                k.chart_reference(),
+                k.version,
+                k.namespace,
+                yaml(&k.values)
             ),
         );
     }
-    network::documents(bp, templates, &mut documents)?;
-    network::kubelet_documents(bp, catalog, templates, &mut documents)?;
+    let releases = network
+        .into_iter()
+        .filter(|r| r.install != crate::blueprint::InstallMode::None)
+        .chain(kueue)
+        .collect();
 
     Ok(RenderedSet {
         blueprint: name,
         objects,
         node_patches: plan.node_patches,
         helm,
+        releases,
         documents,
     })
 }

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::nodes::Toleration;
-use super::{Builder, Phase, RenderError, Templates};
+use super::{Builder, HelmRelease, Phase, RenderError, Templates};
 use crate::blueprint::{
-    Blueprint, DevicePluginKind, Fabric, NetworkOperator, NicDriverSource, RdmaMechanism,
-    SecondaryNetworkKind,
+    Blueprint, DevicePluginKind, Fabric, InstallMode, NetworkOperator, NicDriverSource,
+    RdmaMechanism, SecondaryNetworkKind,
 };
 use crate::profiles::Catalog;
 
@@ -232,30 +232,59 @@ pub(crate) fn objects(
     Ok(())
 }
 
-/// The Network Operator's documents: chart values (checked against the chart's key tree, with
-/// `networkOperator.values` merged last), the release description and the nv-ipam IPPool.
+/// The Network Operator's Helm release: chart values (checked against the chart's key tree, with
+/// `networkOperator.values` merged last) and the chart source (default NVIDIA's repository).
+pub fn release(bp: &Blueprint, templates: &Templates) -> Result<Option<HelmRelease>, RenderError> {
+    let Some(no) = &bp.spec.network_operator else {
+        return Ok(None);
+    };
+    let facts = &Catalog::embedded().network().network_operator;
+    let values = values(bp, no, templates)?;
+    Ok(Some(HelmRelease {
+        stack: super::Stack::NetworkOperator,
+        release: facts.chart.clone(),
+        chart: format!("nvidia/{}", facts.chart),
+        version: no.version.trim_start_matches('v').to_string(),
+        namespace: no.namespace.clone(),
+        install: no.install,
+        values: Value::Object(values),
+        source: super::helm::source(
+            &no.chart,
+            super::ChartSource::Repository {
+                url: facts.chart_repository.clone(),
+            },
+        ),
+    }))
+}
+
+/// The Network Operator's documents: its chart values, the release description and the nv-ipam
+/// IPPool.
 pub fn documents(
     bp: &Blueprint,
-    templates: &Templates,
+    release: Option<&HelmRelease>,
     documents: &mut BTreeMap<String, String>,
 ) -> Result<(), RenderError> {
-    let Some(no) = &bp.spec.network_operator else {
+    let (Some(no), Some(r)) = (&bp.spec.network_operator, release) else {
         return Ok(());
     };
-    let values = values(bp, no, templates)?;
-    documents.insert(
-        NETWORK_OPERATOR_VALUES.to_string(),
-        super::yaml(&Value::Object(values)),
-    );
+    documents.insert(NETWORK_OPERATOR_VALUES.to_string(), super::yaml(&r.values));
+    let note = match no.install {
+        InstallMode::Helm => {
+            "gpuctl apply installs or upgrades this release with helm before the operator phase (the NicClusterPolicy needs its CRDs)"
+        }
+        InstallMode::Gitops | InstallMode::None => {
+            "gpuctl apply does not install this release: install it with helm or your GitOps tool from these values before applying the NicClusterPolicy"
+        }
+    };
     let release = json!({
-        "release": "network-operator",
-        "chart": "nvidia/network-operator",
-        "repository": Catalog::embedded().network().network_operator.chart_repository,
-        "version": no.version,
-        "namespace": no.namespace,
+        "release": r.release,
+        "chart": r.chart,
+        "source": r.source,
+        "version": r.version,
+        "namespace": r.namespace,
         "install": no.install,
         "valuesFile": "network-operator-values.yaml",
-        "note": "gpuctl apply does not install this release yet: install it with helm (or your GitOps tool) from these values before applying the NicClusterPolicy",
+        "note": note,
     });
     documents.insert(NETWORK_OPERATOR_RELEASE.to_string(), super::yaml(&release));
     if let Some(sn) = &no.secondary_network {

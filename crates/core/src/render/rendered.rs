@@ -134,9 +134,62 @@ pub struct NodeTaint {
     pub effect: String,
 }
 
-/// The GPU Operator Helm release gpuctl installs or hands to GitOps.
+/// The stack a Helm release installs: which part of the cluster it provides, and so when apply
+/// runs it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stack {
+    /// The NVIDIA GPU Operator (plans made before the field existed are the operator's).
+    #[default]
+    GpuOperator,
+    /// The NVIDIA Network Operator.
+    NetworkOperator,
+    /// Kueue.
+    Kueue,
+}
+
+impl Stack {
+    /// The apply phase whose objects need the release (its CRDs, controllers and admission
+    /// webhooks): apply runs the release just before that phase. The GPU Operator provides the
+    /// NVIDIADriver CRD, the Network Operator the NicClusterPolicy and network CRDs (both
+    /// applied in the operator phase, GPU Operator first: its Node Feature Discovery serves
+    /// both); Kueue its queue CRDs and webhooks (the queues phase).
+    pub fn before(self) -> Phase {
+        match self {
+            Stack::GpuOperator | Stack::NetworkOperator => Phase::Operator,
+            Stack::Kueue => Phase::Queues,
+        }
+    }
+
+    /// Name for messages (`GPU Operator`).
+    pub fn title(self) -> &'static str {
+        match self {
+            Stack::GpuOperator => "GPU Operator",
+            Stack::NetworkOperator => "Network Operator",
+            Stack::Kueue => "Kueue",
+        }
+    }
+
+    /// The blueprint field that configures it (`spec.gpuOperator`).
+    pub fn field(self) -> &'static str {
+        match self {
+            Stack::GpuOperator => "spec.gpuOperator",
+            Stack::NetworkOperator => "spec.networkOperator",
+            Stack::Kueue => "spec.scheduling.kueue",
+        }
+    }
+}
+
+/// A Helm release gpuctl installs or hands to GitOps: the GPU Operator's, Kueue's, the Network
+/// Operator's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HelmRelease {
+    /// What it installs (absent in plans made before gpuctl installed other releases: the GPU
+    /// Operator).
+    #[serde(default)]
+    pub stack: Stack,
     /// Release name.
     pub release: String,
     /// Chart reference, e.g. `nvidia/gpu-operator`.
@@ -155,6 +208,13 @@ pub struct HelmRelease {
 }
 
 impl HelmRelease {
+    /// The chart's name without its repository alias (`gpu-operator` of `nvidia/gpu-operator`).
+    pub fn chart_name(&self) -> &str {
+        self.chart
+            .rsplit_once('/')
+            .map_or(self.chart.as_str(), |(_, c)| c)
+    }
+
     /// The chart as `helm upgrade --install RELEASE <this>` names it: `nvidia/gpu-operator` for
     /// NVIDIA's repository, `gpu-operator --repo URL` for another, the OCI reference or the path.
     pub fn chart_reference(&self) -> String {
@@ -162,14 +222,14 @@ impl HelmRelease {
             ChartSource::Repository { url } if url == super::helm::CHART_REPOSITORY => {
                 self.chart.clone()
             }
-            ChartSource::Repository { url } => format!("gpu-operator --repo {url}"),
+            ChartSource::Repository { url } => format!("{} --repo {url}", self.chart_name()),
             ChartSource::Oci { reference } => reference.clone(),
             ChartSource::Path { path, .. } => path.clone(),
         }
     }
 }
 
-/// Where the operator's chart comes from.
+/// Where a release's chart comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "from", rename_all = "lowercase")]
 pub enum ChartSource {
@@ -219,6 +279,13 @@ impl std::fmt::Display for ChartSource {
     }
 }
 
+impl RenderedSet {
+    /// Every Helm release: the GPU Operator's, then the other stacks'.
+    pub fn all_releases(&self) -> impl Iterator<Item = &HelmRelease> {
+        std::iter::once(&self.helm).chain(&self.releases)
+    }
+}
+
 /// Everything a blueprint implies, deterministic and sorted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RenderedSet {
@@ -228,8 +295,12 @@ pub struct RenderedSet {
     pub objects: Vec<RenderedObject>,
     /// Per-pool node labels and taints.
     pub node_patches: Vec<NodePatch>,
-    /// The operator's Helm release.
+    /// The GPU Operator's Helm release.
     pub helm: HelmRelease,
+    /// The other stacks' Helm releases the blueprint has gpuctl install or hand to GitOps
+    /// (Kueue, the Network Operator), in [`Stack`] order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub releases: Vec<HelmRelease>,
     /// Documents (runbooks) by relative path, e.g. `runbooks/troubleshooting.md`.
     pub documents: BTreeMap<String, String>,
 }

@@ -330,6 +330,14 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.gpuOperator.chart.repository",
             "spec.gpuOperator.chart.oci",
             "spec.gpuOperator.chart.path",
+            "spec.scheduling.kueue.chart",
+            "spec.scheduling.kueue.chart.repository",
+            "spec.scheduling.kueue.chart.oci",
+            "spec.scheduling.kueue.chart.path",
+            "spec.networkOperator.chart",
+            "spec.networkOperator.chart.repository",
+            "spec.networkOperator.chart.oci",
+            "spec.networkOperator.chart.path",
         ],
     ),
     (
@@ -341,7 +349,12 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
     ),
     (
         "GPU102",
-        &["spec.gpuOperator.chart", "spec.gpuOperator.images"],
+        &[
+            "spec.gpuOperator.chart",
+            "spec.gpuOperator.images",
+            "spec.scheduling.kueue.chart",
+            "spec.networkOperator.chart",
+        ],
     ),
     (
         "GPU110",

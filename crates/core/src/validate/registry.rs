@@ -462,7 +462,7 @@ rules! {
         example: "spec:\n  upgrades:\n    blueGreen: {batch: \"0%\"}\n",
     }
     "GPU100" "chart-source" "install" Error {
-        checks: "`gpuOperator.chart` names at most one source: a Helm repository URL (`https://`), an OCI reference (`oci://host/path`) or a chart archive or directory relative to the blueprint file, inside its directory.",
+        checks: "`gpuOperator.chart` (and `scheduling.kueue.chart`, `networkOperator.chart`) names at most one source: a Helm repository URL (`https://`), an OCI reference (`oci://host/path`) or a chart archive or directory relative to the blueprint file, inside its directory.",
         why: "Air-gapped clusters cannot reach NVIDIA's Helm repository; a chart path that leaves the blueprint's directory would let a pull request point gpuctl at any file on the machine that applies it.",
         fix: "Keep one source; write URLs with their scheme and paths relative to the blueprint (`charts/gpu-operator-v26.7.0.tgz`).",
         source: "Helm documentation: `helm install` chart references (repository URL with `--repo`, `oci://` registries, local archives and directories)",
@@ -476,7 +476,7 @@ rules! {
         example: "spec:\n  gpuOperator:\n    images: {registry: \"https://registry.internal\"}\n",
     }
     "GPU102" "air-gap-consistency" "install" Warning {
-        checks: "An image mirror comes with a chart that is not fetched from NVIDIA's public repository, and a chart source is only given when gpuctl installs the chart (`install: helm`).",
+        checks: "An image mirror comes with a chart that is not fetched from NVIDIA's public repository, and a chart source (`gpuOperator.chart`, `scheduling.kueue.chart`, `networkOperator.chart`) is only given when gpuctl installs that chart (`install: helm`).",
         why: "A cluster that needs an image mirror usually cannot reach the public Helm repository either: the apply would fail at the chart download; a chart source gpuctl never uses is a misunderstanding worth pointing out.",
         fix: "Set `gpuOperator.chart` to the mirrored chart (archive path, OCI reference or internal repository), or `install: helm` when gpuctl should install it.",
         source: "docs/blueprint.md",

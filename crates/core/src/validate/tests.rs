@@ -1202,8 +1202,28 @@ fn base_cases() -> Vec<Case> {
                 "    version: v26.7.0\n    install: gitops\n    chart: { path: c.tgz }\n",
             )],
         ),
+        // Kueue's chart source follows the same rules as the operator's.
+        (
+            "GPU100",
+            k.clone(),
+            vec![(
+                KUEUE,
+                "      version: v0.19.2\n      install: helm\n      chart: { path: ../kueue.tgz }\n",
+            )],
+        ),
+        (
+            "GPU102",
+            k.clone(),
+            vec![(
+                KUEUE,
+                "      version: v0.19.2\n      chart: { path: kueue.tgz }\n",
+            )],
+        ),
     ]
 }
+
+/// The line of the base's Kueue version, where Kueue's install settings are inserted.
+const KUEUE: &str = "      version: v0.19.2\n";
 
 /// The line of the base's operator version, where chart and image settings are inserted.
 const OPERATOR: &str = "    version: v26.7.0\n";
@@ -1218,6 +1238,13 @@ fn chart_sources_and_image_mirrors_that_are_right_pass() {
         "    install: none\n    images: { registry: registry.internal/nvidia }\n",
     ] {
         let text = edit(KUEUE_BASE, &[(OPERATOR, &format!("{OPERATOR}{insert}"))]);
+        let text = edit(
+            &text,
+            &[(
+                KUEUE,
+                "      version: v0.19.2\n      install: helm\n      chart: { path: charts/kueue-0.19.2.tgz }\n",
+            )],
+        );
         let r = run(&text);
         let got = rules(&r);
         assert!(

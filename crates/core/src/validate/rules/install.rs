@@ -1,5 +1,6 @@
-//! Where the operator's chart and images come from (GPU100, GPU101, GPU102): air-gapped clusters
-//! name a chart mirror, OCI registry or local archive, and an image registry mirror.
+//! Where the charts (the GPU Operator's, Kueue's, the Network Operator's) and the operator's images
+//! come from (GPU100, GPU101, GPU102): air-gapped clusters name a chart mirror, OCI registry or local
+//! archive, and an image registry mirror.
 
 use super::is_dns_subdomain;
 use crate::blueprint::InstallMode;
@@ -14,13 +15,33 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     consistency(ctx);
 }
 
+/// Every chart source the blueprint names: the GPU Operator's, Kueue's, the Network Operator's,
+/// with their field paths and install modes.
+fn charts(ctx: &Ctx<'_>) -> Vec<(&'static str, crate::blueprint::ChartSourceSpec, InstallMode)> {
+    let spec = &ctx.bp.spec;
+    let op = &spec.gpu_operator;
+    let mut out = vec![(CHART, op.chart.clone(), op.install)];
+    if let Some(k) = &spec.scheduling.kueue {
+        out.push(("spec.scheduling.kueue.chart", k.chart.clone(), k.install));
+    }
+    if let Some(n) = &spec.network_operator {
+        out.push(("spec.networkOperator.chart", n.chart.clone(), n.install));
+    }
+    out
+}
+
 fn chart(ctx: &mut Ctx<'_>) {
-    let c = ctx.bp.spec.gpu_operator.chart.clone();
+    for (field, c, _) in charts(ctx) {
+        chart_source(ctx, field, &c);
+    }
+}
+
+fn chart_source(ctx: &mut Ctx<'_>, field: &str, c: &crate::blueprint::ChartSourceSpec) {
     let set = [c.repository.is_some(), c.oci.is_some(), c.path.is_some()];
     if set.iter().filter(|s| **s).count() > 1 {
         ctx.emit(
             "GPU100",
-            CHART,
+            field,
             "names more than one chart source",
             "keep one of `repository`, `oci` and `path`",
         );
@@ -30,7 +51,7 @@ fn chart(ctx: &mut Ctx<'_>) {
     {
         ctx.emit(
             "GPU100",
-            format!("{CHART}.repository"),
+            format!("{field}.repository"),
             format!("`{url}` is not a Helm repository URL: {e}"),
             "write e.g. `https://charts.internal.example.com/nvidia`",
         );
@@ -40,7 +61,7 @@ fn chart(ctx: &mut Ctx<'_>) {
     {
         ctx.emit(
             "GPU100",
-            format!("{CHART}.oci"),
+            format!("{field}.oci"),
             format!("`{r}` is not an OCI chart reference: {e}"),
             "write e.g. `oci://registry.internal.example.com/charts/gpu-operator`",
         );
@@ -50,7 +71,7 @@ fn chart(ctx: &mut Ctx<'_>) {
     {
         ctx.emit(
             "GPU100",
-            format!("{CHART}.path"),
+            format!("{field}.path"),
             format!("`{p}` cannot be a chart path: {e}"),
             "give the chart archive or directory relative to the blueprint file, inside its directory, e.g. `charts/gpu-operator-v26.7.0.tgz`",
         );
@@ -92,19 +113,20 @@ fn images(ctx: &mut Ctx<'_>) {
 }
 
 fn consistency(ctx: &mut Ctx<'_>) {
+    for (field, c, mode) in charts(ctx) {
+        if mode != InstallMode::Helm && c != Default::default() {
+            ctx.emit(
+                "GPU102",
+                field,
+                format!(
+                    "`install: {mode}` means gpuctl never runs helm, so the chart source is not used"
+                ),
+                "drop `chart`, or set `install: helm`",
+            );
+        }
+    }
     let op = &ctx.bp.spec.gpu_operator;
     let chart_set = op.chart != Default::default();
-    if op.install != InstallMode::Helm && chart_set {
-        let mode = op.install;
-        ctx.emit(
-            "GPU102",
-            CHART,
-            format!(
-                "`install: {mode}` means gpuctl never runs helm, so the chart source is not used"
-            ),
-            "drop `chart`, or set `install: helm`",
-        );
-    }
     if op.install == InstallMode::Helm && op.images.is_some() && !chart_set {
         ctx.emit(
             "GPU102",

@@ -1,0 +1,595 @@
+//! Kueue installed from its own chart by `gpuctl apply` (`scheduling.kueue.install: helm`), with the
+//! real helm and the real Kueue v0.19.2 chart (the one in Kueue's Go module, which the harness keeps
+//! beside its Kueue binary), into a fresh harness started **without** Kueue (`run up
+//! --without-kueue`: no Kueue CRDs, webhook configurations or controller), so the chart's CRDs and
+//! webhook configurations are the only ones and no other test shares them.
+//!
+//! Asserted: apply installs the release before the queues phase and then creates the queues through
+//! the chart's own admission webhooks; the live `kueue-manager-config` ConfigMap holds exactly the
+//! Configuration gpuctl rendered; a second plan finds the release up to date (and apply leaves it
+//! alone); a configuration change plans as an upgrade of exactly that value and apply makes
+//! revision 2; a snapshot carries the release and plans the same.
+//!
+//! Stand-in, stated plainly: no kubelet runs the chart's Deployment, so the test plays its pod: once
+//! helm has created the manager ConfigMap, it starts the harness's Kueue binary (same v0.19.2) with
+//! that Configuration, changed only where a pod and this machine differ (listen addresses and ports,
+//! the certificate directory, metrics off), and gives the chart's webhook Service a ready endpoint
+//! (an EndpointSlice to that process, as the endpoint controller does for a ready pod), and plays
+//! the kubelet's Secret volume: the pod mounts the webhook Secret at Kueue's certificate directory,
+//! so the test copies the Secret's keys there. Kueue's own internal certificate management, as the
+//! chart configures it, generates the certificate into that Secret and injects its CA into the
+//! chart's webhook configurations and CRDs, exactly as in a cluster.
+
+mod support;
+
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use support::cluster::{GpuNode, TestCluster};
+
+const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/kube-harness/run");
+const NS: &str = "kueue-system";
+/// What the chart names things with release name `kueue` (its `kueue.fullname`).
+const CONFIG_MAP: &str = "kueue-manager-config";
+const CONFIG_KEY: &str = "controller_manager_config.yaml";
+const WEBHOOK_SERVICE: &str = "kueue-webhook-service";
+const VALIDATING: &str = "kueue-validating-webhook-configuration";
+const WEBHOOK_SECRET: &str = "kueue-webhook-server-cert";
+
+/// A harness of this test's own without Kueue, stopped when dropped (also on panic).
+struct FreshCluster {
+    harness: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl FreshCluster {
+    fn up(name: &str) -> FreshCluster {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("gpuctl-{name}-"))
+            .tempdir()
+            .unwrap();
+        let harness = dir.path().join("harness");
+        let started = Instant::now();
+        let o = Command::new(HARNESS)
+            .args(["up", "--without-kueue", "--dir"])
+            .arg(&harness)
+            .output()
+            .expect("runs tools/kube-harness/run");
+        assert!(
+            o.status.success(),
+            "starting a fresh cluster without Kueue failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        eprintln!(
+            "{name}: fresh cluster without Kueue up in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        FreshCluster { harness, _dir: dir }
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.harness.join("kubeconfig")
+    }
+
+    /// A variable of the harness's env file (`GPUCTL_HELM`, `GPUCTL_KUEUE`, ...).
+    fn var(&self, name: &str) -> String {
+        let env = std::fs::read_to_string(self.harness.join("env")).unwrap();
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("export {name}=")))
+            .unwrap_or_else(|| panic!("{name} is not in the harness env file:\n{env}"))
+            .to_string()
+    }
+}
+
+impl Drop for FreshCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(HARNESS)
+            .args(["down", "--dir"])
+            .arg(&self.harness)
+            .output();
+    }
+}
+
+/// The Kueue process that plays the chart Deployment's pod; killed when dropped.
+struct KueuePod(Child);
+
+impl Drop for KueuePod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn gpuctl(args: &[&str], path: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .env("PATH", path)
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// This host's first non-loopback IPv4 address: EndpointSlices may not hold loopback addresses
+/// (as tests/support/webhook_server.py explains).
+fn host_ip() -> String {
+    let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+    s.connect("192.0.2.1:9").expect("a default route");
+    let ip = s.local_addr().unwrap().ip().to_string();
+    assert!(!ip.starts_with("127."), "no non-loopback IPv4 address");
+    ip
+}
+
+fn free_port(ip: &str) -> u16 {
+    TcpListener::bind((ip, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+const BLUEPRINT: &str = r#"apiVersion: gpuctl.dev/v1alpha1
+kind: ClusterBlueprint
+metadata:
+  name: "@P@"
+spec:
+  kubernetes:
+    version: "1.35.1"
+  gpuOperator:
+    version: v26.7.0
+    namespace: "@P@-gpu-operator"
+    install: none
+    driver:
+      version: "595.91.07"
+      kernelModuleType: open
+  nodePools:
+    - name: "@P@-h100"
+      role: training
+      selector: { gpuctl.dev/pool: "@P@-h100" }
+      nodes: 1
+      gpu: { model: H100-SXM5-80GB, count: 8 }
+  scheduling:
+    queueing: kueue
+    kueue:
+      version: v0.19.2
+      install: helm
+      chart: { path: kueue-0.19.2.tgz }
+      config:
+        resources: { quotaCheckStrategy: BlockUndeclared }
+      clusterQueues:
+        - name: "@P@-cq"
+          resources:
+            - pool: "@P@-h100"
+              quota: { nvidia.com/gpu: 8, cpu: "64", memory: 512Gi }
+  tenants:
+    - name: "@P@-t"
+      namespaces: ["@P@-ns"]
+      queue: "@P@-cq"
+      quota: { nvidia.com/gpu: 8, pods: 20 }
+"#;
+
+/// Plays the Deployment's pod: waits for the ConfigMap helm installs, starts Kueue with it, and
+/// gives the webhook Service a ready endpoint once Kueue's certificates are in place.
+async fn kueue_pod(client: Client, kueue: String, kubeconfig: PathBuf, dir: PathBuf) -> KueuePod {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let text = loop {
+        if let Some(cm) = cms.get_opt(CONFIG_MAP).await.unwrap()
+            && let Some(t) = cm.data.as_ref().and_then(|d| d.get(CONFIG_KEY))
+        {
+            break t.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "helm never created {NS}/{CONFIG_MAP}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let mut config: Value = serde_saphyr::from_str(&text).expect("the ConfigMap holds YAML");
+    // Only what differs between a pod and this machine: where it listens, where certificates go.
+    let ip = host_ip();
+    let port = free_port(&ip);
+    let health = free_port("127.0.0.1");
+    config["webhook"]["host"] = json!(ip);
+    config["webhook"]["port"] = json!(port);
+    config["webhook"]["certDir"] = json!(dir.join("certs").display().to_string());
+    // (the chart's Deployment mounts the Secret there; see the loop below)
+    config["health"]["healthProbeBindAddress"] = json!(format!("127.0.0.1:{health}"));
+    config["metrics"]["bindAddress"] = json!("0");
+    let path = dir.join("kueue-config.yaml");
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let log = std::fs::File::create(dir.join("kueue.log")).unwrap();
+    let child = Command::new(kueue)
+        .arg(format!("--config={}", path.display()))
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .arg("--feature-gates=VisibilityOnDemand=false")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("the harness's Kueue binary starts");
+    let pod = KueuePod(child);
+    // Ready once its readiness probe passes (certificates written, webhook server started) and
+    // its certificate rotator put the CA into the chart's webhook configuration.
+    let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let ready = format!("http://127.0.0.1:{health}/readyz");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let cert_dir = dir.join("certs");
+    std::fs::create_dir_all(&cert_dir).unwrap();
+    loop {
+        // The kubelet's part: the pod mounts the webhook Secret (which Kueue's rotator fills) at
+        // its certificate directory; the rotator waits until the mounted files match.
+        if let Some(secret) = secrets.get_opt(WEBHOOK_SECRET).await.unwrap() {
+            for (key, value) in secret.data.unwrap_or_default() {
+                let path = cert_dir.join(&key);
+                if std::fs::read(&path).ok().as_deref() != Some(&value.0[..]) {
+                    std::fs::write(&path, &value.0).unwrap();
+                }
+            }
+        }
+        let probe = Command::new("curl")
+            .args(["-fsS", "--max-time", "2", &ready])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        let injected = vwc.get_opt(VALIDATING).await.unwrap().is_some_and(|w| {
+            w.webhooks.unwrap_or_default().iter().all(|h| {
+                h.client_config
+                    .ca_bundle
+                    .as_ref()
+                    .is_some_and(|b| !b.0.is_empty())
+            })
+        });
+        if probe && injected {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let log = std::fs::read_to_string(dir.join("kueue.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            let tail: Vec<String> = tail
+                .iter()
+                .rev()
+                .map(|l| l.chars().take(600).collect())
+                .collect();
+            panic!(
+                "Kueue did not become ready (readyz {probe}, CA injected {injected}); its log ends:\n{}",
+                tail.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let slices: Api<EndpointSlice> = Api::namespaced(client, NS);
+    let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": format!("{WEBHOOK_SERVICE}-test"), "namespace": NS,
+            "labels": {"kubernetes.io/service-name": WEBHOOK_SERVICE}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
+        "ports": [{"name": "", "port": port, "protocol": "TCP"}]});
+    slices
+        .patch(
+            &format!("{WEBHOOK_SERVICE}-test"),
+            &PatchParams::apply("test"),
+            &Patch::Apply(&slice),
+        )
+        .await
+        .unwrap();
+    pod
+}
+
+/// Revisions of the Kueue release in Helm's storage.
+async fn revisions(client: &Client) -> usize {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    secrets
+        .list(&ListParams::default().labels("owner=helm,name=kueue"))
+        .await
+        .unwrap()
+        .items
+        .len()
+}
+
+fn plan_json(args: &[&str], path: &str) -> (Output, Value) {
+    let o = gpuctl(args, path);
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o, v)
+}
+
+/// The Configuration the blueprint renders (what the ConfigMap must hold).
+fn rendered_config(bp: &Path) -> String {
+    let loaded = gpuctl_core::blueprint::load_file(bp).expect("the test blueprint loads");
+    let k = loaded.blueprint.spec.scheduling.kueue.clone().unwrap();
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .kueue_configuration;
+    gpuctl_core::render::kueue_config::values(&k.config, facts)["managerConfig"]
+        ["controllerManagerConfigYaml"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The live ConfigMap's Configuration is the rendered one, setting by setting. The chart parses
+/// the value and writes it back (keys sorted), adding `internalCertManagement` (on, with its
+/// Service and Secret names) when the Configuration has none (its
+/// `templates/manager/manager-config.yaml`): that one addition is the chart's, and is checked too.
+async fn assert_config(cms: &Api<ConfigMap>, bp: &Path) {
+    let live = cms.get(CONFIG_MAP).await.unwrap().data.unwrap()[CONFIG_KEY].clone();
+    let live: Value = serde_saphyr::from_str(&live).unwrap();
+    let rendered: Value = serde_saphyr::from_str(&rendered_config(bp)).unwrap();
+    let (live, rendered) = (live.as_object().unwrap(), rendered.as_object().unwrap());
+    for (k, v) in rendered {
+        assert_eq!(
+            live.get(k),
+            Some(v),
+            "setting `{k}` of the live Configuration"
+        );
+    }
+    let extra: Vec<&String> = live.keys().filter(|k| !rendered.contains_key(*k)).collect();
+    assert_eq!(
+        extra,
+        ["internalCertManagement"],
+        "only the chart's addition"
+    );
+    assert_eq!(
+        live["internalCertManagement"],
+        json!({"enable": true, "webhookServiceName": WEBHOOK_SERVICE, "webhookSecretName": "kueue-webhook-server-cert"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() {
+    let Some(_shared) = TestCluster::connect("kueue_release").await else {
+        return;
+    };
+    let fresh = FreshCluster::up("kueue-release");
+    let kc = fresh.kubeconfig();
+    let tc = TestCluster::connect_kubeconfig(&kc, "kueue-release")
+        .await
+        .expect("connects to the fresh cluster");
+    let helm = fresh.var("GPUCTL_HELM");
+    let chart = fresh.var("GPUCTL_KUEUE_CHART");
+    let kueue = fresh.var("GPUCTL_KUEUE");
+
+    // The real chart, packaged as an archive beside the blueprint (its digest is pinned by plans).
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(&helm)
+        .args(["package", &chart, "-d"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "helm package: {}", text(&o));
+    assert!(dir.path().join("kueue-0.19.2.tgz").is_file());
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&helm, bin.join("helm")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut prefix = tc.prefix.clone();
+    prefix.truncate(30);
+    let prefix = prefix.trim_end_matches('-').to_string();
+    let bp = dir.path().join("kueue.yaml");
+    std::fs::write(&bp, BLUEPRINT.replace("@P@", &prefix)).unwrap();
+    let bps = bp.to_str().unwrap().to_string();
+    let kcs = kc.to_str().unwrap().to_string();
+    tc.create_gpu_node(
+        "h100-0",
+        &GpuNode::h100(8)
+            .driver("595.91.07", (13, 2))
+            .label("gpuctl.dev/pool", &format!("{prefix}-h100")),
+    )
+    .await
+    .unwrap();
+
+    // Before: the plan installs Kueue (every value of the release is an addition).
+    let (o, p) = plan_json(&["plan", &bps, "--kubeconfig", &kcs, "-o", "json"], &path);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let step = &p["releases"][0];
+    assert_eq!(step["release"]["stack"], "kueue", "{p}");
+    assert_eq!(step["plan"]["action"], "install", "{step}");
+    assert!(
+        p["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["kind"] == "ClusterQueue" && a["action"] == "create-after-crd"),
+        "queues wait for Kueue's CRDs: {p}"
+    );
+
+    // Apply while the stand-in plays Kueue's pod.
+    let pod = tokio::spawn(kueue_pod(
+        tc.client.clone(),
+        kueue,
+        kc.clone(),
+        dir.path().to_path_buf(),
+    ));
+    let started = Instant::now();
+    let apply = [
+        "apply",
+        &bps,
+        "--kubeconfig",
+        &kcs,
+        "--yes",
+        "--crd-timeout",
+        "60s",
+        "--wait-timeout",
+        "60s",
+    ];
+    let o = tokio::task::spawn_blocking({
+        let path = path.clone();
+        let apply: Vec<String> = apply.iter().map(|s| s.to_string()).collect();
+        move || gpuctl(&apply.iter().map(String::as_str).collect::<Vec<_>>(), &path)
+    })
+    .await
+    .unwrap();
+    let _pod = pod.await.expect("the Kueue stand-in started");
+    assert_eq!(o.status.code(), Some(0), "apply: {}", text(&o));
+    eprintln!(
+        "apply with the Kueue release: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("helm release kueue installed or upgraded to 0.19.2"),
+        "{err}"
+    );
+    assert_eq!(revisions(&tc.client).await, 1);
+
+    // The live manager ConfigMap holds exactly the Configuration gpuctl rendered.
+    let cms: Api<ConfigMap> = Api::namespaced(tc.client.clone(), NS);
+    assert_config(&cms, &bp).await;
+    // The queue went through the chart's webhooks, and the Kueue that plays the chart's pod,
+    // configured by the release, made it Active.
+    let cqs: Api<kube::api::DynamicObject> = Api::all_with(
+        tc.client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "ClusterQueue"),
+            "clusterqueues",
+        ),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let cq = cqs.get(&format!("{prefix}-cq")).await.unwrap();
+        let active = cq.data["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Active" && c["status"] == "True")
+        });
+        if active {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ClusterQueue never Active: {:?}",
+            cq.data
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // A second plan: the release is up to date, nothing to do; a second apply runs no helm.
+    let (o, p) = plan_json(
+        &[
+            "plan",
+            &bps,
+            "--kubeconfig",
+            &kcs,
+            "-o",
+            "json",
+            "--detailed-exitcode",
+        ],
+        &path,
+    );
+    assert_eq!(o.status.code(), Some(0), "plan after apply: {}", text(&o));
+    assert_eq!(p["releases"][0]["plan"]["action"], "no-op", "{p}");
+    let o = gpuctl(&apply, &path);
+    assert_eq!(o.status.code(), Some(0), "second apply: {}", text(&o));
+    assert_eq!(
+        revisions(&tc.client).await,
+        1,
+        "helm ran for an unchanged release"
+    );
+
+    // A configuration change: an upgrade of exactly that value, then revision 2 holds it.
+    let changed = std::fs::read_to_string(&bp).unwrap().replace(
+        "        resources: { quotaCheckStrategy: BlockUndeclared }\n",
+        "        resources: { quotaCheckStrategy: BlockUndeclared }\n        fairSharing: {}\n",
+    );
+    std::fs::write(&bp, changed).unwrap();
+    let (o, p) = plan_json(
+        &[
+            "plan",
+            &bps,
+            "--kubeconfig",
+            &kcs,
+            "-o",
+            "json",
+            "--detailed-exitcode",
+        ],
+        &path,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "plan of a config change: {}",
+        text(&o)
+    );
+    let step = &p["releases"][0]["plan"];
+    assert_eq!(step["action"], "upgrade", "{step}");
+    let paths: Vec<&str> = step["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["managerConfig.controllerManagerConfigYaml"]);
+    let after = step["changes"][0]["after"].as_str().unwrap();
+    assert!(after.contains("fairSharing: {}"), "{after}");
+    assert_eq!(p["summary"]["helm"], 1);
+    let unchanged_objects = p["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["action"] == "no-op");
+    assert!(unchanged_objects, "only the release changes: {p}");
+    let o = gpuctl(&apply, &path);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "apply of the change: {}",
+        text(&o)
+    );
+    assert_eq!(revisions(&tc.client).await, 2);
+    assert_config(&cms, &bp).await;
+
+    // A snapshot carries the release: planned from it, it is up to date too.
+    let snap = dir.path().join("snap.json");
+    let o = gpuctl(
+        &[
+            "snapshot",
+            &bps,
+            "--kubeconfig",
+            &kcs,
+            "--out",
+            snap.to_str().unwrap(),
+        ],
+        &path,
+    );
+    assert_eq!(o.status.code(), Some(0), "snapshot: {}", text(&o));
+    let s: Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+    assert_eq!(s["format_version"], 3);
+    assert_eq!(s["releases"][0]["release"], "kueue", "{}", s["releases"]);
+    assert_eq!(s["releases"][0]["live"]["revision"], 2);
+    let (o, p) = plan_json(
+        &[
+            "plan",
+            &bps,
+            "--snapshot",
+            snap.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        &path,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(p["releases"][0]["plan"]["action"], "no-op", "{p}");
+}
