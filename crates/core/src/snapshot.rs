@@ -15,8 +15,9 @@ use crate::render::RenderedSet;
 /// Version of the snapshot file format. 2 added `helm_release` and `upgrade_journals`; a version 1
 /// snapshot did not capture them, so its plans cannot say what the Helm step changes or see
 /// driver upgrades. 3 added `releases` (Kueue's and the Network Operator's Helm releases); plans
-/// from an older snapshot say they cannot tell what those steps change.
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 3;
+/// from an older snapshot say they cannot tell what those steps change. 4 added `diagnostics`
+/// (`gpuctl snapshot --diagnostics`); older snapshots still read, without it.
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 4;
 
 /// Live state as captured.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -56,6 +57,10 @@ pub struct Snapshot {
     /// one blueprint's, and what import needs besides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportCapture>,
+    /// Set by `gpuctl snapshot --diagnostics`: the Day-2 state `gpuctl doctor` and `gpuctl
+    /// status` read (pods, events, quotas, queues, operator status; masked at capture).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<crate::diagnostics::Diagnostics>,
 }
 
 /// One of the other stacks' Helm releases as captured.
