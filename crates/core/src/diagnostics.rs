@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::plan::redact::{MASK, redact_value};
 use crate::quantity::parse_count;
 
-/// Version of the diagnostics part of a snapshot (inside snapshot format 3 and later).
+/// Version of the diagnostics part of a snapshot (inside snapshot format 4 and later).
 pub const DIAGNOSTICS_FORMAT_VERSION: u32 = 1;
 
 /// The annotation `kubectl apply` leaves: a full copy of the object, env values included.
