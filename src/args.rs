@@ -177,6 +177,10 @@ pub enum Command {
         /// monitoring) instead of one blueprint's.
         #[arg(long)]
         all: bool,
+        /// Also capture what `gpuctl doctor` and `gpuctl status` read (pods, events, quotas,
+        /// queues, operator status; secrets never, environment values masked).
+        #[arg(long, conflicts_with = "all")]
+        diagnostics: bool,
         /// Cluster connection.
         #[command(flatten)]
         cluster: ClusterArgs,
@@ -186,6 +190,27 @@ pub enum Command {
         /// Rendering settings.
         #[command(flatten)]
         render: RenderArgs,
+    },
+    /// Why is GPU work stuck or failing? Findings by runbook layer (scheduling, container start,
+    /// runtime, nodes and hardware), each with its objects, evidence, cause and fix.
+    Doctor {
+        /// Blueprint file (`-`: standard input): the intended cluster.
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of the
+        /// live cluster.
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long, alias = "format", value_enum, default_value_t = DoctorFormat::Human)]
+        output: DoctorFormat,
+        /// Date used for end-of-life checks of the blueprint (YYYY-MM-DD; default today, or
+        /// GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
     },
     /// Write the blueprint of a running cluster (live, or from `gpuctl snapshot --all`).
     Import {
@@ -296,6 +321,17 @@ pub enum PlanFormat {
     /// The versioned plan document (docs/plan-apply.md).
     Json,
     /// A PR comment: summary table, collapsed full diff, size-capped.
+    Markdown,
+}
+
+/// `doctor` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    /// Findings by layer; colour on a terminal unless NO_COLOR is set.
+    Human,
+    /// The versioned report (docs/doctor.md).
+    Json,
+    /// For an incident ticket.
     Markdown,
 }
 
