@@ -239,3 +239,77 @@ async fn errors_name_the_url_and_never_the_token() {
         .to_string();
     assert!(e.contains("more than 64 bytes"), "{e}");
 }
+
+/// The real binary: `gpuctl doctor BLUEPRINT --snapshot DAY2 --prometheus URL` adds the metric
+/// findings to the report (the example's Day-2 snapshot, the Xid 79 story from Prometheus).
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_prometheus,
+    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
+)]
+async fn doctor_command_adds_metric_findings_to_its_report() {
+    let m = &Catalog::embedded().dcgm().exporter.metrics;
+    let mut gpus = fleet();
+    gpus[1] = gpus[1].clone().set(&m.xid_count, json!({"79": 1}));
+    let prom = TestPrometheus::start("cli", &gpus, None);
+    until(&prom, |f| !f.is_empty()).await;
+    let root = env!("CARGO_MANIFEST_DIR");
+    let doctor = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+            .args([
+                "doctor",
+                &format!("{root}/blueprints/dgx-h100-training.yaml"),
+                "--snapshot",
+                &format!("{root}/blueprints/snapshots/dgx-h100-training-day2.json"),
+                "-o",
+                "json",
+            ])
+            .args(extra)
+            .env_remove("GPUCTL_PROMETHEUS_URL")
+            .env("GPUCTL_TODAY", "2026-11-30")
+            .output()
+            .unwrap()
+    };
+    let with = doctor(&["--prometheus", &prom.url]);
+    let report: serde_json::Value = serde_json::from_slice(&with.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&with.stderr)));
+    let found: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "GPU250")
+        .collect();
+    assert_eq!(found.len(), 1, "{report:#}");
+    assert_eq!(found[0]["layer"], "node-hardware");
+    assert!(
+        found[0]["subjects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("pod/team-a/train-0")),
+        "{:#}",
+        found[0]
+    );
+    assert_eq!(
+        with.status.code(),
+        Some(1),
+        "an error finding fails the run"
+    );
+    // Without --prometheus there is no metric finding; a bad window is a usage error.
+    let without = doctor(&[]);
+    let report: serde_json::Value = serde_json::from_slice(&without.stdout).unwrap();
+    assert!(
+        !report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["id"] == "GPU250"),
+        "{report:#}"
+    );
+    let bad = doctor(&["--prometheus", &prom.url, "--idle-window", "soon"]);
+    assert_eq!(
+        bad.status.code(),
+        Some(64),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}

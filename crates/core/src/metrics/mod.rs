@@ -106,6 +106,62 @@ pub struct Finding {
     pub fix: String,
 }
 
+impl Finding {
+    /// The same finding in `gpuctl doctor`'s shape, to merge into its report
+    /// ([`crate::doctor::Report::extend`]): subjects as `node/<name>`, `gpu/<uuid>`,
+    /// `pod/<namespace>/<name>`; the title is the cause up to its colon; evidence is `metric
+    /// <series>` with its value, at the last time it was seen.
+    pub fn to_doctor(&self) -> crate::doctor::Finding {
+        let subjects = self
+            .subjects
+            .iter()
+            .map(|s| {
+                let kind = match s.kind {
+                    SubjectKind::Node => "node",
+                    SubjectKind::Gpu => "gpu",
+                    SubjectKind::Pod => "pod",
+                };
+                match &s.namespace {
+                    Some(ns) => format!("{kind}/{ns}/{}", s.name),
+                    None => format!("{kind}/{}", s.name),
+                }
+            })
+            .collect();
+        let evidence = self
+            .evidence
+            .iter()
+            .map(|e| crate::doctor::Evidence {
+                source: format!("metric {}", e.metric),
+                text: match (&e.first_seen, &e.last_seen) {
+                    (Some(a), Some(b)) if a != b => format!("{} (since {a})", e.value),
+                    _ => e.value.clone(),
+                },
+                time: e.last_seen.clone().or_else(|| e.first_seen.clone()),
+            })
+            .collect();
+        let title = self
+            .cause
+            .split_once(": ")
+            .map_or(self.cause.as_str(), |(head, _)| head)
+            .to_owned();
+        crate::doctor::Finding {
+            id: self.id.to_owned(),
+            layer: match self.layer {
+                Layer::Scheduling => crate::doctor::Layer::Scheduling,
+                Layer::ContainerStart => crate::doctor::Layer::ContainerStart,
+                Layer::Runtime => crate::doctor::Layer::Runtime,
+                Layer::NodeAndHardware => crate::doctor::Layer::NodeHardware,
+            },
+            severity: self.severity,
+            title,
+            subjects,
+            evidence,
+            cause: self.cause.clone(),
+            fix: self.fix.clone(),
+        }
+    }
+}
+
 /// How the metrics are judged: the profile's thresholds, the blueprint's alert threshold and the
 /// command's flags, resolved.
 #[derive(Debug, Clone, PartialEq)]

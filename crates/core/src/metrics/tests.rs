@@ -363,3 +363,28 @@ fn findings_are_sorted_and_deterministic() {
     assert_eq!(f[0].subjects[0].name, "a");
     assert_eq!(f, findings(facts(), &settings(), &r));
 }
+
+#[test]
+fn findings_convert_to_the_doctor_shape() {
+    let mut r = healthy();
+    let l = with(gpu("node-a", 3, Some(("team-a", "train-0"))), "xid", "79");
+    r.samples
+        .insert((Check::XidCount, Part::Value), vec![sample(l, 1.0)]);
+    let f = findings(facts(), &settings(), &r)[0].to_doctor();
+    assert_eq!(f.id, "GPU250");
+    assert_eq!(f.layer, crate::doctor::Layer::NodeHardware);
+    assert_eq!(
+        f.subjects,
+        ["node/node-a", "gpu/GPU-node-a-3", "pod/team-a/train-0"]
+    );
+    assert!(
+        f.title.ends_with("fell off the bus (Xid 79)"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.evidence[0]
+            .source
+            .starts_with("metric DCGM_EXP_XID_ERRORS_COUNT")
+    );
+}
