@@ -39,7 +39,7 @@ fn main() {
     if !configured && !required {
         println!("cargo::rustc-cfg=gpuctl_no_test_cluster");
     }
-    if !(on_path("prometheus") && on_path("promtool")) && !required {
+    if (!on_path("prometheus") || !on_path("promtool")) && !required {
         println!("cargo::rustc-cfg=gpuctl_no_prometheus");
     }
 }

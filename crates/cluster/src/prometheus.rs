@@ -573,7 +573,7 @@ mod tests {
         std::fs::write(&f, "not a certificate").unwrap();
         let mut cfg = PrometheusConfig::new("https://h");
         cfg.ca_file = Some(f.clone());
-        let e = Prometheus::new(&cfg).err().expect("refused");
+        let e = Prometheus::new(&cfg).expect_err("refused");
         assert!(e.to_string().contains("ca.pem"), "{e}");
         cfg.ca_file = Some(dir.path().to_path_buf());
         assert!(matches!(
