@@ -764,6 +764,20 @@ async fn workload_waiting_on_its_cohort() {
         })
     })
     .await;
+    // Kueue writes a ClusterQueue's usage to its status a moment after admitting.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let q = cqs.get(&cq_b).await.expect("cq b");
+        let v = serde_json::to_value(&q).unwrap();
+        if v["status"]["flavorsUsage"][0]["resources"][0]["total"] == "4" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Kueue did not report cq b's usage: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
     let kueue = format!(
         "  scheduling:\n    queueing: kueue\n    kueue:\n      version: v0.19.2\n      install: none\n      cohorts:\n        - {{ name: {cohort} }}\n      clusterQueues:\n        - name: {cq_a}\n          cohort: {cohort}\n          resources:\n            - pool: {flavor}\n              quota: {{ nvidia.com/gpu: 4 }}\n              borrowingLimit: {{ nvidia.com/gpu: 4 }}\n        - name: {cq_b}\n          cohort: {cohort}\n          resources:\n            - pool: {flavor}\n              quota: {{ nvidia.com/gpu: 4 }}\n"
     );
