@@ -1,21 +1,45 @@
-//! Marks cluster tests `ignored` when no test API server is configured, so a local `cargo test`
-//! reports them as `ignored, needs the test API server` (and counts them in each summary line)
-//! instead of passing them silently. Cluster tests carry
-//! `#[cfg_attr(gpuctl_no_test_cluster, ignore = "...")]`; in CI (`CI` or `GPUCTL_REQUIRE_CLUSTER`
-//! set) or with `GPUCTL_TEST_KUBECONFIG` set they run, and fail when the server is missing.
+//! Marks tests that need outside parts `ignored` when those parts are missing, so a local
+//! `cargo test` reports them as `ignored, skipped: needs ...` (and counts them in each summary
+//! line) instead of passing them silently:
+//!
+//! - cluster tests carry `#[cfg_attr(gpuctl_no_test_cluster, ignore = "...")]`: set when no test
+//!   API server is configured (`GPUCTL_TEST_KUBECONFIG`);
+//! - Prometheus tests carry `#[cfg_attr(gpuctl_no_prometheus, ignore = "...")]`: set when
+//!   `prometheus` or `promtool` is not on `PATH` (Debian's `prometheus` package has both).
+//!
+//! In CI (`CI` or `GPUCTL_REQUIRE_CLUSTER` set) neither is set: the tests run, and fail when what
+//! they need is missing.
+
+use std::path::Path;
 
 fn set(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
 }
 
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| Path::new(&dir).join(program).is_file())
+    })
+}
+
 fn main() {
-    for var in ["GPUCTL_TEST_KUBECONFIG", "CI", "GPUCTL_REQUIRE_CLUSTER"] {
+    for var in [
+        "GPUCTL_TEST_KUBECONFIG",
+        "CI",
+        "GPUCTL_REQUIRE_CLUSTER",
+        "PATH",
+    ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rustc-check-cfg=cfg(gpuctl_no_test_cluster)");
+    println!("cargo::rustc-check-cfg=cfg(gpuctl_no_prometheus)");
+    let required = set("CI") || set("GPUCTL_REQUIRE_CLUSTER");
     let configured = std::env::var_os("GPUCTL_TEST_KUBECONFIG").is_some_and(|v| !v.is_empty());
-    if !configured && !set("CI") && !set("GPUCTL_REQUIRE_CLUSTER") {
+    if !configured && !required {
         println!("cargo::rustc-cfg=gpuctl_no_test_cluster");
+    }
+    if (!on_path("prometheus") || !on_path("promtool")) && !required {
+        println!("cargo::rustc-cfg=gpuctl_no_prometheus");
     }
 }

@@ -211,6 +211,10 @@ pub enum Command {
         /// GPUCTL_TODAY).
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
+        /// Also judge DCGM metrics from this Prometheus (runtime and hardware findings,
+        /// docs/doctor-metrics.md).
+        #[command(flatten)]
+        metrics: PrometheusArgs,
     },
     /// Write the blueprint of a running cluster (live, or from `gpuctl snapshot --all`).
     Import {
@@ -322,6 +326,23 @@ pub enum PlanFormat {
     Json,
     /// A PR comment: summary table, collapsed full diff, size-capped.
     Markdown,
+}
+
+/// Where doctor reads DCGM metrics.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PrometheusArgs {
+    /// Prometheus base URL (http or https).
+    #[arg(long, value_name = "URL", env = "GPUCTL_PROMETHEUS_URL")]
+    pub prometheus: Option<String>,
+    /// File holding a bearer token for Prometheus (or set GPUCTL_PROMETHEUS_TOKEN).
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub prometheus_token_file: Option<PathBuf>,
+    /// PEM file of CA certificates trusted for Prometheus, besides the system's.
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub prometheus_ca_file: Option<PathBuf>,
+    /// How long a GPU held by a pod must be idle to be reported (default 1h).
+    #[arg(long, value_name = "DURATION", requires = "prometheus")]
+    pub idle_window: Option<String>,
 }
 
 /// `doctor` output format.

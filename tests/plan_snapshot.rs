@@ -287,8 +287,10 @@ fn markdown_plan_renders_as_commonmark_tables_and_a_diff_fence() {
     );
     // The snapshot was taken of the example before its network section and per-team queues:
     // the Network Operator namespace, NicClusterPolicy, Topology and the teams' ClusterQueues are
-    // creates, the teams' quotas, LimitRange defaults and LocalQueues updates, cq-train a delete.
-    assert_eq!(r.tables[0][1], ["9", "11", "3", "0", "0", "22"]);
+    // creates, the teams' quotas, LimitRange defaults and LocalQueues updates, cq-train a delete;
+    // the dcgm-exporter metrics ConfigMap and the PrometheusRule follow profiles/dcgm.yaml (NVLink
+    // error counters and clock event reasons collected, Xid classes from NVIDIA's catalog): updates.
+    assert_eq!(r.tables[0][1], ["9", "13", "3", "0", "0", "20"]);
     let objects = &r.tables[1];
     assert_eq!(objects[0], ["action", "object", "changes"]);
     // Each changed object is one row, and the object list appears once in the whole comment.

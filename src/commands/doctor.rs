@@ -12,7 +12,7 @@ use gpuctl_core::snapshot::Snapshot;
 use gpuctl_core::{blueprint, doctor, input, validate};
 
 use super::{CommandError, CommandResult, connect, emit, runtime};
-use crate::args::{ClusterArgs, DoctorFormat};
+use crate::args::{ClusterArgs, DoctorFormat, PrometheusArgs};
 use crate::exit::ExitStatus;
 use crate::{output, settings};
 
@@ -28,6 +28,8 @@ pub struct DoctorCommand<'a> {
     pub format: DoctorFormat,
     /// `--today`.
     pub today: Option<&'a str>,
+    /// `--prometheus` and its options.
+    pub metrics: &'a PrometheusArgs,
 }
 
 /// Runs the command.
@@ -59,7 +61,11 @@ pub fn run(cmd: DoctorCommand<'_>, out: &mut dyn Write) -> CommandResult {
     let bp = loaded.blueprint;
     let d = diagnostics(&cmd, &bp.spec.gpu_operator.namespace)?;
     let shown = cmd.blueprint.display().to_string();
-    let r = doctor::diagnose(&bp, catalog, &d, &shown);
+    let mut r = doctor::diagnose(&bp, catalog, &d, &shown);
+    if let Some(url) = &cmd.metrics.prometheus {
+        let run = metric_findings(cmd.metrics, url, bp.spec.monitoring.alerts.temperature_c)?;
+        r.extend(run.findings.iter().map(|f| f.to_doctor()));
+    }
     let text = match cmd.format {
         DoctorFormat::Human => output::doctor::human(&r, settings::stdout_style()),
         DoctorFormat::Json => output::doctor::json(&r),
@@ -99,4 +105,47 @@ fn diagnostics(
         let reading = gpuctl_cluster::diagnostics::read(&k, operator_namespace, Some(now)).await?;
         Ok::<_, CommandError>(reading.diagnostics)
     })
+}
+
+/// Token files are small; a larger one is a wrong path.
+const MAX_TOKEN_BYTES: u64 = 64 * 1024;
+
+/// Doctor's metric findings from `--prometheus` (docs/doctor-metrics.md).
+fn metric_findings(
+    args: &PrometheusArgs,
+    url: &str,
+    temperature_c: Option<u32>,
+) -> Result<gpuctl_cluster::prometheus::MetricRun, CommandError> {
+    use gpuctl_cluster::prometheus::{self as prom, PrometheusConfig, Token};
+    let facts = Catalog::embedded().dcgm();
+    let settings = gpuctl_core::metrics::MetricSettings::new(
+        facts,
+        temperature_c,
+        args.idle_window.as_deref(),
+    )
+    .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let mut cfg = PrometheusConfig::new(url);
+    cfg.ca_file = args.prometheus_ca_file.clone();
+    cfg.token = match &args.prometheus_token_file {
+        Some(path) => {
+            use std::io::Read;
+            let mut text = String::new();
+            std::fs::File::open(path)
+                .and_then(|f| f.take(MAX_TOKEN_BYTES).read_to_string(&mut text))
+                .map_err(|e| {
+                    CommandError::Failed(format!(
+                        "cannot read the Prometheus token file `{}`: {e}",
+                        path.display()
+                    ))
+                })?;
+            Some(Token::new(&text))
+        }
+        None => std::env::var("GPUCTL_PROMETHEUS_TOKEN")
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| Token::new(&t)),
+    };
+    runtime()?
+        .block_on(prom::metric_findings(&cfg, facts, &settings, None))
+        .map_err(|e| CommandError::Failed(e.to_string()))
 }

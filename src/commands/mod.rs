@@ -270,6 +270,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             snapshot,
             output,
             today,
+            metrics,
         } => doctor::run(
             doctor::DoctorCommand {
                 blueprint: &blueprint,
@@ -277,6 +278,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
                 snapshot: snapshot.as_deref(),
                 format: output,
                 today: today.as_deref(),
+                metrics: &metrics,
             },
             out,
         ),

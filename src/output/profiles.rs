@@ -30,6 +30,7 @@ pub fn json(catalog: &Catalog) -> String {
         operator: &'a OperatorFacts,
         limits: &'a Limits,
         queueing: &'a Queueing,
+        dcgm: &'a gpuctl_core::profiles::dcgm::DcgmFacts,
         sources: Vec<Source<'a>>,
     }
 
@@ -45,6 +46,7 @@ pub fn json(catalog: &Catalog) -> String {
         operator: catalog.operator_facts(),
         limits: catalog.limits(),
         queueing: catalog.queueing(),
+        dcgm: catalog.dcgm(),
         sources: sources
             .iter()
             .map(|(file, source)| Source { file, source })

@@ -1,9 +1,10 @@
-//! gpuctl's cluster layer: the only crate that talks to an API server. It connects
-//! ([`client::connect`]), reads a cluster into the core's one [`gpuctl_core::live::LiveView`]
-//! ([`read`]), applies plans ([`apply`]), runs driver upgrades with their journal and Lease
-//! ([`upgrade`], [`nodeops`]) and reads Helm's release storage ([`release`]). Everything it
-//! decides with is a pure function of the core crate; what it shows goes through a
-//! [`report::Reporter`] the binary implements.
+//! gpuctl's cluster layer: the only crate that talks to an API server (and to Prometheus). It
+//! connects ([`client::connect`]), reads a cluster into the core's one
+//! [`gpuctl_core::live::LiveView`] ([`read`]), applies plans ([`apply`]), runs driver upgrades with
+//! their journal and Lease ([`upgrade`], [`nodeops`]), reads Helm's release storage ([`release`])
+//! and runs doctor's metric queries against Prometheus ([`prometheus`]). Everything it decides with
+//! is a pure function of the core crate; what it shows goes through a [`report::Reporter`] the
+//! binary implements.
 
 pub mod apply;
 pub mod client;
@@ -11,6 +12,7 @@ pub mod diagnostics;
 pub mod import;
 pub mod lock;
 pub mod nodeops;
+pub mod prometheus;
 pub mod read;
 pub mod release;
 pub mod report;

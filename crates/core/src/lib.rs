@@ -19,6 +19,7 @@ pub mod input;
 pub mod journal;
 pub mod live;
 pub mod lock;
+pub mod metrics;
 pub mod names;
 pub mod object;
 pub mod plan;

@@ -10,6 +10,7 @@ mod arch;
 pub mod chart;
 mod common;
 mod cuda;
+pub mod dcgm;
 mod driver;
 mod gpu;
 mod limits;
@@ -60,6 +61,8 @@ pub const LIMITS_FILE: &str = "profiles/limits.yaml";
 pub const QUEUEING_FILE: &str = "profiles/queueing.yaml";
 /// See [`GPUS_FILE`].
 pub const NETWORK_FILE: &str = "profiles/network.yaml";
+/// See [`GPUS_FILE`].
+pub const DCGM_FILE: &str = "profiles/dcgm.yaml";
 
 /// The text of the seven profile tables.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +83,8 @@ pub struct ProfileSources<'a> {
     pub queueing: &'a str,
     /// `profiles/network.yaml`.
     pub network: &'a str,
+    /// `profiles/dcgm.yaml`.
+    pub dcgm: &'a str,
 }
 
 impl ProfileSources<'static> {
@@ -93,6 +98,7 @@ impl ProfileSources<'static> {
         limits: include_str!("../../../../profiles/limits.yaml"),
         queueing: include_str!("../../../../profiles/queueing.yaml"),
         network: include_str!("../../../../profiles/network.yaml"),
+        dcgm: include_str!("../../../../profiles/dcgm.yaml"),
     };
 }
 
@@ -135,6 +141,7 @@ pub struct Catalog {
     limits: Limits,
     queueing: Queueing,
     network: network::NetworkFacts,
+    dcgm: dcgm::DcgmFacts,
     sources: Vec<(&'static str, String)>,
 }
 
@@ -175,6 +182,7 @@ impl Catalog {
         let limits: Limits = parse(LIMITS_FILE, src.limits)?;
         let queueing_file: queueing::QueueingFile = parse(QUEUEING_FILE, src.queueing)?;
         let network_file: network::NetworkFile = parse(NETWORK_FILE, src.network)?;
+        let dcgm_file: dcgm::DcgmFile = parse(DCGM_FILE, src.dcgm)?;
 
         let mut sources = Vec::new();
         let architectures = load_architectures(architectures_file, &mut sources)?;
@@ -185,6 +193,7 @@ impl Catalog {
         load_limits(&limits, &mut sources)?;
         let queueing = load_queueing(queueing_file, &mut sources)?;
         let network = load_network(network_file, &mut sources)?;
+        let dcgm = load_dcgm(dcgm_file, &mut sources)?;
 
         Ok(Catalog {
             gpus,
@@ -199,6 +208,7 @@ impl Catalog {
             limits,
             queueing,
             network,
+            dcgm,
             sources,
         })
     }
@@ -316,6 +326,12 @@ impl Catalog {
     /// Network, topology and kubelet facts (`profiles/network.yaml`).
     pub fn network(&self) -> &network::NetworkFacts {
         &self.network
+    }
+
+    /// DCGM metric and label names, the Xid classification, doctor's thresholds
+    /// (`profiles/dcgm.yaml`).
+    pub fn dcgm(&self) -> &dcgm::DcgmFacts {
+        &self.dcgm
     }
 
     /// Every source the tables cite, as `(file, text)` in file order; a table-level source is
@@ -926,6 +942,93 @@ fn load_network(
         gpudirect_rdma: file.gpudirect_rdma,
         network_operator: file.network_operator,
         kubelet: file.kubelet,
+    })
+}
+
+fn load_dcgm(
+    file: dcgm::DcgmFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<dcgm::DcgmFacts, ProfileError> {
+    const F: &str = DCGM_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    sourced(sources, F, Some("exporter"), &file.exporter.source)?;
+    sourced(sources, F, Some("clock_events"), &file.clock_events.source)?;
+    sourced(sources, F, Some("xid"), &file.xid.source)?;
+    sourced(sources, F, Some("thresholds"), &file.thresholds.source)?;
+    for (what, names) in file.exporter.labels.all() {
+        if names.is_empty() {
+            return Err(inconsistent(
+                F,
+                format!("exporter.labels.{what} names no label"),
+            ));
+        }
+        if let Some(bad) = names.iter().find(|n| !dcgm::is_prometheus_name(n, false)) {
+            return Err(inconsistent(
+                F,
+                format!("exporter.labels.{what}: `{bad}` is not a Prometheus label name"),
+            ));
+        }
+    }
+    if let Some(bad) = file
+        .exporter
+        .metrics
+        .all()
+        .into_iter()
+        .find(|n| !dcgm::is_prometheus_name(n, true))
+    {
+        return Err(inconsistent(
+            F,
+            format!("exporter.metrics: `{bad}` is not a Prometheus metric name"),
+        ));
+    }
+    let mut mask = 0u64;
+    for r in &file.clock_events.reasons {
+        if !r.bit.is_power_of_two() || mask & r.bit != 0 {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "clock_events `{}`: bit {} is not a single bit or is listed twice",
+                    r.name, r.bit
+                ),
+            ));
+        }
+        mask |= r.bit;
+    }
+    let mut seen = BTreeSet::new();
+    for c in &file.xid.codes {
+        if !seen.insert(c.xid) {
+            return Err(inconsistent(F, format!("xid {} is listed twice", c.xid)));
+        }
+    }
+    if !file.xid.url().starts_with("https://") {
+        return Err(inconsistent(
+            F,
+            "xid: the first source must be the catalog's URL",
+        ));
+    }
+    let t = &file.thresholds;
+    for (what, text) in [
+        ("idle_window", &t.idle_window),
+        ("error_window", &t.error_window),
+        ("temperature_for", &t.temperature_for),
+    ] {
+        match crate::quantity::parse_duration_ms(text) {
+            Ok(ms) if ms > 0 => {}
+            Ok(_) => return Err(inconsistent(F, format!("thresholds.{what} is zero"))),
+            Err(e) => return Err(inconsistent(F, format!("thresholds.{what}: {e}"))),
+        }
+    }
+    if !(0.0..=1.0).contains(&t.idle_engine_active)
+        || !(0.0..=100.0).contains(&t.idle_gpu_util_percent)
+        || !t.temperature_c.is_finite()
+    {
+        return Err(inconsistent(F, "thresholds are out of range"));
+    }
+    Ok(dcgm::DcgmFacts {
+        exporter: file.exporter,
+        clock_events: file.clock_events,
+        xid: file.xid,
+        thresholds: file.thresholds,
     })
 }
 
@@ -1737,5 +1840,42 @@ mod tests {
         );
         let err = with(|s, t| s.gpu_operator = t, bad_driver);
         assert!(err.contains("invalid driver version `595..91`"), "{err}");
+    }
+    /// `profiles/dcgm.yaml`: the classes the alerts and doctor rely on, and broken tables refused.
+    #[test]
+    fn dcgm_facts() {
+        use dcgm::XidClass;
+        let d = catalog().dcgm();
+        assert_eq!(d.xid.of_class(XidClass::OffBus), [79]);
+        assert!(d.xid.of_class(XidClass::Hardware).contains(&48));
+        assert!(d.xid.of_class(XidClass::Application).contains(&13));
+        assert!(d.xid.url().starts_with("https://docs.nvidia.com/"));
+        assert_eq!(d.clock_events.faults_in(64 | 1), ["hw_thermal"]);
+        let broken = |from: &str, to: &str| {
+            let text: &'static str = Box::leak(
+                ProfileSources::EMBEDDED
+                    .dcgm
+                    .replacen(from, to, 1)
+                    .into_boxed_str(),
+            );
+            let src = ProfileSources {
+                dcgm: text,
+                ..ProfileSources::EMBEDDED
+            };
+            Catalog::from_sources(&src).unwrap_err().to_string()
+        };
+        let e = broken("{ xid: 31,", "{ xid: 13,");
+        assert!(e.contains("xid 13 is listed twice"), "{e}");
+        let e = broken("bit: 64,", "bit: 65,");
+        assert!(e.contains("not a single bit"), "{e}");
+        let e = broken("gpu_temp: DCGM_FI_DEV_GPU_TEMP", "gpu_temp: DCGM-GPU-TEMP");
+        assert!(e.contains("not a Prometheus metric name"), "{e}");
+        let e = broken("idle_window: 1h", "idle_window: soon");
+        assert!(
+            e.contains("profiles/dcgm.yaml") && e.contains("idle_window"),
+            "{e}"
+        );
+        let e = broken("pod: [exported_pod, pod]", "pod: []");
+        assert!(e.contains("exporter.labels.pod names no label"), "{e}");
     }
 }

@@ -266,7 +266,7 @@ pub fn render(
     nodes::config_maps(bp, &plan, &mut out)?;
     objects::tenants(bp, &mut out)?;
     objects::queues(bp, catalog, &mut out)?;
-    objects::monitoring(bp, &mut out)?;
+    objects::monitoring(bp, catalog, &mut out)?;
     network::objects(bp, catalog, &mut out)?;
 
     let mut objects = out.finish()?;

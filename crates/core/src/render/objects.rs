@@ -13,6 +13,7 @@ use crate::blueprint::resources::is_extended_resource;
 use crate::blueprint::{Blueprint, ClusterQueue, Queueing, Tenant};
 use crate::names::TENANT_LABEL;
 use crate::profiles::Catalog;
+use crate::profiles::dcgm::XidClass;
 
 /// Name of the LocalQueue gpuctl makes in every tenant namespace (Kueue uses a LocalQueue named
 /// `default` for workloads without a queue-name label).
@@ -293,16 +294,25 @@ fn volcano(
 }
 
 /// dcgm-exporter metrics ConfigMap, ServiceMonitor and PrometheusRule (when dcgm-exporter runs).
-pub fn monitoring(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
+/// Metric and label names and the Xid classes come from the catalog (`profiles/dcgm.yaml`), the facts
+/// `gpuctl doctor` reads too.
+pub fn monitoring(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    out: &mut Builder<'_>,
+) -> Result<(), RenderError> {
     let dcgm = &bp.spec.gpu_operator.dcgm_exporter;
     if !dcgm.enabled {
         return Ok(());
     }
     let ns = &bp.spec.gpu_operator.namespace;
     let alerts = &bp.spec.monitoring.alerts;
-    let csv = out
-        .templates()
-        .render("config/dcgm-metrics.csv.j2", json!({ "alerts": alerts }))?;
+    let facts = catalog.dcgm();
+    let metrics = &facts.exporter.metrics;
+    let csv = out.templates().render(
+        "config/dcgm-metrics.csv.j2",
+        json!({ "alerts": alerts, "m": metrics }),
+    )?;
     out.object(
         Phase::Monitoring,
         "objects/configmap.yaml.j2",
@@ -330,7 +340,18 @@ pub fn monitoring(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderErr
             Phase::Monitoring,
             "objects/prometheusrule.yaml.j2",
             "spec.monitoring.alerts".to_string(),
-            json!({ "namespace": ns, "alerts": alerts, "blueprint": bp.metadata.name }),
+            json!({
+                "namespace": ns,
+                "alerts": alerts,
+                "blueprint": bp.metadata.name,
+                "m": metrics,
+                "l": facts.exporter.labels,
+                "t": facts.thresholds,
+                "xid": {
+                    "hardware": facts.xid.of_class(XidClass::Hardware),
+                    "off_bus": facts.xid.of_class(XidClass::OffBus),
+                },
+            }),
         )?;
     }
     Ok(())

@@ -1,0 +1,584 @@
+//! Prometheus's HTTP API (`POST /api/v1/query`), for doctor's metric findings: runs the core's
+//! [`gpuctl_core::metrics::plan`] at one evaluation time and hands the samples to
+//! [`gpuctl_core::metrics::findings`].
+//!
+//! Bounded: every request has a connect and a total timeout, and a response is read up to
+//! [`PrometheusConfig::max_response_bytes`]. Errors name the URL (without credentials); the bearer
+//! token is never printed (its `Debug` is redacted, its header marked sensitive) and never follows
+//! a redirect (redirects are refused).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use gpuctl_core::metrics::{self, Finding, MetricSettings, Query, Results, Sample};
+use gpuctl_core::profiles::dcgm::DcgmFacts;
+use reqwest::Url;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use serde::Deserialize;
+
+/// Default total time one query may take.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default largest response read: a 1h window over a few thousand GPUs fits well inside.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// How many queries run at once.
+const PARALLEL_QUERIES: usize = 4;
+
+/// A bearer token: never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// Wraps a token (surrounding whitespace, such as a file's final newline, is dropped).
+    pub fn new(text: &str) -> Token {
+        Token(text.trim().to_owned())
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Where Prometheus is and how to talk to it.
+#[derive(Debug, Clone)]
+pub struct PrometheusConfig {
+    /// Base URL (`https://prometheus.monitoring:9090`, a path prefix allowed).
+    pub url: String,
+    /// Bearer token, if the server wants one.
+    pub token: Option<Token>,
+    /// PEM file of CA certificates trusted besides the system's.
+    pub ca_file: Option<PathBuf>,
+    /// Total time per query (connect included).
+    pub timeout: Duration,
+    /// Largest response body read.
+    pub max_response_bytes: usize,
+}
+
+impl PrometheusConfig {
+    /// A config with the default timeout and response bound.
+    pub fn new(url: impl Into<String>) -> PrometheusConfig {
+        PrometheusConfig {
+            url: url.into(),
+            token: None,
+            ca_file: None,
+            timeout: DEFAULT_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// Why Prometheus could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum PrometheusError {
+    /// The URL does not parse or is not http(s).
+    #[error(
+        "--prometheus `{url}` is not a usable URL: {reason} (example: http://prometheus.monitoring:9090)"
+    )]
+    BadUrl {
+        /// The URL as given (credentials masked).
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The CA file cannot be read or holds no certificate.
+    #[error("cannot use the CA file `{path}`: {reason}")]
+    CaFile {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The HTTP client cannot be built.
+    #[error("cannot set up the HTTP client for {url}: {reason}")]
+    Client {
+        /// The URL (credentials masked).
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+    /// No answer: connection refused, TLS failure, timeout.
+    #[error("cannot reach Prometheus at {url}: {reason}")]
+    Unreachable {
+        /// The URL (credentials masked).
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+    /// An HTTP status other than 200.
+    #[error("Prometheus at {url} answered HTTP {status}{hint}: {body}")]
+    Status {
+        /// The URL (credentials masked).
+        url: String,
+        /// The status code.
+        status: u16,
+        /// What to do for 401/403/3xx.
+        hint: &'static str,
+        /// The start of the body.
+        body: String,
+    },
+    /// The body is larger than the bound.
+    #[error(
+        "Prometheus at {url} sent more than {limit} bytes for one query; narrow the window (--idle-window) or raise the limit"
+    )]
+    TooLarge {
+        /// The URL (credentials masked).
+        url: String,
+        /// The bound in bytes.
+        limit: usize,
+    },
+    /// The query was refused (`status: error`).
+    #[error("Prometheus at {url} refused the query `{query}`: {error_type}: {error}")]
+    Api {
+        /// The URL (credentials masked).
+        url: String,
+        /// The PromQL.
+        query: String,
+        /// `bad_data`, `execution`, ...
+        error_type: String,
+        /// The message.
+        error: String,
+    },
+    /// The body is not Prometheus's JSON.
+    #[error("the answer of {url} is not a Prometheus API response: {reason}")]
+    Decode {
+        /// The URL (credentials masked).
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A connected client (nothing is sent until a query).
+pub struct Prometheus {
+    http: reqwest::Client,
+    endpoint: Url,
+    shown: String,
+    auth: Option<HeaderValue>,
+    max_response_bytes: usize,
+}
+
+impl std::fmt::Debug for Prometheus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prometheus")
+            .field("url", &self.shown)
+            .field("token", &self.auth.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// `scheme://host:port/path` with any user info masked, for messages.
+fn shown(url: &Url) -> String {
+    let mut u = url.clone();
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_username("***");
+        let _ = u.set_password(None);
+    }
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string().trim_end_matches('/').to_owned()
+}
+
+fn mask_raw(url: &str) -> String {
+    match url.split_once('@') {
+        Some((before, after)) if before.contains("://") => {
+            let scheme = before.split("://").next().unwrap_or("");
+            format!("{scheme}://***@{after}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Prometheus {
+    /// Checks the config and builds the client.
+    pub fn new(cfg: &PrometheusConfig) -> Result<Prometheus, PrometheusError> {
+        let bad = |reason: &str| PrometheusError::BadUrl {
+            url: mask_raw(&cfg.url),
+            reason: reason.to_owned(),
+        };
+        let mut base = Url::parse(cfg.url.trim()).map_err(|e| bad(&e.to_string()))?;
+        if !matches!(base.scheme(), "http" | "https") {
+            return Err(bad("the scheme must be http or https"));
+        }
+        if base.host_str().is_none_or(str::is_empty) {
+            return Err(bad("no host"));
+        }
+        if base.query().is_some() || base.fragment().is_some() {
+            return Err(bad("it must not have a query or a fragment"));
+        }
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let endpoint = base.join("api/v1/query").map_err(|e| bad(&e.to_string()))?;
+        let shown_url = shown(&base);
+
+        // reqwest is built without a crypto provider; kube already links ring, so use it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(cfg.timeout.min(Duration::from_secs(10)))
+            .timeout(cfg.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("gpuctl/", env!("CARGO_PKG_VERSION")));
+        if let Some(path) = &cfg.ca_file {
+            let ca_err = |reason: String| PrometheusError::CaFile {
+                path: path.display().to_string(),
+                reason,
+            };
+            let pem = read_bounded(path, 1 << 20).map_err(ca_err)?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| ca_err(format!("not PEM certificates: {e}")))?;
+            if certs.is_empty() {
+                return Err(ca_err("it holds no certificate".to_owned()));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder.build().map_err(|e| PrometheusError::Client {
+            url: shown_url.clone(),
+            reason: error_chain(&e),
+        })?;
+        let auth = match &cfg.token {
+            None => None,
+            Some(Token(t)) => {
+                let mut v = HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| {
+                    PrometheusError::Client {
+                        url: shown_url.clone(),
+                        reason: "the bearer token holds characters an HTTP header cannot carry"
+                            .to_owned(),
+                    }
+                })?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+        };
+        Ok(Prometheus {
+            http,
+            endpoint,
+            shown: shown_url,
+            auth,
+            max_response_bytes: cfg.max_response_bytes,
+        })
+    }
+
+    /// The base URL as messages show it.
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    /// One instant query at `time` (unix seconds).
+    pub async fn query(&self, promql: &str, time: f64) -> Result<Vec<Sample>, PrometheusError> {
+        let mut form = Url::parse("http://form.invalid/").expect("a constant URL");
+        form.query_pairs_mut()
+            .append_pair("query", promql)
+            .append_pair("time", &format!("{time:.3}"));
+        let body = form.query().unwrap_or("").to_owned();
+        let mut req = self
+            .http
+            .post(self.endpoint.clone())
+            .header(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/x-www-form-urlencoded"),
+            )
+            .body(body);
+        if let Some(auth) = &self.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        let unreachable = |e: reqwest::Error| PrometheusError::Unreachable {
+            url: self.shown.clone(),
+            reason: if e.is_timeout() {
+                "timed out".to_owned()
+            } else {
+                error_chain(&e)
+            },
+        };
+        let mut resp = req.send().await.map_err(unreachable)?;
+        let status = resp.status();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {
+            if bytes.len() + chunk.len() > self.max_response_bytes {
+                return Err(PrometheusError::TooLarge {
+                    url: self.shown.clone(),
+                    limit: self.max_response_bytes,
+                });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        // Prometheus answers 400/422/503 with its JSON error body; anything else non-200 is not it.
+        if !status.is_success() && !matches!(status.as_u16(), 400 | 422 | 503) {
+            let hint = match status.as_u16() {
+                401 | 403 => {
+                    " (check the bearer token: --prometheus-token-file or GPUCTL_PROMETHEUS_TOKEN)"
+                }
+                300..=399 => " (a redirect: give the final URL to --prometheus)",
+                404 => " (is this Prometheus's base URL? gpuctl adds /api/v1/query)",
+                _ => "",
+            };
+            return Err(PrometheusError::Status {
+                url: self.shown.clone(),
+                status: status.as_u16(),
+                hint,
+                body: excerpt(&bytes),
+            });
+        }
+        parse_response(&bytes, promql).map_err(|e| match e {
+            ParseError::Api { error_type, error } => PrometheusError::Api {
+                url: self.shown.clone(),
+                query: promql.to_owned(),
+                error_type,
+                error,
+            },
+            ParseError::Decode(reason) => PrometheusError::Decode {
+                url: self.shown.clone(),
+                reason: if status.is_success() {
+                    reason
+                } else {
+                    format!("HTTP {}: {}", status.as_u16(), excerpt(&bytes))
+                },
+            },
+        })
+    }
+
+    /// Runs every query of the plan at `time` (a few at once) and collects the answers.
+    pub async fn run(&self, queries: &[Query], time: f64) -> Result<Results, PrometheusError> {
+        let answers: Vec<(usize, Vec<Sample>)> = stream::iter(queries.iter().enumerate())
+            .map(|(i, q)| async move { self.query(&q.promql, time).await.map(|s| (i, s)) })
+            .buffer_unordered(PARALLEL_QUERIES)
+            .try_collect()
+            .await?;
+        let mut results = Results {
+            at: time,
+            samples: BTreeMap::new(),
+        };
+        for (i, samples) in answers {
+            let q = &queries[i];
+            results.samples.insert((q.check, q.part), samples);
+        }
+        Ok(results)
+    }
+}
+
+/// What [`metric_findings`] did, for the caller's report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricRun {
+    /// The findings, sorted.
+    pub findings: Vec<Finding>,
+    /// Evaluation time, unix seconds.
+    pub at: f64,
+    /// How many queries were sent.
+    pub queries: usize,
+    /// How many samples came back.
+    pub samples: usize,
+}
+
+/// Doctor's metric findings: plans the queries, runs them against Prometheus at `at` (now when
+/// `None`), and judges the answers.
+pub async fn metric_findings(
+    cfg: &PrometheusConfig,
+    facts: &DcgmFacts,
+    settings: &MetricSettings,
+    at: Option<f64>,
+) -> Result<MetricRun, PrometheusError> {
+    let prom = Prometheus::new(cfg)?;
+    let time = at.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0)
+    });
+    let queries = metrics::plan(facts, settings);
+    let results = prom.run(&queries, time).await?;
+    let samples = results.samples.values().map(Vec::len).sum();
+    Ok(MetricRun {
+        findings: metrics::findings(facts, settings, &results),
+        at: time,
+        queries: queries.len(),
+        samples,
+    })
+}
+
+fn read_bounded(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("larger than {limit} bytes"));
+    }
+    Ok(bytes)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    one_line.trim().to_owned()
+}
+
+#[derive(Debug, PartialEq)]
+enum ParseError {
+    Api { error_type: String, error: String },
+    Decode(String),
+}
+
+#[derive(Deserialize)]
+struct ApiResponse {
+    status: String,
+    #[serde(default)]
+    data: Option<ApiData>,
+    #[serde(default, rename = "errorType")]
+    error_type: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "resultType", content = "result", rename_all = "lowercase")]
+enum ApiData {
+    Vector(Vec<VectorSample>),
+    Scalar((f64, String)),
+    // Read only to name them in the error: instant queries never return them.
+    Matrix(#[allow(dead_code)] serde::de::IgnoredAny),
+    String(#[allow(dead_code)] serde::de::IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct VectorSample {
+    #[serde(default)]
+    metric: BTreeMap<String, String>,
+    value: (f64, String),
+}
+
+/// Prometheus's JSON for an instant query -> samples (`NaN`, `+Inf` are kept as floats).
+fn parse_response(bytes: &[u8], query: &str) -> Result<Vec<Sample>, ParseError> {
+    let resp: ApiResponse =
+        serde_json::from_slice(bytes).map_err(|e| ParseError::Decode(e.to_string()))?;
+    if resp.status != "success" {
+        return Err(ParseError::Api {
+            error_type: resp.error_type.unwrap_or_else(|| "error".to_owned()),
+            error: resp.error.unwrap_or_else(|| "no message".to_owned()),
+        });
+    }
+    let value = |s: &str| -> Result<f64, ParseError> {
+        s.parse::<f64>()
+            .map_err(|_| ParseError::Decode(format!("sample value `{s}` is not a number")))
+    };
+    match resp.data {
+        Some(ApiData::Vector(v)) => v
+            .into_iter()
+            .map(|s| {
+                Ok(Sample {
+                    labels: s.metric,
+                    value: value(&s.value.1)?,
+                    timestamp: s.value.0,
+                })
+            })
+            .collect(),
+        Some(ApiData::Scalar((t, v))) => Ok(vec![Sample {
+            labels: BTreeMap::new(),
+            value: value(&v)?,
+            timestamp: t,
+        }]),
+        Some(ApiData::Matrix(_) | ApiData::String(_)) => Err(ParseError::Decode(format!(
+            "`{query}` did not give an instant vector"
+        ))),
+        None => Err(ParseError::Decode("no `data`".to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_scalar_and_errors() {
+        let v = br#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"gpu":"0","UUID":"GPU-1"},"value":[1796112000.5,"79"]},
+            {"metric":{},"value":[1796112000,"NaN"]}]}}"#;
+        let s = parse_response(v, "q").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].labels["UUID"], "GPU-1");
+        assert_eq!(s[0].value, 79.0);
+        assert_eq!(s[0].timestamp, 1796112000.5);
+        assert!(s[1].value.is_nan());
+        let sc = br#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#;
+        assert_eq!(parse_response(sc, "q").unwrap()[0].value, 2.0);
+        let err = br#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
+        assert_eq!(
+            parse_response(err, "q").unwrap_err(),
+            ParseError::Api {
+                error_type: "bad_data".into(),
+                error: "parse error".into()
+            }
+        );
+        for bad in [
+            &b"<html>"[..],
+            br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"x"]}]}}"#,
+            br#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#,
+        ] {
+            assert!(matches!(parse_response(bad, "q"), Err(ParseError::Decode(_))));
+        }
+    }
+
+    #[test]
+    fn urls_are_checked_and_credentials_never_shown() {
+        for bad in ["", "prometheus:9090", "ftp://x", "http://", "http://h/?a=b"] {
+            assert!(
+                matches!(
+                    Prometheus::new(&PrometheusConfig::new(bad)),
+                    Err(PrometheusError::BadUrl { .. })
+                ),
+                "{bad}"
+            );
+        }
+        let p = Prometheus::new(&PrometheusConfig::new("http://user:s3cret@h:9090/prom")).unwrap();
+        assert_eq!(p.url(), "http://***@h:9090/prom");
+        assert_eq!(p.endpoint.path(), "/prom/api/v1/query");
+        let e = Prometheus::new(&PrometheusConfig::new("gopher://user:s3cret@h")).unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        let mut cfg = PrometheusConfig::new("http://h");
+        cfg.token = Some(Token::new("s3cret\n"));
+        assert!(!format!("{cfg:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn ca_file_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("ca.pem");
+        std::fs::write(&f, "not a certificate").unwrap();
+        let mut cfg = PrometheusConfig::new("https://h");
+        cfg.ca_file = Some(f.clone());
+        let e = Prometheus::new(&cfg).expect_err("refused");
+        assert!(e.to_string().contains("ca.pem"), "{e}");
+        cfg.ca_file = Some(dir.path().to_path_buf());
+        assert!(matches!(
+            Prometheus::new(&cfg),
+            Err(PrometheusError::CaFile { .. })
+        ));
+    }
+}

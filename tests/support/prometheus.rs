@@ -1,0 +1,391 @@
+//! Test support for the metric tests: a real Prometheus (Debian's `prometheus` package) on
+//! 127.0.0.1 scraping `tests/support/dcgm_exporter.py`, a stand-in for dcgm-exporter that serves the
+//! GPUs a test describes exactly as dcgm-exporter formats them; history a test cannot wait for is
+//! backfilled with `promtool tsdb create-blocks-from openmetrics` before Prometheus starts.
+//!
+//! ```ignore
+//! #[path = "support/prometheus.rs"]
+//! mod prometheus;
+//!
+//! #[tokio::test]
+//! #[cfg_attr(gpuctl_no_prometheus, ignore = "skipped: needs prometheus and promtool (docs/testing.md)")]
+//! async fn my_test() {
+//!     let prom = prometheus::TestPrometheus::start("my_test", &fleet, None);
+//! ```
+//!
+//! build.rs sets `gpuctl_no_prometheus` when `prometheus` or `promtool` is not on PATH (and neither
+//! `CI` nor `GPUCTL_REQUIRE_CLUSTER` is set), so those tests are listed as ignored; otherwise a
+//! missing binary fails the test. Each test gets its own exporter, Prometheus and data directory;
+//! both processes are killed when the value is dropped.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use gpuctl_core::profiles::Catalog;
+use serde_json::{Value, json};
+
+/// How long startup and scrapes may take before a test fails.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// One GPU as the exporter shows it.
+#[derive(Debug, Clone)]
+pub struct Gpu {
+    pub node: String,
+    pub index: u32,
+    /// `(namespace, pod)` when a pod holds the GPU.
+    pub pod: Option<(String, String)>,
+    /// Metric name -> value (a number, or `{"<xid>": count}` for the per-Xid count).
+    pub values: serde_json::Map<String, Value>,
+}
+
+impl Gpu {
+    /// A healthy, unallocated H100: cool, no errors, counters at 0, clocks held only because idle.
+    pub fn healthy(node: &str, index: u32) -> Gpu {
+        let m = &Catalog::embedded().dcgm().exporter.metrics;
+        let mut values = serde_json::Map::new();
+        for (name, v) in [
+            (&m.gpu_temp, json!(41)),
+            (&m.power_usage, json!(72.5)),
+            (&m.gpu_util, json!(0)),
+            (&m.gr_engine_active, json!(0.0)),
+            (&m.xid_last, json!(0)),
+            (&m.ecc_sbe_volatile, json!(0)),
+            (&m.ecc_dbe_volatile, json!(0)),
+            (&m.row_remap_failure, json!(0)),
+            (&m.uncorrectable_remapped_rows, json!(0)),
+            (&m.correctable_remapped_rows, json!(0)),
+            // gpu_idle (1): the clocks are down because nothing runs, which is no fault.
+            (&m.clock_event_reasons, json!(1)),
+        ] {
+            values.insert(name.clone(), v);
+        }
+        for name in &m.nvlink_errors {
+            values.insert(name.clone(), json!(0));
+        }
+        values.insert(m.xid_count.clone(), json!({}));
+        Gpu {
+            node: node.to_owned(),
+            index,
+            pod: None,
+            values,
+        }
+    }
+
+    /// Allocated to `namespace/pod`.
+    pub fn held_by(mut self, namespace: &str, pod: &str) -> Gpu {
+        self.pod = Some((namespace.to_owned(), pod.to_owned()));
+        self
+    }
+
+    /// Busy: engines active, utilisation high.
+    pub fn busy(self) -> Gpu {
+        let m = &Catalog::embedded().dcgm().exporter.metrics;
+        self.set(&m.gr_engine_active, json!(0.83))
+            .set(&m.gpu_util, json!(97))
+            .set(&m.clock_event_reasons, json!(0))
+    }
+
+    pub fn set(mut self, metric: &str, v: Value) -> Gpu {
+        self.values.insert(metric.to_owned(), v);
+        self
+    }
+
+    pub fn uuid(&self) -> String {
+        format!("GPU-{}-{:04}", self.node, self.index)
+    }
+}
+
+/// The exporter's state file for `gpus`: metric names, types and help from the catalog's facts.
+pub fn state(gpus: &[Gpu]) -> Value {
+    let m = &Catalog::embedded().dcgm().exporter.metrics;
+    let mut metrics = vec![
+        json!({"name": m.gpu_temp, "type": "gauge", "help": "GPU temperature (in C)."}),
+        json!({"name": m.power_usage, "type": "gauge", "help": "Power draw (in W)."}),
+        json!({"name": m.gpu_util, "type": "gauge", "help": "GPU utilization (in %)."}),
+        json!({"name": m.xid_last, "type": "gauge", "help": "Value of the last XID error encountered."}),
+        json!({"name": m.clock_event_reasons, "type": "gauge", "help": "Current clock event reasons (bitmask of DCGM_CLOCKS_EVENT_REASON_*)."}),
+        json!({"name": m.ecc_sbe_volatile, "type": "counter", "help": "Total number of single-bit volatile ECC errors."}),
+        json!({"name": m.ecc_dbe_volatile, "type": "counter", "help": "Total number of double-bit volatile ECC errors."}),
+        json!({"name": m.uncorrectable_remapped_rows, "type": "counter", "help": "Number of remapped rows for uncorrectable errors"}),
+        json!({"name": m.correctable_remapped_rows, "type": "counter", "help": "Number of remapped rows for correctable errors"}),
+        json!({"name": m.row_remap_failure, "type": "gauge", "help": "Whether remapping of rows has failed"}),
+        json!({"name": m.gr_engine_active, "type": "gauge", "help": "Ratio of time the graphics engine is active."}),
+        json!({"name": m.xid_count, "type": "gauge", "help": "Count of XID Errors within user-specified time window (see xid-count-window-size param).", "per": "xid"}),
+    ];
+    for name in &m.nvlink_errors {
+        metrics.push(
+            json!({"name": name, "type": "counter", "help": "Total number of NVLink errors."}),
+        );
+    }
+    let gpus: Vec<Value> = gpus
+        .iter()
+        .map(|g| {
+            let (ns, pod) = g.pod.clone().unwrap_or_default();
+            json!({
+                "gpu": g.index,
+                "uuid": g.uuid(),
+                "pci_bus_id": format!("00000000:{:02X}:00.0", 0x18 + g.index),
+                "model": "NVIDIA H100 80GB HBM3",
+                "hostname": g.node,
+                "namespace": ns,
+                "pod": pod,
+                "container": if pod.is_empty() { "" } else { "main" },
+                "values": g.values,
+            })
+        })
+        .collect();
+    json!({
+        "metrics": metrics,
+        "driver_label": "DCGM_FI_DRIVER_VERSION",
+        "driver": "580.95.05",
+        "gpus": gpus,
+    })
+}
+
+/// History to backfill: `gpus` as they were from `from` to `to` seconds before now, every `step`.
+pub struct History<'a> {
+    pub gpus: &'a [Gpu],
+    pub from_s_ago: u64,
+    pub to_s_ago: u64,
+    pub step_s: u64,
+}
+
+pub struct TestPrometheus {
+    pub url: String,
+    dir: tempfile::TempDir,
+    state_path: PathBuf,
+    exporter: Child,
+    prometheus: Child,
+}
+
+fn require(program: &str) {
+    let found = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "`{program}` is not installed: apt-get install prometheus (docs/testing.md); without it these tests are reported ignored only outside CI"
+    );
+}
+
+fn write_state(path: &Path, gpus: &[Gpu]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&state(gpus)).unwrap()).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl TestPrometheus {
+    /// Starts the exporter with `gpus`, backfills `history`, starts Prometheus scraping the
+    /// exporter every second, and waits until it is ready and has scraped once.
+    pub fn start(name: &str, gpus: &[Gpu], history: Option<History<'_>>) -> TestPrometheus {
+        require("prometheus");
+        require("promtool");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("gpuctl-prom-{name}-"))
+            .tempdir()
+            .unwrap();
+        let state_path = dir.path().join("state.json");
+        write_state(&state_path, gpus);
+        let port_file = dir.path().join("exporter.port");
+        let exporter = Command::new("python3")
+            .arg(root().join("tests/support/dcgm_exporter.py"))
+            .arg("serve")
+            .arg(&state_path)
+            .arg(&port_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs tests/support/dcgm_exporter.py");
+        let deadline = Instant::now() + WAIT;
+        let exporter_port = loop {
+            if let Ok(p) = std::fs::read_to_string(&port_file) {
+                break p.trim().parse::<u16>().unwrap();
+            }
+            assert!(Instant::now() < deadline, "the exporter did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let target = format!("127.0.0.1:{exporter_port}");
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        if let Some(h) = history {
+            let hist_state = dir.path().join("history.json");
+            write_state(&hist_state, h.gpus);
+            let now = now() as u64;
+            let om = Command::new("python3")
+                .arg(root().join("tests/support/dcgm_exporter.py"))
+                .arg("openmetrics")
+                .arg(&hist_state)
+                .arg((now - h.from_s_ago).to_string())
+                .arg((now - h.to_s_ago).to_string())
+                .arg(h.step_s.to_string())
+                .arg("dcgm-exporter")
+                .arg(&target)
+                .output()
+                .unwrap();
+            assert!(
+                om.status.success(),
+                "{}",
+                String::from_utf8_lossy(&om.stderr)
+            );
+            let om_path = dir.path().join("history.om");
+            std::fs::write(&om_path, om.stdout).unwrap();
+            let out = Command::new("promtool")
+                .args(["tsdb", "create-blocks-from", "openmetrics"])
+                .arg(&om_path)
+                .arg(&data)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "promtool backfill failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global: {{scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}}\n\
+                 scrape_configs:\n  - job_name: dcgm-exporter\n    static_configs: [{{targets: [\"{target}\"]}}]\n"
+            ),
+        )
+        .unwrap();
+        // A free port can be taken between the check and the bind: retry with another.
+        for _ in 0..5 {
+            let port = free_port();
+            let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+            let mut prometheus = Command::new("prometheus")
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!("--storage.tsdb.path={}", data.display()))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("prometheus runs");
+            let url = format!("http://127.0.0.1:{port}");
+            let ready = loop {
+                if let Some(status) = prometheus.try_wait().unwrap() {
+                    break Err(status);
+                }
+                if http_ok(port, "/-/ready") {
+                    break Ok(());
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "prometheus was not ready in {WAIT:?}: {}",
+                    std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            match ready {
+                Ok(()) => {
+                    let p = TestPrometheus {
+                        url,
+                        dir,
+                        state_path,
+                        exporter,
+                        prometheus,
+                    };
+                    p.wait_for_scrapes(2);
+                    return p;
+                }
+                Err(status) => {
+                    let log = std::fs::read_to_string(dir.path().join("prometheus.log"))
+                        .unwrap_or_default();
+                    assert!(
+                        log.contains("address already in use"),
+                        "prometheus exited with {status}: {log}"
+                    );
+                }
+            }
+        }
+        panic!("no free port for prometheus after 5 tries");
+    }
+
+    /// Replaces the GPUs the exporter serves (from the next scrape on).
+    pub fn set(&self, gpus: &[Gpu]) {
+        write_state(&self.state_path, gpus);
+    }
+
+    /// Waits until Prometheus has scraped the exporter `n` more times.
+    pub fn wait_for_scrapes(&self, n: u32) {
+        let start = self.scrapes();
+        let deadline = Instant::now() + WAIT;
+        while self.scrapes() < start + n {
+            assert!(Instant::now() < deadline, "no scrape in {WAIT:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Successful scrapes in the last 10 minutes (the sum of `up`).
+    fn scrapes(&self) -> u32 {
+        let port: u16 = self.url.rsplit(':').next().unwrap().parse().unwrap();
+        let body = http_get(
+            port,
+            "/api/v1/query?query=sum_over_time(up%7Bjob%3D%22dcgm-exporter%22%7D%5B10m%5D)",
+        )
+        .unwrap_or_default();
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        v["data"]["result"][0]["value"][1]
+            .as_str()
+            .and_then(|s| s.parse::<f64>().ok())
+            .map_or(0, |f| f as u32)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for TestPrometheus {
+    fn drop(&mut self) {
+        let _ = self.prometheus.kill();
+        let _ = self.exporter.kill();
+        let _ = self.prometheus.wait();
+        let _ = self.exporter.wait();
+    }
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let (head, body) = buf.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.0 200")
+        .then_some(())
+        .or_else(|| head.starts_with("HTTP/1.1 200").then_some(()))?;
+    Some(body.to_owned())
+}
+
+fn http_ok(port: u16, path: &str) -> bool {
+    http_get(port, path).is_some()
+}
