@@ -9,7 +9,11 @@
 
 pub mod applyset;
 pub mod blueprint;
+#[doc(hidden)]
+pub mod daytwo;
 pub mod diag;
+pub mod diagnostics;
+pub mod doctor;
 pub mod import;
 pub mod input;
 pub mod journal;

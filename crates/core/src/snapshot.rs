@@ -14,8 +14,9 @@ use crate::render::RenderedSet;
 
 /// Version of the snapshot file format. 2 added `helm_release` and `upgrade_journals`; a version 1
 /// snapshot did not capture them, so its plans cannot say what the Helm step changes or see
-/// driver upgrades.
-pub const SNAPSHOT_FORMAT_VERSION: u32 = 2;
+/// driver upgrades. 3 added `diagnostics` (`gpuctl snapshot --diagnostics`); older snapshots
+/// still read, without it.
+pub const SNAPSHOT_FORMAT_VERSION: u32 = 3;
 
 /// Live state as captured.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -51,6 +52,10 @@ pub struct Snapshot {
     /// one blueprint's, and what import needs besides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportCapture>,
+    /// Set by `gpuctl snapshot --diagnostics`: the Day-2 state `gpuctl doctor` and `gpuctl
+    /// status` read (pods, events, quotas, queues, operator status; masked at capture).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<crate::diagnostics::Diagnostics>,
 }
 
 /// What a `--all` snapshot records for `gpuctl import` besides objects and nodes.
