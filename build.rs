@@ -3,6 +3,9 @@
 //! instead of passing them silently. Cluster tests carry
 //! `#[cfg_attr(gpuctl_no_test_cluster, ignore = "...")]`; in CI (`CI` or `GPUCTL_REQUIRE_CLUSTER`
 //! set) or with `GPUCTL_TEST_KUBECONFIG` set they run, and fail when the server is missing.
+//!
+//! Likewise `gpuctl_no_chromium` marks the browser check of the status picture ignored where
+//! Debian's `chromium` is not on PATH (or named by `CHROMIUM`), except in CI, where it must run.
 
 fn set(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
@@ -18,4 +21,21 @@ fn main() {
     if !configured && !set("CI") && !set("GPUCTL_REQUIRE_CLUSTER") {
         println!("cargo::rustc-cfg=gpuctl_no_test_cluster");
     }
+    println!("cargo::rerun-if-env-changed=CHROMIUM");
+    println!("cargo::rerun-if-env-changed=PATH");
+    println!("cargo::rustc-check-cfg=cfg(gpuctl_no_chromium)");
+    if !set("CI") && !chromium_on_path() {
+        println!("cargo::rustc-cfg=gpuctl_no_chromium");
+    }
+}
+
+/// `CHROMIUM` names a file, or `chromium` / `chromium-browser` is on PATH.
+fn chromium_on_path() -> bool {
+    if std::env::var_os("CHROMIUM").is_some_and(|p| std::path::Path::new(&p).is_file()) {
+        return true;
+    }
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path)
+            .any(|d| d.join("chromium").is_file() || d.join("chromium-browser").is_file())
+    })
 }

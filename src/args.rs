@@ -207,6 +207,25 @@ pub enum Command {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
+    /// Capacity, quotas, queues and fragmentation of a blueprint's GPU pools, live or from a
+    /// snapshot taken with `gpuctl snapshot --diagnostics`; `--svg FILE` draws them.
+    Status {
+        /// Blueprint file (`-`: standard input).
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Read a snapshot taken with `gpuctl snapshot --diagnostics` instead of a live cluster.
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = StatusFormat::Human)]
+        output: StatusFormat,
+        /// Also draw the status as an SVG picture into FILE.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+    },
     /// Render every object, Helm value and runbook a blueprint implies (validates first).
     Render {
         /// Blueprint file (`-`: standard input).
@@ -296,6 +315,17 @@ pub enum PlanFormat {
     /// The versioned plan document (docs/plan-apply.md).
     Json,
     /// A PR comment: summary table, collapsed full diff, size-capped.
+    Markdown,
+}
+
+/// `status` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFormat {
+    /// Tables.
+    Human,
+    /// The versioned status document (docs/status.md).
+    Json,
+    /// Tables in Markdown, for an incident ticket.
     Markdown,
 }
 

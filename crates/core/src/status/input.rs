@@ -204,3 +204,99 @@ impl QuotaFacts {
         }
     }
 }
+
+impl StatusInput {
+    /// What status needs from a Day-2 reading (live, or a snapshot's `diagnostics`). Queue kinds
+    /// that were not read and hold nothing are `None` (not read), never an empty list.
+    pub fn from_diagnostics(d: &crate::diagnostics::Diagnostics) -> StatusInput {
+        use crate::diagnostics::{DiagKind, node_ready, pod_requests};
+        let gpu_counts = |m: Option<
+            &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+        >|
+         -> BTreeMap<String, u64> {
+            m.into_iter()
+                .flatten()
+                .filter(|(k, _)| is_gpu_resource(k))
+                .filter_map(|(k, q)| parse_count(&q.0).ok().map(|n| (k.clone(), n)))
+                .collect()
+        };
+        let texts = |m: Option<
+            &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+        >|
+         -> BTreeMap<String, String> {
+            m.into_iter()
+                .flatten()
+                .map(|(k, q)| (k.clone(), q.0.clone()))
+                .collect()
+        };
+        let nodes = d
+            .nodes
+            .iter()
+            .map(|n| {
+                let status = n.status.as_ref();
+                NodeFacts {
+                    name: n.metadata.name.clone().unwrap_or_default(),
+                    labels: n.metadata.labels.clone().unwrap_or_default(),
+                    ready: node_ready(n),
+                    unschedulable: n
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.unschedulable)
+                        .unwrap_or(false),
+                    capacity: gpu_counts(status.and_then(|s| s.capacity.as_ref())),
+                    allocatable: gpu_counts(status.and_then(|s| s.allocatable.as_ref())),
+                }
+            })
+            .collect();
+        let pods = d
+            .pods
+            .iter()
+            .filter_map(|p| {
+                let mut gpus = pod_requests(p);
+                gpus.retain(|k, _| is_gpu_resource(k));
+                (!gpus.is_empty()).then(|| PodFacts {
+                    namespace: p.metadata.namespace.clone().unwrap_or_default(),
+                    name: p.metadata.name.clone().unwrap_or_default(),
+                    node: p
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.clone())
+                        .unwrap_or_default(),
+                    phase: p
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.phase.clone())
+                        .unwrap_or_else(|| "Pending".into()),
+                    gpus,
+                })
+            })
+            .collect();
+        let quotas = d
+            .resource_quotas
+            .iter()
+            .map(|q| {
+                let status_hard = texts(q.status.as_ref().and_then(|s| s.hard.as_ref()));
+                QuotaFacts {
+                    namespace: q.metadata.namespace.clone().unwrap_or_default(),
+                    name: q.metadata.name.clone().unwrap_or_default(),
+                    hard: if status_hard.is_empty() {
+                        texts(q.spec.as_ref().and_then(|s| s.hard.as_ref()))
+                    } else {
+                        status_hard
+                    },
+                    used: texts(q.status.as_ref().and_then(|s| s.used.as_ref())),
+                }
+            })
+            .collect();
+        let list = |kind: DiagKind, items: &Vec<Value>| {
+            (d.read(kind) || !items.is_empty()).then(|| items.clone())
+        };
+        StatusInput {
+            nodes,
+            pods,
+            quotas,
+            cluster_queues: list(DiagKind::ClusterQueue, &d.cluster_queues),
+            volcano_queues: list(DiagKind::VolcanoQueue, &d.volcano_queues),
+        }
+    }
+}

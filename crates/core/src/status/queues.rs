@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::input::quantity_map;
-use super::{ratio, round4};
+use super::ratio;
 use crate::blueprint::model::Blueprint;
 use crate::quantity::parse_milli;
 
@@ -436,7 +436,6 @@ mod share_tests {
         assert_eq!(share(5_000, &[0, 0]), vec![0, 0]);
         // Fractions (cpu) in milli-units.
         assert_eq!(share(1_500, &[1_000, 1_000]), vec![750, 750]);
-        let _ = round4(0.0);
     }
 
     #[test]

@@ -428,3 +428,37 @@ fn kubernetes_json_is_read_as_the_api_server_writes_it() {
     let _ = NodeFacts::from_json(&json!([1, 2]));
     let _ = PodFacts::from_json(&json!({ "spec": { "containers": "x" } }));
 }
+
+#[test]
+fn the_day_two_example_shows_its_spread_out_gpus_and_its_silent_inference_node() {
+    let bp = crate::blueprint::load_str(
+        "dgx.yaml",
+        include_str!("../../../../blueprints/dgx-h100-training.yaml"),
+    )
+    .expect("the example loads")
+    .blueprint;
+    let d = crate::daytwo::diagnostics(crate::daytwo::Size::EXAMPLE);
+    let r = compute(&bp, &StatusInput::from_diagnostics(&d), "example");
+    // Eight free GPUs, two on each of four nodes: a 4-GPU pod waits while they idle.
+    let g = res(&r, "h100-train", G);
+    assert_eq!((g.capacity, g.allocated, g.free), (128, 120, 8));
+    assert_eq!(
+        (g.largest_placeable, g.largest_packed, g.fragmentation),
+        (2, 8, 0.75)
+    );
+    // The device plugin crash-loops on one inference node: it advertises no slices at all.
+    let m = res(&r, "h100-infer", "nvidia.com/mig-3g.40gb");
+    assert_eq!(
+        (m.expected, m.capacity, m.allocated, m.free),
+        (64, 48, 36, 12)
+    );
+    assert_eq!(r.pending_gpu_pods, 2);
+    // Kueue's ClusterQueues come from the reading; rdma/* resources are not GPU units.
+    assert!(r.cluster_queues.is_some());
+    assert!(
+        r.pools[0]
+            .resources
+            .iter()
+            .all(|x| x.resource.starts_with("nvidia.com/"))
+    );
+}
