@@ -528,7 +528,12 @@ pub fn svg(r: &StatusReport) -> String {
                     .map(move |u| {
                         (
                             i,
-                            format!("{} · {} · {}", t.name, q.namespace, u.resource),
+                            format!(
+                                "{} · {} · {}",
+                                t.name,
+                                q.namespace,
+                                u.resource.trim_start_matches("requests.")
+                            ),
                             u,
                         )
                     })
