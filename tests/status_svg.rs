@@ -336,3 +336,132 @@ fn a_browser_draws_the_picture() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+// --- the command -------------------------------------------------------------------------------
+
+fn gpuctl(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn example_snapshot(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("day2.json");
+    let snap = gpuctl_core::daytwo::snapshot(gpuctl_core::daytwo::Size::EXAMPLE);
+    std::fs::write(&path, snap.to_json()).unwrap();
+    path
+}
+
+#[test]
+fn status_reads_a_diagnostics_snapshot_and_draws_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = example_snapshot(dir.path());
+    let svg_file = dir.path().join("status.svg");
+    let o = gpuctl(&[
+        "status".as_ref(),
+        "blueprints/dgx-h100-training.yaml".as_ref(),
+        "--snapshot".as_ref(),
+        snap.as_os_str(),
+        "-o".as_ref(),
+        "json".as_ref(),
+        "--svg".as_ref(),
+        svg_file.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["formatVersion"], 1);
+    assert_eq!(v["pools"][0]["name"], "h100-train");
+    assert_eq!(v["pools"][0]["fragmentation"], 0.75);
+    assert!(
+        v["source"].as_str().unwrap().starts_with("snapshot "),
+        "{}",
+        v["source"]
+    );
+    let picture = std::fs::read_to_string(&svg_file).unwrap();
+    assert!(picture.starts_with("<svg ") && picture.contains("Pool h100-infer"));
+    for format in ["human", "markdown"] {
+        let o = gpuctl(&[
+            "status".as_ref(),
+            "blueprints/dgx-h100-training.yaml".as_ref(),
+            "--snapshot".as_ref(),
+            snap.as_os_str(),
+            "-o".as_ref(),
+            format.as_ref(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).contains("h100-train"));
+    }
+}
+
+#[test]
+fn the_picture_is_written_only_where_it_was_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = example_snapshot(dir.path());
+    let run = |svg: &Path| {
+        gpuctl(&[
+            "status".as_ref(),
+            "blueprints/dgx-h100-training.yaml".as_ref(),
+            "--snapshot".as_ref(),
+            snap.as_os_str(),
+            "--svg".as_ref(),
+            svg.as_os_str(),
+        ])
+    };
+    // A directory is refused (exit 64), before anything is read.
+    let o = run(dir.path());
+    assert_eq!(o.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is a directory"));
+    // So is a file in a directory that does not exist.
+    let o = run(&dir.path().join("nope/status.svg"));
+    assert_eq!(o.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not exist"));
+    // A symlink at the path is replaced, never written through.
+    #[cfg(unix)]
+    {
+        let target = dir.path().join("precious.txt");
+        std::fs::write(&target, "keep me").unwrap();
+        let link = dir.path().join("status.svg");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let o = run(&link);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        assert!(std::fs::read_to_string(&link).unwrap().starts_with("<svg "));
+        assert!(
+            !std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+    // No temporary file is left behind.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_snapshot_without_diagnostics_says_how_to_take_one() {
+    let o = gpuctl(&[
+        "status".as_ref(),
+        "blueprints/dgx-h100-training.yaml".as_ref(),
+        "--snapshot".as_ref(),
+        "blueprints/snapshots/dgx-h100-training.json".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("gpuctl snapshot --diagnostics"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
