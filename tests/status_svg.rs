@@ -76,8 +76,7 @@ fn cq(
     nominal: &str,
     used: &str,
     borrowed: &str,
-    admitted: u64,
-    pending: u64,
+    (admitted, pending): (u64, u64),
 ) -> serde_json::Value {
     json!({
         "metadata": { "name": name },
@@ -170,10 +169,10 @@ fn cluster() -> StatusInput {
         pods,
         quotas,
         cluster_queues: Some(vec![
-            cq("cq-team-a", "h100-train", GPU, "64", "72", "8", 9, 2),
-            cq("cq-team-b", "h100-train", GPU, "48", "4", "0", 2, 0),
-            cq("cq-infer", "h100-infer", MIG, "64", "12", "0", 2, 0),
-            cq("cq-dev", "h100-train", GPU, "16", "1", "0", 1, 3),
+            cq("cq-team-a", "h100-train", GPU, "64", "72", "8", (9, 2)),
+            cq("cq-team-b", "h100-train", GPU, "48", "4", "0", (2, 0)),
+            cq("cq-infer", "h100-infer", MIG, "64", "12", "0", (2, 0)),
+            cq("cq-dev", "h100-train", GPU, "16", "1", "0", (1, 3)),
         ]),
         volcano_queues: None,
     }

@@ -46,13 +46,11 @@ const ABSENT: &str = "#ffffff";
 /// escaped) replaced by `?`, at most `max` characters.
 pub fn esc(s: &str, max: usize) -> String {
     let mut out = String::new();
-    let mut n = 0;
-    for c in s.chars() {
+    for (n, c) in s.chars().enumerate() {
         if n == max {
             out.push('…');
             break;
         }
-        n += 1;
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

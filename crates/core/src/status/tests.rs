@@ -315,14 +315,16 @@ fn cq(
 
 #[test]
 fn cluster_queues_report_use_borrowing_and_what_each_lends() {
-    let mut input = StatusInput::default();
     // cq-a borrows 4 beyond its 16; cq-b uses 2 of 8, lends at most 3; cq-c (not in the
     // blueprint) uses nothing of 4.
-    input.cluster_queues = Some(vec![
-        cq("cq-a", 16, 20, 4, None),
-        cq("cq-b", 8, 2, 0, Some(3)),
-        cq("cq-c", 4, 0, 0, None),
-    ]);
+    let input = StatusInput {
+        cluster_queues: Some(vec![
+            cq("cq-a", 16, 20, 4, None),
+            cq("cq-b", 8, 2, 0, Some(3)),
+            cq("cq-c", 4, 0, 0, None),
+        ]),
+        ..StatusInput::default()
+    };
     let r = compute(&bp(), &input, "test");
     let qs = r.cluster_queues.as_ref().unwrap();
     let names: Vec<&str> = qs.iter().map(|q| q.name.as_str()).collect();
@@ -364,12 +366,14 @@ fn cluster_queues_report_use_borrowing_and_what_each_lends() {
 
 #[test]
 fn volcano_queues_report_allocated_against_deserved() {
-    let mut input = StatusInput::default();
-    input.volcano_queues = Some(vec![json!({
-        "metadata": { "name": "research" },
-        "spec": { "parent": "root", "deserved": { G: "8" }, "capability": { G: 16, "cpu": "64" } },
-        "status": { "state": "Open", "allocated": { G: "6", "cpu": "12" }, "pending": 1, "running": 3, "inqueue": 2 }
-    })]);
+    let input = StatusInput {
+        volcano_queues: Some(vec![json!({
+            "metadata": { "name": "research" },
+            "spec": { "parent": "root", "deserved": { G: "8" }, "capability": { G: 16, "cpu": "64" } },
+            "status": { "state": "Open", "allocated": { G: "6", "cpu": "12" }, "pending": 1, "running": 3, "inqueue": 2 }
+        })]),
+        ..StatusInput::default()
+    };
     let r = compute(&bp(), &input, "test");
     let q = &r.volcano_queues.as_ref().unwrap()[0];
     assert_eq!(
