@@ -7,8 +7,9 @@
 //! Stand-ins, stated plainly: no kubelet or scheduler runs. GPU Nodes are API objects with the labels
 //! GPU Feature Discovery and the GPU Operator publish and the status a kubelet would write (through
 //! the status subresource: Ready, NotReady, capacity, an allocatable one GPU short as the device
-//! plugin reports an unhealthy device); pods are "scheduled" by creating them with `spec.nodeName`,
-//! which is what the scheduler's binding writes. MIG Manager does not run: a small task reports
+//! plugin reports an unhealthy device); pods go through the real Kueue (their namespace's `default`
+//! LocalQueue admits them and lifts their scheduling gates) and are then bound to the node the test
+//! picks through the pods/binding subresource, which is what the scheduler writes. MIG Manager does not run: a small task reports
 //! `nvidia.com/mig.config.state=success` once gpuctl sets a node's MIG config.
 
 mod support;
@@ -168,7 +169,9 @@ async fn pool_node(tc: &TestCluster, suffix: &str, gpu: &GpuNode) -> String {
     name
 }
 
-/// A pod bound to `node` (what the scheduler's binding writes), requesting `amount` of `resource`.
+/// A pod of `ns` requesting `amount` of `resource`: Kueue (its namespace's `default` LocalQueue)
+/// admits it and lifts its scheduling gates; it is then bound to `node` through the binding
+/// subresource, as the scheduler does.
 async fn bound_pod(client: &Client, ns: &str, name: &str, node: &str, resource: &str, amount: u32) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let pod: Pod = serde_json::from_value(json!({
@@ -176,7 +179,6 @@ async fn bound_pod(client: &Client, ns: &str, name: &str, node: &str, resource: 
         "kind": "Pod",
         "metadata": {"name": name, "namespace": ns},
         "spec": {
-            "nodeName": node,
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
             "containers": [{
                 "name": "main",
@@ -191,7 +193,28 @@ async fn bound_pod(client: &Client, ns: &str, name: &str, node: &str, resource: 
     .unwrap();
     pods.create(&PostParams::default(), &pod)
         .await
-        .unwrap_or_else(|e| panic!("creating pod {ns}/{name} on {node}: {e}"));
+        .unwrap_or_else(|e| panic!("creating pod {ns}/{name}: {e}"));
+    wait_for(&format!("Kueue admits pod {ns}/{name}"), || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get(name).await.map_err(|e| e.to_string())?;
+            let gates = p.spec.and_then(|s| s.scheduling_gates).unwrap_or_default();
+            if gates.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("gates {gates:?}"))
+            }
+        }
+    })
+    .await;
+    let binding = json!({
+        "apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": name, "namespace": ns},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    });
+    pods.create_subresource::<Value, Value>("binding", name, &PostParams::default(), &binding)
+        .await
+        .unwrap_or_else(|e| panic!("binding {ns}/{name} to {node}: {e}"));
 }
 
 fn api_resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -347,6 +370,9 @@ async fn status_reports_what_the_control_plane_reports() {
     for (k, v) in [
         ("node.kubernetes.io/instance-type", "dgx-h100"),
         ("gpuctl.dev/pool", "h100-train"),
+        // The pool's topology levels (Kueue's topology-aware scheduling finds no domain without).
+        ("network.topology.nvidia.com/spine", "spine-0"),
+        ("network.topology.nvidia.com/leaf", "leaf-0"),
     ] {
         train = train.label(k, v);
     }
@@ -413,8 +439,8 @@ async fn status_reports_what_the_control_plane_reports() {
         .await
         .unwrap();
 
-    // Pods bound to nodes: team-a 4 + 2 on train-0, 2 on train-1, 4 on train-2; dev 1 on train-3;
-    // serving 3 slices on infer-0.
+    // Pods admitted by Kueue and bound to nodes: team-a 4 + 2 on train-0, 2 on train-1, 4 on
+    // train-2; dev 1 on train-3; serving 3 slices on infer-0.
     for (ns, name, node, res, n) in [
         ("team-a-train", "a-0", &t[0], GPU, 4),
         ("team-a-train", "a-1", &t[0], GPU, 2),
@@ -453,18 +479,21 @@ async fn status_reports_what_the_control_plane_reports() {
         client.clone(),
         &api_resource("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues"),
     );
-    wait_for("cq-infer admits one workload and keeps one pending", || {
-        let cqs = cqs.clone();
-        async move {
-            let q = cqs.get("cq-infer").await.map_err(|e| e.to_string())?;
-            let s = &q.data["status"];
-            if s["admittedWorkloads"] == 1 && s["pendingWorkloads"] == 1 {
-                Ok(())
-            } else {
-                Err(format!("status {s}"))
+    wait_for(
+        "cq-infer admits two workloads and keeps one pending",
+        || {
+            let cqs = cqs.clone();
+            async move {
+                let q = cqs.get("cq-infer").await.map_err(|e| e.to_string())?;
+                let s = &q.data["status"];
+                if s["admittedWorkloads"] == 2 && s["pendingWorkloads"] == 1 {
+                    Ok(())
+                } else {
+                    Err(format!("status {s}"))
+                }
             }
-        }
-    })
+        },
+    )
     .await;
 
     let job_pods: Api<Pod> = Api::namespaced(client.clone(), "online-infer");
@@ -546,7 +575,8 @@ async fn status_reports_what_the_control_plane_reports() {
         .iter()
         .find(|q| q["name"] == "cq-infer")
         .unwrap();
-    assert_eq!(cq["admitted"], 1);
+    // Admitted: the pod s-0 (3 slices) and the Job `fits` (2 x 1); pending: `too-big`.
+    assert_eq!(cq["admitted"], 2);
     assert_eq!(cq["pending"], 1);
     assert_eq!(cq["cohort"], "gpu-all");
     assert_eq!(cq["active"], true);
@@ -558,7 +588,7 @@ async fn status_reports_what_the_control_plane_reports() {
         .unwrap();
     assert_eq!(f["flavor"], "h100-infer");
     assert_eq!(f["nominal"], "64");
-    assert_eq!(f["used"], "2");
+    assert_eq!(f["used"], "5");
     assert_eq!(f["borrowed"], "0");
     let team_a_cq = live["clusterQueues"]
         .as_array()
@@ -566,7 +596,17 @@ async fn status_reports_what_the_control_plane_reports() {
         .iter()
         .find(|q| q["name"] == "cq-team-a")
         .unwrap();
-    assert_eq!(team_a_cq["admitted"], 0);
+    assert_eq!(team_a_cq["admitted"], 4);
+    let f = team_a_cq["flavors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["resource"] == GPU)
+        .unwrap();
+    assert_eq!(
+        (&f["nominal"], &f["used"], &f["borrowed"]),
+        (&json!("64"), &json!("12"), &json!("0"))
+    );
 
     // The same figures drawn: the picture of this status renders.
     let report: gpuctl_core::status::StatusReport = status_report(&client, Path::new(bp)).await;
