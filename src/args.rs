@@ -177,6 +177,10 @@ pub enum Command {
         /// monitoring) instead of one blueprint's.
         #[arg(long)]
         all: bool,
+        /// Also capture what `gpuctl doctor` and `gpuctl status` read (pods, events, quotas,
+        /// queues, operator status; secrets never, environment values masked).
+        #[arg(long, conflicts_with = "all")]
+        diagnostics: bool,
         /// Cluster connection.
         #[command(flatten)]
         cluster: ClusterArgs,
@@ -186,6 +190,27 @@ pub enum Command {
         /// Rendering settings.
         #[command(flatten)]
         render: RenderArgs,
+    },
+    /// Why is GPU work stuck or failing? Findings by runbook layer (scheduling, container start,
+    /// runtime, nodes and hardware), each with its objects, evidence, cause and fix.
+    Doctor {
+        /// Blueprint file (`-`: standard input): the intended cluster.
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of the
+        /// live cluster.
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long, alias = "format", value_enum, default_value_t = DoctorFormat::Human)]
+        output: DoctorFormat,
+        /// Date used for end-of-life checks of the blueprint (YYYY-MM-DD; default today, or
+        /// GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
     },
     /// Write the blueprint of a running cluster (live, or from `gpuctl snapshot --all`).
     Import {
@@ -208,7 +233,7 @@ pub enum Command {
         today: Option<String>,
     },
     /// Capacity, quotas, queues and fragmentation of a blueprint's GPU pools, live or from a
-    /// snapshot taken with `gpuctl snapshot --diagnostics`; `--svg FILE` draws them.
+    /// snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics`; `--svg FILE` draws them.
     Status {
         /// Blueprint file (`-`: standard input).
         #[arg(value_name = "BLUEPRINT")]
@@ -216,7 +241,7 @@ pub enum Command {
         /// Cluster connection.
         #[command(flatten)]
         cluster: ClusterArgs,
-        /// Read a snapshot taken with `gpuctl snapshot --diagnostics` instead of a live cluster.
+        /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of a live cluster.
         #[arg(long, value_name = "FILE")]
         snapshot: Option<PathBuf>,
         /// Output format.
@@ -326,6 +351,17 @@ pub enum StatusFormat {
     /// The versioned status document (docs/status.md).
     Json,
     /// Tables in Markdown, for an incident ticket.
+    Markdown,
+}
+
+/// `doctor` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    /// Findings by layer; colour on a terminal unless NO_COLOR is set.
+    Human,
+    /// The versioned report (docs/doctor.md).
+    Json,
+    /// For an incident ticket.
     Markdown,
 }
 

@@ -608,6 +608,48 @@ async fn status_reports_what_the_control_plane_reports() {
         (&json!("64"), &json!("12"), &json!("0"))
     );
 
+    // `gpuctl status` live, and from `gpuctl snapshot --diagnostics`: the same figures.
+    let mut expected = live.clone();
+    expected["source"] = Value::Null;
+    let o = gpuctl(&["status", bp, "--kubeconfig", kc, "-o", "json"]);
+    assert!(o.status.success(), "status failed: {}", text(&o));
+    let mut cli: Value = serde_json::from_slice(&o.stdout).expect("status -o json is JSON");
+    cli["source"] = Value::Null;
+    assert_eq!(
+        cli, expected,
+        "gpuctl status live differs from the listed objects"
+    );
+    let snap = dir.path().join("diag.json");
+    let o = gpuctl(&[
+        "snapshot",
+        bp,
+        "--diagnostics",
+        "--kubeconfig",
+        kc,
+        "--out",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "snapshot --diagnostics failed: {}",
+        text(&o)
+    );
+    let o = gpuctl(&[
+        "status",
+        bp,
+        "--snapshot",
+        snap.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    assert!(o.status.success(), "status --snapshot failed: {}", text(&o));
+    let mut offline: Value = serde_json::from_slice(&o.stdout).unwrap();
+    offline["source"] = Value::Null;
+    assert_eq!(
+        offline, expected,
+        "the snapshot gives other figures than the cluster"
+    );
+
     // The same figures drawn: the picture of this status renders.
     let report: gpuctl_core::status::StatusReport = status_report(&client, Path::new(bp)).await;
     let picture = gpuctl::output::status::svg::svg(&report);

@@ -5,6 +5,7 @@
 
 mod apply;
 mod completions;
+mod doctor;
 mod explain;
 mod import;
 mod pipeline;
@@ -251,16 +252,35 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
         Command::Snapshot {
             blueprint,
             all,
+            diagnostics,
             cluster,
             out: file,
             render,
         } => match (blueprint, all) {
             (_, true) => snapshot::run_all(&cluster, &file),
-            (Some(blueprint), false) => snapshot::run(&blueprint, &cluster, &file, &render),
+            (Some(blueprint), false) => {
+                snapshot::run(&blueprint, &cluster, &file, &render, diagnostics)
+            }
             (None, false) => Err(CommandError::Usage(
                 "name a blueprint, or capture everything import reads with --all".into(),
             )),
         },
+        Command::Doctor {
+            blueprint,
+            cluster,
+            snapshot,
+            output,
+            today,
+        } => doctor::run(
+            doctor::DoctorCommand {
+                blueprint: &blueprint,
+                cluster: &cluster,
+                snapshot: snapshot.as_deref(),
+                format: output,
+                today: today.as_deref(),
+            },
+            out,
+        ),
         Command::Import {
             cluster,
             snapshot,

@@ -18,16 +18,33 @@ pub fn run(
     cluster: &ClusterArgs,
     file: &Path,
     render: &RenderArgs,
+    diagnostics: bool,
 ) -> CommandResult {
     let today = settings::today(render.today.as_deref())?;
     let set = render_file(blueprint, today, render.templates.as_deref(), "planning")?.set;
+    let now = captured_now();
     let mut snap = runtime()?.block_on(async {
         let k = connect(cluster, None).await?;
-        Ok::<_, CommandError>(read::snapshot(&k, &set).await?)
+        let mut snap = read::snapshot(&k, &set).await?;
+        if diagnostics {
+            let reading =
+                gpuctl_cluster::diagnostics::read(&k, &set.helm.namespace, Some(now.clone()))
+                    .await?;
+            snap.diagnostics = Some(reading.diagnostics);
+        }
+        Ok::<_, CommandError>(snap)
     })?;
     // Plans made from the snapshot say when it was taken (they never contact the cluster).
-    snap.captured_at = Some(captured_now());
-    write_snapshot(&snap, file, "")
+    snap.captured_at = Some(now);
+    write_snapshot(
+        &snap,
+        file,
+        if diagnostics {
+            " with diagnostics for `gpuctl doctor --snapshot`"
+        } else {
+            ""
+        },
+    )
 }
 
 /// Writes `snap` owner-only (it holds the live Helm release's values unmasked: plans diff them,

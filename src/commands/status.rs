@@ -13,7 +13,7 @@ use gpuctl_core::snapshot::{Snapshot, SnapshotError};
 use gpuctl_core::status::{self, StatusInput};
 use gpuctl_core::validate;
 
-use super::{CommandError, CommandResult, emit};
+use super::{CommandError, CommandResult, connect, emit, runtime};
 use crate::args::{ClusterArgs, StatusFormat};
 use crate::exit::ExitStatus;
 use crate::output::status as print;
@@ -41,7 +41,7 @@ pub fn run(cmd: StatusCommand<'_>, out: &mut dyn Write) -> CommandResult {
     let bp = load(cmd.blueprint)?;
     let (input, source) = match cmd.snapshot {
         Some(path) => read_snapshot(path)?,
-        None => read_live(cmd.cluster)?,
+        None => read_live(cmd.cluster, &bp)?,
     };
     let report = status::compute(&bp, &input, &source);
     if let Some(path) = cmd.svg {
@@ -88,7 +88,7 @@ fn read_snapshot(path: &Path) -> Result<(StatusInput, String), CommandError> {
     let diag = snap.diagnostics.as_ref().ok_or_else(|| {
         CommandError::Snapshot(SnapshotError::Parse {
             path: input::name(path),
-            message: "it holds no Day-2 diagnostics; capture them with `gpuctl snapshot --diagnostics --out FILE`".into(),
+            message: "it holds no Day-2 diagnostics; capture them with `gpuctl snapshot BLUEPRINT --diagnostics --out FILE`".into(),
         })
     })?;
     let source = format!(
@@ -102,9 +102,21 @@ fn read_snapshot(path: &Path) -> Result<(StatusInput, String), CommandError> {
     Ok((StatusInput::from_diagnostics(diag), source))
 }
 
-fn read_live(cluster: &ClusterArgs) -> Result<(StatusInput, String), CommandError> {
-    let _ = cluster;
-    Err(CommandError::Failed("live status is not wired yet".into()))
+fn read_live(cluster: &ClusterArgs, bp: &Blueprint) -> Result<(StatusInput, String), CommandError> {
+    let now = jiff::Timestamp::now();
+    let now = now.round(jiff::Unit::Second).unwrap_or(now).to_string();
+    runtime()?.block_on(async {
+        let k = connect(
+            cluster,
+            Some("or run it on a snapshot: `gpuctl snapshot BLUEPRINT --diagnostics --out FILE` where the cluster is reachable, then `gpuctl status BLUEPRINT --snapshot FILE`"),
+        )
+        .await?;
+        let reading =
+            gpuctl_cluster::diagnostics::read(&k, &bp.spec.gpu_operator.namespace, Some(now))
+                .await?;
+        let source = format!("cluster {}", k.server);
+        Ok::<_, CommandError>((StatusInput::from_diagnostics(&reading.diagnostics), source))
+    })
 }
 
 /// Refuses, before any work, a picture path that is a directory or whose directory does not exist.

@@ -2,6 +2,7 @@
 //! (text, Markdown for PR comments), upgrades, the facts catalog, apply and upgrade progress, and
 //! the GitOps tree `render -o` writes. The only place that knows about colours or terminal widths.
 
+pub mod doctor;
 mod human;
 pub mod plan;
 pub mod profiles;

@@ -7,6 +7,7 @@
 
 pub mod apply;
 pub mod client;
+pub mod diagnostics;
 pub mod import;
 pub mod lock;
 pub mod nodeops;

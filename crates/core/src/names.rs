@@ -125,6 +125,27 @@ pub fn quota_name(tenant: &str) -> String {
     format!("{tenant}-quota")
 }
 
+/// The GPU Operator's operand pods by the prefix of their `app` label (or, without one, of their
+/// name), and what each is, for `gpuctl doctor`. From the operator's DaemonSet manifests
+/// (`assets/state-*/0500_daemonset.yaml`, `manifests/state-driver/0500_daemonset.yaml`: the
+/// driver DaemonSets of NVIDIADriver CRs are `nvidia-gpu-driver-<os>-<hash>`), as the rendered
+/// troubleshooting runbook's `kubectl ... -l app=...` commands name them.
+pub const OPERAND_APPS: &[(&str, &str)] = &[
+    ("nvidia-driver-daemonset", "driver"),
+    ("nvidia-gpu-driver-", "driver"),
+    ("nvidia-container-toolkit-daemonset", "container toolkit"),
+    ("nvidia-device-plugin-daemonset", "device plugin"),
+    (
+        "nvidia-device-plugin-mps-control-daemon",
+        "device plugin (MPS)",
+    ),
+    ("nvidia-mig-manager", "MIG manager"),
+    ("gpu-feature-discovery", "GPU Feature Discovery"),
+    ("nvidia-dcgm-exporter", "DCGM exporter"),
+    ("nvidia-dcgm", "DCGM"),
+    ("nvidia-operator-validator", "operator validator"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,24 +171,3 @@ mod tests {
         }
     }
 }
-
-/// The GPU Operator's operand pods by the prefix of their `app` label (or, without one, of their
-/// name), and what each is, for `gpuctl doctor`. From the operator's DaemonSet manifests
-/// (`assets/state-*/0500_daemonset.yaml`, `manifests/state-driver/0500_daemonset.yaml`: the
-/// driver DaemonSets of NVIDIADriver CRs are `nvidia-gpu-driver-<os>-<hash>`), as the rendered
-/// troubleshooting runbook's `kubectl ... -l app=...` commands name them.
-pub const OPERAND_APPS: &[(&str, &str)] = &[
-    ("nvidia-driver-daemonset", "driver"),
-    ("nvidia-gpu-driver-", "driver"),
-    ("nvidia-container-toolkit-daemonset", "container toolkit"),
-    ("nvidia-device-plugin-daemonset", "device plugin"),
-    (
-        "nvidia-device-plugin-mps-control-daemon",
-        "device plugin (MPS)",
-    ),
-    ("nvidia-mig-manager", "MIG manager"),
-    ("gpu-feature-discovery", "GPU Feature Discovery"),
-    ("nvidia-dcgm-exporter", "DCGM exporter"),
-    ("nvidia-dcgm", "DCGM"),
-    ("nvidia-operator-validator", "operator validator"),
-];

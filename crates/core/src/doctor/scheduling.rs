@@ -661,13 +661,7 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
             .cluster_queues
             .iter()
             .find(|q| q["metadata"]["name"] == cq_name.as_str());
-        let cohort = cq_obj
-            .and_then(|q| {
-                q["spec"]["cohort"]
-                    .as_str()
-                    .or(q["spec"]["cohortName"].as_str())
-            })
-            .map(str::to_string);
+        let cohort = cq_obj.and_then(cohort_of).map(str::to_string);
         if let Some(q) = cq_obj {
             let usage = flavor_usage(q);
             if !usage.is_empty() {
@@ -678,6 +672,18 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                 });
             }
         }
+        // The cohort's other queues: what they use is what they cannot lend.
+        let peers: Vec<&Value> = match &cohort {
+            Some(c) => ctx
+                .d
+                .cluster_queues
+                .iter()
+                .filter(|q| {
+                    q["metadata"]["name"] != cq_name.as_str() && cohort_of(q) == Some(c.as_str())
+                })
+                .collect(),
+            None => vec![],
+        };
         let mut subjects = vec![me.clone()];
         if let Some(o) = w["metadata"]["ownerReferences"]
             .as_array()
@@ -730,7 +736,22 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                     ctx.file, ctx.file
                 ),
             )
-        } else if lower.contains("insufficient unused quota in cohort") {
+        } else if lower.contains("insufficient unused quota in cohort")
+            || (cohort.is_some() && lower.contains("insufficient unused quota for"))
+        {
+            for q in &peers {
+                let usage = flavor_usage(q);
+                if !usage.is_empty() {
+                    evidence.push(Evidence {
+                        source: format!(
+                            "status.flavorsUsage of clusterqueue/{} (same cohort)",
+                            str_of(&q["metadata"]["name"])
+                        ),
+                        text: usage,
+                        time: None,
+                    });
+                }
+            }
             let cohort_text = cohort.clone().unwrap_or_else(|| "its cohort".into());
             let borrow = blueprint_cq
                 .and_then(|q| {
@@ -752,7 +773,7 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                     "ClusterQueue `{cq_name}` is past its own quota and the other queues of cohort `{cohort_text}` use what they could lend{borrow}, so the workload waits until they finish or are reclaimed"
                 ),
                 format!(
-                    "see who holds the cohort's quota: `kubectl get clusterqueues -o custom-columns=NAME:.metadata.name,COHORT:.spec.cohort,PENDING:.status.pendingWorkloads,ADMITTED:.status.admittedWorkloads`; raise `{cq_name}`'s own quota or borrowing limit in {} and `gpuctl apply {}`, or give it reclaimWithinCohort",
+                    "see who holds the cohort's quota: `kubectl get clusterqueues -o custom-columns=NAME:.metadata.name,COHORT:.spec.cohortName,PENDING:.status.pendingWorkloads,ADMITTED:.status.admittedWorkloads`; raise `{cq_name}`'s own quota or borrowing limit in {} and `gpuctl apply {}`, or give it reclaimWithinCohort",
                     ctx.file, ctx.file
                 ),
             )
@@ -825,6 +846,14 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
             ),
         );
     }
+}
+
+/// The cohort of a ClusterQueue (`spec.cohortName` in v1beta2, `spec.cohort` before).
+fn cohort_of(q: &Value) -> Option<&str> {
+    q["spec"]["cohortName"]
+        .as_str()
+        .or(q["spec"]["cohort"].as_str())
+        .filter(|c| !c.is_empty())
 }
 
 /// `cpu` in Kueue's `... resource cpu unavailable in ClusterQueue`.

@@ -158,7 +158,7 @@ fn operand_pods(ctx: &Ctx<'_>, out: &mut Findings) {
                 ),
                 subjects,
                 vec![ev],
-                format!("the GPU Operator's {what} does not run on these nodes, so {effect}"),
+                format!("the GPU Operator's {what} does not run on these nodes: {effect}"),
                 format!(
                     "`kubectl logs -n {ns} {name} --all-containers --previous` for why it exits; `kubectl describe pod -n {ns} {name}`"
                 ),
@@ -350,7 +350,9 @@ fn driver_versions(ctx: &Ctx<'_>, out: &mut Findings) {
                     }
                     let mvc = support == CudaSupport::MinorVersionCompatibility;
                     let mut ev = evidence.clone();
-                    ev.extend(cuda_failures(ctx, t, ns));
+                    if !mvc {
+                        ev.extend(cuda_failures(ctx, t, ns));
+                    }
                     let target = declared
                         .as_ref()
                         .filter(|(_, d)| req.support(d) == CudaSupport::Full)

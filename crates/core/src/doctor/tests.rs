@@ -390,6 +390,10 @@ fn pending_workload(msg: &str, reason: &str) -> Value {
 }
 
 fn kueue(d: Diagnostics, msg: &str, reason: &str) -> Report {
+    kueue_in(d, msg, reason, Some("gpu-all"))
+}
+
+fn kueue_in(d: Diagnostics, msg: &str, reason: &str, cohort: Option<&str>) -> Report {
     let mut d = d;
     d.workloads.clear();
     d.ingest(DiagKind::Workload, vec![pending_workload(msg, reason)]);
@@ -399,8 +403,12 @@ fn kueue(d: Diagnostics, msg: &str, reason: &str) -> Report {
     );
     d.ingest(
         DiagKind::ClusterQueue,
-        vec![json!({"metadata": {"name": "cq-team-a"}, "spec": {"cohort": "gpu-all"},
-            "status": {"flavorsUsage": [{"name": "h100-train", "resources": [{"name": "nvidia.com/gpu", "total": "80", "borrowed": "16"}]}]}})],
+        vec![
+            json!({"metadata": {"name": "cq-team-a"}, "spec": {"cohortName": cohort},
+                "status": {"flavorsUsage": [{"name": "h100-train", "resources": [{"name": "nvidia.com/gpu", "total": "80", "borrowed": "16"}]}]}}),
+            json!({"metadata": {"name": "cq-team-b"}, "spec": {"cohortName": cohort},
+                "status": {"flavorsUsage": [{"name": "h100-train", "resources": [{"name": "nvidia.com/gpu", "total": "48"}]}]}}),
+        ],
     );
     d.finish();
     run(&d)
@@ -408,10 +416,12 @@ fn kueue(d: Diagnostics, msg: &str, reason: &str) -> Report {
 
 #[test]
 fn gpu206_to_gpu210_kueue_reasons() {
-    let r = kueue(
+    // No cohort: the queue's own quota.
+    let r = kueue_in(
         healthy(),
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100-train, 8 more needed",
         "Pending",
+        None,
     );
     let f = only(&r, "GPU206");
     assert!(f.cause.contains("nominal quota 64"), "{}", f.cause);
@@ -427,6 +437,21 @@ fn gpu206_to_gpu210_kueue_reasons() {
     );
     let f = only(&r, "GPU207");
     assert!(f.subjects.contains(&"cohort/gpu-all".to_string()));
+    // Kueue v0.19 says the same without "in cohort": the queue's cohort decides.
+    let r = kueue(
+        healthy(),
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100-train, 8 more needed",
+        "Pending",
+    );
+    let g = only(&r, "GPU207");
+    assert!(
+        g.evidence.iter().any(
+            |e| e.source.contains("clusterqueue/cq-team-b (same cohort)")
+                && e.text.contains("48 in use")
+        ),
+        "{:#?}",
+        g.evidence
+    );
     assert!(
         f.cause
             .contains("borrowing limit for `nvidia.com/gpu` is 16"),

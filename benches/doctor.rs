@@ -1,0 +1,76 @@
+//! `gpuctl doctor` over a generated snapshot of 1,000 GPU nodes (800 training, 200 MIG inference),
+//! 20,000 pods and 5,000 events (`gpuctl_core::daytwo::Size::BENCH`: the shipped Day-2 example's
+//! stories, plus finished and Pending pods and scheduler events at scale). Target: reading the
+//! snapshot and diagnosing under 1 s on a 2-core machine, under 300 MB resident. Criterion measures
+//! the time; the peak resident set (VmHWM) of the whole run is printed at the end.
+//! Run: `cargo bench --bench doctor`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use gpuctl_core::daytwo::{self, Size};
+use gpuctl_core::doctor;
+use gpuctl_core::profiles::Catalog;
+use gpuctl_core::snapshot::Snapshot;
+
+fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+fn bench(c: &mut Criterion) {
+    let bp_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/blueprints/dgx-h100-training.yaml"
+    );
+    let text = std::fs::read_to_string(bp_path).expect("blueprint");
+    let bp = gpuctl_core::blueprint::load_str("dgx-h100-training.yaml", &text)
+        .expect("loads")
+        .blueprint;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("day2.json");
+    let json = daytwo::snapshot(Size::BENCH).to_json();
+    std::fs::write(&path, &json).unwrap();
+    drop(json);
+    let run = || {
+        let snap = Snapshot::read(&path).expect("reads");
+        let d = snap.diagnostics.expect("diagnostics");
+        doctor::diagnose(&bp, Catalog::embedded(), &d, "dgx-h100-training.yaml")
+    };
+    let t = Instant::now();
+    let r = run();
+    let d = Snapshot::read(&path).unwrap().diagnostics.unwrap();
+    eprintln!(
+        "doctor: {} nodes, {} pods, {} events, snapshot {:.1} MiB -> {} findings ({} errors) in {:?} (first run)",
+        d.nodes.len(),
+        d.pods.len(),
+        d.events.len(),
+        std::fs::metadata(&path).unwrap().len() as f64 / 1048576.0,
+        r.findings.len(),
+        r.summary.errors,
+        t.elapsed()
+    );
+    drop(d);
+    c.bench_function(
+        "doctor: read snapshot + diagnose (1,000 nodes, 20,000 pods, 5,000 events)",
+        |b| b.iter(|| black_box(run())),
+    );
+    if let Some(m) = peak_rss_mib() {
+        eprintln!("doctor: peak resident set of the benchmark process {m:.0} MiB");
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);
