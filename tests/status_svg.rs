@@ -459,7 +459,7 @@ fn a_snapshot_without_diagnostics_says_how_to_take_one() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("gpuctl snapshot --diagnostics"),
+        String::from_utf8_lossy(&o.stderr).contains("gpuctl snapshot BLUEPRINT --diagnostics"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
