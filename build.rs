@@ -5,9 +5,11 @@
 //! - cluster tests carry `#[cfg_attr(gpuctl_no_test_cluster, ignore = "...")]`: set when no test
 //!   API server is configured (`GPUCTL_TEST_KUBECONFIG`);
 //! - Prometheus tests carry `#[cfg_attr(gpuctl_no_prometheus, ignore = "...")]`: set when
-//!   `prometheus` or `promtool` is not on `PATH` (Debian's `prometheus` package has both).
+//!   `prometheus` or `promtool` is not on `PATH` (Debian's `prometheus` package has both);
+//! - the browser check of the status picture carries `#[cfg_attr(gpuctl_no_chromium, ...)]`: set
+//!   when Debian's `chromium` is not on `PATH` (or named by `CHROMIUM`).
 //!
-//! In CI (`CI` or `GPUCTL_REQUIRE_CLUSTER` set) neither is set: the tests run, and fail when what
+//! In CI (`CI` or `GPUCTL_REQUIRE_CLUSTER` set) none is set: the tests run, and fail when what
 //! they need is missing.
 
 use std::path::Path;
@@ -22,18 +24,27 @@ fn on_path(program: &str) -> bool {
     })
 }
 
+/// `CHROMIUM` names a file, or `chromium` / `chromium-browser` is on PATH.
+fn chromium_found() -> bool {
+    std::env::var_os("CHROMIUM").is_some_and(|p| Path::new(&p).is_file())
+        || on_path("chromium")
+        || on_path("chromium-browser")
+}
+
 fn main() {
     for var in [
         "GPUCTL_TEST_KUBECONFIG",
         "CI",
         "GPUCTL_REQUIRE_CLUSTER",
         "PATH",
+        "CHROMIUM",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rustc-check-cfg=cfg(gpuctl_no_test_cluster)");
     println!("cargo::rustc-check-cfg=cfg(gpuctl_no_prometheus)");
+    println!("cargo::rustc-check-cfg=cfg(gpuctl_no_chromium)");
     let required = set("CI") || set("GPUCTL_REQUIRE_CLUSTER");
     let configured = std::env::var_os("GPUCTL_TEST_KUBECONFIG").is_some_and(|v| !v.is_empty());
     if !configured && !required {
@@ -41,5 +52,8 @@ fn main() {
     }
     if (!on_path("prometheus") || !on_path("promtool")) && !required {
         println!("cargo::rustc-cfg=gpuctl_no_prometheus");
+    }
+    if !chromium_found() && !required {
+        println!("cargo::rustc-cfg=gpuctl_no_chromium");
     }
 }

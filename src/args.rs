@@ -236,6 +236,25 @@ pub enum Command {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
+    /// Capacity, quotas, queues and fragmentation of a blueprint's GPU pools, live or from a
+    /// snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics`; `--svg FILE` draws them.
+    Status {
+        /// Blueprint file (`-`: standard input).
+        #[arg(value_name = "BLUEPRINT")]
+        blueprint: PathBuf,
+        /// Cluster connection.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of a live cluster.
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = StatusFormat::Human)]
+        output: StatusFormat,
+        /// Also draw the status as an SVG picture into FILE.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+    },
     /// Render every object, Helm value and runbook a blueprint implies (validates first).
     Render {
         /// Blueprint file (`-`: standard input).
@@ -343,6 +362,17 @@ pub struct PrometheusArgs {
     /// How long a GPU held by a pod must be idle to be reported (default 1h).
     #[arg(long, value_name = "DURATION", requires = "prometheus")]
     pub idle_window: Option<String>,
+}
+
+/// `status` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFormat {
+    /// Tables.
+    Human,
+    /// The versioned status document (docs/status.md).
+    Json,
+    /// Tables in Markdown, for an incident ticket.
+    Markdown,
 }
 
 /// `doctor` output format.

@@ -14,6 +14,7 @@ mod profiles;
 mod render;
 mod schema;
 mod snapshot;
+mod status;
 mod unlock;
 mod upgrade;
 mod validate;
@@ -294,6 +295,22 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             file.as_deref(),
             name,
             today.as_deref(),
+            out,
+        ),
+        Command::Status {
+            blueprint,
+            cluster,
+            snapshot,
+            output,
+            svg,
+        } => status::run(
+            status::StatusCommand {
+                blueprint: &blueprint,
+                cluster: &cluster,
+                snapshot: snapshot.as_deref(),
+                format: output,
+                svg: svg.as_deref(),
+            },
             out,
         ),
         Command::Render {

@@ -8,6 +8,7 @@ pub mod plan;
 pub mod profiles;
 pub mod progress;
 mod sarif;
+pub mod status;
 pub mod tree;
 pub mod upgrade;
 

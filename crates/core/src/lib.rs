@@ -27,6 +27,7 @@ pub mod profiles;
 pub mod quantity;
 pub mod render;
 pub mod snapshot;
+pub mod status;
 pub mod suggest;
 #[doc(hidden)]
 pub mod testgen;
