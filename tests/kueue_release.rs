@@ -13,7 +13,8 @@
 //! Stand-in, stated plainly: no kubelet runs the chart's Deployment, so the test plays its pod: once
 //! helm has created the manager ConfigMap, it starts the harness's Kueue binary (same v0.19.2) with
 //! that Configuration, changed only where a pod and this machine differ (listen addresses and ports,
-//! the certificate directory, metrics off), and gives the chart's webhook Service a ready endpoint
+//! the certificate directory, metrics off, the leader-election namespace a pod reads from its
+//! service account), and gives the chart's webhook Service a ready endpoint
 //! (an EndpointSlice to that process, as the endpoint controller does for a ready pod), and plays
 //! the kubelet's Secret volume: the pod mounts the webhook Secret at Kueue's certificate directory,
 //! so the test copies the Secret's keys there. Kueue's own internal certificate management, as the
@@ -213,6 +214,8 @@ async fn kueue_pod(client: Client, kueue: String, kubeconfig: PathBuf, dir: Path
     // (the chart's Deployment mounts the Secret there; see the loop below)
     config["health"]["healthProbeBindAddress"] = json!(format!("127.0.0.1:{health}"));
     config["metrics"]["bindAddress"] = json!("0");
+    // In a pod, leader election finds its namespace in the service account's files.
+    config["leaderElection"]["resourceNamespace"] = json!(NS);
     let path = dir.join("kueue-config.yaml");
     std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
     let log = std::fs::File::create(dir.join("kueue.log")).unwrap();

@@ -91,7 +91,11 @@ fn network_operator_values_exist_in_the_real_chart() {
             &set.documents[gpuctl_core::render::network::NETWORK_OPERATOR_RELEASE],
         )
         .unwrap();
-        let version = rel["version"].as_str().unwrap().to_string();
+        // The chart version (`26.4.1`); the upstream folder is named after the tag (`v26.4.1`).
+        let version = format!(
+            "v{}",
+            rel["version"].as_str().unwrap().trim_start_matches('v')
+        );
         let values = network_values(&version);
         let rendered: Value = serde_saphyr::from_str(text).unwrap();
         let mut paths = Vec::new();
