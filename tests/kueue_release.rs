@@ -579,7 +579,10 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
     );
     assert_eq!(o.status.code(), Some(0), "snapshot: {}", text(&o));
     let s: Value = serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
-    assert_eq!(s["format_version"], 3);
+    assert_eq!(
+        s["format_version"],
+        gpuctl_core::snapshot::SNAPSHOT_FORMAT_VERSION
+    );
     assert_eq!(s["releases"][0]["release"], "kueue", "{}", s["releases"]);
     assert_eq!(s["releases"][0]["live"]["revision"], 2);
     let (o, p) = plan_json(

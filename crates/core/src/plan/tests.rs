@@ -622,7 +622,10 @@ fn snapshots_carry_each_release_and_old_ones_still_read() {
         Reading::Read(Some(kueue_live(3, "{}\n"))),
     );
     let snap = Snapshot::capture(&live, &s).unwrap();
-    assert_eq!(snap.format_version, 3);
+    assert_eq!(
+        snap.format_version,
+        crate::snapshot::SNAPSHOT_FORMAT_VERSION
+    );
     assert_eq!(snap.releases.len(), 1);
     let text = snap.to_json();
     let back: Snapshot = serde_json::from_str(&text).unwrap();

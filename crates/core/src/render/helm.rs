@@ -11,7 +11,7 @@ use super::{
     DCGM_METRICS_CONFIGMAP, DEVICE_PLUGIN_CONFIGMAP, HelmRelease, MIG_PARTED_CONFIGMAP,
     RenderError, Templates,
 };
-use crate::blueprint::{Blueprint, ChartSourceSpec, Images, KernelModuleType};
+use crate::blueprint::{Blueprint, Images, KernelModuleType};
 use crate::profiles::chart::ChartRelease;
 use crate::quantity::parse_duration_ms;
 
@@ -107,29 +107,8 @@ pub fn release(
         namespace: op.namespace.clone(),
         install: op.install,
         values,
-        source: source(&op.chart, ChartSource::default()),
+        source: ChartSource::from_spec(&op.chart, ChartSource::default()),
     })
-}
-
-/// The chart source a blueprint names (validation has checked there is at most one), `default`
-/// when it names none.
-pub(super) fn source(spec: &ChartSourceSpec, default: ChartSource) -> ChartSource {
-    if let Some(path) = &spec.path {
-        return ChartSource::Path {
-            path: path.clone(),
-            resolved: None,
-            digest: None,
-        };
-    }
-    if let Some(reference) = &spec.oci {
-        return ChartSource::Oci {
-            reference: reference.clone(),
-        };
-    }
-    match &spec.repository {
-        Some(url) => ChartSource::Repository { url: url.clone() },
-        None => default,
-    }
 }
 
 /// `repository` with its registry replaced by `mirror`: `nvcr.io/nvidia/k8s` through

@@ -143,7 +143,7 @@ pub fn release(kueue: &crate::blueprint::Kueue, facts: &KueueConfiguration) -> s
         namespace: facts.config_map.namespace.clone(),
         install: kueue.install,
         values: values(&kueue.config, facts),
-        source: super::helm::source(
+        source: super::ChartSource::from_spec(
             &kueue.chart,
             super::ChartSource::Oci {
                 reference: reference.to_string(),

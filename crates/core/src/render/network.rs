@@ -248,7 +248,7 @@ pub fn release(bp: &Blueprint, templates: &Templates) -> Result<Option<HelmRelea
         namespace: no.namespace.clone(),
         install: no.install,
         values: Value::Object(values),
-        source: super::helm::source(
+        source: super::ChartSource::from_spec(
             &no.chart,
             super::ChartSource::Repository {
                 url: facts.chart_repository.clone(),

@@ -256,6 +256,32 @@ pub enum ChartSource {
     },
 }
 
+impl ChartSource {
+    /// The chart source a blueprint names (validation has checked there is at most one), `default`
+    /// when it names none.
+    pub(crate) fn from_spec(
+        spec: &crate::blueprint::ChartSourceSpec,
+        default: ChartSource,
+    ) -> ChartSource {
+        if let Some(path) = &spec.path {
+            return ChartSource::Path {
+                path: path.clone(),
+                resolved: None,
+                digest: None,
+            };
+        }
+        if let Some(reference) = &spec.oci {
+            return ChartSource::Oci {
+                reference: reference.clone(),
+            };
+        }
+        match &spec.repository {
+            Some(url) => ChartSource::Repository { url: url.clone() },
+            None => default,
+        }
+    }
+}
+
 impl Default for ChartSource {
     fn default() -> Self {
         ChartSource::Repository {
