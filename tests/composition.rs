@@ -47,8 +47,8 @@ use kube::api::{
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, Mig, TestCluster};
 use support::fixture::quiet;
+use support::fresh::FreshCluster;
 
-const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/kube-harness/run");
 const TODAY: &str = "2026-11-30";
 /// Longest wait for Kueue to admit a workload (it takes well under a second here).
 const ADMIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -62,55 +62,6 @@ const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
 
 // --- a fresh harness per example -----------------------------------------------------------------
-
-/// A harness of this test's own, started with `tools/kube-harness/run up --dir` (the binaries the
-/// shared harness uses, from the same cache) and stopped with `run down` when dropped, also when
-/// the test panics.
-struct FreshCluster {
-    harness: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl FreshCluster {
-    fn up(name: &str) -> FreshCluster {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("gpuctl-{name}-"))
-            .tempdir()
-            .expect("a temporary directory");
-        let harness = dir.path().join("harness");
-        let started = Instant::now();
-        let o = Command::new(HARNESS)
-            .arg("up")
-            .arg("--dir")
-            .arg(&harness)
-            .output()
-            .expect("runs tools/kube-harness/run");
-        assert!(
-            o.status.success(),
-            "starting a fresh cluster for {name} failed:\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        eprintln!(
-            "{name}: fresh cluster up in {:.1}s",
-            started.elapsed().as_secs_f64()
-        );
-        FreshCluster { harness, _dir: dir }
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.harness.join("kubeconfig")
-    }
-}
-
-impl Drop for FreshCluster {
-    fn drop(&mut self) {
-        let _ = Command::new(HARNESS)
-            .arg("down")
-            .arg("--dir")
-            .arg(&self.harness)
-            .output();
-    }
-}
 
 fn gpuctl(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuctl"))

@@ -35,8 +35,8 @@ use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
+use support::fresh::FreshCluster;
 
-const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/kube-harness/run");
 const NS: &str = "kueue-system";
 /// What the chart names things with release name `kueue` (its `kueue.fullname`).
 const CONFIG_MAP: &str = "kueue-manager-config";
@@ -44,60 +44,6 @@ const CONFIG_KEY: &str = "controller_manager_config.yaml";
 const WEBHOOK_SERVICE: &str = "kueue-webhook-service";
 const VALIDATING: &str = "kueue-validating-webhook-configuration";
 const WEBHOOK_SECRET: &str = "kueue-webhook-server-cert";
-
-/// A harness of this test's own without Kueue, stopped when dropped (also on panic).
-struct FreshCluster {
-    harness: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl FreshCluster {
-    fn up(name: &str) -> FreshCluster {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("gpuctl-{name}-"))
-            .tempdir()
-            .unwrap();
-        let harness = dir.path().join("harness");
-        let started = Instant::now();
-        let o = Command::new(HARNESS)
-            .args(["up", "--without-kueue", "--dir"])
-            .arg(&harness)
-            .output()
-            .expect("runs tools/kube-harness/run");
-        assert!(
-            o.status.success(),
-            "starting a fresh cluster without Kueue failed:\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        eprintln!(
-            "{name}: fresh cluster without Kueue up in {:.1}s",
-            started.elapsed().as_secs_f64()
-        );
-        FreshCluster { harness, _dir: dir }
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.harness.join("kubeconfig")
-    }
-
-    /// A variable of the harness's env file (`GPUCTL_HELM`, `GPUCTL_KUEUE`, ...).
-    fn var(&self, name: &str) -> String {
-        let env = std::fs::read_to_string(self.harness.join("env")).unwrap();
-        env.lines()
-            .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-            .unwrap_or_else(|| panic!("{name} is not in the harness env file:\n{env}"))
-            .to_string()
-    }
-}
-
-impl Drop for FreshCluster {
-    fn drop(&mut self) {
-        let _ = Command::new(HARNESS)
-            .args(["down", "--dir"])
-            .arg(&self.harness)
-            .output();
-    }
-}
 
 /// The Kueue process that plays the chart Deployment's pod; killed when dropped.
 struct KueuePod(Child);
@@ -363,7 +309,7 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
     let Some(_shared) = TestCluster::connect("kueue_release").await else {
         return;
     };
-    let fresh = FreshCluster::up("kueue-release");
+    let fresh = FreshCluster::up_with("kueue-release", &["--without-kueue"]);
     let kc = fresh.kubeconfig();
     let tc = TestCluster::connect_kubeconfig(&kc, "kueue-release")
         .await

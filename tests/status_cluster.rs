@@ -29,8 +29,8 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
+use support::fresh::FreshCluster;
 
-const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/kube-harness/run");
 const EXAMPLE: &str = "blueprints/dgx-h100-training.yaml";
 const TODAY: &str = "2026-11-30";
 const IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -38,48 +38,6 @@ const WAIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(250);
 const GPU: &str = "nvidia.com/gpu";
 const MIG: &str = "nvidia.com/mig-3g.40gb";
-
-/// A harness of this test's own (`tools/kube-harness/run up --dir`), stopped when dropped.
-struct FreshCluster {
-    harness: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl FreshCluster {
-    fn up(name: &str) -> FreshCluster {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("gpuctl-{name}-"))
-            .tempdir()
-            .expect("a temporary directory");
-        let harness = dir.path().join("harness");
-        let o = Command::new(HARNESS)
-            .arg("up")
-            .arg("--dir")
-            .arg(&harness)
-            .output()
-            .expect("runs tools/kube-harness/run");
-        assert!(
-            o.status.success(),
-            "starting a fresh cluster failed:\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        FreshCluster { harness, _dir: dir }
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.harness.join("kubeconfig")
-    }
-}
-
-impl Drop for FreshCluster {
-    fn drop(&mut self) {
-        let _ = Command::new(HARNESS)
-            .arg("down")
-            .arg("--dir")
-            .arg(&self.harness)
-            .output();
-    }
-}
 
 fn gpuctl(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuctl"))

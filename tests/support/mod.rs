@@ -2,4 +2,5 @@
 //! and those that plan and apply `support::fixture`.
 pub mod cluster;
 pub mod fixture;
+pub mod fresh;
 pub mod standin_chart;
