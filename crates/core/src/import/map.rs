@@ -1011,11 +1011,14 @@ pub(super) struct Queueing {
 }
 
 fn newest_release(system: &crate::profiles::QueueSystem) -> Option<String> {
+    // The newest release serving the API version gpuctl renders; else the newest listed (the
+    // version is a guess either way, and the warning says so).
     let line = system
         .releases
         .iter()
         .rev()
-        .find(|r| r.serves.contains(&system.renders))?;
+        .find(|r| r.serves.contains(&system.renders))
+        .or_else(|| system.releases.last())?;
     Some(
         line.newest_patch
             .clone()
@@ -1054,7 +1057,7 @@ fn scheduling(
                 super::releases::blueprint_version(&r.release.chart_version)
             }
             None => {
-                let version = newest_release(system).unwrap_or_else(|| "v0.19.2".into());
+                let version = newest_release(system).unwrap_or_default();
                 draft.warn(
                     &format!("{p}.kueue.version"),
                     format!("Kueue's objects do not record its release (no Helm release of its chart was found); {version} (the newest gpuctl knows) is a guess: set the one you run"),

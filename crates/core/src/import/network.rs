@@ -319,7 +319,9 @@ pub(super) fn network(
                         let newest = facts
                             .releases
                             .last()
-                            .map_or_else(|| "v26.4.1".to_string(), |r| r.version.clone());
+                            // The catalog loader refuses an empty release list.
+                            .map(|r| r.version.clone())
+                            .unwrap_or_default();
                         draft.warn(
                             &format!("{p}.version"),
                             format!("no Helm release of the Network Operator was found and the NicClusterPolicy's image tags name no release gpuctl knows; {newest} is a guess: set the release you run"),
