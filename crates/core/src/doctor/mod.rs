@@ -129,6 +129,22 @@ pub struct PoolRoom {
     pub free: BTreeMap<String, (u64, u64)>,
 }
 
+/// `s` bounded to [`crate::diag::MAX_MESSAGE`], with line breaks and tabs as spaces and any other
+/// control character (an ANSI escape from an event message) as `?`.
+fn tidy(s: &mut String) {
+    if s.len() > crate::diag::MAX_MESSAGE || s.chars().any(char::is_control) {
+        let clean: String = s
+            .chars()
+            .map(|c| match c {
+                '\n' | '\r' | '\t' => ' ',
+                c if c.is_control() => '?',
+                c => c,
+            })
+            .collect();
+        *s = crate::diag::bounded(clean);
+    }
+}
+
 /// The doctor's answer (`gpuctl doctor -o json` prints it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -162,6 +178,21 @@ impl Report {
     }
 
     fn finish(&mut self) {
+        // Findings quote the cluster (event and condition messages, names): from a snapshot in a
+        // pull request they are hostile. Every printed string is bounded like validation's
+        // messages and carries no control character a terminal would act on.
+        for f in &mut self.findings {
+            for s in [&mut f.title, &mut f.cause, &mut f.fix]
+                .into_iter()
+                .chain(f.subjects.iter_mut())
+            {
+                tidy(s);
+            }
+            for e in &mut f.evidence {
+                tidy(&mut e.source);
+                tidy(&mut e.text);
+            }
+        }
         self.findings.sort_by(|a, b| {
             (a.layer, a.severity, &a.id, &a.subjects, &a.title).cmp(&(
                 b.layer,

@@ -715,3 +715,41 @@ fn credentials_in_messages_are_masked() {
     let text = serde_json::to_string(&run(&d)).unwrap();
     assert!(!text.contains("abcdefghijklmnop1234"), "{text}");
 }
+
+#[test]
+fn cluster_text_in_findings_is_bounded_and_carries_no_control_characters() {
+    let mut r = run(&healthy());
+    let hostile = format!("\u{1b}]0;owned\u{7}\u{1b}[2J{}\nnext", "x".repeat(5000));
+    r.extend([Finding {
+        id: "GPU200".into(),
+        layer: Layer::Scheduling,
+        severity: Severity::Error,
+        title: hostile.clone(),
+        subjects: vec![hostile.clone()],
+        evidence: vec![Evidence {
+            source: hostile.clone(),
+            text: hostile.clone(),
+            time: None,
+        }],
+        cause: hostile.clone(),
+        fix: hostile,
+    }]);
+    let f = &r.findings[0];
+    let e = &f.evidence[0];
+    for s in [
+        &f.title,
+        &f.subjects[0],
+        &e.source,
+        &e.text,
+        &f.cause,
+        &f.fix,
+    ] {
+        assert!(!s.chars().any(char::is_control), "{s:?}");
+        assert!(
+            s.len() <= crate::diag::MAX_MESSAGE + 32,
+            "{} bytes",
+            s.len()
+        );
+        assert!(s.starts_with("?]0;owned??[2J"), "{}", &s[..20]);
+    }
+}
