@@ -485,12 +485,12 @@ fn refused_pods(ctx: &Ctx<'_>, out: &mut Findings) {
                             .any(|i| i.default_request.is_some() || i.default.is_some())
                     })
             });
-            let what = msg
-                .split("must specify ")
-                .nth(1)
-                .unwrap_or_default()
-                .trim()
-                .to_string();
+            let (what, containers) = must_specify(msg);
+            let containers = if containers.is_empty() {
+                String::new()
+            } else {
+                format!(" (missing in containers: {})", containers.join(", "))
+            };
             out.add(
                 format!("{ns}|{what}"),
                 finding(
@@ -501,7 +501,7 @@ fn refused_pods(ctx: &Ctx<'_>, out: &mut Findings) {
                     vec![about.clone(), format!("namespace/{ns}")],
                     vec![event_evidence(e, &about)],
                     format!(
-                        "a ResourceQuota in {ns} limits {what}, so every container must set it; {}",
+                        "a ResourceQuota in {ns} limits {what}, so every container must set it{containers}; {}",
                         if has_default {
                             "the namespace's LimitRange has defaults, but not for this resource"
                         } else {
@@ -529,6 +529,30 @@ fn refused_pods(ctx: &Ctx<'_>, out: &mut Findings) {
             priority_finding(ctx, out, &pc, vec![event_evidence(e, &about)], Some(about));
         }
     }
+}
+
+/// The resources and the containers of the quota admission's `must specify R1 for: c1,c2; R2 for:
+/// c1` (Kubernetes 1.27 and later; before, `must specify R1,R2`): `("R1, R2", [c1, c2])`.
+fn must_specify(msg: &str) -> (String, Vec<String>) {
+    let rest = msg.split("must specify ").nth(1).unwrap_or_default().trim();
+    let mut resources: Vec<&str> = Vec::new();
+    let mut containers: BTreeSet<&str> = BTreeSet::new();
+    for part in rest.split(';') {
+        let (r, cs) = part.split_once(" for: ").unwrap_or((part, ""));
+        for r in r.split(',').map(str::trim) {
+            let name = !r.is_empty()
+                && r.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "./-_".contains(c));
+            if name && !resources.contains(&r) {
+                resources.push(r);
+            }
+        }
+        containers.extend(cs.split(',').map(str::trim).filter(|c| !c.is_empty()));
+    }
+    (
+        resources.join(", "),
+        containers.into_iter().map(str::to_string).collect(),
+    )
 }
 
 /// Tenant owning namespace `ns` in the blueprint.
@@ -805,6 +829,8 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
             )
         } else if reason == "Inadmissible"
             || lower.contains("doesn't exist")
+            || lower.contains("terminating or missing")
+            || (lower.starts_with("clusterqueue ") && lower.ends_with(" not found"))
             || lower.contains("inactive")
             || lower.contains("stopped")
         {

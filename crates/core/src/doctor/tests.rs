@@ -367,8 +367,38 @@ fn gpu205_limitrange_default_missing() {
     );
     let r = run(&d);
     let f = only(&r, "GPU205");
-    assert!(f.title.contains("requests.cpu"));
+    assert!(f.title.contains("the quota needs `requests.cpu` and"));
     assert!(f.cause.contains("no LimitRange with defaults"));
+}
+
+/// Kubernetes 1.27 and later name the containers: `must specify R for: c1,c2; R2 for: c1`. The
+/// finding names the resources, not `requests.cpu for: main` (as the real 1.35 API server writes).
+#[test]
+fn gpu205_names_resources_and_containers_of_newer_servers() {
+    let d = with(
+        healthy(),
+        DiagKind::Event,
+        vec![refusal(
+            "Job",
+            "j",
+            "Error creating: pods \"j-x\" is forbidden: failed quota: q: must specify requests.cpu for: main,sidecar; requests.memory for: main",
+        )],
+    );
+    let r = run(&d);
+    let f = only(&r, "GPU205");
+    assert!(
+        f.title
+            .contains("the quota needs `requests.cpu, requests.memory` and"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.cause.contains(
+            "limits requests.cpu, requests.memory, so every container must set it (missing in containers: main, sidecar)"
+        ),
+        "{}",
+        f.cause
+    );
 }
 
 #[test]
@@ -461,8 +491,9 @@ fn gpu206_to_gpu210_kueue_reasons() {
 
     let r = kueue(
         healthy(),
-        "Workload namespace doesn't match ClusterQueue selector",
-        "Inadmissible",
+        // Kueue v0.19.2's own text and reason (workload.ErrNamespaceMismatch).
+        "workload namespace doesn't match ClusterQueue selector",
+        "Pending",
     );
     assert!(
         only(&r, "GPU208")
@@ -483,6 +514,16 @@ fn gpu206_to_gpu210_kueue_reasons() {
         "Inadmissible",
     );
     only(&r, "GPU210");
+    // Kueue v0.19.2 with its UnadmittedWorkloadsObservability gate writes granular reasons
+    // (`Misconfigured`) instead of `Inadmissible`: the message alone still says it.
+    for msg in [
+        "LocalQueue gpuctl-queue is terminating or missing",
+        "ClusterQueue cq-team-a is terminating or missing",
+        "ClusterQueue cq-team-a not found",
+    ] {
+        let r = kueue(healthy(), msg, "Misconfigured");
+        assert!(only(&r, "GPU210").title.contains(msg), "{msg}");
+    }
 }
 
 #[test]
