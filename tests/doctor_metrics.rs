@@ -1,8 +1,10 @@
 //! Doctor's metric findings against a real Prometheus: one scenario per failure story (an Xid 79
-//! GPU, uncorrectable ECC errors, a GPU held by an idle pod) and a healthy fleet with none. The
-//! GPUs are played by `tests/support/dcgm_exporter.py` (metrics as dcgm-exporter formats them);
-//! Prometheus scrapes it and, for the idle story, holds an hour of backfilled history. Each
-//! scenario asserts the exact set of findings, so removing a check fails its scenario.
+//! GPU, uncorrectable ECC errors, a GPU held by an idle pod, a fleet whose GPUs each carry one
+//! hardware or application fault, a Prometheus without any dcgm-exporter series) and a healthy
+//! fleet with none. The GPUs are played by `tests/support/dcgm_exporter.py` (metrics as
+//! dcgm-exporter formats them); Prometheus scrapes it and, where a story needs minutes of history
+//! (a temperature held for 5m, a counter that grew), holds backfilled history. Each scenario asserts
+//! the exact set of findings and which GPU each is about, so removing a check fails its scenario.
 
 #[path = "support/prometheus.rs"]
 mod prometheus;
@@ -10,6 +12,7 @@ mod prometheus;
 use std::time::{Duration, Instant};
 
 use gpuctl_cluster::prometheus::{MetricRun, PrometheusConfig, metric_findings};
+use gpuctl_core::diag::Severity;
 use gpuctl_core::metrics::{Finding, MetricSettings, SubjectKind};
 use gpuctl_core::profiles::Catalog;
 use prometheus::{Gpu, History, TestPrometheus, WAIT};
@@ -311,5 +314,300 @@ async fn doctor_command_adds_metric_findings_to_its_report() {
         Some(64),
         "{}",
         String::from_utf8_lossy(&bad.stderr)
+    );
+}
+
+fn about<'a>(f: &'a [Finding], id: &str, gpu: &Gpu) -> &'a Finding {
+    let found: Vec<&Finding> = f
+        .iter()
+        .filter(|x| x.id == id && names(x, SubjectKind::Gpu) == [gpu.uuid()])
+        .collect();
+    assert_eq!(found.len(), 1, "one {id} about {}: {f:#?}", gpu.uuid());
+    found[0]
+}
+
+/// Ten minutes of a fleet, then each of nine GPUs shows one fault as dcgm-exporter reports it: a
+/// hardware Xid under a pod that needs a reset (48) and one that needs the pod restarted (94), an
+/// application Xid (13) mapped to its pod, an Xid gpuctl does not classify (62), a failed row remap,
+/// uncorrectable remapped rows that grew, a GPU above 85 C for the last 5 minutes, clocks held down
+/// by hardware slowdown and power brake, and NVLink error counters that grew. A tenth GPU stays
+/// healthy. The history (backfilled) holds the fleet before the faults, with the hot GPU already
+/// hot, so the counters grew within the error window and the temperature held for 5 minutes.
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_prometheus,
+    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
+)]
+async fn each_gpu_fault_is_named_on_its_gpu() {
+    let m = &Catalog::embedded().dcgm().exporter.metrics;
+    let train = |node: &str, i: u32| Gpu::healthy(node, i).held_by("team-a", "train-1").busy();
+    let before = vec![
+        train("node-d", 0),
+        train("node-d", 1),
+        Gpu::healthy("node-e", 0).held_by("team-b", "sim-0").busy(),
+        Gpu::healthy("node-e", 1),
+        Gpu::healthy("node-f", 0),
+        Gpu::healthy("node-f", 1),
+        train("node-g", 0).set(&m.gpu_temp, json!(88)),
+        train("node-g", 1),
+        train("node-h", 0),
+        train("node-h", 1),
+    ];
+    let mut now = before.clone();
+    let xid = |g: Gpu, code: u32| {
+        g.set(&m.xid_count, json!({code.to_string(): 1}))
+            .set(&m.xid_last, json!(code))
+    };
+    now[0] = xid(now[0].clone(), 48);
+    now[1] = xid(now[1].clone(), 94);
+    now[2] = xid(now[2].clone(), 13);
+    now[3] = xid(now[3].clone(), 62);
+    now[4] = now[4].clone().set(&m.row_remap_failure, json!(1));
+    now[5] = now[5].clone().set(&m.uncorrectable_remapped_rows, json!(3));
+    // now[6] stays as hot as it was.
+    // hw_slowdown (8) + hw_power_brake (128).
+    now[7] = now[7].clone().set(&m.clock_event_reasons, json!(136));
+    now[8] = now[8]
+        .clone()
+        .set(&m.nvlink_errors[0], json!(12))
+        .set(&m.nvlink_errors[2], json!(2));
+    let history = History {
+        gpus: &before,
+        from_s_ago: 10 * 60,
+        to_s_ago: 5,
+        step_s: 15,
+    };
+    let prom = TestPrometheus::start("faults", &now, Some(history));
+    let f = until(&prom, |f| f.len() >= 9).await;
+    assert_eq!(
+        ids(&f),
+        [
+            "GPU251", "GPU251", "GPU252", "GPU253", "GPU255", "GPU256", "GPU257", "GPU258",
+            "GPU259"
+        ],
+        "{f:#?}"
+    );
+    assert!(
+        !f.iter()
+            .any(|x| names(x, SubjectKind::Gpu) == [now[9].uuid()]),
+        "the healthy GPU: {f:#?}"
+    );
+
+    // GPU251, Xid 48: drain and reset.
+    let x = about(&f, "GPU251", &now[0]);
+    assert_eq!(x.severity, Severity::Error);
+    assert_eq!(names(x, SubjectKind::Node), ["node-d"]);
+    assert_eq!(names(x, SubjectKind::Pod), ["team-a/train-1"]);
+    assert!(
+        x.cause
+            .contains("reported Xid 48 (double-bit (uncorrectable) ECC error), a hardware fault"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix
+            .starts_with("kubectl cordon node-d && kubectl drain node-d")
+            && x.fix.contains("nvidia-smi -r -i 0"),
+        "{}",
+        x.fix
+    );
+    assert!(
+        x.evidence[0].metric.contains("xid=\"48\""),
+        "{:?}",
+        x.evidence
+    );
+    // GPU251, Xid 94 (contained ECC error): the catalog's action is to restart the application.
+    let x = about(&f, "GPU251", &now[1]);
+    assert!(
+        x.cause.contains("Xid 94 (contained ECC error"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix.starts_with("kubectl -n team-a delete pod train-1")
+            && x.fix.contains("nvidia-smi -r -i 1"),
+        "{}",
+        x.fix
+    );
+    // GPU252: the application's fault, named by its pod.
+    let x = about(&f, "GPU252", &now[2]);
+    assert_eq!(x.severity, Severity::Warning);
+    assert_eq!(names(x, SubjectKind::Pod), ["team-b/sim-0"]);
+    assert!(
+        x.cause.starts_with("pod team-b/sim-0 caused Xid 13")
+            && x.cause.contains("an application error, not a GPU fault"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix
+            .contains("kubectl -n team-b logs sim-0 -c main --previous"),
+        "{}",
+        x.fix
+    );
+    // GPU253: an Xid outside gpuctl's classification.
+    let x = about(&f, "GPU253", &now[3]);
+    assert_eq!(names(x, SubjectKind::Node), ["node-e"]);
+    assert!(
+        x.cause
+            .contains("reported Xid 62, which gpuctl's Xid classification does not cover"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix.contains("look Xid 62 up in NVIDIA's Xid catalog")
+            && x.fix.contains("kubectl debug node/node-e"),
+        "{}",
+        x.fix
+    );
+    // GPU255: no spare rows left.
+    let x = about(&f, "GPU255", &now[4]);
+    assert_eq!(x.severity, Severity::Error);
+    assert_eq!(x.evidence[0].metric, m.row_remap_failure);
+    assert!(
+        x.cause.contains("failed to remap a faulty memory row"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix.starts_with("kubectl cordon node-f") && x.fix.contains("replace the GPU (RMA)"),
+        "{}",
+        x.fix
+    );
+    // GPU256: rows remapped after uncorrectable errors, pending a reset.
+    let x = about(&f, "GPU256", &now[5]);
+    assert_eq!(x.evidence[0].metric, m.uncorrectable_remapped_rows);
+    assert!(x.evidence[0].value.starts_with("+3 "), "{:?}", x.evidence);
+    assert!(x.cause.contains("remapped 3 memory rows"), "{}", x.cause);
+    assert!(x.fix.contains("nvidia-smi -r -i 1"), "{}", x.fix);
+    // GPU257: above the profile's 85 C for the profile's 5 minutes.
+    let x = about(&f, "GPU257", &now[6]);
+    assert_eq!(names(x, SubjectKind::Pod), ["team-a/train-1"]);
+    assert_eq!(x.evidence[0].value, "at least 88 C for the last 5m");
+    assert!(
+        x.cause.contains("has stayed above 85 C for 5m"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix
+            .contains("nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i 0")
+            && x.fix.contains("kubectl cordon node-g"),
+        "{}",
+        x.fix
+    );
+    // GPU258: the fault bits of the clock event mask, by name.
+    let x = about(&f, "GPU258", &now[7]);
+    assert_eq!(x.evidence[0].value, "136 (hw_slowdown, hw_power_brake)");
+    assert!(
+        x.cause.contains("because a hardware protection engaged"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix
+            .contains("nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i 1"),
+        "{}",
+        x.fix
+    );
+    // GPU259: one finding for the GPU, each counter that grew as evidence.
+    let x = about(&f, "GPU259", &now[8]);
+    let metrics: Vec<&str> = x.evidence.iter().map(|e| e.metric.as_str()).collect();
+    assert_eq!(metrics, [&m.nvlink_errors[0], &m.nvlink_errors[2]]);
+    assert!(x.evidence[0].value.starts_with("+12 "), "{:?}", x.evidence);
+    assert!(x.cause.contains("counted NVLink errors"), "{}", x.cause);
+    assert!(
+        x.fix.contains("nvidia-smi nvlink -e -i 0") && x.fix.contains("kubectl drain node-h"),
+        "{}",
+        x.fix
+    );
+}
+
+/// A Prometheus that scrapes no GPU at all (the exporter's target answers, with no GPU series):
+/// the doctor says it could check nothing instead of reporting a healthy fleet.
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_prometheus,
+    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
+)]
+async fn no_exporter_series_is_a_finding() {
+    let prom = TestPrometheus::start("none", &[], None);
+    let r = run(&prom).await;
+    assert_eq!(ids(&r.findings), ["GPU261"], "{:#?}", r.findings);
+    let x = &r.findings[0];
+    assert_eq!(x.severity, Severity::Warning);
+    assert_eq!(x.evidence[0].value, "no series in the last 5m");
+    assert!(
+        x.cause.contains("Prometheus has no dcgm-exporter metrics"),
+        "{}",
+        x.cause
+    );
+    assert!(
+        x.fix
+            .starts_with("kubectl get pods,servicemonitors -A -l app=nvidia-dcgm-exporter"),
+        "{}",
+        x.fix
+    );
+}
+
+/// Faults that began after the last step of the window's subquery (its steps fall on whole
+/// minutes for the 1h window): an Xid, a failed row remap and thermal slowdown that dcgm-exporter
+/// reported from 10 s past a minute on, with the doctor run 25 s later. They are reported, with
+/// when they were seen, instead of waiting for the next whole minute. The history is backfilled,
+/// so the timing is exact.
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_prometheus,
+    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
+)]
+async fn gauge_faults_newer_than_the_last_step_are_found() {
+    let m = &Catalog::embedded().dcgm().exporter.metrics;
+    let gpus = vec![
+        Gpu::healthy("node-j", 0)
+            .set(&m.xid_count, json!({"48": 1}))
+            .set(&m.xid_last, json!(48)),
+        Gpu::healthy("node-j", 1).set(&m.row_remap_failure, json!(1)),
+        // sw_thermal (32).
+        Gpu::healthy("node-j", 2).set(&m.clock_event_reasons, json!(32)),
+    ];
+    let t = prometheus::now() as u64;
+    let onset = t / 60 * 60 - 110;
+    let history = History {
+        gpus: &gpus,
+        from_s_ago: t - onset,
+        to_s_ago: t - onset - 15,
+        step_s: 15,
+    };
+    let prom = TestPrometheus::start("fresh", &gpus, Some(history));
+    let at = (onset + 25) as f64;
+    assert!(at < ((onset / 60 + 1) * 60) as f64, "before the next step");
+    let r = metric_findings(
+        &PrometheusConfig::new(&prom.url),
+        Catalog::embedded().dcgm(),
+        &settings(),
+        Some(at),
+    )
+    .await
+    .unwrap();
+    let f = &r.findings;
+    assert_eq!(ids(f), ["GPU251", "GPU255", "GPU258"], "{f:#?}");
+    for (id, gpu) in [
+        ("GPU251", &gpus[0]),
+        ("GPU255", &gpus[1]),
+        ("GPU258", &gpus[2]),
+    ] {
+        let x = about(f, id, gpu);
+        let seen = x.evidence[0].last_seen.as_deref().expect("seen at");
+        let seen: jiff::Timestamp = seen.parse().unwrap();
+        assert!(
+            seen.as_second() >= onset as i64 && seen.as_second() <= at as i64,
+            "{id}: {seen} is within the fault's {onset}..{at}"
+        );
+    }
+    assert!(
+        about(f, "GPU258", &gpus[2])
+            .cause
+            .contains("because it is too hot"),
+        "{f:#?}"
     );
 }

@@ -22,7 +22,9 @@
 //!   `uncordon-required`, `upgrade-done`, one step per `step_delay`. A node with a [`Failure`] for
 //!   the version stays at `validation-required` (or goes `upgrade-failed`) until the failure is
 //!   cleared.
-//! - **MIG Manager.** A changed `nvidia.com/mig.config` goes `pending`, then `success`.
+//! - **MIG Manager.** A changed `nvidia.com/mig.config` goes `pending`, then `success`, or
+//!   `failed` for a config listed in [`DriverConfig::mig_failures`] (mig-parted's reconfigure script
+//!   sets `failed` when it cannot apply the config and leaves the GPUs as they were).
 //! - **Kubelet.** Pods with a deletion timestamp in the test namespace are deleted for good after
 //!   `pod_exit_delay` (nothing else would: there is no kubelet).
 //!
@@ -34,6 +36,7 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -97,6 +100,8 @@ pub struct DriverConfig {
     pub failures: Vec<Failure>,
     /// At `pod-restart-required`, set `nvidia.com/mig.config` to this (something reset the label).
     pub reset_mig_config: Option<String>,
+    /// MIG configs the MIG Manager fails to apply: `pending`, then `failed`.
+    pub mig_failures: Vec<String>,
 }
 
 impl Default for DriverConfig {
@@ -107,6 +112,7 @@ impl Default for DriverConfig {
             pod_exit_delay: Duration::from_millis(100),
             failures: Vec::new(),
             reset_mig_config: None,
+            mig_failures: Vec::new(),
         }
     }
 }
@@ -127,6 +133,9 @@ pub struct OperatorDriver {
     pub conflicts: Arc<Mutex<Vec<String>>>,
     /// Driver installs completed, as `node@version`.
     pub installs: Arc<Mutex<Vec<String>>>,
+    /// Completed passes over the nodes (a test waits for one before changing what the driver
+    /// compares against what it saw).
+    pub passes: Arc<AtomicU64>,
 }
 
 impl Drop for OperatorDriver {
@@ -216,7 +225,13 @@ impl OperatorDriver {
         let config = Arc::new(Mutex::new(config));
         let conflicts = Arc::new(Mutex::new(Vec::new()));
         let installs = Arc::new(Mutex::new(Vec::new()));
-        let (cfg, conf, inst) = (config.clone(), conflicts.clone(), installs.clone());
+        let passes = Arc::new(AtomicU64::new(0));
+        let (cfg, conf, inst, done) = (
+            config.clone(),
+            conflicts.clone(),
+            installs.clone(),
+            passes.clone(),
+        );
         let ns = namespace.to_string();
         let sel = node_selector.to_string();
         let task = tokio::spawn(async move {
@@ -286,10 +301,14 @@ impl OperatorDriver {
                         // No MIG reconfiguration while the driver is being swapped.
                         && sims.get(&name).is_none_or(|s| s.step != 6)
                     {
+                        let fails = labels
+                            .get(MIG_CONFIG)
+                            .is_some_and(|cfg_now| c.mig_failures.contains(cfg_now));
+                        let outcome = if fails { "failed" } else { "success" };
                         patch_labels(
                             &nodes,
                             &name,
-                            &BTreeMap::from([(MIG_STATE.to_string(), Some("success".to_string()))]),
+                            &BTreeMap::from([(MIG_STATE.to_string(), Some(outcome.to_string()))]),
                         )
                         .await;
                         mig_success_at.remove(&name);
@@ -428,6 +447,7 @@ impl OperatorDriver {
                         sim.next = now + c.step_delay;
                     }
                 }
+                done.fetch_add(1, Ordering::SeqCst);
                 tokio::time::sleep(c.tick).await;
             }
         });
@@ -436,6 +456,7 @@ impl OperatorDriver {
             config,
             conflicts,
             installs,
+            passes,
         }
     }
 
@@ -828,4 +849,44 @@ where
     });
     ready.notified().await;
     task
+}
+
+/// What the operator's condition updater writes on a ClusterPolicy (`nvidia.com/v1`) or NVIDIADriver
+/// (`nvidia.com/v1alpha1`) it cannot bring up (internal/conditions/clusterpolicy.go and
+/// nvidiadriver.go, `SetConditionsError`): `status.state` `notReady`, condition `Ready=False` with
+/// reason `Error`, condition `Error=True` with the controller's reason and message (for a
+/// ClusterPolicy `OperandNotReady` and "ClusterPolicy is not ready, states not ready: [...]"; for an
+/// NVIDIADriver waiting on its driver pods `DriverNotReady` and "Waiting for driver pod to be
+/// ready"), and `status.namespace`, the operator's namespace.
+pub async fn report_not_ready(
+    api: &Api<DynamicObject>,
+    name: &str,
+    namespace: &str,
+    reason: &str,
+    message: &str,
+) {
+    let t = jiff::Timestamp::now();
+    let t = t.round(jiff::Unit::Second).unwrap_or(t).to_string();
+    let status = json!({"status": {"state": "notReady", "namespace": namespace, "conditions": [
+        {"type": "Ready", "status": "False", "reason": "Error", "message": "", "lastTransitionTime": t},
+        {"type": "Error", "status": "True", "reason": reason, "message": message, "lastTransitionTime": t},
+    ]}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("operator CR status");
+}
+
+/// What the operator's condition updater writes on a CR it brought up (`SetConditionsReady`):
+/// `status.state` `ready`, `Ready=True` (`Reconciled`), `Error=False` (reason `Ready`).
+pub async fn report_ready(api: &Api<DynamicObject>, name: &str, namespace: &str) {
+    let t = jiff::Timestamp::now();
+    let t = t.round(jiff::Unit::Second).unwrap_or(t).to_string();
+    let status = json!({"status": {"state": "ready", "namespace": namespace, "conditions": [
+        {"type": "Ready", "status": "True", "reason": "Reconciled",
+            "message": "All resources have been successfully reconciled", "lastTransitionTime": t},
+        {"type": "Error", "status": "False", "reason": "Ready", "message": "", "lastTransitionTime": t},
+    ]}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("operator CR status");
 }

@@ -335,37 +335,32 @@ pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
         });
     }
     // `cond` is an instant-vector condition; its first and last time in the window come from a
-    // subquery over `timestamp(cond)`.
+    // subquery over `timestamp(cond)`. A subquery is evaluated at multiples of its step (`r`), so
+    // a condition that began after the last multiple (up to a minute ago for a 1h window) is in
+    // none of its steps: each part falls back to the condition at the evaluation time itself, or a
+    // fault seen by the latest scrapes would go unreported.
     let timed = |out: &mut Vec<Query>, check: Check, value: String, cond: String| {
         push(out, check, Part::Value, value);
         push(
             out,
             check,
             Part::FirstSeen,
-            format!("min_over_time(timestamp({cond})[{w}:{r}])"),
+            format!("min_over_time(timestamp({cond})[{w}:{r}]) or timestamp({cond})"),
         );
         push(
             out,
             check,
             Part::LastSeen,
-            format!("max_over_time(timestamp({cond})[{w}:{r}])"),
+            format!("timestamp({cond}) or max_over_time(timestamp({cond})[{w}:{r}])"),
         );
     };
+    // The peak of a gauge condition over the window, or its value now (see `timed`).
+    let peak = |cond: &str| format!("max_over_time(({cond})[{w}:{r}]) or ({cond})");
 
     let xid_cond = format!("{}{{{xid_label}!=\"0\"}} > 0", m.xid_count);
-    timed(
-        &mut out,
-        Check::XidCount,
-        format!("max_over_time(({xid_cond})[{w}:{r}])"),
-        xid_cond,
-    );
+    timed(&mut out, Check::XidCount, peak(&xid_cond), xid_cond);
     let last_cond = format!("{} > 0", m.xid_last);
-    timed(
-        &mut out,
-        Check::XidLast,
-        format!("max_over_time(({last_cond})[{w}:{r}])"),
-        last_cond,
-    );
+    timed(&mut out, Check::XidLast, peak(&last_cond), last_cond);
     let counter = |name: &str| {
         (
             format!("(max_over_time({name}[{w}]) - min_over_time({name}[{w}])) > 0"),
@@ -378,7 +373,7 @@ pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
     timed(
         &mut out,
         Check::RowRemapFailure,
-        format!("max_over_time(({remap_cond})[{w}:{r}])"),
+        peak(&remap_cond),
         remap_cond,
     );
     let (v, c) = counter(&m.uncorrectable_remapped_rows);
@@ -405,12 +400,7 @@ pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
         .collect();
     if !bits.is_empty() {
         let cond = format!("{} and ({})", m.clock_event_reasons, bits.join(" or "));
-        timed(
-            &mut out,
-            Check::Throttle,
-            format!("max_over_time(({cond})[{w}:{r}])"),
-            cond.clone(),
-        );
+        timed(&mut out, Check::Throttle, peak(&cond), cond);
     }
     for (i, name) in m.nvlink_errors.iter().enumerate() {
         let (v, c) = counter(name);

@@ -388,3 +388,35 @@ fn findings_convert_to_the_doctor_shape() {
             .starts_with("metric DCGM_EXP_XID_ERRORS_COUNT")
     );
 }
+
+#[test]
+fn gauge_checks_also_read_the_condition_now() {
+    // A subquery sees a condition only at multiples of its step (60 s for the 1h window): a fault
+    // the latest scrapes show, newer than the last multiple, must still be found and timed.
+    let q = plan(facts(), &settings());
+    let find = |check, part| {
+        &q.iter()
+            .find(|q| q.check == check && q.part == part)
+            .unwrap()
+            .promql
+    };
+    for check in [
+        Check::XidCount,
+        Check::XidLast,
+        Check::RowRemapFailure,
+        Check::Throttle,
+    ] {
+        let v = find(check, Part::Value);
+        let (sub, now) = v.split_once("[3600s:60s]) or (").expect(v);
+        let cond = now.strip_suffix(')').unwrap();
+        assert_eq!(sub, format!("max_over_time(({cond})"), "{v}");
+        assert!(
+            find(check, Part::FirstSeen).ends_with(&format!(" or timestamp({cond})")),
+            "{check:?}"
+        );
+        assert!(
+            find(check, Part::LastSeen).starts_with(&format!("timestamp({cond}) or ")),
+            "{check:?}"
+        );
+    }
+}
