@@ -133,3 +133,44 @@ fn usage_errors_and_snapshots_without_diagnostics() {
         "{err}"
     );
 }
+
+/// Issue 16's bar: every finding kind the doctor can report has a scenario test (against the test
+/// API server or the real Prometheus) that names it. The ids are read from the doctor's and the
+/// metric checks' sources (their unit tests left out), so a new kind without a scenario fails here.
+#[test]
+fn every_finding_kind_has_a_scenario_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ids_in = |text: &str| -> std::collections::BTreeSet<String> {
+        text.match_indices("\"GPU2")
+            .filter_map(|(i, _)| text.get(i + 1..i + 7))
+            .filter(|id| id[3..].chars().all(|c| c.is_ascii_digit()))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut kinds = std::collections::BTreeSet::new();
+    for dir in ["crates/core/src/doctor", "crates/core/src/metrics"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n != "tests.rs") {
+                kinds.extend(ids_in(&std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    assert!(kinds.len() >= 38, "the doctor's finding ids: {kinds:?}");
+    let mut scenarios = std::collections::BTreeSet::new();
+    for f in [
+        "doctor_cluster.rs",
+        "doctor_scheduling.rs",
+        "doctor_stack.rs",
+        "doctor_metrics.rs",
+    ] {
+        scenarios.extend(ids_in(
+            &std::fs::read_to_string(root.join("tests").join(f)).unwrap(),
+        ));
+    }
+    let missing: Vec<&String> = kinds.difference(&scenarios).collect();
+    assert!(
+        missing.is_empty(),
+        "finding kinds without a scenario test: {missing:?}"
+    );
+}
