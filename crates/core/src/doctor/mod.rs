@@ -336,8 +336,10 @@ pub fn diagnose(bp: &Blueprint, catalog: &Catalog, d: &Diagnostics, file: &str) 
     report
 }
 
-/// GPU249: a kind the blueprint relies on that could not be read (forbidden, failed, cut), or a
-/// queueing system the blueprint declares whose kinds the cluster does not serve.
+/// GPU249: a kind the doctor reads that could not be read (forbidden, failed, cut: a warning, as
+/// findings about it may be missing), or a queueing system the blueprint declares whose kinds the
+/// cluster does not serve (an error: its queued work is never admitted). A kind that is not served
+/// and that the blueprint does not rely on is no finding.
 fn unread(ctx: &Ctx<'_>, out: &mut Findings) {
     use crate::blueprint::Queueing;
     let q = ctx.bp.spec.scheduling.queueing;
