@@ -59,9 +59,10 @@ pub fn run(cmd: DoctorCommand<'_>, out: &mut dyn Write) -> CommandResult {
         );
     }
     let bp = loaded.blueprint;
-    let d = diagnostics(&cmd, &bp.spec.gpu_operator.namespace)?;
+    let (d, list_requests) = diagnostics(&cmd, &bp.spec.gpu_operator.namespace)?;
     let shown = cmd.blueprint.display().to_string();
     let mut r = doctor::diagnose(&bp, catalog, &d, &shown);
+    r.read = list_requests.map(|list_requests| doctor::ReadCost { list_requests });
     if let Some(url) = &cmd.metrics.prometheus {
         let run = metric_findings(cmd.metrics, url, bp.spec.monitoring.alerts.temperature_c)?;
         r.extend(run.findings.iter().map(|f| f.to_doctor()));
@@ -79,14 +80,14 @@ pub fn run(cmd: DoctorCommand<'_>, out: &mut dyn Write) -> CommandResult {
     })
 }
 
-/// The reading: from the snapshot, or live.
+/// The reading: from the snapshot, or live (with the LIST requests it took).
 fn diagnostics(
     cmd: &DoctorCommand<'_>,
     operator_namespace: &str,
-) -> Result<Diagnostics, CommandError> {
+) -> Result<(Diagnostics, Option<u64>), CommandError> {
     if let Some(path) = cmd.snapshot {
         let snap = Snapshot::read(path)?;
-        return snap.diagnostics.ok_or_else(|| {
+        return snap.diagnostics.map(|d| (d, None)).ok_or_else(|| {
             CommandError::Failed(format!(
                 "snapshot `{}` has no diagnostics (it was captured without them); capture one with `gpuctl snapshot {} --diagnostics --out FILE`",
                 input::name(path),
@@ -103,7 +104,7 @@ fn diagnostics(
         )
         .await?;
         let reading = gpuctl_cluster::diagnostics::read(&k, operator_namespace, Some(now)).await?;
-        Ok::<_, CommandError>(reading.diagnostics)
+        Ok::<_, CommandError>((reading.diagnostics, Some(reading.list_requests)))
     })
 }
 

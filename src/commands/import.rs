@@ -34,7 +34,7 @@ pub fn run(
     let (live, ctx) = match snapshot {
         Some(path) => {
             let snap = Snapshot::read(path)?;
-            snap.import_view().ok_or_else(|| {
+            snap.into_import_view().ok_or_else(|| {
                 CommandError::Snapshot(SnapshotError::Parse {
                     path: gpuctl_core::input::name(path),
                     message: "it was captured for one blueprint and lacks most of what import reads; capture one with `gpuctl snapshot --all --out FILE`".into(),

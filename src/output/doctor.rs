@@ -71,10 +71,15 @@ pub fn human(r: &Report, style: Style) -> String {
         "{} {}{}",
         paint(style, "1", "gpuctl doctor:"),
         r.blueprint,
-        r.read_at
-            .as_ref()
-            .map(|t| format!(" (cluster read at {t})"))
-            .unwrap_or_default()
+        match (&r.read_at, r.read) {
+            (Some(t), Some(c)) => format!(
+                " (cluster read at {t} with {} LIST request{})",
+                c.list_requests,
+                if c.list_requests == 1 { "" } else { "s" }
+            ),
+            (Some(t), None) => format!(" (cluster read at {t})"),
+            (None, _) => String::new(),
+        }
     );
     for (layer, fs) in layers(r) {
         let _ = writeln!(out);

@@ -204,7 +204,10 @@ pub struct Diagnostics {
     /// tolerations, resources, priority class), status (phase, conditions with the scheduler's
     /// `Unschedulable` message, container states and restart counts). Environment values are
     /// replaced by `(sensitive)`; credentials anywhere else are masked.
-    #[serde(default)]
+    ///
+    /// Reading a snapshot skips the pods that have `Succeeded` (see [`unfinished_pods`]): a capture
+    /// keeps them, but they hold no devices and no check of doctor or status reads them.
+    #[serde(default, deserialize_with = "unfinished_pods")]
     pub pods: Vec<Pod>,
     /// core/v1 Events about kept Pods, Nodes, Workloads and PodGroups (`FailedScheduling`,
     /// `BackOff`, `Pending` from Kueue, ...), and every `FailedCreate` (a controller's pod refused
@@ -247,6 +250,35 @@ pub struct Diagnostics {
     /// Kinds not read (or not read whole) and why, sorted by kind.
     #[serde(default)]
     pub unread: Vec<Unread>,
+}
+
+/// Whether a pod has finished successfully (`status.phase` `Succeeded`): it holds no devices.
+pub fn succeeded(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded")
+}
+
+/// Deserialises [`Diagnostics::pods`] one pod at a time, keeping those that have not
+/// [`succeeded`]. Issue 16's cluster holds 17,000 finished Job pods of 21,000; a typed `Pod` takes
+/// about 13 KB, so holding them all put reading the snapshot over its 300 MB bound while nothing
+/// reads them (doctor's room and crash checks and status's allocation all skip finished pods).
+fn unfinished_pods<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Pod>, D::Error> {
+    struct Pods;
+    impl<'de> serde::de::Visitor<'de> for Pods {
+        type Value = Vec<Pod>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of pods")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Pod>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(p) = seq.next_element::<Pod>()? {
+                if !succeeded(&p) {
+                    out.push(p);
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Pods)
 }
 
 /// Whether a resource name is one doctor follows: `nvidia.com/*` (GPUs, MIG slices, shared
@@ -750,6 +782,32 @@ mod tests {
             .collect();
         assert_eq!(names, ["e3", "e1"]);
         assert_eq!(d.events.len(), 2);
+    }
+
+    #[test]
+    fn reading_skips_pods_that_succeeded() {
+        let mut d = Diagnostics::new("gpu-operator", None);
+        let gpu = json!({"limits": {"nvidia.com/gpu": "1"}});
+        let mut done = pod("a", "done", gpu.clone());
+        done["status"]["phase"] = json!("Succeeded");
+        let mut failed = pod("a", "failed", gpu.clone());
+        failed["status"]["phase"] = json!("Failed");
+        d.ingest(DiagKind::Pod, vec![done, failed, pod("a", "waiting", gpu)]);
+        d.finish();
+        assert_eq!(d.pods.len(), 3, "a capture keeps every GPU pod");
+        let read: Diagnostics = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        let names: Vec<_> = read
+            .pods
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["failed", "waiting"]);
+        assert!(
+            serde_json::from_str::<Diagnostics>(r#"{"format_version": 1, "pods": 5}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("expected a list of pods")
+        );
     }
 
     #[test]

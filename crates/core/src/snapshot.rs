@@ -358,9 +358,11 @@ impl Snapshot {
             let (Some(api_version), Some(id)) = (v["apiVersion"].as_str(), ObjectRef::of(v)) else {
                 continue;
             };
+            let mut v = v.clone();
+            keep_own_managed_fields(&mut v);
             snap.objects.insert(
                 key(api_version, &id.kind, id.namespace.as_deref(), &id.name),
-                v.clone(),
+                v,
             );
         }
         snap.served_kinds = live
@@ -410,10 +412,34 @@ impl Snapshot {
     /// The live view and context `gpuctl import` reads from a `--all` snapshot (`None`: the
     /// snapshot was captured for one blueprint and lacks most of what import maps).
     pub fn import_view(&self) -> Option<(LiveView, ImportCapture)> {
-        let capture = self.import.clone()?;
-        let mut view = LiveView::from_snapshot(self, "");
+        self.import.as_ref()?;
+        self.clone().into_import_view()
+    }
+
+    /// [`Self::import_view`] without copying the objects (what `gpuctl import --snapshot` uses).
+    pub fn into_import_view(mut self) -> Option<(LiveView, ImportCapture)> {
+        let capture = self.import.take()?;
+        let mut view = LiveView::from_snapshot_owned(self, "");
         view.members = Some(BTreeMap::new());
         Some((view, capture))
+    }
+}
+
+/// Keeps the `managedFields` entries of gpuctl's own field managers (`gpuctl`, `gpuctl-upgrade`)
+/// and drops the rest: plans read only those (adoption, fields gpuctl owns, removals), and the
+/// other managers' entries were about half of a `--all` snapshot and of the time to read it.
+fn keep_own_managed_fields(v: &mut Value) {
+    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let Some(Value::Array(entries)) = meta.get_mut("managedFields") else {
+        return;
+    };
+    entries.retain(|e| {
+        e["manager"] == crate::plan::FIELD_MANAGER || e["manager"] == crate::upgrade::FIELD_MANAGER
+    });
+    if entries.is_empty() {
+        meta.remove("managedFields");
     }
 }
 
@@ -421,10 +447,29 @@ impl LiveView {
     /// The state a snapshot recorded, as a plan of ApplySet `applyset_id` reads it. A version 1
     /// snapshot did not record the Helm release, so the plan cannot say what Helm changes.
     pub fn from_snapshot(s: &Snapshot, applyset_id: &str) -> LiveView {
+        let s = Snapshot {
+            objects: s.objects.clone(),
+            served_kinds: s.served_kinds.clone(),
+            nodes: s.nodes.clone(),
+            helm_release: s.helm_release.clone(),
+            releases: s.releases.clone(),
+            upgrade_journals: s.upgrade_journals.clone(),
+            server: s.server.clone(),
+            fingerprint: s.fingerprint.clone(),
+            captured_at: s.captured_at.clone(),
+            format_version: s.format_version,
+            import: None,
+            diagnostics: None,
+        };
+        LiveView::from_snapshot_owned(s, applyset_id)
+    }
+
+    /// [`Self::from_snapshot`], taking the snapshot's objects and nodes instead of copying them.
+    pub fn from_snapshot_owned(s: Snapshot, applyset_id: &str) -> LiveView {
         let objects: BTreeMap<ObjectRef, Value> = s
             .objects
-            .values()
-            .filter_map(|o| Some((ObjectRef::of(o)?, o.clone())))
+            .into_values()
+            .filter_map(|o| Some((ObjectRef::of(&o)?, o)))
             .collect();
         let members = objects
             .iter()
@@ -447,8 +492,8 @@ impl LiveView {
             served,
             objects,
             members: Some(members),
-            nodes: Some(s.nodes.clone()),
-            journals: Reading::Read(s.upgrade_journals.clone()),
+            nodes: Some(s.nodes),
+            journals: Reading::Read(s.upgrade_journals),
             helm_release: if s.format_version < 2 {
                 Reading::NotRead
             } else {
@@ -637,6 +682,34 @@ mod tests {
             e.contains("is not a gpuctl snapshot: invalid type: integer `5`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_all_snapshot_keeps_only_gpuctls_managed_fields() {
+        let mut live = LiveView::offline();
+        let entry =
+            |m: &str| json!({"manager": m, "operation": "Apply", "fieldsV1": {"f:data": {}}});
+        let mut theirs = ns("theirs");
+        theirs["metadata"]["managedFields"] = json!([entry("kubectl"), entry("helm")]);
+        let mut ours = ns("ours");
+        ours["metadata"]["managedFields"] =
+            json!([entry("kubectl"), entry("gpuctl"), entry("gpuctl-upgrade")]);
+        for o in [&theirs, &ours] {
+            live.objects.insert(ObjectRef::of(o).unwrap(), o.clone());
+        }
+        let snap = Snapshot::capture_all(&live, &ImportCapture::default());
+        assert!(
+            snap.objects["v1|Namespace||theirs"]["metadata"]
+                .get("managedFields")
+                .is_none()
+        );
+        assert_eq!(
+            snap.objects["v1|Namespace||ours"]["metadata"]["managedFields"],
+            json!([entry("gpuctl"), entry("gpuctl-upgrade")])
+        );
+        // What plans read of them is unchanged: the view keeps gpuctl's entries.
+        let (view, _) = snap.into_import_view().unwrap();
+        assert_eq!(view.objects.len(), 2);
     }
 
     #[test]

@@ -163,6 +163,16 @@ pub struct Report {
     pub pools: Vec<PoolRoom>,
     /// Kinds that could not be read (or not whole): findings about them may be missing.
     pub unread: Vec<Unread>,
+    /// What reading the cluster live cost (absent when read from a snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<ReadCost>,
+}
+
+/// What a live reading of the cluster cost: the API requests it sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadCost {
+    /// LIST requests sent, pages included (discovery not counted).
+    pub list_requests: u64,
 }
 
 impl Report {
@@ -331,6 +341,7 @@ pub fn diagnose(bp: &Blueprint, catalog: &Catalog, d: &Diagnostics, file: &str) 
         findings: out.into_vec(),
         pools: fit::pool_rooms(&ctx),
         unread: d.unread.clone(),
+        read: None,
     };
     report.finish();
     report

@@ -432,6 +432,11 @@ fn token_at(s: &str) -> Option<usize> {
 /// which the change alone does not say. `before` and `after` are the whole trees the change paths
 /// are relative to (`Value::Null` for a side that does not exist).
 pub fn redact_changes(changes: &mut [Change], before: &Value, after: &Value) {
+    // Nothing to mask: skip copying both whole objects (a plan calls this for every object, most
+    // with no change; it was a sixth of a 5,000-object import).
+    if changes.is_empty() {
+        return;
+    }
     let (rb, ra) = (redacted(before), redacted(after));
     for c in changes {
         for (side, tree) in [(&mut c.before, &rb), (&mut c.after, &ra)] {
