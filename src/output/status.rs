@@ -11,15 +11,23 @@ use gpuctl_core::status::{StatusReport, UnitKind};
 /// Longest name shown in a table cell.
 const NAME_MAX: usize = 63;
 
+/// Longest source line (`snapshot PATH (captured T)`, `cluster URL read at T`): a path is the
+/// user's, so it is bounded too, but a table cell's bound would cut every real one.
+const SOURCE_MAX: usize = 300;
+
 /// A name from the cluster, safe for a terminal: control characters become `?` (no escape
 /// sequences reach the terminal) and anything past [`NAME_MAX`] characters becomes `...`.
 pub fn clean(s: &str) -> String {
+    clean_to(s, NAME_MAX)
+}
+
+fn clean_to(s: &str, max: usize) -> String {
     let mut out: String = s
         .chars()
-        .take(NAME_MAX)
+        .take(max)
         .map(|c| if c.is_control() { '?' } else { c })
         .collect();
-    if s.chars().nth(NAME_MAX).is_some() {
+    if s.chars().nth(max).is_some() {
         out.push_str("...");
     }
     out
@@ -27,8 +35,12 @@ pub fn clean(s: &str) -> String {
 
 /// A cleaned name safe inside a Markdown table cell.
 fn md(s: &str) -> String {
+    md_to(s, NAME_MAX)
+}
+
+fn md_to(s: &str, max: usize) -> String {
     let mut out = String::new();
-    for c in clean(s).chars() {
+    for c in clean_to(s, max).chars() {
         if matches!(
             c,
             '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '&' | '~' | '!'
@@ -386,7 +398,7 @@ pub fn human(r: &StatusReport) -> String {
         s,
         "Status of blueprint {} ({})\n",
         clean(&r.blueprint),
-        clean(&r.source)
+        clean_to(&r.source, SOURCE_MAX)
     );
     let _ = writeln!(s, "GPU pools\n{}", pool_table(r, clean).text());
     let _ = writeln!(s, "Tenant quotas\n{}", tenant_table(r, clean).text());
@@ -413,7 +425,7 @@ pub fn markdown(r: &StatusReport) -> String {
         s,
         "## GPU status of `{}`\n\nSource: {}\n",
         clean(&r.blueprint).replace('`', "'"),
-        md(&r.source)
+        md_to(&r.source, SOURCE_MAX)
     );
     let _ = writeln!(s, "### GPU pools\n\n{}", pool_table(r, md).markdown());
     let _ = writeln!(s, "### Tenant quotas\n\n{}", tenant_table(r, md).markdown());
@@ -453,5 +465,17 @@ mod tests {
         assert_eq!(pct(0.125), "12.5%");
         assert_eq!(pct(0.75), "75%");
         assert_eq!(pct(0.0), "0%");
+    }
+
+    /// The header names the snapshot by its path and capture time in full (a table cell's bound
+    /// cut the README's example), and still bounds a hostile one.
+    #[test]
+    fn the_source_line_keeps_a_real_path_and_bounds_a_hostile_one() {
+        let real = "snapshot blueprints/snapshots/dgx-h100-training-day2.json (captured 2026-12-01T10:00:00Z)";
+        assert_eq!(clean_to(real, SOURCE_MAX), real);
+        let hostile = format!("snapshot {}\x1b[2J", "a/".repeat(1000));
+        let shown = clean_to(&hostile, SOURCE_MAX);
+        assert_eq!(shown.chars().count(), SOURCE_MAX + 3);
+        assert!(!shown.contains('\x1b'));
     }
 }
