@@ -475,6 +475,31 @@ pub fn classify(object: &str, e: kube::Error) -> ClusterError {
 }
 
 impl Kube {
+    /// How the cluster serves `kind` of `group` (`""`: the core group): the first of `versions`
+    /// it serves, else the group's preferred version that serves the kind (diagnostics and import
+    /// read kinds whose version moves between releases this way). `None`: not served.
+    pub async fn resolve_in(
+        &self,
+        group: &str,
+        kind: &str,
+        versions: &[&str],
+    ) -> Result<Option<Resolved>, ClusterError> {
+        for v in versions {
+            let api_version = if group.is_empty() {
+                (*v).to_string()
+            } else {
+                format!("{group}/{v}")
+            };
+            if let Some(r) = self.resolve(&api_version, kind).await? {
+                return Ok(Some(r));
+            }
+        }
+        if group.is_empty() {
+            return Ok(None);
+        }
+        self.resolve_group_kind(group, kind).await
+    }
+
     /// Resolves a kind by group and kind only (the ApplySet parent records no versions): the
     /// group's preferred version when it serves the kind, else the first other version (in the
     /// server's order) that does. A group can serve kinds in different versions: nvidia.com

@@ -39,7 +39,7 @@ pub async fn read(
     let resolved: Vec<(DiagKind, Result<Option<Resolved>, ClusterError>)> =
         futures::stream::iter(DIAGNOSTIC_KINDS.iter().copied())
             .map(|(kind, group, name, versions)| async move {
-                (kind, resolve(k, group, name, versions).await)
+                (kind, k.resolve_in(group, name, versions).await)
             })
             .buffered(PARALLELISM)
             .collect()
@@ -108,27 +108,4 @@ pub async fn read(
         diagnostics: d,
         list_requests: requests,
     })
-}
-
-/// How the cluster serves `kind` of `group`: one of `versions`, else the group's preferred one.
-async fn resolve(
-    k: &Kube,
-    group: &str,
-    kind: &str,
-    versions: &[&str],
-) -> Result<Option<Resolved>, ClusterError> {
-    for v in versions {
-        let api_version = if group.is_empty() {
-            (*v).to_string()
-        } else {
-            format!("{group}/{v}")
-        };
-        if let Some(r) = k.resolve(&api_version, kind).await? {
-            return Ok(Some(r));
-        }
-    }
-    if group.is_empty() {
-        return Ok(None);
-    }
-    k.resolve_group_kind(group, kind).await
 }

@@ -57,26 +57,6 @@ pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
     ("monitoring.coreos.com", "PrometheusRule", &["v1"]),
 ];
 
-/// How the cluster serves `kind` of `group`: one of `versions`, else the group's preferred one.
-async fn resolve(
-    k: &Kube,
-    group: &str,
-    kind: &str,
-    versions: &[&str],
-) -> Result<Option<crate::client::Resolved>, ClusterError> {
-    for v in versions {
-        let api_version = if group.is_empty() {
-            (*v).to_string()
-        } else {
-            format!("{group}/{v}")
-        };
-        if let Some(r) = k.resolve(&api_version, kind).await? {
-            return Ok(Some(r));
-        }
-    }
-    k.resolve_group_kind(group, kind).await
-}
-
 /// One kind's objects.
 type KindList = (TypeRef, Vec<Value>);
 
@@ -106,7 +86,7 @@ pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterEr
     let lists: Vec<Result<Option<KindList>, ClusterError>> =
         futures::stream::iter(IMPORT_KINDS.iter().copied())
             .map(|(group, kind, versions)| async move {
-                let Some(r) = resolve(k, group, kind, versions).await? else {
+                let Some(r) = k.resolve_in(group, kind, versions).await? else {
                     return Ok(None);
                 };
                 let t = TypeRef::new(&r.resource.api_version, &r.resource.kind);
