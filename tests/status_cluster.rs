@@ -103,28 +103,9 @@ fn mig_manager_stand_in(client: Client, selector: String) -> tokio::task::JoinHa
 /// Creates a Ready GPU node of the pool and lifts the not-ready taint the API server adds (no node
 /// lifecycle controller runs to lift it).
 async fn pool_node(tc: &TestCluster, suffix: &str, gpu: &GpuNode) -> String {
-    let node = tc
-        .create_gpu_node(suffix, gpu)
+    tc.create_ready_gpu_node(suffix, gpu)
         .await
-        .expect("creates a node");
-    let name = node.metadata.name.unwrap_or_default();
-    let taints: Vec<_> = node
-        .spec
-        .and_then(|s| s.taints)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t.key != "node.kubernetes.io/not-ready")
-        .collect();
-    let nodes: Api<Node> = Api::all(tc.client.clone());
-    nodes
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"taints": taints}})),
-        )
-        .await
-        .expect("lifts the not-ready taint");
-    name
+        .expect("creates a Ready node")
 }
 
 /// A pod of `ns` requesting `amount` of `resource`: Kueue (its namespace's `default` LocalQueue)

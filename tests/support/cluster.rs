@@ -305,6 +305,31 @@ impl TestCluster {
             .with_context(|| format!("writing the status of node {name}"))
     }
 
+    /// [`TestCluster::create_gpu_node`], then lifts the `node.kubernetes.io/not-ready` taint the
+    /// API server puts on a new Node, as the node lifecycle controller (not in the harness) does
+    /// once the node reports Ready; other taints stay. Returns the node's name.
+    pub async fn create_ready_gpu_node(&self, suffix: &str, gpu: &GpuNode) -> Result<String> {
+        let node = self.create_gpu_node(suffix, gpu).await?;
+        let name = node.metadata.name.unwrap_or_default();
+        let taints: Vec<_> = node
+            .spec
+            .and_then(|s| s.taints)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| t.key != "node.kubernetes.io/not-ready")
+            .collect();
+        let nodes: Api<Node> = self.cluster_scoped();
+        nodes
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"taints": taints}})),
+            )
+            .await
+            .with_context(|| format!("lifting the not-ready taint of node {name}"))?;
+        Ok(name)
+    }
+
     /// Creates `count` nodes like `gpu` with [`TestCluster::create_gpu_node`], suffixes `n0`, `n1`,
     /// ..., and returns their names.
     pub async fn create_gpu_nodes(&self, count: usize, gpu: &GpuNode) -> Result<Vec<String>> {

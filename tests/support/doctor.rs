@@ -100,29 +100,9 @@ pub fn one<'a>(r: &'a Report, tc: &TestCluster, id: &str) -> &'a Finding {
 
 pub async fn gpu_node(tc: &TestCluster, suffix: &str, pool: &str, gpu: GpuNode) -> String {
     let gpu = gpu.label("gpuctl.dev/pool", &format!("{}-{pool}", tc.prefix));
-    let n = tc.create_gpu_node(suffix, &gpu).await.expect("node");
-    let name = n.metadata.name.unwrap_or_default();
-    // The API server taints a new Node `node.kubernetes.io/not-ready:NoSchedule`; the node
-    // lifecycle controller (not in the harness) removes it once the node reports Ready, as this
-    // does. Other taints stay.
-    let taints: Vec<Value> = n
-        .spec
-        .and_then(|s| s.taints)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t.key != "node.kubernetes.io/not-ready")
-        .map(|t| serde_json::to_value(t).unwrap())
-        .collect();
-    let nodes: Api<k8s_openapi::api::core::v1::Node> = tc.cluster_scoped();
-    nodes
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"taints": taints}})),
-        )
+    tc.create_ready_gpu_node(suffix, &gpu)
         .await
-        .expect("node taints");
-    name
+        .expect("Ready node")
 }
 
 pub fn pod_manifest(
