@@ -5,26 +5,17 @@
 //! the time; the peak resident set (VmHWM) of the whole run is printed at the end.
 //! Run: `cargo bench --bench doctor`.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::Instant;
 
+use common::peak_rss_mib;
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpuctl_core::daytwo::{self, Size};
 use gpuctl_core::doctor;
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::snapshot::Snapshot;
-
-fn peak_rss_mib() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
 
 fn bench(c: &mut Criterion) {
     let bp_path = concat!(

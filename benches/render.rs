@@ -2,9 +2,12 @@
 //! (about 4,200 objects). Targets: load + validate + render under 200 ms and under 100 MB peak
 //! memory on a 2-core machine. Run: `cargo bench --bench render`.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::Instant;
 
+use common::peak_rss_kib;
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpuctl_core::render::{Templates, render};
 
@@ -19,13 +22,6 @@ fn load_validate_render(text: &str, templates: &Templates) -> gpuctl_core::rende
     let loaded = gpuctl_core::blueprint::load_str("scale.yaml", text).expect("loads");
     let v = gpuctl_core::validate::validate(loaded, catalog, opts()).expect("validates");
     render(&v, catalog, templates).expect("renders")
-}
-
-/// Peak resident memory of this process so far (`VmHWM`), in KiB.
-fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn bench(c: &mut Criterion) {

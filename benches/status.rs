@@ -4,9 +4,12 @@
 //! validate the blueprint, compute, print the table, JSON and the SVG) under 1 s and 300 MB
 //! resident. Run: `cargo bench --bench status`.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::Instant;
 
+use common::peak_rss_mib;
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpuctl_core::daytwo::{Size, snapshot};
 use gpuctl_core::snapshot::Snapshot;
@@ -38,19 +41,6 @@ fn status_from_file(bp_text: &str, path: &std::path::Path) -> (usize, usize, usi
     (table.len(), json.len(), svg.len())
 }
 
-/// Peak resident memory of this process so far (Linux `VmHWM`), in MB.
-fn peak_rss_mb() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
-
 fn bench(c: &mut Criterion) {
     let bp = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -68,10 +58,10 @@ fn bench(c: &mut Criterion) {
     let (table, json, svg) = status_from_file(&bp, &path);
     let first = start.elapsed();
     eprintln!(
-        "status bench: snapshot of {} bytes ({nodes} nodes, {pods} pods, {events} events); first run {:.0} ms; table {table} B, JSON {json} B, SVG {svg} B; peak RSS {:.0} MB",
+        "status bench: snapshot of {} bytes ({nodes} nodes, {pods} pods, {events} events); first run {:.0} ms; table {table} B, JSON {json} B, SVG {svg} B; peak RSS {:.0} MiB",
         std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
         first.as_secs_f64() * 1000.0,
-        peak_rss_mb().unwrap_or(f64::NAN),
+        peak_rss_mib().unwrap_or(f64::NAN),
     );
     let mut group = c.benchmark_group("status");
     group.sample_size(10);
@@ -81,8 +71,8 @@ fn bench(c: &mut Criterion) {
     );
     group.finish();
     eprintln!(
-        "status bench: peak RSS after the runs {:.0} MB",
-        peak_rss_mb().unwrap_or(f64::NAN)
+        "status bench: peak RSS after the runs {:.0} MiB",
+        peak_rss_mib().unwrap_or(f64::NAN)
     );
 }
 
