@@ -6,6 +6,18 @@ use std::fmt;
 
 use serde_json::Value;
 
+/// The string values of a JSON object (labels, a node selector); other values and a non-object
+/// give nothing.
+pub(crate) fn string_map(v: &Value) -> std::collections::BTreeMap<String, String> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The API group of an `apiVersion` (`""` for the core group).
 pub fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(g, _)| g)

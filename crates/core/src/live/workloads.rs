@@ -386,15 +386,7 @@ fn int_or_string(v: &k8s_openapi::apimachinery::pkg::util::intstr::IntOrString) 
 
 /// Plain-data view of an NVIDIADriver CR.
 pub fn live_driver_cr(v: &Value) -> LiveDriverCr {
-    let strings = |v: &Value| -> BTreeMap<String, String> {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let strings = crate::object::string_map;
     LiveDriverCr {
         name: v["metadata"]["name"]
             .as_str()

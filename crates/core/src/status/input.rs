@@ -80,16 +80,6 @@ pub struct StatusInput {
     pub volcano_queues: Option<Vec<Value>>,
 }
 
-fn str_map(v: &Value) -> BTreeMap<String, String> {
-    v.as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Quantities may be JSON numbers or strings (`x-kubernetes-int-or-string`).
 fn quantity_text(v: &Value) -> Option<String> {
     match v {
@@ -134,7 +124,7 @@ impl NodeFacts {
         });
         NodeFacts {
             name: v["metadata"]["name"].as_str().unwrap_or_default().into(),
-            labels: str_map(&v["metadata"]["labels"]),
+            labels: crate::object::string_map(&v["metadata"]["labels"]),
             ready,
             unschedulable: v["spec"]["unschedulable"].as_bool().unwrap_or(false),
             capacity: gpu_counts(&v["status"]["capacity"]),
