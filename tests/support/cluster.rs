@@ -128,7 +128,7 @@ impl TestCluster {
     }
 
     /// Connects to the cluster of `kubeconfig` (a harness a test started itself, e.g. a fresh one per
-    /// example in tests/composition.rs) and creates a fresh namespace.
+    /// example in tests/cluster/composition.rs) and creates a fresh namespace.
     pub async fn connect_kubeconfig(
         kubeconfig: &std::path::Path,
         test_name: &str,

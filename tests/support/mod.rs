@@ -1,7 +1,11 @@
-//! Shared helpers for integration tests (`mod support;`); cluster tests use `support::cluster`,
-//! and those that plan and apply `support::fixture`.
+//! Shared helpers for the integration test binaries (each group's `main.rs` declares it once;
+//! its modules `use crate::support;`): cluster tests use `support::cluster`, those that plan and
+//! apply `support::fixture`, the operator's stand-in is `support::operator_driver`, the real
+//! Prometheus `support::prometheus`.
 pub mod cluster;
 pub mod doctor;
 pub mod fixture;
 pub mod fresh;
+pub mod operator_driver;
+pub mod prometheus;
 pub mod standin_chart;

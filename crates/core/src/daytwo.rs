@@ -1,6 +1,6 @@
 //! Generated Day-2 diagnostics of the shipped DGX H100 blueprint (`blueprints/dgx-h100-training.yaml`):
 //! the example snapshot a newcomer runs `gpuctl doctor` on without a cluster
-//! (`blueprints/snapshots/dgx-h100-training-day2.json`, checked by `tests/doctor_example.rs`), and
+//! (`blueprints/snapshots/dgx-h100-training-day2.json`, checked by `tests/offline/doctor_example.rs`), and
 //! the same cluster scaled up for the doctor and status benchmarks. Deterministic: the same sizes
 //! give the same bytes. Not part of the public interface.
 //!

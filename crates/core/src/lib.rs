@@ -3,7 +3,7 @@
 //! [`plan::Plan`]; an upgrade goes [`upgrade::preflight`] --> [`upgrade::schedule`] --> runbook.
 //!
 //! Nothing here talks to a network, a terminal or an async runtime: the crate does not depend on
-//! them (tests/architecture.rs checks `cargo metadata`). It reads input files only through
+//! them (tests/offline/architecture.rs checks `cargo metadata`). It reads input files only through
 //! [`input`] (bounded, never written). The cluster crate fills a [`live::LiveView`]; everything
 //! decided from it is a pure function here.
 

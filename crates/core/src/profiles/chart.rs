@@ -400,7 +400,7 @@ pub fn key_tree_file(version: &str, source: &str, values: &Map<String, Value>) -
     format!(
         "# GPU Operator {version} chart: every key of its values.yaml (leaf kinds: scalar, list, map = free-form,\n\
          # any = left empty) and the defaults render copies into NVIDIADriver CRs or rewrites for an image mirror. Generated; do not edit.\n\
-         # Regenerate: GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values\n\
+         # Regenerate: GPUCTL_UPDATE_KEYTREES=1 cargo test --test offline render_schemas::key_trees_match_upstream_values\n\
          {body}"
     )
 }
@@ -416,7 +416,7 @@ pub fn network_key_tree_file(version: &str, source: &str, values: &Map<String, V
     format!(
         "# NVIDIA Network Operator {version} chart: every key of its values.yaml (leaf kinds: scalar, list, map = free-form,\n\
          # any = left empty), for checking the values gpuctl writes and `networkOperator.values`. Generated; do not edit.\n\
-         # Regenerate: GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values\n\
+         # Regenerate: GPUCTL_UPDATE_KEYTREES=1 cargo test --test offline render_schemas::key_trees_match_upstream_values\n\
          {body}"
     )
 }

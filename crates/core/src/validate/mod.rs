@@ -46,7 +46,7 @@ impl ValidatedBlueprint {
 }
 
 /// A blueprint taken as it is, error findings or not. Only for tests that show what a real cluster
-/// does with a blueprint validation refuses (tests/composition.rs applies such blueprints "anyway"
+/// does with a blueprint validation refuses (tests/cluster/composition.rs applies such blueprints "anyway"
 /// to reproduce the refusal the rule prevents); gpuctl itself only builds one through [`validate`].
 #[doc(hidden)]
 pub fn unchecked_for_tests(loaded: Loaded) -> ValidatedBlueprint {

@@ -242,7 +242,7 @@ fn resource_groups(ctx: &mut Ctx<'_>, base: &str, q: &ClusterQueue) {
 }
 
 /// The CEL rules (`x-kubernetes-validations`) of Kueue's ClusterQueue CRD on the fields gpuctl
-/// renders that no other rule covers (GPU111; tests/render_schemas.rs maps every CEL rule of the
+/// renders that no other rule covers (GPU111; tests/offline/render_schemas.rs maps every CEL rule of the
 /// CRDs of the kinds gpuctl renders to the rule that checks it).
 fn crd_rules(ctx: &mut Ctx<'_>, base: &str, q: &ClusterQueue) {
     let Some(p) = &q.preemption else {

@@ -7,8 +7,8 @@
 //! Stand-ins, stated plainly: the nodes are Node objects written by the test helper (no kubelet runs
 //! here, so no kubelet configuration can be read back through the node proxy).
 
-mod render_common;
-mod support;
+use crate::render_common;
+use crate::support;
 
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 //! and the Xid classes of its catalog, the facts the templates read, so a renamed metric or a
 //! reclassified Xid that the rules do not follow fails here.
 
-mod render_common;
+use crate::render_common;
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -122,7 +122,7 @@ fn fires_on(alert: &str) -> &'static [&'static str] {
         "GPUUncorrectableRowRemap" => &["remapped-rows"],
         "GPUTemperatureHigh" => &["hot"],
         other => panic!(
-            "rendered alert {other} has no fault series in tests/prometheus_rules.rs: add one"
+            "rendered alert {other} has no fault series in tests/external/prometheus_rules.rs: add one"
         ),
     }
 }

@@ -12,7 +12,7 @@
 //! picks through the pods/binding subresource, which is what the scheduler writes. MIG Manager does not run: a small task reports
 //! `nvidia.com/mig.config.state=success` once gpuctl sets a node's MIG config.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ fn text(o: &Output) -> String {
 }
 
 /// The example with the GPU Operator's install switched to `none` (this test is about capacity,
-/// quotas and queues; tests/cli_cluster.rs installs the real chart).
+/// quotas and queues; tests/cluster/cli_cluster.rs installs the real chart).
 fn example_copy(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE);
     let text = std::fs::read_to_string(&src).unwrap();

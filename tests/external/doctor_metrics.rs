@@ -6,8 +6,7 @@
 //! (a temperature held for 5m, a counter that grew), holds backfilled history. Each scenario asserts
 //! the exact set of findings and which GPU each is about, so removing a check fails its scenario.
 
-#[path = "support/prometheus.rs"]
-mod prometheus;
+use crate::support::prometheus;
 
 use std::time::{Duration, Instant};
 

@@ -37,9 +37,8 @@
 //! (pools labelled with the test's prefix), cluster-scoped objects carry the prefix, and the
 //! assertions look at the findings about the test's own objects.
 
-#[path = "support/operator_driver.rs"]
-mod operator_driver;
-mod support;
+use crate::support;
+use crate::support::operator_driver;
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! `gpuctl doctor`'s scheduling findings against the real kube-apiserver (issue 16): one test per
-//! finding kind GPU200–GPU213 that tests/doctor_cluster.rs does not cover, each built from real
+//! finding kind GPU200–GPU213 that tests/cluster/doctor_cluster.rs does not cover, each built from real
 //! objects and asserting the cause and the fix the doctor names.
 //!
 //! Real parts: the API server and etcd (its ResourceQuota and Priority admission refuse pods),
@@ -33,7 +33,7 @@
 //! (pools labelled with the test's prefix), tenants in its own namespace and cluster-scoped queues
 //! named with its prefix, and the assertions look at the findings about the test's own objects.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! hand-built rendered sets so each test controls exactly what changes. Every test works under a
 //! unique prefix, so tests run in parallel on one server.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -8,10 +8,9 @@
 //! the service's pods), not by sampling: at most `max_unavailable` nodes cordoned or NotReady, and
 //! never fewer healthy pods than the PodDisruptionBudget's `minAvailable`.
 
-#[path = "support/operator_driver.rs"]
-mod operator_driver;
-mod render_common;
-mod support;
+use crate::render_common;
+use crate::support;
+use crate::support::operator_driver;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -10,9 +10,9 @@
 //! Import reads the whole cluster, so each example gets a kube-apiserver of its own (the harness in
 //! a temporary directory): the shared test server holds other tests' nodes and objects, which
 //! would be imported too. The stand-ins are the harness's: no controllers run (helm installs without
-//! waiting; the chart's CRD upgrade Job is turned off, as in tests/cli_cluster.rs).
+//! waiting; the chart's CRD upgrade Job is turned off, as in tests/cluster/cli_cluster.rs).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

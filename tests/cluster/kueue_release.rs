@@ -21,7 +21,7 @@
 //! chart configures it, generates the certificate into that Secret and injects its CA into the
 //! chart's webhook configurations and CRDs, exactly as in a cluster.
 
-mod support;
+use crate::support;
 
 use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@
 //! set, as MIG Manager does after reconfiguring; no controller runs Jobs, so the chart's
 //! pre-upgrade CRD hook Job is turned off (`operator.upgradeCRD: false`), or helm would wait for it.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

@@ -3,10 +3,9 @@
 //! Kueue and Volcano CRDs, the CRDs' own schema checks, GPU Nodes from the test helper, and ResourceQuota
 //! admission for `nvidia.com/gpu`.
 //!
-//! Run: `tools/kube-harness/run up && eval "$(tools/kube-harness/run env)" && cargo test --test cluster_harness`.
+//! Run: `tools/kube-harness/run up && eval "$(tools/kube-harness/run env)" && cargo test --test cluster cluster_harness::`.
 
-#[path = "support/cluster.rs"]
-mod cluster;
+use crate::support::cluster;
 
 use std::time::{Duration, Instant};
 

@@ -296,3 +296,49 @@ fn the_cycle_check_finds_a_cycle() {
     std::fs::write(src.join("b.rs"), "// uses crate::a in a comment only\n").unwrap();
     assert!(cycles(src).is_empty());
 }
+
+/// The integration tests are a few test binaries grouped by what they need (`tests/offline/`,
+/// `tests/cluster/`, `tests/external/`, each a `main.rs` with one module per file), plus
+/// `tests/hostile_corpus.rs` alone (its counting allocator and panic hook are process-wide). A
+/// file in a group's folder that its `main.rs` does not declare would never be compiled, so its
+/// tests would be lost silently; a new top-level file would link kube, tokio and the library once
+/// more. Both fail here.
+#[test]
+fn every_test_file_is_compiled_in_one_of_the_grouped_binaries() {
+    let tests = root().join("tests");
+    let mut problems = Vec::new();
+    let mut groups = 0;
+    for entry in std::fs::read_dir(&tests).expect("read tests/") {
+        let path = entry.expect("dir entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_file() && name.ends_with(".rs") && name != "hostile_corpus.rs" {
+            problems.push(format!(
+                "tests/{name} is a test binary of its own: move it into tests/offline/, tests/cluster/ \
+                 or tests/external/ (by what it needs) and declare it in that folder's main.rs"
+            ));
+        }
+        let main = path.join("main.rs");
+        if !main.is_file() {
+            continue;
+        }
+        groups += 1;
+        let text = std::fs::read_to_string(&main).expect("read main.rs");
+        for file in std::fs::read_dir(&path).expect("read group") {
+            let file = file.expect("dir entry").path();
+            let stem = file.file_stem().unwrap().to_string_lossy().to_string();
+            if file.extension().is_some_and(|e| e == "rs")
+                && stem != "main"
+                && !text.lines().any(|l| l.trim() == format!("mod {stem};"))
+            {
+                problems.push(format!(
+                    "tests/{name}/{stem}.rs is not compiled: add `mod {stem};` to tests/{name}/main.rs"
+                ));
+            }
+        }
+    }
+    assert_eq!(
+        groups, 3,
+        "expected the offline, cluster and external test binaries"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -2,7 +2,7 @@
 //! output directory, crash, overflow, or fail only in render. Each test fails on the code before
 //! the fix; the generated corpus (tests/hostile_corpus.rs) covers the same ground at random.
 
-mod render_common;
+use crate::render_common;
 
 use gpuctl_core::diag::Severity;
 use gpuctl_core::render::{RenderError, Templates};

@@ -1,7 +1,7 @@
 //! Render output against the real upstream definitions in `../shared/upstream` (or `$GPUCTL_SHARED`):
 //! chart key trees and values, CRD schemas, and the k8s-openapi types of core objects.
 
-mod render_common;
+use crate::render_common;
 
 use render_common::{root, shared};
 use serde_json::{Map, Value};
@@ -39,7 +39,7 @@ fn key_trees_match_upstream_values() {
         let have = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             have == want,
-            "{} is stale: run GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values",
+            "{} is stale: run GPUCTL_UPDATE_KEYTREES=1 cargo test --test offline render_schemas::key_trees_match_upstream_values",
             path.display()
         );
     }
@@ -57,7 +57,7 @@ fn key_trees_match_upstream_values() {
         let have = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             have == want,
-            "{} is stale: run GPUCTL_UPDATE_KEYTREES=1 cargo test --test render_schemas key_trees_match_upstream_values",
+            "{} is stale: run GPUCTL_UPDATE_KEYTREES=1 cargo test --test offline render_schemas::key_trees_match_upstream_values",
             path.display()
         );
     }

@@ -20,7 +20,7 @@
 //! (pools labelled with the test's prefix) and tenants in its own namespace, and the assertions
 //! look at the findings about the test's own objects.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -159,10 +159,10 @@ fn every_finding_kind_has_a_scenario_test() {
     assert!(kinds.len() >= 38, "the doctor's finding ids: {kinds:?}");
     let mut scenarios = std::collections::BTreeSet::new();
     for f in [
-        "doctor_cluster.rs",
-        "doctor_scheduling.rs",
-        "doctor_stack.rs",
-        "doctor_metrics.rs",
+        "cluster/doctor_cluster.rs",
+        "cluster/doctor_scheduling.rs",
+        "cluster/doctor_stack.rs",
+        "external/doctor_metrics.rs",
     ] {
         scenarios.extend(ids_in(
             &std::fs::read_to_string(root.join("tests").join(f)).unwrap(),

@@ -3,7 +3,7 @@
 //! in `blueprints/dgx-h100-training.yaml`; and a pool's own driver version, whose CR is named after
 //! it with blue-green upgrades and keeps its name with rolling ones.
 
-mod render_common;
+use crate::render_common;
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! `gpuctl render` end to end, template overrides, user chart values, the written tree, and the
 //! errors render gives instead of output.
 
-mod render_common;
+use crate::render_common;
 
 use std::process::Command;
 

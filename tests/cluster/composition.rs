@@ -18,9 +18,9 @@
 //! node-selector, taint and resource-fit predicates would (a Ready node of the pool that the pod
 //! selects, whose taints it tolerates and whose allocatable covers its requests). MIG Manager does not
 //! run: a small task reports `nvidia.com/mig.config.state=success` once gpuctl sets a node's MIG
-//! config, as in tests/cli_cluster.rs.
+//! config, as in tests/cluster/cli_cluster.rs.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,7 +88,7 @@ fn shared_dir() -> PathBuf {
 }
 
 /// The example copied into `dir` with the GPU Operator's install switched to `none` (these tests are
-/// about quotas, queues and pools; tests/cli_cluster.rs installs the real chart), and the chart
+/// about quotas, queues and pools; tests/cluster/cli_cluster.rs installs the real chart), and the chart
 /// archive it names (if any) beside it, from ../shared/upstream.
 fn example_copy(example: &str, bp: &Blueprint, dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(example);

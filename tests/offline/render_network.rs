@@ -2,7 +2,7 @@
 //! fragments, the Network Operator's values and release, and the NVIDIA IPAM pool, snapshotted in
 //! `golden/network/` for every example that has any (`cargo insta review` to accept changes).
 
-mod render_common;
+use crate::render_common;
 
 use render_common::{render_file, root, valid_blueprints};
 

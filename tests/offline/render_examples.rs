@@ -2,7 +2,7 @@
 //! `golden/render/` (objects as YAML, Helm values, node patches, runbook). Review changes with
 //! `cargo insta review`; a snapshot no blueprint produces is an error.
 
-mod render_common;
+use crate::render_common;
 
 use render_common::{blueprints, render_file, root, valid_blueprints};
 

@@ -1,0 +1,25 @@
+//! Integration tests against the real test cluster (kube-apiserver + etcd, kube-controller-manager,
+//! Kueue and Volcano's admission from `tools/kube-harness`; docs/testing.md). Each test is marked
+//! `#[cfg_attr(gpuctl_no_test_cluster, ignore = ...)]`, so without a configured cluster a local
+//! `cargo test` lists it as ignored; in CI a missing cluster fails it.
+//!
+//! One test binary for all of them (see `tests/offline/main.rs` for the grouping); each file here
+//! is a module.
+
+#[path = "../render_common/mod.rs"]
+mod render_common;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli_cluster;
+mod cluster_harness;
+mod composition;
+mod doctor_cluster;
+mod doctor_scheduling;
+mod doctor_stack;
+mod import_cluster;
+mod kueue_release;
+mod network_cluster;
+mod plan_apply;
+mod status_cluster;
+mod upgrade;

@@ -1,0 +1,16 @@
+//! Integration tests that run real programs besides gpuctl: Prometheus and promtool from Debian's
+//! `prometheus` package (`#[cfg_attr(gpuctl_no_prometheus, ignore = ...)]`) and headless Chromium
+//! (`#[cfg_attr(gpuctl_no_chromium, ignore = ...)]`). Ignored locally where those are missing, run
+//! (and failing without them) in CI.
+//!
+//! One test binary for all of them (see `tests/offline/main.rs` for the grouping); each file here
+//! is a module.
+
+#[path = "../render_common/mod.rs"]
+mod render_common;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod doctor_metrics;
+mod prometheus_rules;
+mod status_svg;

@@ -1,0 +1,26 @@
+//! Integration tests that need nothing outside the repository: the built `gpuctl` binary, the
+//! example blueprints, golden files, the facts catalog and the docs.
+//!
+//! The integration tests are grouped into a few test binaries by what they need (this one; the
+//! test cluster in `tests/cluster/`; Prometheus and a browser in `tests/external/`; the hostile
+//! corpus alone in `tests/hostile_corpus.rs`, whose counting allocator and panic hook are
+//! process-wide), so kube, tokio and the library are linked a few times instead of once per file.
+//! Each file here is a module; `offline::architecture::` checks that every file is declared.
+
+#[path = "../render_common/mod.rs"]
+mod render_common;
+
+mod architecture;
+mod cli;
+mod doctor_example;
+mod hostile_blueprints;
+mod hostile_io;
+mod plan_secrets;
+mod plan_snapshot;
+mod render_cli;
+mod render_dependencies;
+mod render_examples;
+mod render_network;
+mod render_schemas;
+mod upgrade_runbook;
+mod validate_examples;
