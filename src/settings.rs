@@ -44,7 +44,7 @@ pub fn today(flag: Option<&str>) -> Result<Date, FlagError> {
         Some(s) => s
             .parse::<Date>()
             .map_err(|e| FlagError(format!("--today `{s}` is not a date (YYYY-MM-DD): {e}"))),
-        None => Ok(jiff::ZonedDateTime::now().date()),
+        None => Ok(jiff::Zoned::now().date()),
     }
 }
 
