@@ -8,6 +8,7 @@ pub mod args;
 pub mod commands;
 pub mod exit;
 pub mod output;
+pub mod panic_report;
 pub mod settings;
 
 pub use commands::{has_errors, run, validate_file};
