@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use gpuctl_core::profiles::{
-    Architecture, Catalog, CudaRequirement, DriverBranch, ForwardCompatibility, GpuModel,
+    Architecture, Catalog, CudaRequirement, DriverBranch, FactRow, ForwardCompatibility, GpuModel,
     KernelModuleFlavors, Limits, OperatorFacts, OperatorRelease, Queueing,
 };
 
@@ -30,8 +30,10 @@ pub fn json(catalog: &Catalog) -> String {
         operator: &'a OperatorFacts,
         limits: &'a Limits,
         queueing: &'a Queueing,
+        network: &'a gpuctl_core::profiles::network::NetworkFacts,
         dcgm: &'a gpuctl_core::profiles::dcgm::DcgmFacts,
         sources: Vec<Source<'a>>,
+        fact_rows: &'a [FactRow],
     }
 
     let sources = catalog.sources();
@@ -46,11 +48,13 @@ pub fn json(catalog: &Catalog) -> String {
         operator: catalog.operator_facts(),
         limits: catalog.limits(),
         queueing: catalog.queueing(),
+        network: catalog.network(),
         dcgm: catalog.dcgm(),
         sources: sources
             .iter()
             .map(|(file, source)| Source { file, source })
             .collect(),
+        fact_rows: catalog.fact_rows(),
     };
     // Every type in the document serialises to plain JSON values, so this cannot fail; an empty
     // object is still valid JSON should it ever do so.
@@ -67,19 +71,32 @@ pub fn human(catalog: &Catalog) -> String {
     let _ = writeln!(out, "GPU models ({})", catalog.gpus().count());
     let _ = writeln!(
         out,
-        "  {:<24} {:<10} {:>4} {:>6}  {:<12} {:<11} MIG",
+        "  {:<24} {:<10} {:>5} {:>6}  {:<12} {:<11} MIG",
         "KEY", "ARCH", "CC", "MEMORY", "MIN DRIVER", "SEGMENT"
     );
+    // A `*` marks a value resting on third-party or inferred evidence (the row's `weak` list).
     for gpu in catalog.gpus() {
+        let weak = |field: &str| {
+            if gpu.weak.iter().any(|w| w == field) {
+                "*"
+            } else {
+                ""
+            }
+        };
         let min_driver = gpu
             .min_driver
             .as_ref()
-            .map_or("-".to_owned(), ToString::to_string);
+            .map_or("-".to_owned(), |d| format!("{d}{}", weak("min_driver")));
+        let memory = gpu
+            .memory_gb
+            .map_or("-".to_owned(), |m| format!("{m}GB{}", weak("memory_gb")));
+        let cc = format!("{}{}", gpu.compute_capability, weak("compute_capability"));
         let mig = match &gpu.mig {
             Some(mig) => format!(
-                "{} profiles, driver >= {} (names below)",
+                "{} profiles, driver >= {}{} (names below)",
                 mig.profiles.len(),
-                mig.min_driver
+                mig.min_driver,
+                weak("mig")
             ),
             None => "no".to_owned(),
         };
@@ -89,14 +106,35 @@ pub fn human(catalog: &Catalog) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<24} {:<10} {:>4} {:>4}GB  {:<12} {:<11} {}",
-            gpu.key,
-            gpu.architecture,
-            gpu.compute_capability.to_string(),
-            gpu.memory_gb,
-            min_driver,
-            segment,
-            mig
+            "  {:<24} {:<10} {:>5} {:>6}  {:<12} {:<11} {}",
+            gpu.key, gpu.architecture, cc, memory, min_driver, segment, mig
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  (* rests on third-party or inferred evidence; `-o json` gives each row's notes)"
+    );
+
+    let _ = writeln!(out, "\nArchitectures (nvidia.com/gpu.family)");
+    for arch in catalog.architectures() {
+        let ccs: Vec<String> = arch
+            .compute_capabilities
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let ccs = match (ccs.is_empty(), arch.compute_major) {
+            (true, Some(major)) => format!("{major}.x"),
+            _ => ccs.join(", "),
+        };
+        let status = match (arch.preview, arch.unpublished.len()) {
+            (true, 0) => "  preview".to_owned(),
+            (true, n) => format!("  preview; {n} facts not published (`-o json` lists them)"),
+            (false, _) => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<10} {:<13} CC {ccs}{status}",
+            arch.name, arch.gfd_family
         );
     }
 
@@ -139,9 +177,13 @@ pub fn human(catalog: &Catalog) -> String {
         "\nGPU Operator releases (validated drivers, newest first)"
     );
     for release in catalog.operator_releases() {
+        let recommended = release
+            .recommended_driver
+            .as_ref()
+            .map_or(String::new(), |r| format!(", recommended {r}"));
         let _ = writeln!(
             out,
-            "  {:<9} Kubernetes {}-{}  default driver {}",
+            "  {:<9} Kubernetes {}-{}  default driver {}{recommended}",
             release.version.to_string(),
             release.kubernetes.min,
             release.kubernetes.max,
@@ -149,6 +191,72 @@ pub fn human(catalog: &Catalog) -> String {
         );
         let drivers: Vec<String> = release.drivers().iter().map(ToString::to_string).collect();
         let _ = writeln!(out, "            drivers: {}", drivers.join(", "));
+        if !release.unconfirmed_drivers.is_empty() {
+            let maybe: Vec<String> = release
+                .unconfirmed_drivers
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let _ = writeln!(
+                out,
+                "            unconfirmed (not counted as validated): {}",
+                maybe.join(", ")
+            );
+        }
+        let read = release.read.map_or("-".to_owned(), |d| d.to_string());
+        let _ = writeln!(out, "            read {read}");
+    }
+    let facts = catalog.operator_facts();
+    for missing in &facts.not_captured {
+        let versions: Vec<String> = missing.versions.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            out,
+            "  {}: not captured: {}",
+            versions.join(", "),
+            missing.notes.join(" ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nGPU Operator operating systems (per major; kernels where listed)"
+    );
+    for os in &facts.os_support {
+        let majors: Vec<String> = os
+            .majors
+            .iter()
+            .map(|m| format!("{}.{}", m.major(), m.minor()))
+            .collect();
+        let systems: Vec<String> = os
+            .systems
+            .iter()
+            .map(|s| {
+                if s.kernels.is_empty() {
+                    s.label()
+                } else {
+                    format!("{} [{}]", s.label(), s.kernels.join(" "))
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "  {:<6} {}", majors.join(","), systems.join(", "));
+    }
+
+    let network = &catalog.network().network_operator;
+    let _ = writeln!(
+        out,
+        "\nNetwork Operator releases (DOCA-OFED driver shipped)"
+    );
+    for r in &network.releases {
+        let kube = r
+            .kubernetes
+            .as_ref()
+            .map_or("Kubernetes not found".to_owned(), |k| {
+                format!("Kubernetes {}-{}", k.min, k.max)
+            });
+        let _ = writeln!(
+            out,
+            "  {:<9} {kube}  DOCA-OFED {}",
+            r.version, r.doca_driver
+        );
     }
 
     let queueing = catalog.queueing();

@@ -145,7 +145,11 @@ fn pool_node(bp: &Blueprint, pool: &NodePool) -> GpuNode {
     let mut node = GpuNode {
         product: model.gfd_products[0].clone(),
         count: pool.gpu.count,
-        memory_mib: u64::from(model.memory_gb) * 1024,
+        memory_mib: u64::from(
+            model
+                .memory_gb
+                .unwrap_or_else(|| panic!("the catalog gives {}'s memory", model.key)),
+        ) * 1024,
         family: model.architecture.to_lowercase().replace(' ', "-"),
         compute: (
             model.compute_capability.major,

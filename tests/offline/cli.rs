@@ -311,13 +311,20 @@ fn explain_schema_profiles_and_completions() {
     assert!(stdout(&o).contains("H100-SXM5-80GB"));
     // The GPUs a late-2026 cluster has, each on its own row with its MIG summary.
     for (key, mig) in [
-        ("GB300", "7 profiles, driver >= 595.58.03"),
+        // GB300 NVL72's MIG floor is v25.10.0's driver (issue 26), not the DGX Station's 595.58.03.
+        ("GB300", "7 profiles, driver >= 580.95.05"),
         ("GH200-144GB", "7 profiles, driver >= 550.90.07"),
-        ("RTX-PRO-5000-BLACKWELL", "no"),
-        ("RTX-PRO-4500-BLACKWELL", "no"),
+        // The MIG user guide's RTX PRO 5000 and 4500 Blackwell tables (issue 26).
+        ("RTX-PRO-5000-BLACKWELL", "7 profiles, driver >= 575.57.08"),
+        ("RTX-PRO-4500-BLACKWELL", "6 profiles, driver >= 575.64"),
         ("H100-SXM5-94GB", "7 profiles, driver >= 525.85.12"),
         ("A800-SXM4-80GB", "no"),
         ("H800-SXM5-80GB", "no"),
+        // GPUs the GPU Operator lists (issue 26); `-` where memory is unpublished, `*` where weak.
+        ("L40", "no"),
+        ("A2", "no"),
+        ("GB10", "no"),
+        ("RTX-PRO-6000D", "no"),
     ] {
         let text = stdout(&o);
         let row = text
@@ -624,5 +631,41 @@ fn one_output_flag_and_the_old_spellings_still_work_with_a_deprecation_note() {
         let help = stdout(&gpuctl(cmd));
         assert!(help.contains("-o, --output <"), "{cmd:?}:\n{help}");
         assert!(!help.contains("--format"), "{cmd:?}:\n{help}");
+    }
+}
+
+/// Issue 26: `gpuctl validate` passes a blueprint with an RTX PRO 5000 Blackwell MIG layout, a
+/// GB300 NVL72 MIG layout on the 25.10 line that added GB300, and an L40 pool; an invented
+/// profile on any of the three pools fails it.
+#[test]
+fn operator_listed_gpus_validate_and_invented_profiles_fail() {
+    let fixture = "tests/fixtures/catalog/operator-listed-gpus.yaml";
+    let o = gpuctl(&["validate", "--strict", fixture]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let text =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(fixture))
+            .expect("fixture");
+    for (from, to, rule) in [
+        (
+            "layout: { \"1g.24gb\": 2 }",
+            "layout: { \"1g.12gb\": 4 }",
+            "GPU031",
+        ),
+        (
+            "layout: { \"3g.139gb\": 2 }",
+            "layout: { \"3g.140gb\": 2 }",
+            "GPU031",
+        ),
+        (
+            "gpu: { model: L40, count: 8 }\n",
+            "gpu: { model: L40, count: 8 }\n      partitioning: { mode: mig, mig: { strategy: mixed, layout: { \"1g.12gb\": 4 } } }\n",
+            "GPU030",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let (_dir, path) = blueprint_file(&text.replacen(from, to, 1));
+        let o = gpuctl(&["validate", &path]);
+        assert_eq!(o.status.code(), Some(1), "{to}: {}", stdout(&o));
+        assert!(stdout(&o).contains(rule), "{to}: {}", stdout(&o));
     }
 }

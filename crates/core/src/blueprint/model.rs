@@ -309,7 +309,8 @@ pub struct NodePool {
     pub nodes: u32,
     /// GPUs on each node.
     pub gpu: Gpu,
-    /// Node operating system.
+    /// Node operating system, checked against the operating systems and kernels the GPU
+    /// Operator release's platform page lists (GPU037, GPU038).
     #[serde(default)]
     pub os: Option<Os>,
     /// Per-pool driver override (its own NVIDIADriver CR).
@@ -418,9 +419,11 @@ pub struct Gpu {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Os {
-    /// Distribution id, e.g. `ubuntu`.
+    /// Distribution id as `/etc/os-release` `ID` gives it, e.g. `ubuntu` (the GPU Operator
+    /// supports `ubuntu`, `rhel`, `rocky` and `rhcos`).
     pub id: String,
-    /// Distribution version, e.g. `22.04`.
+    /// Distribution version as `/etc/os-release` `VERSION_ID`, e.g. `22.04`, compared by
+    /// major.minor; for `rhcos` the OpenShift minor, e.g. `4.18`.
     #[serde(deserialize_with = "version_text")]
     pub version: String,
     /// Kernel release, e.g. `5.15.0-1055-aws`.

@@ -316,10 +316,17 @@ pub(super) fn network(
                         r.version.clone()
                     }
                     None => {
+                        // The newest release gpuctl can render (one whose chart key tree it
+                        // has), else the newest it knows; the loader refuses an empty list.
                         let newest = facts
                             .releases
-                            .last()
-                            // The catalog loader refuses an empty release list.
+                            .iter()
+                            .rev()
+                            .find(|r| {
+                                crate::profiles::chart::network_operator_release(&r.version)
+                                    .is_some()
+                            })
+                            .or(facts.releases.last())
                             .map(|r| r.version.clone())
                             .unwrap_or_default();
                         draft.warn(

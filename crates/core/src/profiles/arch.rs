@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{ComputeCapability, TextList, text_list};
+use super::common::{ComputeCapability, PartialDate, TextList, text_list};
 use super::gpu::KernelModuleSupport;
 use crate::version::{CudaVersion, DriverVersion};
 
@@ -16,8 +16,20 @@ pub struct Architecture {
     /// Architecture name (`Hopper`); filled from the map key of the data file.
     #[serde(skip_deserializing)]
     pub name: String,
-    /// Compute capabilities of this architecture's chips.
+    /// Compute capabilities of this architecture's chips; empty when none is published yet
+    /// (Rubin), in which case `compute_major` says which major GPU Feature Discovery maps to it.
+    #[serde(default)]
     pub compute_capabilities: Vec<ComputeCapability>,
+    /// The compute-capability major GPU Feature Discovery maps to `gfd_family`, recorded when no
+    /// full compute capability is published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_major: Option<u32>,
+    /// Whether NVIDIA supports the architecture only as a preview (CUDA "preview support").
+    #[serde(default)]
+    pub preview: bool,
+    /// What NVIDIA has not published about it yet, as short phrases ("products", "driver floor").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpublished: Vec<String>,
     /// Value of GPU Feature Discovery's `nvidia.com/gpu.family` label (`ada-lovelace`).
     pub gfd_family: String,
     /// First CUDA toolkit that targets the architecture.
@@ -33,8 +45,20 @@ pub struct Architecture {
     /// current branches support it.
     #[serde(default)]
     pub last_driver_branch: Option<u32>,
-    /// Kernel-module flavours the architecture can use.
-    pub kernel_modules: KernelModuleSupport,
+    /// Kernel-module flavours the architecture can use; `None` while unpublished (a GPU of such an
+    /// architecture must state its own).
+    #[serde(default)]
+    pub kernel_modules: Option<KernelModuleSupport>,
+    /// Where this row's facts come from, when more specific than the file's sources.
+    #[serde(
+        default,
+        deserialize_with = "text_list",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub source: Vec<String>,
+    /// When this row was last read, if later than the file's date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,
@@ -57,5 +81,8 @@ impl Architecture {
 #[serde(deny_unknown_fields)]
 pub(super) struct ArchitecturesFile {
     pub(super) source: TextList,
+    /// When the sources were read (every row without its own date).
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) architectures: BTreeMap<String, Architecture>,
 }

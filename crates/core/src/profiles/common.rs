@@ -133,6 +133,47 @@ impl fmt::Display for PartialDate {
     }
 }
 
+/// One row of a fact table and its provenance: where its facts come from and when that was read.
+/// `gpuctl profiles --stale-after DAYS` lists the rows read longer ago than that, so the next audit
+/// starts from a list; a test refuses a row without either.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FactRow {
+    /// The table (`profiles/gpu-operator.yaml`).
+    pub file: &'static str,
+    /// The row inside it (`releases.v25.10.1`, `gpus.L40`).
+    pub row: String,
+    /// Its sources: the row's own, else the table's.
+    pub sources: Vec<String>,
+    /// When they were read: the row's own date, else the table's.
+    pub read: Option<PartialDate>,
+}
+
+impl FactRow {
+    /// Whole days from the earliest day `read` can mean to `today` (a month-precision date counts
+    /// from its first day, so it is never reported younger than it may be); `None` when undated.
+    pub fn age_days(&self, today: jiff::civil::Date) -> Option<i64> {
+        let read = self.read?.first_day();
+        today
+            .since((jiff::Unit::Day, read))
+            .ok()
+            .map(|span| i64::from(span.get_days()))
+    }
+
+    /// Whether the row is undated or was read more than `days` days before `today`.
+    pub fn is_stale(&self, today: jiff::civil::Date, days: u32) -> bool {
+        self.age_days(today).is_none_or(|age| age > i64::from(days))
+    }
+}
+
+/// `major.minor` of a kernel release such as `5.15.0-1055-aws` (or of a version such as `22.04`,
+/// `4.18`); `None` if it does not start so.
+pub fn kernel_major_minor(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
 /// A CUDA compute capability such as `8.0` or `12.0` (`sm_80`, `sm_120`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ComputeCapability {

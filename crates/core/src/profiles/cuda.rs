@@ -112,6 +112,9 @@ pub struct ForwardCompatibility {
 #[serde(deny_unknown_fields)]
 pub(super) struct CudaFile {
     pub(super) source: TextList,
+    /// When the sources were read (every row without its own date).
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) releases: Vec<CudaReleaseFile>,
     pub(super) minor_version_compatibility: MvcFile,
     pub(super) forward_compatibility: ForwardCompatibility,
@@ -126,6 +129,9 @@ pub(super) struct CudaReleaseFile {
     pub(super) released: Option<PartialDate>,
     #[serde(default)]
     pub(super) updates: Vec<CudaUpdate>,
+    /// When this row was last read, if later than the file's date.
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub(super) notes: Vec<String>,
 }

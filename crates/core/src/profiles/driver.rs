@@ -29,6 +29,9 @@ pub struct DriverBranch {
     /// CUDA version the branch ships natively (its toolkit's version).
     #[serde(default)]
     pub native_cuda: Option<CudaVersion>,
+    /// When this row was last read, if later than the file's date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,
@@ -158,6 +161,9 @@ impl KernelModuleFlavors {
 #[serde(deny_unknown_fields)]
 pub(super) struct DriversFile {
     pub(super) source: TextList,
+    /// When the sources were read (every row without its own date).
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) kernel_modules: KernelModuleFlavors,
     pub(super) branches: Vec<DriverBranch>,
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{ComputeCapability, TextList, text_list};
+use super::common::{ComputeCapability, PartialDate, TextList, text_list};
 use super::mig::MigProfile;
 use crate::version::{DriverVersion, OperatorVersion};
 
@@ -20,17 +20,18 @@ pub struct GpuModel {
     pub architecture: String,
     /// CUDA compute capability (`9.0`).
     pub compute_capability: ComputeCapability,
-    /// GPU memory in GB as NVIDIA lists it.
-    pub memory_gb: u32,
-    /// Memory technology (`HBM3`, `GDDR6`).
-    pub memory_type: String,
+    /// GPU memory in GB as NVIDIA lists it; `None` when no source read for the catalog gives it.
+    pub memory_gb: Option<u32>,
+    /// Memory technology (`HBM3`, `GDDR6`), when known.
+    pub memory_type: Option<String>,
     /// Physical form factor.
     pub form_factor: FormFactor,
     /// GPU-to-GPU NVLink on this form factor, as NVIDIA describes it; `None` when there is none.
     pub nvlink: Option<String>,
     /// Data center or consumer product.
     pub segment: Segment,
-    /// Values GPU Feature Discovery publishes as `nvidia.com/gpu.product` for this model.
+    /// Values GPU Feature Discovery publishes as `nvidia.com/gpu.product` for this model; empty
+    /// when none is known (nodes of it cannot be recognised by their label).
     pub gfd_products: Vec<String>,
     /// Minimum driver: the SKU's own minimum when the catalog has one, else its architecture's.
     /// `None` when neither is known.
@@ -48,9 +49,28 @@ pub struct GpuModel {
     pub operator_since: Option<OperatorVersion>,
     /// Where `operator_since` (and `mig.operator_since`) come from.
     pub operator_since_source: Option<String>,
+    /// The row's own sources, when it has more specific ones than the file's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// Facts of this row that rest on third-party or inferred evidence (field names:
+    /// `memory_gb`, `gfd_products`, ...); its notes say which source.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub weak: Vec<String>,
     /// Caveats from the data file.
     pub notes: Vec<String>,
 }
+
+/// The fields of a GPU row a `weak:` list may name.
+pub(super) const WEAK_FIELDS: &[&str] = &[
+    "display_name",
+    "compute_capability",
+    "memory_gb",
+    "memory_type",
+    "gfd_products",
+    "min_driver",
+    "mig",
+    "operator_since",
+];
 
 /// Physical form factor of a GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -108,6 +128,9 @@ pub struct KernelModuleSupport {
 #[serde(deny_unknown_fields)]
 pub(super) struct GpusFile {
     pub(super) source: TextList,
+    /// When the sources were read (every row without its own date).
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) mig_profile_sets: BTreeMap<String, MigProfileSetFile>,
     pub(super) gpus: BTreeMap<String, GpuFile>,
 }
@@ -117,6 +140,8 @@ pub(super) struct GpusFile {
 #[serde(deny_unknown_fields)]
 pub(super) struct MigProfileSetFile {
     pub(super) source: TextList,
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) compute_slices: u32,
     pub(super) memory_slices: u32,
     pub(super) max_instances: u32,
@@ -132,8 +157,10 @@ pub(super) struct GpuFile {
     pub(super) display_name: String,
     pub(super) architecture: String,
     pub(super) compute_capability: ComputeCapability,
-    pub(super) memory_gb: u32,
-    pub(super) memory_type: String,
+    #[serde(default)]
+    pub(super) memory_gb: Option<u32>,
+    #[serde(default)]
+    pub(super) memory_type: Option<String>,
     pub(super) form_factor: FormFactor,
     #[serde(default)]
     pub(super) nvlink: Option<String>,
@@ -149,6 +176,12 @@ pub(super) struct GpuFile {
     pub(super) mig: Option<MigRefFile>,
     #[serde(default)]
     pub(super) operator_since: Option<OperatorSinceFile>,
+    #[serde(default)]
+    pub(super) source: TextList,
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
+    #[serde(default)]
+    pub(super) weak: Vec<String>,
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub(super) notes: Vec<String>,
 }

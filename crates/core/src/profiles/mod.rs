@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 pub use arch::Architecture;
-pub use common::{ComputeCapability, PartialDate};
+pub use common::{ComputeCapability, FactRow, PartialDate};
 pub use cuda::{
     CudaRequirement, CudaSupport, CudaUpdate, ForwardCompatibility, MinorVersionCompat,
 };
@@ -36,7 +36,8 @@ pub use limits::{
 };
 pub use mig::{MigFitError, MigPlacement, MigProfile, MigSupport};
 pub use operator::{
-    KernelModuleTypeFacts, KubeRange, OperatorFacts, OperatorRelease, OperatorSupport,
+    KernelModuleTypeFacts, KubeRange, MinorRange, NotCaptured, OperatorFacts, OperatorRelease,
+    OperatorSupport, OsSupport, OsSystem, Precompiled,
 };
 pub use queueing::{
     Composition, ConfigMapKey, KueueConfiguration, QueueSystem, ReleaseLine, ReleaseProblem,
@@ -143,6 +144,7 @@ pub struct Catalog {
     network: network::NetworkFacts,
     dcgm: dcgm::DcgmFacts,
     sources: Vec<(&'static str, String)>,
+    fact_rows: Vec<FactRow>,
 }
 
 /// Kueue and Volcano releases (`profiles/queueing.yaml`).
@@ -185,14 +187,16 @@ impl Catalog {
         let dcgm_file: dcgm::DcgmFile = parse(DCGM_FILE, src.dcgm)?;
 
         let mut sources = Vec::new();
-        let architectures = load_architectures(architectures_file, &mut sources)?;
-        let (gpus, products) = load_gpus(gpus_file, &architectures, &mut sources)?;
-        let (cuda, forward_compatibility) = load_cuda(cuda_file, &mut sources)?;
-        let (drivers, kernel_module_flavors) = load_drivers(drivers_file, &mut sources)?;
-        let (operator_releases, operator_facts) = load_operator(operator_file, &mut sources)?;
+        let mut rows = Vec::new();
+        let architectures = load_architectures(architectures_file, &mut sources, &mut rows)?;
+        let (gpus, products) = load_gpus(gpus_file, &architectures, &mut sources, &mut rows)?;
+        let (cuda, forward_compatibility) = load_cuda(cuda_file, &mut sources, &mut rows)?;
+        let (drivers, kernel_module_flavors) = load_drivers(drivers_file, &mut sources, &mut rows)?;
+        let (operator_releases, operator_facts) =
+            load_operator(operator_file, &drivers, &mut sources, &mut rows)?;
         load_limits(&limits, &mut sources)?;
         let queueing = load_queueing(queueing_file, &mut sources)?;
-        let network = load_network(network_file, &mut sources)?;
+        let network = load_network(network_file, &architectures, &cuda, &mut sources, &mut rows)?;
         let dcgm = load_dcgm(dcgm_file, &mut sources)?;
 
         Ok(Catalog {
@@ -210,6 +214,7 @@ impl Catalog {
             network,
             dcgm,
             sources,
+            fact_rows: rows,
         })
     }
 
@@ -339,6 +344,93 @@ impl Catalog {
     pub fn sources(&self) -> Vec<(&'static str, String)> {
         self.sources.clone()
     }
+
+    /// Every fact row of the dated tables with its sources and the date they were read, in file
+    /// order (`gpuctl profiles --stale-after`).
+    pub fn fact_rows(&self) -> &[FactRow] {
+        &self.fact_rows
+    }
+
+    /// The rows undated or read more than `days` days before `today`.
+    pub fn stale_rows(&self, today: jiff::civil::Date, days: u32) -> Vec<&FactRow> {
+        self.fact_rows
+            .iter()
+            .filter(|r| r.is_stale(today, days))
+            .collect()
+    }
+
+    /// The tables whose rows carry no read date yet (every fact in them is of unknown age).
+    pub fn undated_files(&self) -> Vec<&'static str> {
+        ALL_FILES
+            .iter()
+            .copied()
+            .filter(|f| !self.fact_rows.iter().any(|r| r.file == *f))
+            .collect()
+    }
+
+    /// The architecture of compute capability `cc`: the one that lists it, else the one known only
+    /// by its major (Rubin: 13.x).
+    pub fn architecture_for(&self, cc: ComputeCapability) -> Option<&Architecture> {
+        self.architectures
+            .values()
+            .find(|a| a.compute_capabilities.contains(&cc))
+            .or_else(|| {
+                self.architectures
+                    .values()
+                    .find(|a| a.compute_major == Some(cc.major))
+            })
+    }
+}
+
+/// Every table, in the order `sources()` reports them.
+const ALL_FILES: &[&str] = &[
+    ARCHITECTURES_FILE,
+    GPUS_FILE,
+    CUDA_FILE,
+    DRIVERS_FILE,
+    OPERATOR_FILE,
+    LIMITS_FILE,
+    QUEUEING_FILE,
+    NETWORK_FILE,
+    DCGM_FILE,
+];
+
+/// Records a table's fact rows: each with its own sources and date or, without them, the table's.
+struct RowLog<'a> {
+    rows: &'a mut Vec<FactRow>,
+    file: &'static str,
+    sources: Vec<String>,
+    read: Option<PartialDate>,
+}
+
+impl<'a> RowLog<'a> {
+    fn new(
+        rows: &'a mut Vec<FactRow>,
+        file: &'static str,
+        sources: &[String],
+        read: Option<PartialDate>,
+    ) -> Self {
+        Self {
+            rows,
+            file,
+            sources: sources.to_vec(),
+            read,
+        }
+    }
+
+    fn row(&mut self, row: impl Into<String>, sources: &[String], read: Option<PartialDate>) {
+        let own = sources.iter().any(|s| !s.trim().is_empty());
+        self.rows.push(FactRow {
+            file: self.file,
+            row: row.into(),
+            sources: if own {
+                sources.to_vec()
+            } else {
+                self.sources.clone()
+            },
+            read: read.or(self.read),
+        });
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(
@@ -395,16 +487,36 @@ fn require_source(file: &'static str, what: &str, list: &[String]) -> Result<(),
 fn load_architectures(
     file: arch::ArchitecturesFile,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<BTreeMap<String, Architecture>, ProfileError> {
     const F: &str = ARCHITECTURES_FILE;
     sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
     let mut seen_cc = BTreeMap::new();
+    let mut seen_major: BTreeMap<u32, String> = BTreeMap::new();
     let mut architectures = BTreeMap::new();
-    for (name, mut architecture) in file.architectures {
-        if architecture.compute_capabilities.is_empty() {
+    // An architecture known by its compute-capability major alone must not share it with one
+    // that lists full compute capabilities.
+    for (name, a) in &file.architectures {
+        if let Some(major) = a.compute_major
+            && let Some(other) = file.architectures.iter().find(|(o, oa)| {
+                *o != name && oa.compute_capabilities.iter().any(|cc| cc.major == major)
+            })
+        {
             return Err(inconsistent(
                 F,
-                format!("architecture `{name}` lists no compute capability"),
+                format!(
+                    "compute-capability major {major} belongs to both `{}` and `{name}`",
+                    other.0
+                ),
+            ));
+        }
+    }
+    for (name, mut architecture) in file.architectures {
+        if architecture.compute_capabilities.is_empty() && architecture.compute_major.is_none() {
+            return Err(inconsistent(
+                F,
+                format!("architecture `{name}` lists no compute capability and no compute_major"),
             ));
         }
         for cc in &architecture.compute_capabilities {
@@ -414,6 +526,14 @@ fn load_architectures(
                     format!("compute capability {cc} is listed by both `{other}` and `{name}`"),
                 ));
             }
+        }
+        if let Some(major) = architecture.compute_major
+            && let Some(other) = seen_major.insert(major, name.clone())
+        {
+            return Err(inconsistent(
+                F,
+                format!("compute-capability major {major} belongs to both `{other}` and `{name}`"),
+            ));
         }
         if let (Some(min), Some(last)) = (&architecture.min_driver, architecture.last_driver_branch)
             && min.branch() > last
@@ -425,12 +545,20 @@ fn load_architectures(
                 ),
             ));
         }
-        if !architecture.kernel_modules.open && !architecture.kernel_modules.proprietary {
+        if architecture
+            .kernel_modules
+            .is_some_and(|k| !k.open && !k.proprietary)
+        {
             return Err(inconsistent(
                 F,
                 format!("architecture `{name}` supports no kernel-module flavour"),
             ));
         }
+        log.row(
+            format!("architectures.{name}"),
+            &architecture.source,
+            architecture.read,
+        );
         architecture.name = name.clone();
         architectures.insert(name, architecture);
     }
@@ -443,11 +571,14 @@ fn load_gpus(
     file: gpu::GpusFile,
     architectures: &BTreeMap<String, Architecture>,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<GpuTables, ProfileError> {
     const F: &str = GPUS_FILE;
     sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
     for (name, set) in &file.mig_profile_sets {
         require_source(F, &format!("MIG profile set `{name}`"), &set.source.0)?;
+        log.row(format!("mig_profile_sets.{name}"), &set.source.0, set.read);
         push_sources(
             sources,
             F,
@@ -482,12 +613,50 @@ fn load_gpus(
                 ),
             ));
         }
-        if entry.gfd_products.is_empty() {
+        // A GPU whose label value is unknown must say so.
+        if entry.gfd_products.is_empty()
+            && !(entry.notes.iter().any(|n| n.contains("gpu.product"))
+                && entry.weak.iter().any(|w| w == "gfd_products"))
+        {
             return Err(inconsistent(
                 F,
-                format!("GPU `{key}` lists no gfd_products"),
+                format!(
+                    "GPU `{key}` lists no gfd_products (an unknown label needs `weak: [gfd_products]` and a note on nvidia.com/gpu.product)"
+                ),
             ));
         }
+        if let Some(bad) = entry
+            .weak
+            .iter()
+            .find(|w| !gpu::WEAK_FIELDS.contains(&w.as_str()))
+        {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "GPU `{key}`: `weak` names `{bad}`, not one of {}",
+                    gpu::WEAK_FIELDS.join(", ")
+                ),
+            ));
+        }
+        if !entry.weak.is_empty() && entry.notes.is_empty() {
+            return Err(inconsistent(
+                F,
+                format!("GPU `{key}` marks weak facts but has no note saying why"),
+            ));
+        }
+        let kernel_modules = entry
+            .kernel_modules
+            .or(architecture.kernel_modules)
+            .ok_or_else(|| {
+                inconsistent(
+                    F,
+                    format!(
+                        "GPU `{key}`: neither it nor architecture `{}` states its kernel modules",
+                        architecture.name
+                    ),
+                )
+            })?;
+        log.row(format!("gpus.{key}"), &entry.source.0, entry.read);
         for product in &entry.gfd_products {
             // GFD replaces spaces, and a label value cannot hold them.
             if product.is_empty() || product.contains(char::is_whitespace) {
@@ -554,11 +723,13 @@ fn load_gpus(
             segment: entry.segment,
             gfd_products: entry.gfd_products,
             min_driver: entry.min_driver.or_else(|| architecture.min_driver.clone()),
-            kernel_modules: entry.kernel_modules.unwrap_or(architecture.kernel_modules),
+            kernel_modules,
             cuda_forward_compat: entry.cuda_forward_compat,
             mig,
             operator_since: entry.operator_since.as_ref().and_then(|o| o.gpu.clone()),
             operator_since_source: entry.operator_since.map(|o| o.source),
+            sources: entry.source.0,
+            weak: entry.weak,
             notes: entry.notes,
         };
         gpus.insert(key, model);
@@ -666,9 +837,11 @@ type CudaTables = (BTreeMap<CudaVersion, CudaRequirement>, ForwardCompatibility)
 fn load_cuda(
     file: cuda::CudaFile,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<CudaTables, ProfileError> {
     const F: &str = CUDA_FILE;
     sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
     let mvc_file = file.minor_version_compatibility;
     sourced(
         sources,
@@ -676,6 +849,12 @@ fn load_cuda(
         Some("minor_version_compatibility"),
         &mvc_file.source.0,
     )?;
+    log.row("minor_version_compatibility", &mvc_file.source.0, None);
+    log.row(
+        "forward_compatibility",
+        &file.forward_compatibility.source,
+        None,
+    );
     require_source(
         F,
         "forward_compatibility",
@@ -720,6 +899,7 @@ fn load_cuda(
     let mut table: BTreeMap<CudaVersion, CudaRequirement> = BTreeMap::new();
     let mut previous: Option<(CudaVersion, DriverVersion)> = None;
     for release in file.releases {
+        log.row(format!("releases.{}", release.cuda), &[], release.read);
         let cuda = release.cuda;
         if cuda.minor().is_none() || cuda.patch().is_some() {
             return Err(inconsistent(
@@ -809,9 +989,12 @@ type DriverTables = (BTreeMap<u32, DriverBranch>, KernelModuleFlavors);
 fn load_drivers(
     file: driver::DriversFile,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<DriverTables, ProfileError> {
     const F: &str = DRIVERS_FILE;
     sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row("kernel_modules", &file.kernel_modules.source, None);
     sourced(
         sources,
         F,
@@ -821,6 +1004,7 @@ fn load_drivers(
     let mut branches = BTreeMap::new();
     for branch in file.branches {
         let number = branch.branch;
+        log.row(format!("branches.R{number}"), &[], branch.read);
         if let Some(first) = &branch.first_release
             && first.branch() != number
         {
@@ -849,7 +1033,9 @@ type OperatorTables = (BTreeMap<OperatorVersion, OperatorRelease>, OperatorFacts
 
 fn load_operator(
     file: operator::OperatorFile,
+    drivers: &BTreeMap<u32, DriverBranch>,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<OperatorTables, ProfileError> {
     const F: &str = OPERATOR_FILE;
     sourced(sources, F, None, &file.source.0)?;
@@ -859,6 +1045,12 @@ fn load_operator(
         Some("kernel_module_type"),
         &file.kernel_module_type.source,
     )?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row(
+        "kernel_module_type",
+        &file.kernel_module_type.source,
+        file.kernel_module_type.read,
+    );
     let mut releases = BTreeMap::new();
     for release in file.releases {
         let version = release.version.clone();
@@ -868,6 +1060,23 @@ fn load_operator(
                 format!("{version}: kubernetes min is above max"),
             ));
         }
+        if let Some(d) = release
+            .unconfirmed_drivers
+            .iter()
+            .find(|d| release.supports_driver(d))
+        {
+            return Err(inconsistent(
+                F,
+                format!("{version}: {d} is both validated and unconfirmed"),
+            ));
+        }
+        if !release.unconfirmed_drivers.is_empty() && release.notes.is_empty() {
+            return Err(inconsistent(
+                F,
+                format!("{version}: unconfirmed_drivers need a note saying why"),
+            ));
+        }
+        log.row(format!("releases.{version}"), &release.source, release.read);
         if releases.insert(version.clone(), release).is_some() {
             return Err(inconsistent(F, format!("{version} is listed twice")));
         }
@@ -875,12 +1084,125 @@ fn load_operator(
     if releases.is_empty() {
         return Err(inconsistent(F, "no releases"));
     }
+    for missing in &file.not_captured {
+        require_source(F, "a not_captured entry", &missing.source)?;
+        if let Some(v) = missing.versions.iter().find(|v| releases.contains_key(*v)) {
+            return Err(inconsistent(
+                F,
+                format!("{v} is both a release and not_captured"),
+            ));
+        }
+        let names: Vec<String> = missing.versions.iter().map(ToString::to_string).collect();
+        log.row(
+            format!("not_captured.{}", names.join(",")),
+            &missing.source,
+            missing.read,
+        );
+    }
+    for os in &file.os_support {
+        let majors: Vec<String> = os
+            .majors
+            .iter()
+            .map(|m| format!("{}.{}", m.major(), m.minor()))
+            .collect();
+        let what = format!("os_support {}", majors.join(","));
+        require_source(F, &what, &os.source)?;
+        sourced(sources, F, Some(&what), &os.source)?;
+        log.row(
+            format!("os_support.{}", majors.join(",")),
+            &os.source,
+            os.read,
+        );
+        check_os_support(&what, os, drivers).map_err(|m| inconsistent(F, m))?;
+    }
+    for version in releases.keys() {
+        let covering = file
+            .os_support
+            .iter()
+            .filter(|o| {
+                o.majors
+                    .iter()
+                    .any(|m| m.minor_version() == version.minor_version())
+            })
+            .count();
+        if covering != 1 {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "{version}: {covering} os_support entries cover its major (need exactly one)"
+                ),
+            ));
+        }
+    }
+    for os in &file.os_support {
+        for m in &os.majors {
+            if !releases
+                .keys()
+                .any(|v| v.minor_version() == m.minor_version())
+            {
+                return Err(inconsistent(
+                    F,
+                    format!("os_support names major {m}, which has no release"),
+                ));
+            }
+        }
+    }
     let facts = OperatorFacts {
         support_as_of: file.support_as_of,
         support_note: file.support_note,
         kernel_module_type: file.kernel_module_type,
+        not_captured: file.not_captured,
+        os_support: file.os_support,
     };
     Ok((releases, facts))
+}
+
+/// One major's operating-system list: each system named once, with a version (or, for Red Hat
+/// CoreOS, an OpenShift range), kernels and precompiled rows that parse, precompiled rows that
+/// name a listed system and known driver branches.
+fn check_os_support(
+    what: &str,
+    os: &OsSupport,
+    drivers: &BTreeMap<u32, DriverBranch>,
+) -> Result<(), String> {
+    use common::kernel_major_minor as mm;
+    if os.systems.is_empty() {
+        return Err(format!("{what} lists no system"));
+    }
+    let mut seen = BTreeSet::new();
+    for s in &os.systems {
+        let label = s.label();
+        match (&s.version, &s.openshift) {
+            (Some(v), None) if mm(v).is_some() => {}
+            (None, Some(r))
+                if mm(&r.min).is_some_and(|min| mm(&r.max).is_some_and(|max| min <= max)) => {}
+            _ => {
+                return Err(format!(
+                    "{what}: `{label}` needs either a major.minor `version` or an `openshift` range"
+                ));
+            }
+        }
+        if !seen.insert(label.clone()) {
+            return Err(format!("{what}: `{label}` is listed twice"));
+        }
+        if let Some(k) = s.kernels.iter().find(|k| mm(k).is_none()) {
+            return Err(format!("{what}: `{label}` kernel `{k}` is not major.minor"));
+        }
+    }
+    for p in &os.precompiled {
+        if os.system(&p.id, &p.version).is_none() || mm(&p.kernel).is_none() {
+            return Err(format!(
+                "{what}: precompiled `{} {}` kernel `{}` names no listed system or no kernel series",
+                p.id, p.version, p.kernel
+            ));
+        }
+        if let Some(b) = p.branches.iter().find(|b| !drivers.contains_key(b)) {
+            return Err(format!(
+                "{what}: precompiled branch R{b} is not in drivers.yaml"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn load_queueing(
@@ -920,10 +1242,57 @@ fn load_queueing(
 
 fn load_network(
     file: network::NetworkFile,
+    architectures: &BTreeMap<String, Architecture>,
+    cuda: &BTreeMap<CudaVersion, CudaRequirement>,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<network::NetworkFacts, ProfileError> {
     const F: &str = NETWORK_FILE;
     sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row(
+        "gpudirect_rdma",
+        &file.gpudirect_rdma.source,
+        file.gpudirect_rdma.read,
+    );
+    log.row(
+        "network_operator",
+        &file.network_operator.source,
+        file.network_operator.read,
+    );
+    for r in &file.network_operator.releases {
+        log.row(
+            format!("network_operator.releases.{}", r.version),
+            &r.source,
+            r.read,
+        );
+    }
+    log.row("kubelet", &file.kubelet.source, file.kubelet.read);
+    let dma_buf = &file.gpudirect_rdma.dma_buf;
+    if !architectures.contains_key(&dma_buf.min_architecture) {
+        return Err(inconsistent(
+            F,
+            format!(
+                "gpudirect_rdma.dma_buf.min_architecture `{}` is not in architectures.yaml",
+                dma_buf.min_architecture
+            ),
+        ));
+    }
+    if dma_buf
+        .min_cuda
+        .parse::<CudaVersion>()
+        .ok()
+        .and_then(|v| cuda.get(&v.without_patch()))
+        .is_none()
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "gpudirect_rdma.dma_buf.min_cuda `{}` is not a CUDA release of cuda.yaml",
+                dma_buf.min_cuda
+            ),
+        ));
+    }
     sourced(
         sources,
         F,
@@ -1077,6 +1446,8 @@ mod tests {
         Catalog::embedded()
     }
 
+    type KubeVersionForTest = crate::version::KubeVersion;
+
     fn v<T: std::str::FromStr>(s: &str) -> T
     where
         T::Err: std::fmt::Debug,
@@ -1119,6 +1490,18 @@ mod tests {
             "L4",
             "L40S",
             "RTX-4090",
+            // Issue 26: GPUs NVIDIA's operator lists.
+            "L40",
+            "L20",
+            "A40",
+            "A16",
+            "A2",
+            "A100X",
+            "A30X",
+            "RTX-PRO-6000D",
+            "GB10",
+            "RTX-PRO-5000-BLACKWELL",
+            "RTX-PRO-4500-BLACKWELL",
         ];
         for key in required {
             assert!(catalog().gpu(key).is_some(), "{key} missing");
@@ -1145,12 +1528,33 @@ mod tests {
             ("GB200", 7),
             ("B300", 7),
             ("RTX-PRO-6000-BLACKWELL", 4),
+            // MIG user guide Supported GPUs: "RTX PRO 5000 Blackwell ... 48GB | 2",
+            // "RTX PRO 4500 Blackwell ... 32GB | 2" (read 2026-12-03).
+            ("RTX-PRO-5000-BLACKWELL", 2),
+            ("RTX-PRO-4500-BLACKWELL", 2),
         ];
         for (key, max) in mig_capable {
             let mig = catalog().gpu(key).and_then(|g| g.mig.as_ref());
             assert_eq!(mig.map(|m| m.max_instances), Some(max), "{key}");
         }
-        for key in ["V100-SXM2-16GB", "T4", "A10", "L4", "L40S", "RTX-4090"] {
+        // Not in the MIG guide's Supported GPUs table (A100X/A30X are GA100 parts, but unlisted).
+        for key in [
+            "V100-SXM2-16GB",
+            "T4",
+            "A10",
+            "L4",
+            "L40S",
+            "RTX-4090",
+            "L40",
+            "L20",
+            "A40",
+            "A16",
+            "A2",
+            "A100X",
+            "A30X",
+            "RTX-PRO-6000D",
+            "GB10",
+        ] {
             assert!(
                 catalog().gpu(key).unwrap().mig.is_none(),
                 "{key} has no MIG"
@@ -1242,10 +1646,20 @@ mod tests {
             by("NVIDIA-RTX-PRO-6000-Blackwell-Max-Q-Workstation-Edition"),
             Some("RTX-PRO-6000-BLACKWELL")
         );
+        // Label values of the GPUs issue 26 added (weak evidence, marked in the rows).
+        assert_eq!(by("NVIDIA-A40"), Some("A40"));
+        assert_eq!(by("NVIDIA-L40"), Some("L40"), "not confused with L40S");
+        assert_eq!(by("NVIDIA-L40S"), Some("L40S"));
+        assert_eq!(by("NVIDIA-A2"), Some("A2"));
+        assert_eq!(by("NVIDIA-GB10"), Some("GB10"));
+        assert_eq!(
+            by("NVIDIA-RTX-PRO-5000-Blackwell-MIG-1g.24gb"),
+            Some("RTX-PRO-5000-BLACKWELL")
+        );
         for unknown in [
             "",
             "-MIG-",
-            "NVIDIA-A40",
+            "NVIDIA-A4",
             "nvidia-a10",
             "-SHARED",
             "NVIDIA-A100",
@@ -1371,124 +1785,474 @@ mod tests {
         assert!(!flavors.open_available(510));
     }
 
-    /// One row per corrected operator fact (the 2026-11 audit against NVIDIA's release notes,
-    /// life-cycle matrix and chart values): (release, Kubernetes max, chart default driver, docs
-    /// default when it differs, recommended driver).
+    /// One row per operator release under issue 26's rule (the final published per-version page:
+    /// release-24.9 / release-25.3 / release-25.10 docs branches, main for 26.x; the chart tag for
+    /// the default): (release, Kubernetes min, Kubernetes max, chart default driver, docs default
+    /// when it differs, recommended driver, validated drivers in all). Sources, per row:
+    /// - v24.9.x: release-24.9 life-cycle-policy.rst and platform-support.rst (final), read 2026-12-03;
+    /// - v25.3.x: release-25.3 life-cycle-policy.rst and platform-support.rst (final), read 2026-12-03
+    ///   (v25.3.1 recommends 580.65.06, v25.3.3 580.82.07, v25.3.4 580.126.16 with 15 drivers);
+    /// - v25.10.0: its release notes and docs pull request #326 (the final page was not read);
+    /// - v25.10.1: issue 26's audit of release-25.10 life-cycle-policy.rst (2026-11), not re-read:
+    ///   1.35 and 580.178.04; 14 of the audit's 20 drivers are evidenced, 6 are unconfirmed;
+    /// - v26.3.x: main life-cycle-policy.rst @d219c879 and @ee488781, platform-support.rst @d219c879;
+    /// - v26.7.0: cloud-native-docs pull requests #488/#490 (1.33-1.37), values.yaml@v26.7.0.
     #[test]
-    fn corrected_operator_rows() {
-        let rows: &[(&str, &str, &str, Option<&str>, &str)] = &[
-            ("v25.3.0", "1.32", "570.124.06", None, "570.133.20"),
-            (
-                "v25.3.1",
-                "1.33",
-                "570.148.08",
-                Some("570.172.08"),
-                "570.172.08",
-            ),
-            (
-                "v25.3.2",
-                "1.33",
-                "570.148.08",
-                Some("570.172.08"),
-                "580.65.06",
-            ),
-            ("v25.3.3", "1.33", "580.82.07", None, "580.95.05"),
-            ("v25.3.4", "1.33", "580.82.07", None, "580.95.05"),
-            ("v26.3.0", "1.35", "580.126.20", None, "580.173.02"),
-            ("v26.3.1", "1.35", "580.126.20", None, "580.173.02"),
-            ("v26.3.2", "1.36", "580.126.20", None, "580.173.02"),
-            ("v26.3.3", "1.36", "580.126.20", None, "580.178.04"),
+    fn operator_rows_follow_the_final_pages() {
+        let rows = [
+            // release  Kubernetes  chart default  docs default  recommended  validated drivers
+            "v24.9.0    1.24-1.31   550.127.05     -             550.127.08   5",
+            "v24.9.1    1.24-1.31   550.127.08     -             550.144.03   6",
+            "v24.9.2    1.24-1.31   550.144.03     -             580.65.06    16",
+            "v25.3.0    1.29-1.33   570.124.06     570.172.08    580.65.06    9",
+            "v25.3.1    1.29-1.33   570.148.08     570.172.08    580.65.06    8",
+            "v25.3.2    1.29-1.33   570.148.08     570.172.08    580.65.06    8",
+            "v25.3.3    1.29-1.33   580.82.07      -             580.82.07    9",
+            "v25.3.4    1.29-1.33   580.82.07      -             580.126.16   15",
+            "v25.10.0   1.30-1.34   580.95.05      -             580.95.05    6",
+            "v25.10.1   1.30-1.35   580.105.08     -             580.178.04   14",
+            "v26.3.0    1.32-1.36   580.126.20     -             580.173.02   11",
+            "v26.3.1    1.32-1.36   580.126.20     -             580.173.02   11",
+            "v26.3.2    1.32-1.36   580.126.20     -             580.173.02   11",
+            "v26.3.3    1.32-1.36   580.126.20     -             580.178.04   14",
+            "v26.7.0    1.33-1.37   595.91.07      -             595.91.07    4",
         ];
-        for (version, kube_max, default, docs_default, recommended) in rows {
+        for row in rows {
+            let [version, kube, default, docs_default, recommended, count] =
+                <[&str; 6]>::try_from(row.split_whitespace().collect::<Vec<_>>()).unwrap();
+            let (kube_min, kube_max) = kube.split_once('-').unwrap();
             let r = catalog().operator_release(&v(version)).unwrap();
+            assert_eq!(r.kubernetes.min, v(kube_min), "{version}");
             assert_eq!(r.kubernetes.max, v(kube_max), "{version}");
             assert!(
                 r.supports_kubernetes(&v(&format!("{kube_max}.1"))),
                 "{version}"
             );
-            assert_eq!(r.default_driver, v(default), "{version}");
-            assert_eq!(r.docs_default_driver, docs_default.map(v), "{version}");
-            assert_eq!(r.recommended_driver, Some(v(recommended)), "{version}");
+            let max: KubeVersionForTest = v(kube_max);
+            let next = format!("{}.{}", max.major(), max.minor() + 1);
             assert!(
-                !r.source.is_empty(),
-                "{version}: a corrected row cites its source"
+                !r.supports_kubernetes(&v(&next)),
+                "{version} stops at {kube_max}"
+            );
+            assert_eq!(r.default_driver, v(default), "{version}");
+            let docs_default = (docs_default != "-").then(|| v(docs_default));
+            assert_eq!(r.docs_default_driver, docs_default, "{version}");
+            assert_eq!(r.recommended_driver, Some(v(recommended)), "{version}");
+            // v25.3.0 counts the chart default 570.124.06 as validated although the final column
+            // dropped it: Helm deploys it.
+            let count: usize = count.parse().unwrap();
+            assert_eq!(r.drivers().len(), count, "{version}: {:?}", r.drivers());
+            assert!(
+                !r.source.is_empty() && r.read.is_some(),
+                "{version}: every row cites its source and the date it was read"
             );
         }
-        // A release before the corrected ones is unchanged: v25.3.0 still stops at 1.32.
-        let r = catalog().operator_release(&v("v25.3.0")).unwrap();
-        assert!(!r.supports_kubernetes(&v("1.33.0")));
-        // v26.3.1 does not reach 1.36 (the 26.3.2 notes add it).
+        // The rows the final pages changed, in the issue's words.
+        let r = catalog().operator_release(&v("v25.10.1")).unwrap();
+        assert!(
+            r.supports_kubernetes(&v("1.35.0")),
+            "v25.10.1 supports 1.35"
+        );
+        assert_eq!(
+            r.unconfirmed_drivers.len(),
+            6,
+            "14 evidenced + 6 = the audit's 20"
+        );
+        assert!(
+            r.source.iter().any(|s| s.starts_with("issue 26's audit")),
+            "unconfirmed facts name the audit as their source"
+        );
+        assert!(r.notes.iter().any(|n| n.contains("Not confirmed here")));
         let r = catalog().operator_release(&v("v26.3.1")).unwrap();
-        assert!(!r.supports_kubernetes(&v("1.36.0")));
+        assert!(
+            r.supports_kubernetes(&v("1.36.0")),
+            "final 26.3 page: 1.32-1.36"
+        );
+        let r = catalog().operator_release(&v("v25.3.0")).unwrap();
+        assert!(
+            r.supports_kubernetes(&v("1.33.0")),
+            "final 25.3 page: 1.29-1.33"
+        );
 
-        // Validated-driver lists: (release, drivers it lists, drivers it does not).
-        let lists: &[(&str, &[&str], &[&str])] = &[
-            (
-                "v25.3.1",
-                &[
-                    "570.172.08",
-                    "570.148.08",
-                    "570.133.20",
-                    "550.163.01",
-                    "535.261.03",
-                    "535.247.01",
-                ],
-                &["580.65.06"],
-            ),
-            (
-                "v25.3.2",
-                &[
-                    "580.65.06",
-                    "570.172.08",
-                    "570.148.08",
-                    "535.261.03",
-                    "550.163.01",
-                    "535.247.01",
-                ],
-                &["580.82.07"],
-            ),
-            (
-                "v25.10.1",
-                &[
-                    "590.48.01",
-                    "580.126.09",
-                    "570.211.01",
-                    "535.288.01",
-                    "580.105.08",
-                ],
-                &["595.58.03"],
-            ),
-            (
-                "v26.3.0",
-                &["580.173.02", "580.167.08", "580.126.20"],
-                &["610.57.04", "595.91.07", "580.178.04"],
-            ),
-            (
-                "v26.3.2",
-                &["580.173.02", "580.167.08", "580.159.04"],
-                &["610.57.04", "595.91.07", "580.178.04"],
-            ),
-            (
-                "v26.3.3",
-                &[
-                    "610.57.04",
-                    "595.91.07",
-                    "580.178.04",
-                    "580.173.02",
-                    "580.167.08",
-                ],
-                &[],
-            ),
+        // Validated-driver lists: "release: drivers it lists | drivers it does not".
+        let lists = [
+            // release-24.9 final page: 535.216.03, not the old row's 535.216.01.
+            "v24.9.0: 535.216.03 550.127.08 | 535.216.01",
+            "v24.9.2: 580.65.06 570.133.20 535.261.03 550.163.01 | 590.48.01",
+            // release-25.3 final page: 575.57.08 and 570.158.01 in, 570.133.20 out.
+            "v25.3.1: 580.65.06 575.57.08 570.158.01 570.172.08 570.148.08 | 570.133.20 580.82.07",
+            "v25.3.2: 580.65.06 570.172.08 570.148.08 535.261.03 550.163.01 535.247.01 | 580.82.07 570.133.20",
+            // The five v25.3.4 gained on the final page.
+            "v25.3.4: 580.126.16 590.48.01 580.126.09 570.211.01 535.288.01 | 595.58.03",
+            // Unconfirmed for 25.10 (pull-request titles only) are not counted as validated.
+            "v25.10.1: 590.48.01 580.126.09 570.211.01 535.288.01 580.105.08 580.178.04 580.167.08 | 595.58.03 580.173.02",
+            // The five v26.3.0 gained, and 26.3.3's own additions kept out.
+            "v26.3.0: 595.71.05 595.58.03 580.159.04 580.159.03 535.309.01 580.173.02 580.167.08 | 610.57.04 595.91.07 580.178.04",
+            "v26.3.2: 580.173.02 580.167.08 580.159.04 | 610.57.04 595.91.07 580.178.04",
+            "v26.3.3: 610.57.04 595.91.07 580.178.04 580.173.02 580.167.08 |",
         ];
-        for (version, listed, absent) in lists {
+        for line in lists {
+            let (version, drivers) = line.split_once(": ").unwrap();
+            let (listed, absent) = drivers.split_once('|').unwrap();
             let r = catalog().operator_release(&v(version)).unwrap();
-            for d in *listed {
+            for d in listed.split_whitespace() {
                 assert!(r.supports_driver(&v(d)), "{version} lists {d}");
             }
-            for d in *absent {
+            for d in absent.split_whitespace() {
                 assert!(!r.supports_driver(&v(d)), "{version} does not list {d}");
             }
         }
+        let r = catalog().operator_release(&v("v25.10.1")).unwrap();
+        assert!(r.maybe_supports_driver(&v("595.58.03")));
+        assert!(!r.maybe_supports_driver(&v("580.105.08")));
+    }
+
+    /// v26.7.1 and v26.7.2: no trusted source confirms them, so the catalog says they are not
+    /// captured instead of holding a row.
+    #[test]
+    fn uncaptured_operator_releases_are_named() {
+        let facts = catalog().operator_facts();
+        for version in ["v26.7.1", "v26.7.2"] {
+            assert!(
+                catalog().operator_release(&v(version)).is_none(),
+                "{version}"
+            );
+            let missing = facts.not_captured(&v(version)).unwrap();
+            assert!(!missing.source.is_empty() && missing.read.is_some());
+            assert!(missing.notes.iter().any(|n| n.contains("no source")));
+        }
+        assert!(facts.not_captured(&v("v26.7.0")).is_none());
+    }
+
+    /// The operating systems of each major's final platform page (issue 26, item 6).
+    #[test]
+    fn operator_os_support_per_major() {
+        let facts = catalog().operator_facts();
+        let os = |release: &str| facts.os_support(&v(release)).unwrap();
+        // (release, id, version, listed)
+        let rows: &[(&str, &str, &str, bool)] = &[
+            ("v24.9.1", "ubuntu", "22.04", true),
+            ("v24.9.1", "ubuntu", "24.04", false),
+            ("v24.9.1", "rhel", "8.10", true),
+            ("v25.3.4", "ubuntu", "24.04", true),
+            ("v25.3.4", "rhel", "9.5", true),
+            ("v25.10.1", "rhel", "9.5", false),
+            ("v25.10.1", "ubuntu", "20.04", true),
+            ("v26.3.2", "ubuntu", "20.04", false),
+            ("v26.3.2", "rocky", "9.7", true),
+            ("v26.7.0", "ubuntu", "26.04", true),
+            ("v26.7.0", "ubuntu", "22.04.5", true),
+            ("v26.7.0", "rhel", "10.2", true),
+            ("v26.7.0", "rhcos", "4.22", true),
+            ("v26.7.0", "rhcos", "4.17", false),
+            ("v26.7.0", "windows", "2022", false),
+            ("v26.7.0", "debian", "12", false),
+        ];
+        for (release, id, version, listed) in rows {
+            assert_eq!(
+                os(release).system(id, version).is_some(),
+                *listed,
+                "{release}: {id} {version}"
+            );
+        }
+        let jammy = os("v26.7.0").system("ubuntu", "22.04").unwrap();
+        assert!(jammy.lists_kernel((5, 15)) && jammy.lists_kernel((6, 8)));
+        assert!(!jammy.lists_kernel((6, 2)));
+        let p = os("v26.7.0")
+            .precompiled("ubuntu", "24.04", (6, 8))
+            .unwrap();
+        assert_eq!(p.branches, [580, 595]);
+        assert!(os("v24.9.0").precompiled.is_empty());
+        for release in catalog().operator_releases() {
+            assert!(
+                facts.os_support(&release.version).is_some(),
+                "{}",
+                release.version
+            );
+        }
+    }
+
+    /// The GPUs NVIDIA's operator lists that issue 26 added, one row each: (key, architecture,
+    /// compute capability, memory in GB or None where unpublished, a field marked weak or None,
+    /// minimum driver). Sources (read 2026-12-03): developer.nvidia.com/cuda-gpus (CC), the GPU
+    /// Operator platform pages (1.8, 1.10, 24.x, 25.3, 26.7), pci.ids 2023.04.10, third-party
+    /// inventories for the weak values, k8s-launch-kit's DGX Spark preset.
+    #[test]
+    fn operator_listed_gpus() {
+        let rows = [
+            // key          architecture  CC    memory GB  a weak field        minimum driver
+            "L40            Ada           8.9   48         memory_gb           520.61.05",
+            "L20            Ada           8.9   48         memory_gb           520.61.05",
+            "A40            Ampere        8.6   48         gfd_products        455.23",
+            "A16            Ampere        8.6   16         memory_gb           455.23",
+            "A2             Ampere        8.6   -          gfd_products        455.23",
+            "A100X          Ampere        8.0   -          compute_capability  450.36.06",
+            "A30X           Ampere        8.0   -          compute_capability  450.36.06",
+            "RTX-PRO-6000D  Blackwell     12.0  84         memory_gb           575.57.08",
+            // CC 12.1 per the CUDA GPUs page; sm_121 first in CUDA 12.9, whose driver is 575.51.03.
+            "GB10           Blackwell     12.1  128        memory_gb           575.51.03",
+        ];
+        for row in rows {
+            let [key, arch, cc, memory, weak, min_driver] =
+                <[&str; 6]>::try_from(row.split_whitespace().collect::<Vec<_>>()).unwrap();
+            let memory: Option<u32> = memory.parse().ok();
+            let g = catalog().gpu(key).unwrap_or_else(|| panic!("{key}"));
+            assert_eq!(g.architecture, arch, "{key}");
+            assert_eq!(g.compute_capability, v(cc), "{key}");
+            assert_eq!(g.memory_gb, memory, "{key}");
+            assert!(
+                g.weak.iter().any(|f| f == weak),
+                "{key}: {weak} is marked weak"
+            );
+            assert_eq!(g.min_driver, Some(v(min_driver)), "{key}");
+            assert!(g.mig.is_none(), "{key} has no MIG table");
+            assert!(g.operator_since.is_none(), "{key}: no first release pinned");
+            assert!(!g.sources.is_empty(), "{key} cites its own sources");
+            if g.memory_gb.is_none() {
+                assert!(
+                    g.notes
+                        .iter()
+                        .any(|n| n.contains("Memory") || n.contains("memory")),
+                    "{key}: an unpublished fact is noted"
+                );
+            }
+        }
+        // The RTX PRO 6000D's label value is unknown: nodes cannot be matched by label, and the
+        // row says so.
+        let d = catalog().gpu("RTX-PRO-6000D").unwrap();
+        assert!(d.gfd_products.is_empty());
+        assert!(d.notes.iter().any(|n| n.contains("gpu.product")));
+        // GB10 needs the open modules, as every Blackwell GPU.
+        assert!(!catalog().gpu("GB10").unwrap().kernel_modules.proprietary);
+    }
+
+    /// The RTX PRO 5000 and 4500 Blackwell MIG tables of the MIG user guide (Supported MIG
+    /// Profiles, read 2026-12-03): names, counts, and what fits on the two halves.
+    #[test]
+    fn rtx_pro_5000_and_4500_mig_tables() {
+        let mig = |key: &str| catalog().gpu(key).unwrap().mig.clone().unwrap();
+        let r5000 = mig("RTX-PRO-5000-BLACKWELL");
+        let names: Vec<&str> = r5000.profiles.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "1g.24gb",
+                "1g.24gb+me",
+                "1g.24gb+gfx",
+                "1g.24gb+me.all",
+                "1g.24gb-me",
+                "2g.48gb",
+                "2g.48gb+gfx"
+            ]
+        );
+        assert_eq!(r5000.min_driver, v("575.57.08"));
+        let r4500 = mig("RTX-PRO-4500-BLACKWELL");
+        let names: Vec<&str> = r4500.profiles.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "1g.16gb",
+                "1g.16gb+gfx",
+                "1g.16gb+me.all",
+                "1g.16gb-me",
+                "2g.32gb",
+                "2g.32gb+gfx"
+            ]
+        );
+        assert!(
+            r4500.profile("1g.16gb+me").is_none(),
+            "the 4500 has only +me.all"
+        );
+        assert_eq!(r4500.min_driver, v("575.64"));
+        // (layout, fits)
+        let layouts: &[(&[(&str, u32)], bool)] = &[
+            (&[("1g.24gb", 2)], true),
+            (&[("2g.48gb", 1)], true),
+            (&[("1g.24gb+me", 1), ("1g.24gb-me", 1)], true),
+            (&[("1g.24gb", 3)], false),
+            (&[("2g.48gb", 1), ("1g.24gb", 1)], false),
+            (&[("1g.24gb+me", 1), ("1g.24gb+me.all", 1)], false),
+        ];
+        for (layout, fits) in layouts {
+            assert_eq!(r5000.fit(layout).is_ok(), *fits, "{layout:?}");
+        }
+        assert!(r5000.fit(&[("3g.48gb", 1)]).is_err(), "invented profile");
+    }
+
+    /// Rubin: what is published (preview in CUDA 13.4, GFD family `rubin` for compute-capability
+    /// major 13) and what is not; no GPU row uses it.
+    #[test]
+    fn rubin_is_recorded_as_preview() {
+        let rubin = catalog().architecture("Rubin").unwrap();
+        assert_eq!(rubin.gfd_family, "rubin");
+        assert_eq!(rubin.compute_major, Some(13));
+        assert!(rubin.compute_capabilities.is_empty());
+        assert!(rubin.preview);
+        assert!(rubin.min_driver.is_none() && rubin.kernel_modules.is_none());
+        assert!(rubin.unpublished.iter().any(|u| u.contains("driver floor")));
+        for (cc, family) in [
+            ("13.0", Some("rubin")),
+            ("13.2", Some("rubin")),
+            ("10.0", Some("blackwell")),
+            ("12.1", Some("blackwell")),
+            ("9.0", Some("hopper")),
+            ("8.9", Some("ada-lovelace")),
+            ("8.6", Some("ampere")),
+            ("14.0", None),
+        ] {
+            assert_eq!(
+                catalog()
+                    .architecture_for(v(cc))
+                    .map(|a| a.gfd_family.as_str()),
+                family,
+                "{cc}"
+            );
+        }
+        assert!(!catalog().gpus().any(|g| g.architecture == "Rubin"));
+    }
+
+    /// Network facts of issue 26: what NVIDIA's GPUDirect RDMA page documents for DMA-BUF (no
+    /// operator floor), and per Network Operator release its documented Kubernetes range and the
+    /// DOCA-OFED driver it ships (images-sha256 and platform-support pages, read 2026-12-03).
+    #[test]
+    fn network_facts_are_the_documented_ones() {
+        let rdma = &catalog().network().gpudirect_rdma;
+        assert!(rdma.dma_buf.open_kernel_modules);
+        assert_eq!(rdma.dma_buf.min_cuda, "11.7");
+        assert_eq!(rdma.dma_buf.min_architecture, "Turing");
+        assert_eq!(rdma.dma_buf.min_kernel, "5.12");
+        assert_eq!(
+            catalog().cuda(&v("11.7")).unwrap().min_driver,
+            v("515.43.04"),
+            "DMA-BUF's driver floor follows from CUDA 11.7"
+        );
+        let no = &catalog().network().network_operator;
+        // (release, Kubernetes min, max, DOCA-OFED driver shipped)
+        let rows = [
+            ("v26.4.0", "1.31", "1.35", "doca3.4.0-26.04-0.8.6.0-0"),
+            ("v26.4.1", "1.31", "1.35", "doca3.4.1-26.04-1.1.0.0-1"),
+            ("v26.7.0", "1.32", "1.36", "doca3.5.0-26.07-0.7.7.0-1"),
+        ];
+        for (version, min, max, doca) in rows {
+            let r = no.release(version).unwrap_or_else(|| panic!("{version}"));
+            let k = r.kubernetes.as_ref().unwrap();
+            assert_eq!(k.min, v::<KubeVersionForTest>(min), "{version}");
+            assert_eq!(k.max, v::<KubeVersionForTest>(max), "{version}");
+            assert_eq!(r.doca_driver, doca, "{version}");
+            assert!(!r.source.is_empty() && r.read.is_some(), "{version}");
+        }
+        // The chart's kubeVersion is kept apart: it is an install guard, not a support range.
+        let r = no.release("v26.4.1").unwrap();
+        assert_eq!(r.chart_kube_version.as_deref(), Some(">= 1.21.0-0"));
+        assert!(!r.kubernetes.as_ref().unwrap().contains(&v("1.21.0")));
+        assert_eq!(
+            no.release("v26.7.0")
+                .unwrap()
+                .doca_driver_precompiled
+                .as_deref(),
+            Some("doca3.5.0-26.07-0.7.7.0-0")
+        );
+    }
+
+    /// Issue 26 item 5: every fact row of the dated tables carries its sources and the date they
+    /// were read; the tables not dated yet are exactly the ones other work owns, and they are
+    /// listed as such rather than passed over.
+    #[test]
+    fn every_fact_row_has_a_source_and_a_read_date() {
+        let rows = catalog().fact_rows();
+        assert!(rows.len() > 100, "{}", rows.len());
+        let bad: Vec<String> = rows
+            .iter()
+            .filter(|r| r.sources.iter().all(|s| s.trim().is_empty()) || r.read.is_none())
+            .map(|r| format!("{} {}", r.file, r.row))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "rows without a source or a read date: {bad:#?}"
+        );
+        for file in [
+            GPUS_FILE,
+            CUDA_FILE,
+            DRIVERS_FILE,
+            ARCHITECTURES_FILE,
+            OPERATOR_FILE,
+            NETWORK_FILE,
+        ] {
+            assert!(rows.iter().any(|r| r.file == file), "{file} has no rows");
+        }
+        // Not dated yet: limits.yaml and queueing.yaml (plans work) and dcgm.yaml (metrics work).
+        // When they gain dates this list shrinks, and the assertion with it.
+        assert_eq!(
+            catalog().undated_files(),
+            [LIMITS_FILE, QUEUEING_FILE, DCGM_FILE]
+        );
+        for row in [
+            "releases.v25.10.1",
+            "gpus.GB10",
+            "architectures.Rubin",
+            "network_operator.releases.v26.7.0",
+        ] {
+            assert!(rows.iter().any(|r| r.row == row), "{row}");
+        }
+    }
+
+    /// A row without a source or a date fails the check above: strip them from one row and the
+    /// loader still loads (the date is optional per row) but the row is reported.
+    #[test]
+    fn an_undated_row_is_caught() {
+        let text: &'static str = Box::leak(
+            ProfileSources::EMBEDDED
+                .architectures
+                .replacen("read: \"2026-11\"\n", "", 1)
+                .into_boxed_str(),
+        );
+        let src = ProfileSources {
+            architectures: text,
+            ..ProfileSources::EMBEDDED
+        };
+        let c = Catalog::from_sources(&src).unwrap();
+        let undated: Vec<&str> = c
+            .fact_rows()
+            .iter()
+            .filter(|r| r.read.is_none())
+            .map(|r| r.row.as_str())
+            .collect();
+        assert!(undated.contains(&"architectures.Volta"), "{undated:?}");
+        assert!(
+            !undated.contains(&"architectures.Rubin"),
+            "Rubin has its own date"
+        );
+        let today = jiff::civil::date(2026, 12, 3);
+        assert!(
+            c.stale_rows(today, 10_000)
+                .iter()
+                .any(|r| r.row == "architectures.Volta")
+        );
+    }
+
+    /// `--stale-after`: ages count from the earliest day a date can mean.
+    #[test]
+    fn stale_rows_by_age() {
+        let today = jiff::civil::date(2026, 12, 3);
+        let ages = |days| -> Vec<String> {
+            catalog()
+                .stale_rows(today, days)
+                .iter()
+                .map(|r| r.row.clone())
+                .collect()
+        };
+        // "2026-11" counts from 2026-11-01 (32 days); rows read 2026-12-03 are 0 days old.
+        assert!(ages(31).iter().any(|r| r == "gpus.V100-SXM2-16GB"));
+        assert!(!ages(32).iter().any(|r| r == "gpus.V100-SXM2-16GB"));
+        assert!(!ages(0).iter().any(|r| r == "releases.v25.10.1"));
+        assert!(ages(400).is_empty());
+        let row = catalog()
+            .fact_rows()
+            .iter()
+            .find(|r| r.row == "gpus.GB10")
+            .unwrap();
+        assert_eq!(row.age_days(today), Some(0));
+        assert_eq!(row.age_days(jiff::civil::date(2027, 1, 2)), Some(30));
     }
 
     /// The GPUs added for late-2026 clusters, with their label values, MIG tables and the first
@@ -1512,13 +2276,13 @@ mod tests {
             (
                 "RTX-PRO-5000-BLACKWELL",
                 "NVIDIA-RTX-PRO-5000-Blackwell",
-                None,
+                Some("rtx-pro-5000-48gb"),
                 None,
             ),
             (
                 "RTX-PRO-4500-BLACKWELL",
                 "NVIDIA-RTX-PRO-4500-Blackwell",
-                None,
+                Some("rtx-pro-4500-32gb"),
                 Some("v26.3.0"),
             ),
             (
@@ -1565,8 +2329,20 @@ mod tests {
                 );
             }
         }
+        // GB300 NVL72's MIG floor is the driver of v25.10.0, the operator release that added it
+        // (values.yaml@v25.10.0 and release-notes.rst 25.10.0: 580.95.05, read 2026-12-03); the
+        // MIG guide's 595.58.03 row is for the GB300 DGX Station only.
         let gb300 = catalog().gpu("GB300").unwrap().mig.as_ref().unwrap();
-        assert_eq!(gb300.min_driver, v("595.58.03"));
+        assert_eq!(gb300.min_driver, v("580.95.05"));
+        let since = catalog()
+            .gpu("GB300")
+            .unwrap()
+            .operator_since
+            .clone()
+            .unwrap();
+        let added = catalog().operator_release(&since).unwrap();
+        assert_eq!(added.default_driver, gb300.min_driver);
+        assert!(added.supports_driver(&gb300.min_driver));
         let names: Vec<&str> = gb300.profiles.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
             names,
@@ -1684,6 +2460,8 @@ mod tests {
         assert_eq!(latest.default_driver, v("595.91.07"));
         assert!(latest.supports_kubernetes(&v("1.34.2")));
         assert!(latest.supports_kubernetes(&v("v1.36")));
+        // cloud-native-docs pull request #488 (2026-09-04) documents Kubernetes 1.37 for 26.7.0.
+        assert!(latest.supports_kubernetes(&v("1.37.0")));
         assert!(!latest.supports_kubernetes(&v("1.32.9")));
         assert!(latest.supports_driver(&v("580.173.02")));
         assert!(!latest.supports_driver(&v("580.105.08")));
@@ -1840,6 +2618,88 @@ mod tests {
         );
         let err = with(|s, t| s.gpu_operator = t, bad_driver);
         assert!(err.contains("invalid driver version `595..91`"), "{err}");
+
+        // Issue 26's shapes: each broken one is refused with the entry named.
+        let patched = |text: &str, from: &str, to: &str| -> &'static str {
+            assert!(text.contains(from), "{from}");
+            Box::leak(text.replacen(from, to, 1).into_boxed_str())
+        };
+        let op = ProfileSources::EMBEDDED.gpu_operator;
+        let err = with(
+            |s, t| s.gpu_operator = t,
+            patched(op, "  - majors: [\"26.3\"]", "  - majors: [\"26.4\"]"),
+        );
+        assert!(err.contains("os_support entries cover its major"), "{err}");
+        let err = with(
+            |s, t| s.gpu_operator = t,
+            patched(
+                op,
+                "unconfirmed_drivers: [\"595.71.05\"",
+                "unconfirmed_drivers: [\"580.105.08\"",
+            ),
+        );
+        assert!(
+            err.contains("580.105.08 is both validated and unconfirmed"),
+            "{err}"
+        );
+        let err = with(
+            |s, t| s.gpu_operator = t,
+            patched(
+                op,
+                "{ id: ubuntu, version: \"24.04\", kernel: \"6.8\", branches: [580, 595] }",
+                "{ id: ubuntu, version: \"24.04\", kernel: \"6.8\", branches: [580, 597] }",
+            ),
+        );
+        assert!(err.contains("R597 is not in drivers.yaml"), "{err}");
+        let err = with(
+            |s, t| s.gpu_operator = t,
+            patched(
+                op,
+                "versions: [\"v26.7.1\", \"v26.7.2\"]",
+                "versions: [\"v26.7.0\"]",
+            ),
+        );
+        assert!(err.contains("both a release and not_captured"), "{err}");
+        let err = with(
+            |s, t| s.gpus = t,
+            gpus_leaked(
+                "weak: [memory_gb, memory_type, gfd_products]",
+                "weak: [memroy_gb]",
+            ),
+        );
+        assert!(err.contains("`weak` names `memroy_gb`"), "{err}");
+        let err = with(
+            |s, t| s.gpus = t,
+            gpus_leaked("gfd_products: [\"NVIDIA-L40\"]", "gfd_products: []"),
+        );
+        assert!(err.contains("GPU `L40` lists no gfd_products"), "{err}");
+        let err = with(
+            |s, t| s.network = t,
+            patched(
+                ProfileSources::EMBEDDED.network,
+                "min_architecture: Turing",
+                "min_architecture: Turning",
+            ),
+        );
+        assert!(err.contains("min_architecture `Turning`"), "{err}");
+        let err = with(
+            |s, t| s.network = t,
+            patched(
+                ProfileSources::EMBEDDED.network,
+                "min_cuda: \"11.7\"",
+                "min_cuda: \"11.9\"",
+            ),
+        );
+        assert!(err.contains("min_cuda `11.9`"), "{err}");
+        let err = with(
+            |s, t| s.architectures = t,
+            patched(
+                ProfileSources::EMBEDDED.architectures,
+                "compute_major: 13",
+                "compute_major: 12",
+            ),
+        );
+        assert!(err.contains("major 12 belongs to both"), "{err}");
     }
     /// `profiles/dcgm.yaml`: the classes the alerts and doctor rely on, and broken tables refused.
     #[test]

@@ -3,12 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{TextList, text_list};
+use super::common::{PartialDate, TextList, text_list};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NetworkFile {
     pub(super) source: TextList,
+    /// When the sources were read (every section without its own date).
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) gpudirect_rdma: GpuDirectRdma,
     pub(super) network_operator: NetworkOperatorFacts,
     pub(super) kubelet: KubeletFacts,
@@ -32,6 +35,9 @@ pub struct GpuDirectRdma {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
     /// DMA-BUF.
     pub dma_buf: DmaBuf,
     /// Legacy nvidia-peermem.
@@ -43,14 +49,17 @@ pub struct GpuDirectRdma {
     pub notes: Vec<String>,
 }
 
-/// DMA-BUF requirements.
+/// DMA-BUF requirements as NVIDIA's GPUDirect RDMA page states them. No first GPU Operator
+/// release is documented, so none is recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DmaBuf {
-    /// First GPU Operator release.
-    pub min_operator: String,
-    /// First driver branch (open kernel modules).
-    pub min_driver_branch: u32,
+    /// Whether the driver must load the open GPU kernel modules.
+    pub open_kernel_modules: bool,
+    /// Oldest CUDA whose driver supports it (its driver floor comes from `cuda.yaml`).
+    pub min_cuda: String,
+    /// Oldest GPU architecture (a key of `architectures.yaml`).
+    pub min_architecture: String,
     /// First Linux kernel, `major.minor`.
     pub min_kernel: String,
 }
@@ -80,6 +89,9 @@ pub struct NetworkOperatorFacts {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
     /// `mellanox.com/v1alpha1`.
     pub api_version: String,
     /// Chart name.
@@ -101,14 +113,41 @@ pub struct NetworkOperatorFacts {
 pub struct NetworkOperatorRelease {
     /// `v26.4.1`.
     pub version: String,
-    /// Oldest Kubernetes the chart accepts.
-    pub kubernetes_min: String,
+    /// The Kubernetes minors the release's platform page supports; `None` when not found.
+    #[serde(default)]
+    pub kubernetes: Option<super::operator::KubeRange>,
+    /// The chart's `kubeVersion` install guard (not a support range), when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_kube_version: Option<String>,
     /// Image repository of the NVIDIA-built components.
     pub repository: String,
     /// Their tag.
     pub tag: String,
+    /// The DOCA-OFED driver container version the release ships (`ofedDriver.version`), the
+    /// default a blueprint may override.
+    pub doca_driver: String,
+    /// The DOCA-OFED LTS driver the release also supports, when its docs name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doca_driver_lts: Option<String>,
+    /// The DOCA-OFED version to pin for precompiled driver containers, when it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doca_driver_precompiled: Option<String>,
     /// Image names.
     pub images: NetworkImages,
+    /// Where this release's facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
+    /// Caveats.
+    #[serde(
+        default,
+        rename = "note",
+        deserialize_with = "text_list",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub notes: Vec<String>,
 }
 
 /// Component image names.
@@ -138,6 +177,9 @@ pub struct KubeletFacts {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
     /// `kubelet.config.k8s.io/v1beta1`.
     pub api_version: String,
     /// NUMA nodes above which the Topology Manager refuses to start by default.
@@ -163,13 +205,7 @@ impl NetworkOperatorFacts {
     }
 }
 
-/// `major.minor` of a kernel release such as `5.15.0-1055-aws`; `None` if it does not start so.
-pub fn kernel_major_minor(text: &str) -> Option<(u32, u32)> {
-    let mut parts = text.split(['.', '-']);
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
-}
+pub use super::common::kernel_major_minor;
 
 impl NetworkFile {
     pub(super) fn check(&self) -> Result<(), String> {
@@ -179,8 +215,12 @@ impl NetworkFile {
                 self.gpudirect_rdma.dma_buf.min_kernel
             ));
         }
+        let dma_buf = &self.gpudirect_rdma.dma_buf;
+        dma_buf
+            .min_cuda
+            .parse::<crate::version::CudaVersion>()
+            .map_err(|e| format!("gpudirect_rdma.dma_buf.min_cuda: {e}"))?;
         for v in [
-            &self.gpudirect_rdma.dma_buf.min_operator,
             &self.gpudirect_rdma.nvidia_peermem.min_operator,
             &self.gpudirect_rdma.host_mofed.min_operator,
         ] {
@@ -190,10 +230,42 @@ impl NetworkFile {
         if self.network_operator.releases.is_empty() {
             return Err("network_operator lists no release".into());
         }
+        let mut seen = std::collections::BTreeSet::new();
         for r in &self.network_operator.releases {
-            r.kubernetes_min
-                .parse::<crate::version::KubeVersion>()
-                .map_err(|e| format!("network_operator {}: kubernetes_min: {e}", r.version))?;
+            if !seen.insert(r.version.trim_start_matches('v')) {
+                return Err(format!("network_operator {} is listed twice", r.version));
+            }
+            if r.source.iter().all(|s| s.trim().is_empty()) {
+                return Err(format!("network_operator {} has no `source:`", r.version));
+            }
+            if let Some(k) = &r.kubernetes
+                && k.min > k.max
+            {
+                return Err(format!(
+                    "network_operator {}: kubernetes min is above max",
+                    r.version
+                ));
+            }
+            for (what, v) in [
+                ("doca_driver", Some(&r.doca_driver)),
+                ("doca_driver_lts", r.doca_driver_lts.as_ref()),
+                (
+                    "doca_driver_precompiled",
+                    r.doca_driver_precompiled.as_ref(),
+                ),
+            ] {
+                if let Some(v) = v
+                    && (v.is_empty()
+                        || !v
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-'))
+                {
+                    return Err(format!(
+                        "network_operator {}: {what} `{v}` is not a container tag",
+                        r.version
+                    ));
+                }
+            }
         }
         Ok(())
     }

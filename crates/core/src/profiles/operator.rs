@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::kernel_major_minor as major_minor;
 use super::common::{PartialDate, TextList, text_list};
 use crate::version::{DriverVersion, KubeVersion, OperatorVersion};
 
@@ -31,6 +32,10 @@ pub struct OperatorRelease {
     /// The other drivers the release's component matrix lists as validated.
     #[serde(default)]
     pub other_drivers: Vec<DriverVersion>,
+    /// Drivers the final matrix may list but that no source read for the catalog confirms (a
+    /// count or a pull-request title only). Not validated: GPU028 still warns, and says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed_drivers: Vec<DriverVersion>,
     /// Lifecycle state as of the data file's `support_as_of`.
     #[serde(default)]
     pub support: Option<OperatorSupport>,
@@ -41,6 +46,9 @@ pub struct OperatorRelease {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub source: Vec<String>,
+    /// When the row's sources were read.
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,
@@ -66,6 +74,11 @@ impl OperatorRelease {
     /// Whether `driver` is one of the release's validated drivers (numeric equality).
     pub fn supports_driver(&self, driver: &DriverVersion) -> bool {
         self.drivers().contains(&driver)
+    }
+
+    /// Whether `driver` is one the release's final matrix may list without a source confirming it.
+    pub fn maybe_supports_driver(&self, driver: &DriverVersion) -> bool {
+        self.unconfirmed_drivers.contains(driver)
     }
 
     /// The validated driver branches, newest first.
@@ -115,6 +128,169 @@ pub struct OperatorFacts {
     pub support_note: String,
     /// The `driver.kernelModuleType` setting.
     pub kernel_module_type: KernelModuleTypeFacts,
+    /// Releases known to exist or expected, deliberately not in the catalog, and why.
+    pub not_captured: Vec<NotCaptured>,
+    /// The operating systems and kernels each major's platform page lists.
+    pub os_support: Vec<OsSupport>,
+}
+
+impl OperatorFacts {
+    /// The operating systems of `release`'s major (`v26.3.2` -> the `26.3` entry).
+    pub fn os_support(&self, release: &OperatorVersion) -> Option<&OsSupport> {
+        self.os_support.iter().find(|o| {
+            o.majors
+                .iter()
+                .any(|m| m.minor_version() == release.minor_version())
+        })
+    }
+
+    /// Why `version` is not in the catalog, when the data file says.
+    pub fn not_captured(&self, version: &OperatorVersion) -> Option<&NotCaptured> {
+        self.not_captured
+            .iter()
+            .find(|n| n.versions.contains(version))
+    }
+}
+
+/// Releases the catalog deliberately leaves out (v26.7.1 and v26.7.2: no source shows them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotCaptured {
+    /// The versions.
+    pub versions: Vec<OperatorVersion>,
+    /// Why they are not captured and what was searched.
+    #[serde(rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+    /// Where was looked.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When.
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+}
+
+/// The operating systems one or more operator majors support (their final platform page).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsSupport {
+    /// Operator majors (`24.9`, `26.3`) this list is for.
+    pub majors: Vec<OperatorVersion>,
+    /// Where the list comes from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When it was read.
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+    /// The supported systems (bare metal and VMs with GPU passthrough).
+    pub systems: Vec<OsSystem>,
+    /// Kernel series with precompiled driver containers, and their driver branches.
+    #[serde(default)]
+    pub precompiled: Vec<Precompiled>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+impl OsSupport {
+    /// The system `id` (`ubuntu`) at `version` (`22.04`, or the OpenShift minor for `rhcos`),
+    /// compared by major.minor.
+    pub fn system(&self, id: &str, version: &str) -> Option<&OsSystem> {
+        let want = major_minor(version)?;
+        self.systems.iter().find(|s| {
+            s.id == id
+                && match (&s.version, &s.openshift) {
+                    (Some(v), _) => major_minor(v) == Some(want),
+                    (None, Some(range)) => range.contains(want),
+                    (None, None) => false,
+                }
+        })
+    }
+
+    /// The precompiled driver containers for `id` `version` and kernel series `kernel`.
+    pub fn precompiled(&self, id: &str, version: &str, kernel: (u32, u32)) -> Option<&Precompiled> {
+        let want = major_minor(version)?;
+        self.precompiled.iter().find(|p| {
+            p.id == id
+                && major_minor(&p.version) == Some(want)
+                && major_minor(&p.kernel) == Some(kernel)
+        })
+    }
+
+    /// Every system as `id version` (`rhcos` as its OpenShift range), for hints.
+    pub fn known(&self) -> Vec<String> {
+        self.systems.iter().map(OsSystem::label).collect()
+    }
+}
+
+/// One supported operating system.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsSystem {
+    /// `/etc/os-release` ID (`ubuntu`, `rhel`, `rocky`, `rhcos`).
+    pub id: String,
+    /// `/etc/os-release` VERSION_ID, major.minor (`22.04`); absent for Red Hat CoreOS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The OpenShift minors Red Hat CoreOS is supported with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openshift: Option<MinorRange>,
+    /// The page's name for it.
+    pub name: String,
+    /// Kernel series (`5.15`) the page lists for it; empty: the page lists none.
+    #[serde(default)]
+    pub kernels: Vec<String>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+impl OsSystem {
+    /// `ubuntu 22.04`, or `rhcos (OpenShift 4.18-4.22)`.
+    pub fn label(&self) -> String {
+        match (&self.version, &self.openshift) {
+            (Some(v), _) => format!("{} {v}", self.id),
+            (None, Some(r)) => format!("{} (OpenShift {}-{})", self.id, r.min, r.max),
+            (None, None) => self.id.clone(),
+        }
+    }
+
+    /// Whether the page lists kernel series `kernel` for this system.
+    pub fn lists_kernel(&self, kernel: (u32, u32)) -> bool {
+        self.kernels.iter().any(|k| major_minor(k) == Some(kernel))
+    }
+}
+
+/// An inclusive range of `major.minor` versions (`4.18` to `4.22`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinorRange {
+    /// Oldest.
+    pub min: String,
+    /// Newest.
+    pub max: String,
+}
+
+impl MinorRange {
+    fn contains(&self, v: (u32, u32)) -> bool {
+        match (major_minor(&self.min), major_minor(&self.max)) {
+            (Some(min), Some(max)) => min <= v && v <= max,
+            _ => false,
+        }
+    }
+}
+
+/// Precompiled driver containers for one OS and kernel series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Precompiled {
+    /// `/etc/os-release` ID.
+    pub id: String,
+    /// Its VERSION_ID.
+    pub version: String,
+    /// Kernel series (`6.8`).
+    pub kernel: String,
+    /// Driver branches with precompiled containers for it.
+    pub branches: Vec<u32>,
 }
 
 /// The operator's `driver.kernelModuleType` (`auto | open | proprietary`).
@@ -124,6 +300,9 @@ pub struct KernelModuleTypeFacts {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// First release with the setting.
     pub since: OperatorVersion,
     /// Oldest driver container that supports `auto`.
@@ -138,8 +317,13 @@ pub struct KernelModuleTypeFacts {
 #[serde(deny_unknown_fields)]
 pub(super) struct OperatorFile {
     pub(super) source: TextList,
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) support_as_of: PartialDate,
     pub(super) support_note: String,
+    #[serde(default)]
+    pub(super) not_captured: Vec<NotCaptured>,
     pub(super) kernel_module_type: KernelModuleTypeFacts,
     pub(super) releases: Vec<OperatorRelease>,
+    pub(super) os_support: Vec<OsSupport>,
 }

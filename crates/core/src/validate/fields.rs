@@ -191,6 +191,8 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.nodePools[].partitioning.mode",
         ],
     ),
+    ("GPU037", &["spec.nodePools[].os"]),
+    ("GPU038", &["spec.nodePools[].os.kernel"]),
     (
         "GPU040",
         &[
@@ -405,6 +407,7 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
         &[
             "spec.gpuOperator.driver.kernelModuleType",
             "spec.nodePools[].driver.kernelModuleType",
+            "spec.nodePools[].gpu.model",
         ],
     ),
     ("GPU133", &["spec.nodePools[].os.kernel"]),

@@ -196,17 +196,17 @@ rules! {
         example: "spec:\n  gpuOperator: {driver: {version: \"525.60.13\"}}\n",
     }
     "GPU027" "operator-kubernetes" "compatibility" Error {
-        checks: "The GPU Operator release is known and supports the cluster's Kubernetes minor version.",
-        why: "Out-of-range combinations are untested by NVIDIA; API removals break operands.",
+        checks: "The GPU Operator release is known and supports the cluster's Kubernetes minor version (the range of the release's final published platform page).",
+        why: "Out-of-range combinations are untested by NVIDIA; API removals break operands. A release the catalog does not hold (v26.7.1 and v26.7.2 are not captured: no source shows them) has no facts to check against.",
         fix: "Choose an operator release whose range includes the Kubernetes version (`gpuctl profiles`).",
-        source: "profiles/gpu-operator.yaml",
+        source: "profiles/gpu-operator.yaml (releases[].kubernetes, not_captured)",
         example: "spec:\n  kubernetes: {version: \"1.25.4\"}\n  gpuOperator: {version: v26.7.0}\n",
     }
     "GPU028" "operator-driver" "compatibility" Warning {
-        checks: "Every driver version is one the operator release lists as default or validated.",
-        why: "Other drivers may work but are not validated with that operator's operands.",
-        fix: "Use the release's default or one of its validated drivers.",
-        source: "profiles/gpu-operator.yaml",
+        checks: "Every driver version is one the operator release lists as default, recommended or validated on its final published life-cycle page.",
+        why: "Other drivers may work but are not validated with that operator's operands. Where the final page could not be read (25.10.x), drivers it may list are named as unconfirmed in the message rather than counted as validated.",
+        fix: "Use the release's default, its recommended driver or one of its validated drivers.",
+        source: "profiles/gpu-operator.yaml (default_driver, recommended_driver, other_drivers, unconfirmed_drivers)",
         example: "spec:\n  gpuOperator: {version: v26.7.0, driver: {version: \"535.104.05\"}}\n",
     }
     "GPU029" "consumer-gpu" "compatibility" Warning {
@@ -264,6 +264,20 @@ rules! {
         fix: "Raise `gpuOperator.version` to the release the finding names or newer (`gpuctl profiles` lists the releases).",
         source: "profiles/gpus.yaml (operator_since, from the GPU Operator release notes and platform support)",
         example: "spec:\n  gpuOperator: {version: v25.3.0}\n  nodePools:\n    - gpu: {model: B300, count: 8}\n",
+    }
+    "GPU037" "operator-os" "compatibility" Error {
+        checks: "Each pool's declared `os` (`id` and `version` as /etc/os-release's ID and VERSION_ID; Red Hat CoreOS by its OpenShift minor) is one the GPU Operator release's platform page lists.",
+        why: "The operator publishes driver and toolkit containers only for the systems it supports: on any other (Windows, Debian, a retired Ubuntu or RHEL minor) the driver pod has no image to pull or fails to build, and the node never gets GPUs.",
+        fix: "Run the pool on a listed system, or choose an operator release that lists this one (`gpuctl profiles -o json`, `operator.os_support`).",
+        source: "profiles/gpu-operator.yaml (os_support, from NVIDIA/cloud-native-docs gpu-operator/platform-support.rst per major)",
+        example: "spec:\n  gpuOperator: {version: v26.7.0}\n  nodePools:\n    - os: {id: ubuntu, version: \"20.04\"}   # dropped after 25.10\n",
+    }
+    "GPU038" "operator-kernel" "compatibility" Warning {
+        checks: "A pool's `os.kernel` is a kernel series the operator's platform page lists for its system (where it lists any), and with `usePrecompiled: true` one with a precompiled container of the pool's driver branch.",
+        why: "The driver container compiles against the node's kernel, and NVIDIA tests only the listed series; with precompiled drivers there is no image at all for another kernel or branch, so the driver pod cannot start.",
+        fix: "Run a listed kernel series, or turn precompiled drivers off (`gpuOperator.driver.usePrecompiled: false`).",
+        source: "profiles/gpu-operator.yaml (os_support[].systems[].kernels, os_support[].precompiled)",
+        example: "spec:\n  gpuOperator: {version: v26.7.0}\n  nodePools:\n    - os: {id: ubuntu, version: \"22.04\", kernel: \"6.2.0-39-generic\"}\n",
     }
     "GPU040" "sharing-replicas" "sharing" Error {
         checks: "Time-slicing and MPS use at least 2 replicas, and the mode has its section.",
@@ -546,10 +560,10 @@ rules! {
         example: "spec:\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, gpuDirectRDMA: true}\n",
     }
     "GPU132" "rdma-dma-buf-kernel-modules" "network" Error {
-        checks: "With `gpuOperator.rdma.mechanism: dma-buf` (the default) every RDMA pool's driver loads the open GPU kernel modules (`open`, or `auto` on a branch that defaults to them for that GPU).",
+        checks: "With `gpuOperator.rdma.mechanism: dma-buf` (the default) every RDMA pool's driver loads the open GPU kernel modules (`open`, or `auto` on a branch that defaults to them for that GPU), and its GPU is of the oldest architecture NVIDIA documents for DMA-BUF (Turing) or newer.",
         why: "DMA-BUF export of GPU memory exists only in the open kernel modules; with the proprietary ones NCCL silently loses GPUDirect RDMA and copies through host memory.",
         fix: "Set `kernelModuleType: open` for the pool's driver, or choose `mechanism: nvidia-peermem` (legacy) with a MOFED/DOCA NIC driver.",
-        source: "profiles/network.yaml (gpudirect_rdma: NVIDIA GPU Operator GPUDirect RDMA page); profiles/drivers.yaml (kernel_modules)",
+        source: "profiles/network.yaml (gpudirect_rdma.dma_buf: NVIDIA GPU Operator GPUDirect RDMA page); profiles/drivers.yaml (kernel_modules); profiles/architectures.yaml",
         example: "spec:\n  gpuOperator:\n    driver: {version: \"580.173.02\", kernelModuleType: proprietary}\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
     }
     "GPU133" "rdma-dma-buf-kernel" "network" Error {
@@ -560,17 +574,17 @@ rules! {
         example: "spec:\n  nodePools:\n    - os: {id: rhel, version: \"8.10\", kernel: \"4.18.0-553.el8_10.x86_64\"}\n      topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
     }
     "GPU134" "rdma-operator-release" "network" Error {
-        checks: "The GPU Operator release supports the GPUDirect RDMA mechanism chosen and `useHostMofed`.",
+        checks: "The GPU Operator release supports nvidia-peermem (from v1.8) and `useHostMofed` (from v1.9) when they are used. DMA-BUF has no documented first operator release, so none is checked.",
         why: "An older operator ignores the settings and the driver pods come up without GPUDirect RDMA.",
         fix: "Use the GPU Operator release the finding names or newer.",
         source: "profiles/network.yaml (gpudirect_rdma minimum operator releases)",
-        example: "spec:\n  gpuOperator:\n    version: v23.6.2   # before DMA-BUF support\n",
+        example: "spec:\n  gpuOperator:\n    version: v1.7.1   # before nvidia-peermem support\n    rdma: {mechanism: nvidia-peermem, useHostMofed: true}\n",
     }
     "GPU135" "rdma-driver" "network" Error {
-        checks: "Every RDMA pool's driver branch supports the chosen mechanism (nvidia-peermem ships from R470, DMA-BUF with the open modules from R515).",
+        checks: "Every RDMA pool's driver supports the chosen mechanism: nvidia-peermem ships from R470; DMA-BUF needs CUDA 11.7 (NVIDIA's GPUDirect RDMA page), so that toolkit's driver (cuda.yaml) or newer.",
         why: "The module or the DMA-BUF export the operator relies on does not exist in older drivers.",
         fix: "Use a driver of the named branch or newer for the pool.",
-        source: "profiles/network.yaml (gpudirect_rdma minimum driver branches)",
+        source: "profiles/network.yaml (gpudirect_rdma.nvidia_peermem.min_driver_branch, gpudirect_rdma.dma_buf.min_cuda); profiles/cuda.yaml",
         example: "spec:\n  gpuOperator:\n    driver: {version: \"470.256.02\"}\n  nodePools:\n    - topology:\n        network: {fabric: infiniband, nicsPerNode: 8, gpuDirectRDMA: true}\n",
     }
     "GPU136" "rdma-nic-driver" "network" Error {
@@ -651,7 +665,7 @@ rules! {
         example: "spec:\n  nodePools:\n    - topology:\n        kubelet: {topologyManagerScope: pod}\n",
     }
     "GPU150" "network-operator-release" "network" Error {
-        checks: "`networkOperator.version` is a Network Operator release gpuctl knows, and it supports the cluster's Kubernetes version.",
+        checks: "`networkOperator.version` is a Network Operator release gpuctl knows, and its documented Kubernetes support range (the platform page, not the chart's `kubeVersion` install guard) includes the cluster's version.",
         why: "gpuctl renders the NicClusterPolicy's images and the chart values for a known release; an unknown one would be installed with mismatched components.",
         fix: "Use a release from the hint.",
         source: "profiles/network.yaml (network_operator.releases)",
@@ -659,9 +673,9 @@ rules! {
     }
     "GPU151" "network-operator-nic-driver" "network" Error {
         checks: "When the Network Operator installs the NIC driver, its DOCA-OFED version is named; when the hosts carry it, none is.",
-        why: "The driver tag depends on the release and the kernel; gpuctl does not guess it, and a wrong tag leaves the driver pods in ImagePullBackOff with RDMA down.",
-        fix: "Set `nicDriver.version` from the Network Operator release notes, or `nicDriver.source: host`.",
-        source: "profiles/network.yaml (network_operator note)",
+        why: "The NicClusterPolicy needs the DOCA-OFED driver container version; without one the driver pods cannot pull an image and RDMA stays down. Each release ships one version (the hint names it), which the blueprint may pin or override.",
+        fix: "Set `nicDriver.version` (the hint gives the version the chosen release ships), or `nicDriver.source: host`.",
+        source: "profiles/network.yaml (network_operator.releases[].doca_driver)",
         example: "spec:\n  networkOperator:\n    version: v26.4.1\n    nicDriver: {source: operator}\n",
     }
     "GPU152" "network-operator-fabric" "network" Error {

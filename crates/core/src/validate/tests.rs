@@ -124,6 +124,21 @@ const VOLCANO_SCHED: &str = r#"  scheduling:
         - { name: cq-dev, parent: root, weight: 1 }
 "#;
 
+/// The training pool's GPU line, and the same with an `os` added (GPU037/GPU038 cases).
+const TRAIN_GPU: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n";
+const TRAIN_OS_WINDOWS: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: windows, version: \"2022\" }\n";
+/// Ubuntu 20.04: listed up to 25.10, not on the 26.x pages.
+const TRAIN_OS_FOCAL: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: ubuntu, version: \"20.04\", kernel: \"5.15.0-1055-aws\" }\n";
+/// Ubuntu 22.04 with the 6.2 HWE kernel, which no page lists.
+const TRAIN_OS_HWE_KERNEL: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: ubuntu, version: \"22.04\", kernel: \"6.2.0-39-generic\" }\n";
+const TRAIN_OS_JAMMY_68: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: ubuntu, version: \"22.04\", kernel: \"6.8.0-1015-aws\" }\n";
+const TRAIN_OS_NOBLE: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: ubuntu, version: \"24.04\", kernel: \"6.8.0-1015-nvidia\" }\n";
+/// Ubuntu 24.04 with a 6.11 kernel: no precompiled container for it.
+const TRAIN_OS_NOBLE_611: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: ubuntu, version: \"24.04\", kernel: \"6.11.0-1008-aws\" }\n";
+const TRAIN_OS_RHCOS: &str =
+    "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: rhcos, version: \"4.20\" }\n";
+const KMT_AUTO: &str = "      kernelModuleType: auto\n";
+
 fn volcano_base() -> String {
     let start = KUEUE_BASE.find("  scheduling:\n").unwrap();
     let end = KUEUE_BASE.find("  tenants:\n").unwrap();
@@ -516,6 +531,21 @@ fn base_cases() -> Vec<Case> {
             vec![
                 ("version: v26.7.0", "version: v25.3.4"),
                 ("model: L4,", "model: B300,"),
+            ],
+        ),
+        // Issue 26: a pool's OS is checked against the release's platform page.
+        ("GPU037", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_WINDOWS)]),
+        ("GPU037", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_FOCAL)]),
+        ("GPU038", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_HWE_KERNEL)]),
+        (
+            "GPU038",
+            k.clone(),
+            vec![
+                (TRAIN_GPU, TRAIN_OS_NOBLE_611),
+                (
+                    KMT_AUTO,
+                    "      kernelModuleType: auto\n      usePrecompiled: true\n",
+                ),
             ],
         ),
         (
@@ -1285,11 +1315,38 @@ fn passing_cases() -> Vec<Case> {
 fn base_passing_cases() -> Vec<Case> {
     let k = KUEUE_BASE.to_string();
     let v = volcano_base();
+    let os_cases: Vec<Case> = vec![
+        ("GPU037", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_NOBLE)]),
+        ("GPU037", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_RHCOS)]),
+        ("GPU038", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_JAMMY_68)]),
+        // Precompiled R595 containers exist for Ubuntu 24.04 kernel 6.8 on v26.7.0.
+        (
+            "GPU038",
+            k.clone(),
+            vec![
+                (TRAIN_GPU, TRAIN_OS_NOBLE),
+                (
+                    KMT_AUTO,
+                    "      kernelModuleType: auto\n      usePrecompiled: true\n",
+                ),
+            ],
+        ),
+        // The hosts carry the driver: the operator builds nothing against their kernel.
+        (
+            "GPU038",
+            k.clone(),
+            vec![(
+                TRAIN_GPU,
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: ubuntu, version: \"22.04\", kernel: \"6.2.0-39-generic\" }\n      operands: { driver: false }\n",
+            )],
+        ),
+    ];
     let gpu_only = (
         "quota: { nvidia.com/gpu: 32, cpu: \"32\", memory: 256Gi }",
         "quota: { nvidia.com/gpu: 32 }",
     );
-    vec![
+    let mut cases = os_cases;
+    cases.extend(vec![
         ("GPU075", k.clone(), vec![]),
         // The blueprint says Kueue ignores cpu and memory.
         (
@@ -1462,7 +1519,8 @@ fn base_passing_cases() -> Vec<Case> {
                 "version: v0.19.2\n      install: gitops\n      config:\n        fairSharing: { preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare] }\n        resources: { transformations: [{ input: nvidia.com/mig-3g.40gb, outputs: { nvidia.com/mig-3g.40gb: 1 } }] }\n        integrations: { frameworks: [batch/job, jobset.x-k8s.io/jobset] }\n        waitForPodsReady: { timeout: 5m, blockAdmission: true }\n",
             )],
         ),
-    ]
+    ]);
+    cases
 }
 
 #[test]
@@ -2254,4 +2312,151 @@ fn every_field_missing_or_mistyped_is_reported_and_the_rest_is_checked() {
         checked > 50,
         "only {checked} fields of the base were checked"
     );
+}
+
+/// Issue 26's bar: a blueprint with an RTX PRO 5000 Blackwell MIG layout, a GB300 NVL72 MIG layout
+/// and an L40 pool validates clean on the 25.10 line that introduced GB300, with the driver of
+/// v25.10.0 (580.95.05, the GB300 NVL72 MIG floor); an invented profile on each pool fails. The
+/// blueprint names v25.10.1 because gpuctl has no chart key tree for v25.10.0 (GPU019, a render
+/// limit): on v25.10.0 every catalog rule passes and GPU019 is the only finding.
+pub(crate) const OPERATOR_LISTED_GPUS: &str =
+    include_str!("../../../../tests/fixtures/catalog/operator-listed-gpus.yaml");
+
+#[test]
+fn operator_listed_gpus_validate_and_invented_profiles_fail() {
+    let r = run(OPERATOR_LISTED_GPUS);
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    // (edit, rule, path): one invented profile per pool.
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // The older MIG guide's quarter-slice name; the current table has halves.
+        (
+            "layout: { \"1g.24gb\": 2 }",
+            "layout: { \"1g.12gb\": 4 }",
+            "GPU031",
+            "spec.nodePools[0].partitioning.mig.layout",
+        ),
+        (
+            "layout: { \"3g.139gb\": 2 }",
+            "layout: { \"3g.140gb\": 2 }",
+            "GPU031",
+            "spec.nodePools[1].partitioning.mig.layout",
+        ),
+        (
+            "gpu: { model: L40, count: 8 }\n",
+            "gpu: { model: L40, count: 8 }\n      partitioning: { mode: mig, mig: { strategy: mixed, layout: { \"1g.12gb\": 4 } } }\n",
+            "GPU030",
+            "spec.nodePools[2].partitioning.mode",
+        ),
+    ];
+    for (from, to, rule, path) in cases {
+        let r = run(&edit(OPERATOR_LISTED_GPUS, &[(from, to)]));
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.rule == *rule)
+            .unwrap_or_else(|| panic!("{rule} for {to}: {:#?}", r.findings));
+        assert!(f.path.starts_with(path), "{rule}: {}", f.path);
+        assert_eq!(f.severity, Severity::Error);
+    }
+    // On v25.10.0 itself only the missing chart key tree is reported; the release before it
+    // refuses the GB300 pool; a driver under the NVL72 MIG floor fails.
+    let r = run(&edit(
+        OPERATOR_LISTED_GPUS,
+        &[("version: v25.10.1", "version: v25.10.0")],
+    ));
+    assert_eq!(rules(&r), ["GPU019"], "{:#?}", r.findings);
+    let r = run(&edit(
+        OPERATOR_LISTED_GPUS,
+        &[("version: v25.10.1", "version: v25.3.4")],
+    ));
+    assert!(rules(&r).contains(&"GPU036"), "{:#?}", r.findings);
+    let r = run(&edit(
+        OPERATOR_LISTED_GPUS,
+        &[("version: \"580.95.05\"", "version: \"580.82.07\"")],
+    ));
+    let f = r.findings.iter().find(|f| f.rule == "GPU025").unwrap();
+    assert!(
+        f.message.contains("MIG on GB300 needs driver 580.95.05"),
+        "{}",
+        f.message
+    );
+}
+
+/// GPU027 says why v26.7.1 is refused (not captured), and GPU028 says when a driver may be on the
+/// final matrix without a confirming source (v25.10.1's unconfirmed drivers).
+#[test]
+fn operator_findings_say_what_is_not_captured_or_confirmed() {
+    let r = run(&edit(
+        KUEUE_BASE,
+        &[("version: v26.7.0", "version: v26.7.1")],
+    ));
+    let f = r.findings.iter().find(|f| f.rule == "GPU027").unwrap();
+    assert!(
+        f.message.contains("not in the catalog (no source"),
+        "{}",
+        f.message
+    );
+    let r = run(&edit(
+        KUEUE_BASE,
+        &[("version: v26.7.0", "version: v26.7.9")],
+    ));
+    let f = r.findings.iter().find(|f| f.rule == "GPU027").unwrap();
+    assert!(!f.message.contains('('), "{}", f.message);
+    let on_25_10_1 = |driver: &str| {
+        edit(
+            KUEUE_BASE,
+            &[
+                ("version: v26.7.0", "version: v25.10.1"),
+                ("version: \"595.91.07\"", driver),
+            ],
+        )
+    };
+    let r = run(&on_25_10_1("version: \"580.173.02\""));
+    let f = r.findings.iter().find(|f| f.rule == "GPU028").unwrap();
+    assert!(
+        f.message
+            .contains("may list it, but that page could not be read"),
+        "{}",
+        f.message
+    );
+    let r = run(&on_25_10_1("version: \"580.65.06\""));
+    let f = r.findings.iter().find(|f| f.rule == "GPU028").unwrap();
+    assert!(!f.message.contains("may list it"), "{}", f.message);
+    let r = run(&on_25_10_1("version: \"580.178.04\""));
+    assert!(!rules(&r).contains(&"GPU028"), "{:#?}", r.findings);
+}
+
+/// GPU037/GPU038 name what the release's page lists.
+#[test]
+fn os_findings_list_the_supported_systems() {
+    let r = run(&edit(KUEUE_BASE, &[(TRAIN_GPU, TRAIN_OS_WINDOWS)]));
+    let f = r.findings.iter().find(|f| f.rule == "GPU037").unwrap();
+    assert_eq!(f.path, "spec.nodePools[0].os");
+    assert!(
+        f.message.contains("does not support `windows`"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("ubuntu 26.04"), "{}", f.message);
+    let r = run(&edit(KUEUE_BASE, &[(TRAIN_GPU, TRAIN_OS_FOCAL)]));
+    let f = r.findings.iter().find(|f| f.rule == "GPU037").unwrap();
+    assert!(
+        f.message.contains("does not support ubuntu 20.04"),
+        "{}",
+        f.message
+    );
+    // The same pool on v25.10.1, whose page still lists 20.04, passes.
+    let r = run(&edit(
+        KUEUE_BASE,
+        &[
+            (TRAIN_GPU, TRAIN_OS_FOCAL),
+            ("version: v26.7.0", "version: v25.10.1"),
+            ("version: \"595.91.07\"", "version: \"580.105.08\""),
+        ],
+    ));
+    assert!(!rules(&r).contains(&"GPU037"), "{:#?}", r.findings);
+    let r = run(&edit(KUEUE_BASE, &[(TRAIN_GPU, TRAIN_OS_HWE_KERNEL)]));
+    let f = r.findings.iter().find(|f| f.rule == "GPU038").unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("5.15, 6.5, 6.8"), "{}", f.message);
 }

@@ -293,6 +293,96 @@ fn operator_gpu_support(ctx: &mut Ctx<'_>, version: &OperatorVersion) {
     }
 }
 
+/// GPU037 and GPU038: each pool's declared `os` is one the operator release's platform page lists,
+/// and its kernel one the page lists for that system (or, with precompiled drivers, one with a
+/// precompiled container of the pool's driver branch).
+fn operator_os(ctx: &mut Ctx<'_>, version: &OperatorVersion, drivers: &[Option<PoolDriver>]) {
+    let Some(support) = ctx.catalog.operator_facts().os_support(version).cloned() else {
+        return;
+    };
+    let precompiled = ctx.bp.spec.gpu_operator.driver.use_precompiled;
+    for (i, pool) in ctx.bp.spec.node_pools.iter().enumerate() {
+        let Some(os) = &pool.os else { continue };
+        let Some(system) = support.system(&os.id, &os.version) else {
+            let ids: BTreeSet<&str> = support.systems.iter().map(|s| s.id.as_str()).collect();
+            let what = if ids.contains(os.id.as_str()) {
+                format!("{} {}", os.id, os.version)
+            } else {
+                format!("`{}`", crate::blueprint::yaml::shorten(&os.id))
+            };
+            ctx.emit(
+                "GPU037",
+                format!("spec.nodePools[{i}].os"),
+                format!(
+                    "GPU Operator {version} does not support {what} (pool `{}`): its platform page lists {}",
+                    pool.name,
+                    support.known().join(", ")
+                ),
+                "run the pool on one of those systems (`os.id` and `os.version` as /etc/os-release's ID and VERSION_ID; Red Hat CoreOS: its OpenShift minor), or choose an operator release that supports this one",
+            );
+            continue;
+        };
+        // The kernel matters to the operator's driver container only.
+        if pool.operands.driver == Some(false) {
+            continue;
+        }
+        let Some(kernel_text) = os.kernel.as_deref() else {
+            continue;
+        };
+        let Some(kernel) = crate::profiles::network::kernel_major_minor(kernel_text) else {
+            continue;
+        };
+        let path = format!("spec.nodePools[{i}].os.kernel");
+        if precompiled {
+            let Some(d) = &drivers[i] else { continue };
+            let branch = d.version.branch();
+            let ok = support
+                .precompiled(&os.id, &os.version, kernel)
+                .is_some_and(|p| p.branches.contains(&branch));
+            if !ok {
+                let offered: Vec<String> = support
+                    .precompiled
+                    .iter()
+                    .filter(|p| p.branches.contains(&branch))
+                    .map(|p| format!("{} {} kernel {}", p.id, p.version, p.kernel))
+                    .collect();
+                ctx.emit(
+                    "GPU038",
+                    path,
+                    format!(
+                        "GPU Operator {version} has no precompiled R{branch} driver container for {} kernel {}.{} (pool `{}`): the driver pod cannot start",
+                        system.label(),
+                        kernel.0,
+                        kernel.1,
+                        pool.name
+                    ),
+                    if offered.is_empty() {
+                        format!("set `gpuOperator.driver.usePrecompiled: false`: this release publishes no precompiled R{branch} containers")
+                    } else {
+                        format!(
+                            "use a system and kernel with precompiled R{branch} containers ({}), or `usePrecompiled: false`",
+                            offered.join(", ")
+                        )
+                    },
+                );
+            }
+        } else if !system.kernels.is_empty() && !system.lists_kernel(kernel) {
+            ctx.emit(
+                "GPU038",
+                path,
+                format!(
+                    "kernel {} of pool `{}` is not one GPU Operator {version} lists for {} ({})",
+                    crate::blueprint::yaml::shorten(kernel_text),
+                    pool.name,
+                    system.name,
+                    system.kernels.join(", ")
+                ),
+                "run one of the listed kernel series (the driver container builds against the node's kernel, and unlisted ones are untested), or confirm the build works on this kernel",
+            );
+        }
+    }
+}
+
 /// Pools a tenant's workloads can land on: those of its ClusterQueue under Kueue, otherwise all.
 fn tenant_pools(ctx: &Ctx<'_>, tenant: usize) -> Vec<usize> {
     let bp = ctx.bp;
@@ -395,10 +485,16 @@ fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
             .operator_releases()
             .map(|r| r.version.to_string())
             .collect();
+        let why = ctx
+            .catalog
+            .operator_facts()
+            .not_captured(&version)
+            .map(|n| format!(" ({})", n.notes.join(" ")))
+            .unwrap_or_default();
         ctx.emit(
             "GPU027",
             "spec.gpuOperator.version",
-            format!("GPU Operator {version} is not in the catalog"),
+            format!("GPU Operator {version} is not in the catalog{why}"),
             format!("use one of: {}", known.join(", ")),
         );
         return;
@@ -425,6 +521,7 @@ fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
         }
     }
     operator_gpu_support(ctx, &version);
+    operator_os(ctx, &version, drivers);
     let mut seen = BTreeSet::new();
     for d in drivers.iter().flatten() {
         if !seen.insert(d.path.clone()) {
@@ -482,11 +579,18 @@ fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
                     usable.join(", ")
                 )
             };
+            // A driver the final matrix may list without a source confirming it: say so rather
+            // than call it unvalidated outright.
+            let maybe = if release.maybe_supports_driver(&d.version) {
+                "; the release's final matrix may list it, but that page could not be read (`gpuctl profiles` shows the unconfirmed drivers)"
+            } else {
+                ""
+            };
             ctx.emit(
                 "GPU028",
                 d.path.clone(),
                 format!(
-                    "driver {} is not one GPU Operator {} was validated with (default {})",
+                    "driver {} is not one GPU Operator {} was validated with (default {}){maybe}",
                     d.version, release.version, release.default_driver
                 ),
                 hint,

@@ -13,7 +13,7 @@ use crate::blueprint::{
 };
 use crate::profiles::network::kernel_major_minor;
 use crate::validate::Ctx;
-use crate::version::{KubeVersion, OperatorVersion};
+use crate::version::{DriverVersion, KubeVersion, OperatorVersion};
 
 /// The node label Kueue allows only as the lowest topology level.
 pub(crate) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -77,20 +77,47 @@ fn rdma(ctx: &mut Ctx<'_>) {
         .version
         .parse::<OperatorVersion>()
         .ok();
-    let (mech_name, min_operator, min_branch) = match settings.mechanism {
+    // The oldest driver the mechanism runs on, and how the catalog words why: DMA-BUF needs the
+    // CUDA version NVIDIA's page names (its driver from cuda.yaml), nvidia-peermem a branch.
+    // DMA-BUF has no documented first operator release, so only nvidia-peermem is checked there.
+    let dma_buf_cuda = facts
+        .dma_buf
+        .min_cuda
+        .parse::<crate::version::CudaVersion>()
+        .ok()
+        .and_then(|c| ctx.catalog.cuda(&c).map(|req| (c, req.min_driver.clone())));
+    let (mech_name, min_operator, min_driver) = match settings.mechanism {
         RdmaMechanism::DmaBuf => (
             "DMA-BUF",
-            facts.dma_buf.min_operator.clone(),
-            facts.dma_buf.min_driver_branch,
+            None,
+            dma_buf_cuda.as_ref().map(|(cuda, driver)| {
+                (
+                    driver.clone(),
+                    format!("CUDA {cuda}, so driver {driver} or newer"),
+                    format!("driver {driver} or newer"),
+                )
+            }),
         ),
-        RdmaMechanism::NvidiaPeermem => (
-            "nvidia-peermem",
-            facts.nvidia_peermem.min_operator.clone(),
-            facts.nvidia_peermem.min_driver_branch,
-        ),
+        RdmaMechanism::NvidiaPeermem => {
+            let branch = facts.nvidia_peermem.min_driver_branch;
+            (
+                "nvidia-peermem",
+                Some(facts.nvidia_peermem.min_operator.clone()),
+                branch.to_string().parse::<DriverVersion>().ok().map(|d| {
+                    (
+                        d,
+                        format!("R{branch}"),
+                        format!("an R{branch} or newer driver"),
+                    )
+                }),
+            )
+        }
     };
     if let Some(op) = &operator {
-        let mut needs = vec![(mech_name, min_operator.clone(), "mechanism")];
+        let mut needs: Vec<(&str, String, &str)> = min_operator
+            .iter()
+            .map(|m| (mech_name, m.clone(), "mechanism"))
+            .collect();
         if settings.use_host_mofed {
             needs.push((
                 "useHostMofed",
@@ -138,20 +165,24 @@ fn rdma(ctx: &mut Ctx<'_>) {
             );
         }
         let Some(d) = &drivers[i] else { continue };
-        if d.version.branch() < min_branch && reported_driver.insert(d.path.clone()) {
+        if let Some((min, needs, want)) = &min_driver
+            && d.version < *min
+            && reported_driver.insert(d.path.clone())
+        {
             ctx.emit(
                 "GPU135",
                 d.path.clone(),
                 format!(
-                    "driver {} (R{}) is older than GPUDirect RDMA with {mech_name} needs (R{min_branch}), used by pool `{}`",
+                    "driver {} (R{}) is older than GPUDirect RDMA with {mech_name} needs ({needs}), used by pool `{}`",
                     d.version,
                     d.version.branch(),
                     pool.name
                 ),
-                format!("use an R{min_branch} or newer driver for pool `{}`", pool.name),
+                format!("use {want} for pool `{}`", pool.name),
             );
         }
         if settings.mechanism == RdmaMechanism::DmaBuf {
+            dma_buf_architecture(ctx, i, pool, &facts.dma_buf.min_architecture);
             let modules = effective_modules(ctx, pool, d);
             if modules == KernelModuleType::Proprietary {
                 let how = if d.kernel_modules == KernelModuleType::Auto {
@@ -211,6 +242,33 @@ fn rdma(ctx: &mut Ctx<'_>) {
             format!("{rdma_path}.useHostMofed"),
             "`useHostMofed: true` says the hosts carry the NIC driver, but the Network Operator is told to install it (`nicDriver.source: operator`)",
             "set `networkOperator.nicDriver.source: host`, or `useHostMofed: false`",
+        );
+    }
+}
+
+/// GPU132 for the GPU itself: DMA-BUF needs a GPU of `min_architecture` or newer (NVIDIA's page:
+/// Turing-or-newer data center, Quadro RTX and RTX GPUs). Architectures are ordered by their oldest
+/// compute capability.
+fn dma_buf_architecture(ctx: &mut Ctx<'_>, i: usize, pool: &NodePool, min_architecture: &str) {
+    let Some(gpu) = ctx.catalog.gpu(&pool.gpu.model) else {
+        return;
+    };
+    let oldest = |name: &str| {
+        ctx.catalog
+            .architecture(name)
+            .and_then(|a| a.compute_capabilities.iter().min().copied())
+    };
+    if let Some(min_cc) = oldest(min_architecture)
+        && gpu.compute_capability < min_cc
+    {
+        ctx.emit(
+            "GPU132",
+            format!("spec.nodePools[{i}].gpu.model"),
+            format!(
+                "GPUDirect RDMA through DMA-BUF needs a {min_architecture} or newer GPU, but pool `{}` has {} ({})",
+                pool.name, gpu.key, gpu.architecture
+            ),
+            "use `gpuOperator.rdma.mechanism: nvidia-peermem` (with a MOFED/DOCA-OFED NIC driver) for this pool's GPUs",
         );
     }
 }
@@ -432,19 +490,29 @@ fn network_operator(ctx: &mut Ctx<'_>) {
             format!("use one of: {}", facts.known()),
         ),
         Some(r) => {
-            if let (Ok(k), Ok(min)) = (
+            if let (Ok(k), Some(range)) = (
                 ctx.bp.spec.kubernetes.version.parse::<KubeVersion>(),
-                r.kubernetes_min.parse::<KubeVersion>(),
-            ) && k < min
+                &r.kubernetes,
+            ) && !range.contains(&k)
             {
+                let supporting: Vec<&str> = facts
+                    .releases
+                    .iter()
+                    .filter(|o| o.kubernetes.as_ref().is_some_and(|kr| kr.contains(&k)))
+                    .map(|o| o.version.as_str())
+                    .collect();
                 ctx.emit(
                     "GPU150",
                     format!("{base}.version"),
                     format!(
-                        "Network Operator {} needs Kubernetes {min} or newer; the cluster runs {k}",
-                        r.version
+                        "Network Operator {} supports Kubernetes {} to {}, not {k}",
+                        r.version, range.min, range.max
                     ),
-                    "use an older Network Operator release or upgrade Kubernetes",
+                    if supporting.is_empty() {
+                        format!("no Network Operator release in the catalog supports Kubernetes {k}: change the cluster's Kubernetes version (`gpuctl profiles -o json` lists each release's range)")
+                    } else {
+                        format!("use a release that supports it ({})", supporting.join(", "))
+                    },
                 );
             }
             if let Some(chart) = crate::profiles::chart::network_operator_release(&r.version) {
@@ -474,12 +542,19 @@ fn network_operator(ctx: &mut Ctx<'_>) {
             }
         }
     }
+    let shipped = facts.release(&no.version).map(|r| r.doca_driver.clone());
     match (no.nic_driver.source, &no.nic_driver.version) {
         (NicDriverSource::Operator, None) => ctx.emit(
             "GPU151",
             format!("{base}.nicDriver"),
-            "the Network Operator is to install the NIC driver but no DOCA-OFED driver version is given; gpuctl does not guess one",
-            "set `nicDriver.version` to the DOCA-OFED container tag of the Network Operator release notes, or `nicDriver.source: host`",
+            "the Network Operator is to install the NIC driver but no DOCA-OFED driver version is given",
+            match shipped {
+                Some(v) => format!(
+                    "set `nicDriver.version: {v}`, the DOCA-OFED driver Network Operator {} ships (or pin another tag), or `nicDriver.source: host`",
+                    no.version
+                ),
+                None => "set `nicDriver.version` to the DOCA-OFED container tag of the Network Operator release notes, or `nicDriver.source: host`".to_string(),
+            },
         ),
         (NicDriverSource::Host, Some(_)) => ctx.emit(
             "GPU151",

@@ -609,11 +609,38 @@ fn gpu_models(ctx: &mut Ctx<'_>) {
                 .catalog
                 .gpu_by_product(&p.gpu.model)
                 .map(|g| g.key.clone());
-            let hint = match by_product.or_else(|| {
-                suggest::closest(&p.gpu.model, keys.iter().map(String::as_str)).map(str::to_string)
-            }) {
-                Some(k) => format!("did you mean `{k}`? (`gpuctl profiles` lists every model)"),
-                None => "use a key from `gpuctl profiles`".to_string(),
+            // A model named after an architecture the catalog has no GPU of (Rubin, in preview):
+            // say what NVIDIA has not published rather than suggest an unrelated key.
+            let lower = p.gpu.model.to_ascii_lowercase();
+            let unlisted_arch = ctx.catalog.architectures().find(|a| {
+                lower.contains(&a.name.to_ascii_lowercase())
+                    && !ctx.catalog.gpus().any(|g| g.architecture == a.name)
+            });
+            let hint = match (
+                unlisted_arch,
+                by_product.or_else(|| {
+                    suggest::closest(&p.gpu.model, keys.iter().map(String::as_str))
+                        .map(str::to_string)
+                }),
+            ) {
+                (Some(a), _) => format!(
+                    "no {} GPU is in the catalog{}: NVIDIA has not published {}; `gpuctl profiles` shows what is known",
+                    a.name,
+                    if a.preview {
+                        " (the architecture is in preview)"
+                    } else {
+                        ""
+                    },
+                    if a.unpublished.is_empty() {
+                        "its products".to_string()
+                    } else {
+                        a.unpublished.join(", ")
+                    }
+                ),
+                (None, Some(k)) => {
+                    format!("did you mean `{k}`? (`gpuctl profiles` lists every model)")
+                }
+                (None, None) => "use a key from `gpuctl profiles`".to_string(),
             };
             ctx.emit(
                 "GPU015",

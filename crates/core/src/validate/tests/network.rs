@@ -204,6 +204,28 @@ pub(super) fn cases() -> Vec<Case> {
             n.clone(),
             vec![("version: \"1.34.2\"", "version: \"1.20.4\"")],
         ),
+        // Issue 26: the documented range of 26.4 ends at 1.35 although the chart's
+        // `kubeVersion` (>= 1.21.0-0) would install on 1.36.
+        (
+            "GPU150",
+            n.clone(),
+            vec![("version: \"1.34.2\"", "version: \"1.36.1\"")],
+        ),
+        // DMA-BUF needs CUDA 11.7, so its driver 515.43.04 or newer.
+        (
+            "GPU135",
+            n.clone(),
+            vec![("version: \"595.91.07\"", "version: \"510.47.03\"")],
+        ),
+        // DMA-BUF needs a Turing or newer GPU.
+        (
+            "GPU132",
+            n.clone(),
+            vec![
+                ("model: H100-SXM5-80GB", "model: V100-SXM2-32GB"),
+                (KMT, "      kernelModuleType: open\n"),
+            ],
+        ),
         (
             "GPU151",
             n.clone(),
@@ -280,6 +302,21 @@ pub(super) const PATCHED_CATALOG_RULES: &[&str] = &["GPU134"];
 pub(super) fn passing_cases() -> Vec<Case> {
     let n = net_base();
     vec![
+        // 515.43.04 is CUDA 11.7's driver: enough for DMA-BUF.
+        (
+            "GPU135",
+            n.clone(),
+            vec![("version: \"595.91.07\"", "version: \"515.43.04\"")],
+        ),
+        // Network Operator 26.7 documents Kubernetes 1.36.
+        (
+            "GPU150",
+            n.clone(),
+            vec![
+                ("version: \"1.34.2\"", "version: \"1.36.1\""),
+                ("version: v26.4.1", "version: v26.7.0"),
+            ],
+        ),
         (
             "GPU130",
             n.clone(),
@@ -395,14 +432,16 @@ fn network_base_is_clean() {
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
 }
 
-/// GPU134 with a catalog whose DMA-BUF minimum is newer than the blueprint's operator release:
-/// the rule reads the minimum from `profiles/network.yaml`, never from code.
+/// GPU134 with a catalog whose nvidia-peermem and useHostMofed minimums are newer than the
+/// blueprint's operator release: the rule reads the minimums from `profiles/network.yaml`, never
+/// from code. DMA-BUF has no documented first operator release (issue 26), so a DMA-BUF blueprint
+/// never gets GPU134, whatever the catalog.
 #[test]
 fn gpu134_operator_older_than_the_rdma_minimum() {
     use crate::profiles::{Catalog, ProfileSources};
     let patched = ProfileSources::EMBEDDED
         .network
-        .replace("min_operator: \"v23.9.1\"", "min_operator: \"v27.1.0\"")
+        .replace("min_operator: \"v1.8.0\"", "min_operator: \"v27.1.0\"")
         .replace("min_operator: \"v1.9.0\"", "min_operator: \"v28.1.0\"");
     assert_ne!(
         patched,
@@ -423,9 +462,23 @@ fn gpu134_operator_older_than_the_rdma_minimum() {
         )
     };
     let r = check(&net_base());
+    assert!(
+        !rules(&r).contains(&"GPU134"),
+        "DMA-BUF has no operator minimum: {:#?}",
+        r.findings
+    );
+    let peermem = edit(
+        &net_base(),
+        &[(
+            KMT,
+            "      kernelModuleType: auto\n    rdma: { mechanism: nvidia-peermem }\n",
+        )],
+    );
+    let r = check(&peermem);
     let f: Vec<_> = r.findings.iter().filter(|f| f.rule == "GPU134").collect();
     assert_eq!(f.len(), 1, "{:#?}", r.findings);
     assert!(f[0].message.contains("v27.1.0"), "{}", f[0].message);
+    assert!(f[0].message.contains("nvidia-peermem"), "{}", f[0].message);
     assert_eq!(f[0].path, "spec.gpuOperator.version");
     let host = edit(
         &net_base(),
@@ -447,11 +500,12 @@ fn gpu134_operator_older_than_the_rdma_minimum() {
         .filter(|f| f.rule == "GPU134")
         .map(|f| f.message.as_str())
         .collect();
-    assert_eq!(msgs.len(), 1, "{msgs:?}");
-    assert!(msgs[0].contains("useHostMofed"), "{msgs:?}");
-    // The embedded catalog accepts both.
-    assert!(!rules(&run(&net_base())).contains(&"GPU134"));
-    assert!(!rules(&run(&host)).contains(&"GPU134"));
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert!(msgs.iter().any(|m| m.contains("useHostMofed")), "{msgs:?}");
+    // The embedded catalog accepts all three.
+    for text in [net_base(), peermem, host] {
+        assert!(!rules(&run(&text)).contains(&"GPU134"));
+    }
 }
 
 /// `auto` counts as the open modules only where the operator would load them: a GPU with open
@@ -470,4 +524,70 @@ fn auto_kernel_modules_resolve_per_branch() {
         "{}",
         f.message
     );
+}
+
+/// GPU151 names the DOCA-OFED driver the chosen Network Operator release ships, the default a
+/// blueprint may pin or override (profiles/network.yaml `doca_driver`, from the release's
+/// images-sha256 page); GPU132 and GPU135 say why DMA-BUF refuses a pool.
+#[test]
+fn network_findings_name_the_documented_facts() {
+    let no_version = edit(
+        &net_base(),
+        &[(
+            "nicDriver: { source: operator, version: \"doca3.3.0-26.01-1.0.0.0-0\" }",
+            "nicDriver: { source: operator }",
+        )],
+    );
+    for (release, doca) in [
+        ("v26.4.1", "doca3.4.1-26.04-1.1.0.0-1"),
+        ("v26.4.0", "doca3.4.0-26.04-0.8.6.0-0"),
+        ("v26.7.0", "doca3.5.0-26.07-0.7.7.0-1"),
+    ] {
+        let text = edit(
+            &no_version,
+            &[("version: v26.4.1", &format!("version: {release}"))],
+        );
+        let r = run(&text);
+        let f = r.findings.iter().find(|f| f.rule == "GPU151").unwrap();
+        let hint = f.hint.as_deref().unwrap_or_default();
+        assert!(
+            hint.contains(&format!("`nicDriver.version: {doca}`")),
+            "{release}: {hint}"
+        );
+    }
+    let r = run(&edit(
+        &net_base(),
+        &[("version: \"595.91.07\"", "version: \"510.47.03\"")],
+    ));
+    let f = r.findings.iter().find(|f| f.rule == "GPU135").unwrap();
+    assert!(
+        f.message.contains("CUDA 11.7, so driver 515.43.04"),
+        "{}",
+        f.message
+    );
+    let r = run(&edit(
+        &net_base(),
+        &[
+            ("model: H100-SXM5-80GB", "model: V100-SXM2-32GB"),
+            (KMT, "      kernelModuleType: open\n"),
+        ],
+    ));
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "GPU132")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!(f.path, "spec.nodePools[0].gpu.model");
+    assert!(f.message.contains("Turing or newer"), "{}", f.message);
+    let r = run(&edit(
+        &net_base(),
+        &[("version: \"1.34.2\"", "version: \"1.36.1\"")],
+    ));
+    let f = r.findings.iter().find(|f| f.rule == "GPU150").unwrap();
+    assert!(
+        f.message.contains("supports Kubernetes 1.31 to 1.35"),
+        "{}",
+        f.message
+    );
+    assert!(f.hint.as_deref().unwrap_or_default().contains("v26.7.0"));
 }
