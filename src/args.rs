@@ -58,6 +58,13 @@ pub enum Command {
         /// Deprecated spelling of -o/--output (kept for one release).
         #[arg(long, value_enum, hide = true)]
         format: Option<ProfilesFormat>,
+        /// List only the fact rows read more than DAYS days ago (or never dated), with their
+        /// sources: where the next audit starts.
+        #[arg(long, value_name = "DAYS")]
+        stale_after: Option<u32>,
+        /// Date the ages are counted to (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
     },
     /// Show what applying a blueprint would change: live (server-side dry-run), from a snapshot, or offline.
     Plan {

@@ -170,10 +170,21 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
         }
         Command::Explain { rule, all, fields } => explain::run(rule.as_deref(), all, fields, out),
         Command::Schema => schema::run(out),
-        Command::Profiles { output, format } => profiles::run(
-            crate::settings::deprecated("--format", "-o/--output", format, output),
-            out,
-        ),
+        Command::Profiles {
+            output,
+            format,
+            stale_after,
+            today,
+        } => {
+            let format = crate::settings::deprecated("--format", "-o/--output", format, output);
+            match stale_after {
+                None => profiles::run(format, out),
+                Some(days) => {
+                    let today = crate::settings::today(today.as_deref())?;
+                    profiles::stale(format, days, today, out)
+                }
+            }
+        }
         Command::Plan {
             blueprint,
             cluster,

@@ -296,6 +296,75 @@ pub fn human(catalog: &Catalog) -> String {
     out
 }
 
+/// `gpuctl profiles --stale-after DAYS`, human: the rows read more than `days` days before `today`,
+/// oldest first, then the tables that carry no dates at all.
+pub fn stale_human(catalog: &Catalog, days: u32, today: jiff::civil::Date) -> String {
+    let mut rows = catalog.stale_rows(today, days);
+    rows.sort_by_key(|r| (r.read, r.file, r.row.clone()));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Fact rows read more than {days} days before {today}: {} of {}",
+        rows.len(),
+        catalog.fact_rows().len()
+    );
+    for r in &rows {
+        let read = r.read.map_or("never".to_owned(), |d| d.to_string());
+        let age = r
+            .age_days(today)
+            .map_or(String::new(), |a| format!(", {a} days"));
+        let _ = writeln!(out, "  {}  {}  (read {read}{age})", r.file, r.row);
+        for source in &r.sources {
+            let _ = writeln!(out, "      source: {source}");
+        }
+    }
+    let undated = catalog.undated_files();
+    if !undated.is_empty() {
+        let _ = writeln!(
+            out,
+            "Tables whose rows carry no read date yet (every fact in them is of unknown age): {}",
+            undated.join(", ")
+        );
+    }
+    out
+}
+
+/// `gpuctl profiles --stale-after DAYS -o json`.
+pub fn stale_json(catalog: &Catalog, days: u32, today: jiff::civil::Date) -> String {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        #[serde(flatten)]
+        row: &'a FactRow,
+        age_days: Option<i64>,
+    }
+    #[derive(Serialize)]
+    struct Document<'a> {
+        today: String,
+        stale_after_days: u32,
+        rows_checked: usize,
+        stale: Vec<Row<'a>>,
+        undated_files: Vec<&'static str>,
+    }
+    let mut rows = catalog.stale_rows(today, days);
+    rows.sort_by_key(|r| (r.read, r.file, r.row.clone()));
+    let document = Document {
+        today: today.to_string(),
+        stale_after_days: days,
+        rows_checked: catalog.fact_rows().len(),
+        stale: rows
+            .into_iter()
+            .map(|row| Row {
+                row,
+                age_days: row.age_days(today),
+            })
+            .collect(),
+        undated_files: catalog.undated_files(),
+    };
+    let mut text = serde_json::to_string_pretty(&document).unwrap_or_else(|_| "{}".to_owned());
+    text.push('\n');
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

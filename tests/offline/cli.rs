@@ -669,3 +669,62 @@ fn operator_listed_gpus_validate_and_invented_profiles_fail() {
         assert!(stdout(&o).contains(rule), "{to}: {}", stdout(&o));
     }
 }
+
+/// Issue 26: `gpuctl profiles --stale-after DAYS` lists the fact rows read longer ago than that,
+/// with their sources, and names the tables that carry no dates; a shorter window lists more.
+#[test]
+fn profiles_stale_after_lists_old_rows() {
+    let o = gpuctl(&["profiles", "--stale-after", "30", "--today", "2026-12-03"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("Fact rows read more than 30 days before 2026-12-03: "),
+        "{text}"
+    );
+    // Rows the 2026-11 audit last checked are 32 days old counted from 2026-11-01.
+    assert!(
+        text.contains("profiles/gpus.yaml  gpus.V100-SXM2-16GB  (read 2026-11, 32 days)"),
+        "{text}"
+    );
+    assert!(text.contains("      source: "), "{text}");
+    assert!(
+        !text.contains("releases.v25.10.1"),
+        "read 2026-12-03: {text}"
+    );
+    assert!(text.contains("carry no read date yet"), "{text}");
+    let o = gpuctl(&[
+        "profiles",
+        "--stale-after",
+        "365",
+        "--today",
+        "2026-12-03",
+        "-o",
+        "json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(doc["stale"].as_array().map(Vec::len), Some(0));
+    assert!(doc["rows_checked"].as_u64().unwrap_or(0) > 100);
+    assert!(
+        doc["undated_files"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    );
+    let o = gpuctl(&[
+        "profiles",
+        "--stale-after",
+        "0",
+        "--today",
+        "2027-01-01",
+        "-o",
+        "json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        doc["stale"].as_array().map(Vec::len),
+        doc["rows_checked"].as_u64().map(|n| n as usize)
+    );
+    let o = gpuctl(&["profiles", "--stale-after", "soon"]);
+    assert_eq!(o.status.code(), Some(64));
+    let o = gpuctl(&["profiles", "--stale-after", "30", "--today", "yesterday"]);
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+}
