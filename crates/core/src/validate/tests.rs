@@ -2460,3 +2460,56 @@ fn os_findings_list_the_supported_systems() {
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.message.contains("5.15, 6.5, 6.8"), "{}", f.message);
 }
+
+/// Issue 26: `validate` knows every GPU the operator lists that the catalog gained: each is
+/// accepted as a time-sliced pool's model, a MIG layout on it is refused unless the MIG guide
+/// lists it, and a Rubin model is told what NVIDIA has not published rather than offered a
+/// near-miss key.
+#[test]
+fn validate_knows_the_operator_listed_gpus() {
+    // (model, has MIG)
+    let rows = [
+        ("L40", false),
+        ("L20", false),
+        ("A40", false),
+        ("A16", false),
+        ("A2", false),
+        ("A100X", false),
+        ("A30X", false),
+        ("RTX-PRO-6000D", false),
+        ("GB10", false),
+        ("RTX-PRO-5000-BLACKWELL", true),
+        ("RTX-PRO-4500-BLACKWELL", true),
+    ];
+    for (model, mig) in rows {
+        let shared = edit(KUEUE_BASE, &[("model: L4,", &format!("model: {model},"))]);
+        let r = run(&shared);
+        assert!(
+            !rules(&r).iter().any(|id| ["GPU015", "GPU030"].contains(id)),
+            "{model}: {:#?}",
+            r.findings
+        );
+        let on_mig = edit(
+            KUEUE_BASE,
+            &[
+                ("model: A100-SXM4-80GB", &format!("model: {model}")),
+                ("layout: { \"3g.40gb\": 2 }", "layout: { \"1g.99gb\": 1 }"),
+            ],
+        );
+        let want = if mig { "GPU031" } else { "GPU030" };
+        assert!(rules(&run(&on_mig)).contains(&want), "{model}: {want}");
+    }
+    for model in ["Rubin", "VERA-RUBIN-NVL144"] {
+        let r = run(&edit(
+            KUEUE_BASE,
+            &[("model: L4,", &format!("model: {model},"))],
+        ));
+        let f = r.findings.iter().find(|f| f.rule == "GPU015").unwrap();
+        let hint = f.hint.as_deref().unwrap_or_default();
+        assert!(
+            hint.contains("no Rubin GPU is in the catalog (the architecture is in preview)"),
+            "{hint}"
+        );
+        assert!(hint.contains("a driver floor"), "{hint}");
+    }
+}
