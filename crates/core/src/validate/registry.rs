@@ -197,7 +197,7 @@ rules! {
     }
     "GPU027" "operator-kubernetes" "compatibility" Error {
         checks: "The GPU Operator release is known and supports the cluster's Kubernetes minor version (the range of the release's final published platform page).",
-        why: "Out-of-range combinations are untested by NVIDIA; API removals break operands. A release the catalog does not hold (v26.7.1 and v26.7.2 are not captured: no source shows them) has no facts to check against.",
+        why: "Out-of-range combinations are untested by NVIDIA; API removals break operands. A release the catalog does not hold (v26.7.1 and v26.7.2 are not captured: no NVIDIA source read gives their facts) has no facts to check against; the finding says why when the catalog records it.",
         fix: "Choose an operator release whose range includes the Kubernetes version (`gpuctl profiles`).",
         source: "profiles/gpu-operator.yaml (releases[].kubernetes, not_captured)",
         example: "spec:\n  kubernetes: {version: \"1.25.4\"}\n  gpuOperator: {version: v26.7.0}\n",

@@ -2392,7 +2392,8 @@ fn operator_findings_say_what_is_not_captured_or_confirmed() {
     ));
     let f = r.findings.iter().find(|f| f.rule == "GPU027").unwrap();
     assert!(
-        f.message.contains("not in the catalog (no source"),
+        f.message
+            .contains("not in the catalog (no NVIDIA source read"),
         "{}",
         f.message
     );
