@@ -1106,7 +1106,6 @@ fn load_operator(
             .map(|m| format!("{}.{}", m.major(), m.minor()))
             .collect();
         let what = format!("os_support {}", majors.join(","));
-        require_source(F, &what, &os.source)?;
         sourced(sources, F, Some(&what), &os.source)?;
         log.row(
             format!("os_support.{}", majors.join(",")),
