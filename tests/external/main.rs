@@ -13,4 +13,5 @@ mod support;
 
 mod doctor_metrics;
 mod prometheus_rules;
+mod prometheus_tls;
 mod status_svg;

@@ -14,8 +14,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use gpuctl_core::metrics::{self, Finding, MetricSettings, Query, Results, Sample};
 use gpuctl_core::profiles::dcgm::DcgmFacts;
-use reqwest::Url;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, USER_AGENT};
+use http::{Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use serde::Deserialize;
 
 /// Default total time one query may take.
@@ -42,8 +50,8 @@ impl std::fmt::Debug for Token {
     }
 }
 
-/// Where Prometheus is and how to talk to it.
-#[derive(Debug, Clone)]
+/// Where Prometheus is and how to talk to it. Its `Debug` masks the URL's user info and the token.
+#[derive(Clone)]
 pub struct PrometheusConfig {
     /// Base URL (`https://prometheus.monitoring:9090`, a path prefix allowed).
     pub url: String,
@@ -55,6 +63,18 @@ pub struct PrometheusConfig {
     pub timeout: Duration,
     /// Largest response body read.
     pub max_response_bytes: usize,
+}
+
+impl std::fmt::Debug for PrometheusConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrometheusConfig")
+            .field("url", &mask_raw(&self.url))
+            .field("token", &self.token)
+            .field("ca_file", &self.ca_file)
+            .field("timeout", &self.timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish()
+    }
 }
 
 impl PrometheusConfig {
@@ -152,11 +172,16 @@ pub enum PrometheusError {
 }
 
 /// A connected client (nothing is sent until a query).
+///
+/// Built on the HTTP stack kube already links (hyper, hyper-util's client, hyper-rustls with ring),
+/// so gpuctl carries one HTTP client and one TLS stack (issue 27: reqwest brought a second client
+/// and the url/IDNA/ICU crates for a POST to one fixed path).
 pub struct Prometheus {
-    http: reqwest::Client,
-    endpoint: Url,
+    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    endpoint: Uri,
     shown: String,
     auth: Option<HeaderValue>,
+    timeout: Duration,
     max_response_bytes: usize,
 }
 
@@ -169,18 +194,6 @@ impl std::fmt::Debug for Prometheus {
     }
 }
 
-/// `scheme://host:port/path` with any user info masked, for messages.
-fn shown(url: &Url) -> String {
-    let mut u = url.clone();
-    if !u.username().is_empty() || u.password().is_some() {
-        let _ = u.set_username("***");
-        let _ = u.set_password(None);
-    }
-    u.set_query(None);
-    u.set_fragment(None);
-    u.to_string().trim_end_matches('/').to_owned()
-}
-
 fn mask_raw(url: &str) -> String {
     match url.split_once('@') {
         Some((before, after)) if before.contains("://") => {
@@ -191,75 +204,157 @@ fn mask_raw(url: &str) -> String {
     }
 }
 
+/// A checked base URL: `scheme://host[:port]/path/`, the user info (if any) apart.
+struct BaseUrl {
+    scheme: String,
+    /// `host[:port]`, without user info.
+    host_port: String,
+    /// Ends with `/`.
+    path: String,
+    /// `user:password` from the URL, sent as HTTP basic authentication when no token is given.
+    userinfo: Option<String>,
+}
+
+impl BaseUrl {
+    fn parse(raw: &str) -> Result<BaseUrl, String> {
+        let raw = raw.trim();
+        if raw.contains('#') {
+            return Err("it must not have a query or a fragment".to_owned());
+        }
+        let uri: Uri = raw
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| e.to_string())?;
+        let scheme = match uri.scheme_str() {
+            Some(s @ ("http" | "https")) => s.to_owned(),
+            _ => return Err("the scheme must be http or https".to_owned()),
+        };
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
+        let (userinfo, host_port) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u.to_owned()), h.to_owned()),
+            None => (None, authority.to_owned()),
+        };
+        if uri.host().is_none_or(str::is_empty) || host_port.is_empty() {
+            return Err("no host".to_owned());
+        }
+        if uri.query().is_some() {
+            return Err("it must not have a query or a fragment".to_owned());
+        }
+        let mut path = uri.path().to_owned();
+        if !path.ends_with('/') {
+            path.push('/');
+        }
+        Ok(BaseUrl {
+            scheme,
+            host_port,
+            path,
+            userinfo,
+        })
+    }
+
+    /// How messages show it: user info masked, no trailing slash.
+    fn shown(&self) -> String {
+        let who = if self.userinfo.is_some() { "***@" } else { "" };
+        let url = format!("{}://{who}{}{}", self.scheme, self.host_port, self.path);
+        url.trim_end_matches('/').to_owned()
+    }
+
+    fn join(&self, rel: &str) -> Result<Uri, String> {
+        format!("{}://{}{}{rel}", self.scheme, self.host_port, self.path)
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| e.to_string())
+    }
+}
+
+/// The system's trusted roots plus the PEM certificates of `ca_file`.
+fn tls_config(ca_file: Option<&std::path::Path>) -> Result<rustls::ClientConfig, PrometheusError> {
+    let mut roots = rustls::RootCertStore::empty();
+    // Unreadable system certificates are skipped: a private CA can still come from the file.
+    let native = rustls_native_certs::load_native_certs();
+    roots.add_parsable_certificates(native.certs);
+    if let Some(path) = ca_file {
+        let ca_err = |reason: String| PrometheusError::CaFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let pem = read_bounded(path, 1 << 20).map_err(ca_err)?;
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<_, _>>()
+            .map_err(|e| ca_err(format!("not PEM certificates: {e}")))?;
+        if certs.is_empty() {
+            return Err(ca_err("it holds no certificate".to_owned()));
+        }
+        for cert in certs {
+            roots
+                .add(cert)
+                .map_err(|e| ca_err(format!("not a usable CA certificate: {e}")))?;
+        }
+    }
+    // ring: the provider kube already links (one TLS stack, no aws-lc).
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| PrometheusError::Client {
+            url: String::new(),
+            reason: e.to_string(),
+        })?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(config)
+}
+
 impl Prometheus {
     /// Checks the config and builds the client.
     pub fn new(cfg: &PrometheusConfig) -> Result<Prometheus, PrometheusError> {
-        let bad = |reason: &str| PrometheusError::BadUrl {
+        let bad = |reason: String| PrometheusError::BadUrl {
             url: mask_raw(&cfg.url),
-            reason: reason.to_owned(),
+            reason,
         };
-        let mut base = Url::parse(cfg.url.trim()).map_err(|e| bad(&e.to_string()))?;
-        if !matches!(base.scheme(), "http" | "https") {
-            return Err(bad("the scheme must be http or https"));
-        }
-        if base.host_str().is_none_or(str::is_empty) {
-            return Err(bad("no host"));
-        }
-        if base.query().is_some() || base.fragment().is_some() {
-            return Err(bad("it must not have a query or a fragment"));
-        }
-        if !base.path().ends_with('/') {
-            let path = format!("{}/", base.path());
-            base.set_path(&path);
-        }
-        let endpoint = base.join("api/v1/query").map_err(|e| bad(&e.to_string()))?;
-        let shown_url = shown(&base);
+        let base = BaseUrl::parse(&cfg.url).map_err(bad)?;
+        let endpoint = base.join("api/v1/query").map_err(bad)?;
+        let shown_url = base.shown();
 
-        // reqwest is built without a crypto provider; kube already links ring, so use it.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(cfg.timeout.min(Duration::from_secs(10)))
-            .timeout(cfg.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("gpuctl/", env!("CARGO_PKG_VERSION")));
-        if let Some(path) = &cfg.ca_file {
-            let ca_err = |reason: String| PrometheusError::CaFile {
-                path: path.display().to_string(),
+        let tls = tls_config(cfg.ca_file.as_deref()).map_err(|e| match e {
+            PrometheusError::Client { reason, .. } => PrometheusError::Client {
+                url: shown_url.clone(),
                 reason,
-            };
-            let pem = read_bounded(path, 1 << 20).map_err(ca_err)?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| ca_err(format!("not PEM certificates: {e}")))?;
-            if certs.is_empty() {
-                return Err(ca_err("it holds no certificate".to_owned()));
-            }
-            for cert in certs {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        let http = builder.build().map_err(|e| PrometheusError::Client {
-            url: shown_url.clone(),
-            reason: error_chain(&e),
+            },
+            other => other,
         })?;
-        let auth = match &cfg.token {
-            None => None,
-            Some(Token(t)) => {
-                let mut v = HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| {
-                    PrometheusError::Client {
-                        url: shown_url.clone(),
-                        reason: "the bearer token holds characters an HTTP header cannot carry"
-                            .to_owned(),
-                    }
-                })?;
-                v.set_sensitive(true);
-                Some(v)
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(cfg.timeout.min(Duration::from_secs(10))));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        // Redirects are never followed (the client has no such policy): a token must not travel on.
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+
+        let header = |value: String| {
+            let mut v = HeaderValue::from_str(&value).map_err(|_| PrometheusError::Client {
+                url: shown_url.clone(),
+                reason: "the credentials hold characters an HTTP header cannot carry".to_owned(),
+            })?;
+            v.set_sensitive(true);
+            Ok::<_, PrometheusError>(v)
+        };
+        let auth = match (&cfg.token, &base.userinfo) {
+            (Some(Token(t)), _) => Some(header(format!("Bearer {t}"))?),
+            (None, Some(userinfo)) => {
+                use base64::Engine as _;
+                let user_pass = percent_decoded(userinfo);
+                let encoded = base64::engine::general_purpose::STANDARD.encode(user_pass);
+                Some(header(format!("Basic {encoded}"))?)
             }
+            (None, None) => None,
         };
         Ok(Prometheus {
-            http,
+            http: client,
             endpoint,
             shown: shown_url,
             auth,
+            timeout: cfg.timeout,
             max_response_bytes: cfg.max_response_bytes,
         })
     }
@@ -271,42 +366,58 @@ impl Prometheus {
 
     /// One instant query at `time` (unix seconds).
     pub async fn query(&self, promql: &str, time: f64) -> Result<Vec<Sample>, PrometheusError> {
-        let mut form = Url::parse("http://form.invalid/").expect("a constant URL");
-        form.query_pairs_mut()
+        let body = form_urlencoded::Serializer::new(String::new())
             .append_pair("query", promql)
-            .append_pair("time", &format!("{time:.3}"));
-        let body = form.query().unwrap_or("").to_owned();
-        let mut req = self
-            .http
-            .post(self.endpoint.clone())
+            .append_pair("time", &format!("{time:.3}"))
+            .finish();
+        let mut req = Request::post(self.endpoint.clone())
             .header(
                 CONTENT_TYPE,
                 HeaderValue::from_static("application/x-www-form-urlencoded"),
             )
-            .body(body);
+            .header(
+                USER_AGENT,
+                HeaderValue::from_static(concat!("gpuctl/", env!("CARGO_PKG_VERSION"))),
+            );
         if let Some(auth) = &self.auth {
             req = req.header(AUTHORIZATION, auth.clone());
         }
-        let unreachable = |e: reqwest::Error| PrometheusError::Unreachable {
+        let req = req
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| PrometheusError::Client {
+                url: self.shown.clone(),
+                reason: e.to_string(),
+            })?;
+        let unreachable = |reason: String| PrometheusError::Unreachable {
             url: self.shown.clone(),
-            reason: if e.is_timeout() {
-                "timed out".to_owned()
-            } else {
-                error_chain(&e)
-            },
+            reason,
         };
-        let mut resp = req.send().await.map_err(unreachable)?;
-        let status = resp.status();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {
-            if bytes.len() + chunk.len() > self.max_response_bytes {
-                return Err(PrometheusError::TooLarge {
-                    url: self.shown.clone(),
-                    limit: self.max_response_bytes,
-                });
+        let exchange = async {
+            let resp = self
+                .http
+                .request(req)
+                .await
+                .map_err(|e| unreachable(error_chain(&e)))?;
+            let status = resp.status();
+            let mut body = resp.into_body();
+            let mut bytes = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| unreachable(error_chain(&e)))?;
+                if let Some(chunk) = frame.data_ref() {
+                    if bytes.len() + chunk.len() > self.max_response_bytes {
+                        return Err(PrometheusError::TooLarge {
+                            url: self.shown.clone(),
+                            limit: self.max_response_bytes,
+                        });
+                    }
+                    bytes.extend_from_slice(chunk);
+                }
             }
-            bytes.extend_from_slice(&chunk);
-        }
+            Ok((status, bytes))
+        };
+        let (status, bytes) = tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| unreachable("timed out".to_owned()))??;
         // Prometheus answers 400/422/503 with its JSON error body; anything else non-200 is not it.
         if !status.is_success() && !matches!(status.as_u16(), 400 | 422 | 503) {
             let hint = match status.as_u16() {
@@ -398,6 +509,11 @@ pub async fn metric_findings(
         queries: queries.len(),
         samples,
     })
+}
+
+/// `user:password` from a URL, percent-decoded as RFC 3986 writes it (`p%40ss` is `p@ss`).
+fn percent_decoded(userinfo: &str) -> Vec<u8> {
+    percent_encoding::percent_decode_str(userinfo).collect()
 }
 
 fn read_bounded(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, String> {
@@ -564,6 +680,8 @@ mod tests {
         let mut cfg = PrometheusConfig::new("http://h");
         cfg.token = Some(Token::new("s3cret\n"));
         assert!(!format!("{cfg:?}").contains("s3cret"));
+        let cfg = PrometheusConfig::new("https://user:s3cret@h:9090");
+        assert!(!format!("{cfg:?}").contains("s3cret"), "{cfg:?}");
     }
 
     #[test]
