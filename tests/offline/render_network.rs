@@ -74,3 +74,44 @@ fn kubelet_fragments_are_kubelet_configurations() {
         "a pool without a kubelet policy gets no fragment"
     );
 }
+
+/// Issue 26: with `nicDriver.source: operator` and no version, the NicClusterPolicy gets the
+/// DOCA-OFED driver the chosen Network Operator release ships (profiles/network.yaml, read from the
+/// release's hack/release.yaml); a version in the blueprint overrides it.
+#[test]
+fn the_nic_driver_defaults_to_the_doca_driver_the_release_ships() {
+    let text = std::fs::read_to_string(root().join("blueprints/dgx-h100-training.yaml")).unwrap();
+    let host = "nicDriver: { source: host }";
+    assert!(text.contains(host), "the example's NIC driver line moved");
+    assert!(
+        text.contains("version: v26.4.1"),
+        "the example's release moved"
+    );
+    let ofed_version = |nic_driver: &str| -> String {
+        let set = render_common::render_text("dgx.yaml", &text.replace(host, nic_driver));
+        let ncp = set
+            .objects
+            .iter()
+            .find(|o| o.kind == "NicClusterPolicy")
+            .expect("a NicClusterPolicy");
+        ncp.manifest["spec"]["ofedDriver"]["version"]
+            .as_str()
+            .expect("spec.ofedDriver.version")
+            .to_string()
+    };
+    let shipped = &gpuctl_core::profiles::Catalog::embedded()
+        .network()
+        .network_operator
+        .release("v26.4.1")
+        .expect("v26.4.1 is in the catalog")
+        .doca_driver;
+    assert_eq!(
+        shipped, "doca3.4.1-26.04-1.1.0.0-1",
+        "hack/release.yaml at v26.4.1"
+    );
+    assert_eq!(&ofed_version("nicDriver: { source: operator }"), shipped);
+    assert_eq!(
+        ofed_version("nicDriver: { source: operator, version: doca9.9.9-pinned }"),
+        "doca9.9.9-pinned"
+    );
+}

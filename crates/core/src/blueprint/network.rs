@@ -52,8 +52,9 @@ pub struct NicDriver {
     /// carry it (then set `gpuOperator.rdma.useHostMofed` for nvidia-peermem).
     #[serde(default)]
     pub source: NicDriverSource,
-    /// DOCA-OFED driver container tag (`ofedDriver.version`), required with `source: operator`:
-    /// take it from the Network Operator release notes of the chosen release.
+    /// DOCA-OFED driver container tag (`ofedDriver.version`) with `source: operator`. Default: the
+    /// driver the chosen Network Operator release ships (`gpuctl profiles` lists it per release);
+    /// set it to pin another tag.
     #[serde(default)]
     #[schemars(example = &"doca3.3.0-26.01-1.0.0.0-0")]
     pub version: Option<String>,

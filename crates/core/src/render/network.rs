@@ -92,7 +92,8 @@ pub(crate) fn objects(
             json!({
                 "image": release.images.doca_driver,
                 "repository": release.repository,
-                "version": no.nic_driver.version.clone().unwrap_or_default(),
+                // The blueprint's pin, else the DOCA-OFED driver the release ships.
+                "version": no.nic_driver.version.clone().unwrap_or_else(|| release.doca_driver.clone()),
             }),
         );
     }

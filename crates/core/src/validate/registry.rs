@@ -672,11 +672,11 @@ rules! {
         example: "spec:\n  networkOperator: {version: v9.9.9}\n",
     }
     "GPU151" "network-operator-nic-driver" "network" Error {
-        checks: "When the Network Operator installs the NIC driver, its DOCA-OFED version is named; when the hosts carry it, none is.",
-        why: "The NicClusterPolicy needs the DOCA-OFED driver container version; without one the driver pods cannot pull an image and RDMA stays down. Each release ships one version (the hint names it), which the blueprint may pin or override.",
-        fix: "Set `nicDriver.version` (the hint gives the version the chosen release ships), or `nicDriver.source: host`.",
-        source: "profiles/network.yaml (network_operator.releases[].doca_driver)",
-        example: "spec:\n  networkOperator:\n    version: v26.4.1\n    nicDriver: {source: operator}\n",
+        checks: "When the Network Operator installs the NIC driver, gpuctl knows its DOCA-OFED version (the blueprint's `nicDriver.version`, else the one the release ships); when the hosts carry the driver, no version is given.",
+        why: "The NicClusterPolicy needs the DOCA-OFED driver container version; without one the driver pods cannot pull an image and RDMA stays down. A version given with `source: host` is never read, so the blueprint says something that does not happen.",
+        fix: "Leave `nicDriver.version` out to get the version the release ships, or pin one; with `source: host`, remove `version`.",
+        source: "profiles/network.yaml (network_operator.releases[].doca_driver, from each release's hack/release.yaml)",
+        example: "spec:\n  networkOperator:\n    version: v26.4.1\n    nicDriver: {source: host, version: doca3.4.1-26.04-1.1.0.0-1}\n",
     }
     "GPU152" "network-operator-fabric" "network" Error {
         checks: "The secondary network fits the fabric: IPoIB needs an InfiniBand pool, macvlan a RoCE pool, host-device the SR-IOV device plugin.",

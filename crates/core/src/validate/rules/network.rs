@@ -542,19 +542,16 @@ fn network_operator(ctx: &mut Ctx<'_>) {
             }
         }
     }
+    // With `source: operator` and no version, the release's own DOCA-OFED driver is rendered
+    // (profiles/network.yaml); only a release gpuctl does not know leaves nothing to render, and
+    // GPU150 already names that.
     let shipped = facts.release(&no.version).map(|r| r.doca_driver.clone());
     match (no.nic_driver.source, &no.nic_driver.version) {
-        (NicDriverSource::Operator, None) => ctx.emit(
+        (NicDriverSource::Operator, None) if shipped.is_none() => ctx.emit(
             "GPU151",
             format!("{base}.nicDriver"),
-            "the Network Operator is to install the NIC driver but no DOCA-OFED driver version is given",
-            match shipped {
-                Some(v) => format!(
-                    "set `nicDriver.version: {v}`, the DOCA-OFED driver Network Operator {} ships (or pin another tag), or `nicDriver.source: host`",
-                    no.version
-                ),
-                None => "set `nicDriver.version` to the DOCA-OFED container tag of the Network Operator release notes, or `nicDriver.source: host`".to_string(),
-            },
+            "the Network Operator is to install the NIC driver, no DOCA-OFED driver version is given and gpuctl does not know which one this release ships",
+            "set `nicDriver.version` to the DOCA-OFED container tag of the Network Operator release notes, or `nicDriver.source: host`",
         ),
         (NicDriverSource::Host, Some(_)) => ctx.emit(
             "GPU151",
