@@ -14,7 +14,7 @@ use gpuctl_cluster::prometheus::{MetricRun, PrometheusConfig, metric_findings};
 use gpuctl_core::diag::Severity;
 use gpuctl_core::metrics::{Finding, MetricSettings, SubjectKind};
 use gpuctl_core::profiles::Catalog;
-use prometheus::{Gpu, History, TestPrometheus, WAIT};
+use prometheus::{Gpu, History, Scrape, TestPrometheus, WAIT};
 use serde_json::json;
 
 fn settings() -> MetricSettings {
@@ -158,7 +158,8 @@ async fn uncorrectable_ecc_errors_are_an_error_on_their_gpu() {
 async fn gpu_held_by_an_idle_pod_for_the_whole_window() {
     // An hour and ten minutes of history: team-c's notebook has held GPU 0 of node-c without
     // using it; team-a's training pod uses its GPU; node-c's GPU 1 is free and idle (no finding:
-    // nobody holds it). The profile's default window (1h) is used.
+    // nobody holds it, though through the ServiceMonitor its series carries the exporter's own pod
+    // as `pod`). The profile's default window (1h) is used.
     let idle = Gpu::healthy("node-c", 0).held_by("team-c", "notebook-0");
     let gpus = vec![
         idle.clone(),
@@ -609,4 +610,100 @@ async fn gauge_faults_newer_than_the_last_step_are_found() {
             .contains("because it is too hot"),
         "{f:#?}"
     );
+}
+
+/// Issue 26: gpuctl's ServiceMonitor sets honorLabels: false, so Prometheus (2.42 here, scraping
+/// through the relabelings prometheus-operator generates for the rendered ServiceMonitor) renames
+/// dcgm-exporter's `pod` to `exported_pod` and puts the exporter's own pod in `pod`. The doctor
+/// reads the GPU's pod from the label that setting produces: an Xid on an allocated GPU names the
+/// pod, one on a free GPU names none (not the exporter), for today's dcgm-exporter (pod labels left
+/// off a free GPU) and older ones (written empty). A plain scrape keeps the exporter's `pod` as is.
+#[tokio::test]
+#[cfg_attr(
+    gpuctl_no_prometheus,
+    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
+)]
+async fn the_pod_label_follows_the_rendered_honor_labels() {
+    let m = &Catalog::embedded().dcgm().exporter.metrics;
+    let xid = |g: Gpu| {
+        g.set(&m.xid_count, json!({"13": 1}))
+            .set(&m.xid_last, json!(13))
+    };
+    let gpus = vec![
+        xid(Gpu::healthy("node-n", 0)
+            .held_by("team-a", "train-3")
+            .busy()),
+        xid(Gpu::healthy("node-n", 1)),
+    ];
+    let rendered = Scrape::rendered();
+    let Scrape::ServiceMonitor(sm) = &rendered else {
+        unreachable!()
+    };
+    assert_eq!(
+        sm["spec"]["endpoints"][0]["honorLabels"],
+        json!(false),
+        "{sm:#}"
+    );
+    for (how, scrape, empty_attributes) in [
+        ("the rendered ServiceMonitor", &rendered, false),
+        (
+            "the rendered ServiceMonitor, empty pod labels",
+            &rendered,
+            true,
+        ),
+        ("a plain scrape", &Scrape::Static, false),
+    ] {
+        let prom = TestPrometheus::start_with("honor", &gpus, None, scrape);
+        if empty_attributes {
+            prom.set_empty_attributes(&gpus);
+        }
+        prom.wait_for_scrapes(2);
+        // What Prometheus stored.
+        let series = prom.series(&m.gpu_temp);
+        let held = series.iter().find(|l| l["gpu"] == "0").unwrap();
+        let free = series.iter().find(|l| l["gpu"] == "1").unwrap();
+        let f = until(&prom, |f| f.len() >= 2).await;
+        assert_eq!(ids(&f), ["GPU252", "GPU252"], "{how}: {f:#?}");
+        assert_eq!(
+            names(about(&f, "GPU252", &gpus[0]), SubjectKind::Pod),
+            ["team-a/train-3"],
+            "{how}"
+        );
+        assert_eq!(
+            names(about(&f, "GPU252", &gpus[1]), SubjectKind::Pod),
+            Vec::<String>::new(),
+            "a free GPU is held by no pod ({how})"
+        );
+        match scrape {
+            Scrape::ServiceMonitor(_) => {
+                assert_eq!(
+                    held.get("exported_pod").map(String::as_str),
+                    Some("train-3"),
+                    "{held:?}"
+                );
+                assert_eq!(
+                    held.get("exported_namespace").map(String::as_str),
+                    Some("team-a")
+                );
+                assert_eq!(
+                    held.get("pod").map(String::as_str),
+                    Some("nvidia-dcgm-exporter-node-n")
+                );
+                assert_eq!(
+                    free.get("pod").map(String::as_str),
+                    Some("nvidia-dcgm-exporter-node-n"),
+                    "{free:?}"
+                );
+                assert_eq!(free.get("exported_pod"), None, "{free:?}");
+            }
+            Scrape::Static => {
+                assert_eq!(
+                    held.get("pod").map(String::as_str),
+                    Some("train-3"),
+                    "{held:?}"
+                );
+                assert_eq!(free.get("pod"), None, "{free:?}");
+            }
+        }
+    }
 }

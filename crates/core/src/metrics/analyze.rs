@@ -87,11 +87,20 @@ impl Target {
         if let Some(p) = first(labels, &names.mig_profile) {
             detail.push(format!("MIG {p}"));
         }
-        let pod = first(labels, &names.pod).map(|pod| Subject {
+        // The pod holding the GPU: never the exporter's own pod, which a ServiceMonitor's scrape
+        // puts in `pod` (see LabelNames::workload).
+        let workload = |pick: &[String]| {
+            names
+                .workload(labels, pick)
+                .filter_map(|n| labels.get(n))
+                .map(String::as_str)
+                .find(|v| !v.is_empty())
+        };
+        let pod = workload(&names.pod).map(|pod| Subject {
             kind: SubjectKind::Pod,
-            namespace: first(labels, &names.namespace).map(str::to_owned),
+            namespace: workload(&names.namespace).map(str::to_owned),
             name: pod.to_owned(),
-            detail: first(labels, &names.container).map(|c| format!("container {c}")),
+            detail: workload(&names.container).map(|c| format!("container {c}")),
         });
         Target {
             node,

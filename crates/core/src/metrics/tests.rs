@@ -159,6 +159,37 @@ fn xids_are_classified_from_the_catalog() {
     assert!(f[3].fix.contains(facts().xid.url()), "{}", f[3].fix);
 }
 
+/// Through a ServiceMonitor (honorLabels false) an unallocated GPU carries the exporter's own pod
+/// as `pod`: it is not reported as held by it.
+#[test]
+fn the_exporters_own_pod_is_never_the_workload() {
+    let mut l = gpu("n", 0, None);
+    l.remove("pod");
+    l.remove("namespace");
+    l.remove("container");
+    l.insert("pod".into(), "nvidia-dcgm-exporter-7xk2p".into());
+    l.insert("namespace".into(), "gpu-operator".into());
+    l.insert("container".into(), "nvidia-dcgm-exporter".into());
+    l.insert("endpoint".into(), "gpu-metrics".into());
+    assert_eq!(analyze_target(&l), None);
+    let s = settings();
+    let w = (s.idle_window_ms / 1000) as f64;
+    let mut r = healthy();
+    r.samples.insert(
+        (Check::IdleEngine, Part::Value),
+        vec![sample(l.clone(), 0.0)],
+    );
+    r.samples.insert(
+        (Check::IdleEngine, Part::FirstSeen),
+        vec![sample(l, AT - w)],
+    );
+    assert_eq!(
+        findings(facts(), &s, &r),
+        vec![],
+        "an idle free GPU is no finding"
+    );
+}
+
 #[test]
 fn exported_pod_labels_win_over_the_scrape_targets() {
     // A ServiceMonitor with honorLabels false keeps the exporter's pod mapping as exported_*.

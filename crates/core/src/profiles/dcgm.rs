@@ -66,11 +66,30 @@ pub struct LabelNames {
     pub mig_profile: Vec<String>,
     /// Xid value of `xid_count`.
     pub xid: Vec<String>,
+    /// Target labels prometheus-operator sets on every series it scrapes through a ServiceMonitor or
+    /// PodMonitor: their presence marks the `target_owned` labels as the exporter's own.
+    pub scrape_target: Vec<String>,
+    /// Labels that, on such a series, name the scraped exporter pod rather than the GPU's workload.
+    pub target_owned: Vec<String>,
 }
 
 impl LabelNames {
+    /// The names the workload's `pick` (pod, namespace or container) may be read from on a series
+    /// with `labels`: all of them, except that on a series scraped through prometheus-operator the
+    /// target-owned names (the exporter's own `pod`, ...) are skipped, so an unallocated GPU is never
+    /// reported as held by the exporter.
+    pub fn workload<'n>(
+        &'n self,
+        labels: &std::collections::BTreeMap<String, String>,
+        pick: &'n [String],
+    ) -> impl Iterator<Item = &'n String> {
+        let scraped = self.scrape_target.iter().any(|l| labels.contains_key(l));
+        pick.iter()
+            .filter(move |n| !(scraped && self.target_owned.contains(n)))
+    }
+
     /// Every list, named, for the loader's checks.
-    pub(super) fn all(&self) -> [(&'static str, &Vec<String>); 10] {
+    pub(super) fn all(&self) -> [(&'static str, &Vec<String>); 12] {
         [
             ("gpu", &self.gpu),
             ("uuid", &self.uuid),
@@ -82,6 +101,8 @@ impl LabelNames {
             ("container", &self.container),
             ("mig_profile", &self.mig_profile),
             ("xid", &self.xid),
+            ("scrape_target", &self.scrape_target),
+            ("target_owned", &self.target_owned),
         ]
     }
 }
@@ -291,4 +312,35 @@ pub(super) fn is_prometheus_name(name: &str, metric: bool) -> bool {
     let first_ok = |c: char| c.is_ascii_alphabetic() || c == '_' || (metric && c == ':');
     chars.next().is_some_and(first_ok)
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (metric && c == ':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiles::Catalog;
+
+    fn facts() -> &'static DcgmFacts {
+        Catalog::embedded().dcgm()
+    }
+
+    /// On a series scraped through a ServiceMonitor (it has `endpoint`), `pod` is the exporter's.
+    #[test]
+    fn workload_labels_skip_the_scrape_targets_own() {
+        let l = &facts().exporter.labels;
+        let labels = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let scraped = labels(&[
+            ("endpoint", "gpu-metrics"),
+            ("pod", "nvidia-dcgm-exporter-x"),
+        ]);
+        let names: Vec<&String> = l.workload(&scraped, &l.pod).collect();
+        assert_eq!(names, ["exported_pod"]);
+        let plain = labels(&[("pod", "train-0")]);
+        let names: Vec<&String> = l.workload(&plain, &l.pod).collect();
+        assert_eq!(names, ["exported_pod", "pod"]);
+    }
 }
