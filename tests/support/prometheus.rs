@@ -135,6 +135,10 @@ pub fn state(gpus: &[Gpu]) -> Value {
         json!({"name": m.gr_engine_active, "type": "gauge", "help": "Ratio of time the graphics engine is active."}),
         json!({"name": m.xid_count, "type": "gauge", "help": "Count of XID Errors within user-specified time window (see xid-count-window-size param).", "per": "xid"}),
     ];
+    // DCGM field 1523 under its older name (gpuctl does not collect it; a GPU that sets it stands
+    // for an exporter configured with it).
+    let recovery = &Catalog::embedded().dcgm().recovery_action.metrics;
+    metrics.push(json!({"name": recovery[recovery.len() - 1], "type": "gauge", "help": "GPU Recovery Action (see nvmlDeviceGpuRecoveryAction_t for return values)."}));
     for name in &m.nvlink_errors {
         metrics.push(
             json!({"name": name, "type": "counter", "help": "Total number of NVLink errors."}),
