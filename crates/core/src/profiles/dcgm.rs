@@ -17,6 +17,7 @@ pub(super) struct DcgmFile {
     pub(super) xid: XidCatalog,
     pub(super) recovery_action: RecoveryActions,
     pub(super) thresholds: Thresholds,
+    pub(super) alert_bounds: AlertBounds,
 }
 
 /// All DCGM facts.
@@ -32,6 +33,8 @@ pub struct DcgmFacts {
     pub recovery_action: RecoveryActions,
     /// Doctor's thresholds.
     pub thresholds: Thresholds,
+    /// What the blueprint's alert thresholds may be.
+    pub alert_bounds: AlertBounds,
 }
 
 /// What dcgm-exporter publishes.
@@ -496,6 +499,29 @@ pub enum RecoveryAct {
     Other,
 }
 
+/// Bounds on the blueprint's alert thresholds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertBounds {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// What no source gives.
+    pub note: String,
+    /// `spec.monitoring.alerts.temperatureC`.
+    pub temperature_c: Bound,
+}
+
+/// An open-below, closed-above range: a value must be above `min` and at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    /// Values at or below fire everywhere.
+    pub min: f64,
+    /// Values above never fire.
+    pub max: f64,
+}
+
 impl DcgmFile {
     /// The cross-table checks the types cannot express.
     pub(super) fn check(&self) -> Result<(), String> {
@@ -569,6 +595,17 @@ impl DcgmFile {
         }
         if r.metrics.is_empty() {
             return Err("recovery_action.metrics names no metric".into());
+        }
+        let b = &self.alert_bounds.temperature_c;
+        let t = self.thresholds.temperature_c;
+        if !(b.min.is_finite() && b.max.is_finite() && b.min < b.max) {
+            return Err("alert_bounds.temperature_c: min must be below max".into());
+        }
+        if !(t > b.min && t <= b.max) {
+            return Err(format!(
+                "thresholds.temperature_c {t} is outside alert_bounds.temperature_c ({}, {}]",
+                b.min, b.max
+            ));
         }
         Ok(())
     }
@@ -1029,6 +1066,15 @@ mod tests {
         );
     }
 
+    #[test]
+    fn alert_bounds() {
+        let b = facts().alert_bounds.temperature_c;
+        assert_eq!((b.min, b.max), (18.0, 100.0));
+        assert!(
+            facts().thresholds.temperature_c > b.min && facts().thresholds.temperature_c <= b.max
+        );
+    }
+
     /// On a series scraped through a ServiceMonitor (it has `endpoint`), `pod` is the exporter's.
     #[test]
     fn workload_labels_skip_the_scrape_targets_own() {
@@ -1072,6 +1118,8 @@ mod tests {
         );
         let e = broken("{ value: 0, nvml: NONE", "{ value: 8, nvml: NONE");
         assert!(e.contains("value 0 must be `act: none`"), "{e}");
+        let e = broken("    max: 100\n", "    max: 80\n");
+        assert!(e.contains("thresholds.temperature_c 85 is outside"), "{e}");
         let e = broken("span: 7m", "span: a while");
         assert!(e.contains("xid.recurring.span"), "{e}");
         let e = broken(

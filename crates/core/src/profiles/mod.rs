@@ -1329,6 +1329,7 @@ fn load_dcgm(
         &file.recovery_action.source,
     )?;
     sourced(sources, F, Some("thresholds"), &file.thresholds.source)?;
+    sourced(sources, F, Some("alert_bounds"), &file.alert_bounds.source)?;
     for (what, names) in file.exporter.labels.all() {
         if names.is_empty() {
             return Err(inconsistent(
@@ -1393,6 +1394,7 @@ fn load_dcgm(
         xid: file.xid,
         recovery_action: file.recovery_action,
         thresholds: file.thresholds,
+        alert_bounds: file.alert_bounds,
     })
 }
 
