@@ -10,28 +10,40 @@ test changes a GPU's values while Prometheus scrapes. The format follows dcgm-ex
     <name>{gpu="0",UUID="GPU-...",pci_bus_id="...",device="nvidia0",modelName="...",Hostname="node",<labels sorted>,<attributes sorted>} <value>
 
 Labels are the CSV's `label` rows (DCGM_FI_DRIVER_VERSION) plus, for DCGM_EXP_*, window_size_in_ms and
-the per-entity label (xid); attributes are the Kubernetes pod mapping (container, namespace, pod; empty
-when no pod holds the GPU). The DCGM_EXP_* template has no pci_bus_id. Go templates range over maps in
+the per-entity label (xid); attributes are the Kubernetes pod mapping (container, namespace, pod), left
+off when no pod holds the GPU as dcgm-exporter does today (internal/pkg/transformation/kubernetes.go
+sets them only for a mapped device), or written empty as older releases did when the state says
+"empty_attributes": true. The DCGM_EXP_* template has no pci_bus_id. Go templates range over maps in
 sorted key order, so labels and attributes come out sorted.
+
+/metrics?node=NAME serves only the GPUs whose hostname is NAME: one exporter per node, as the GPU
+Operator's DaemonSet runs it, for a Prometheus scraping one target per node.
 
 State (JSON):
     {"metrics": [{"name": ..., "type": "gauge"|"counter", "help": ..., "per": "xid"?}],
      "driver_label": "DCGM_FI_DRIVER_VERSION", "driver": "580.95.05",
-     "gpus": [{"gpu": 0, "uuid": ..., "pci_bus_id": ..., "model": ..., "hostname": ...,
+     "empty_attributes": false,
+    "gpus": [{"gpu": 0, "uuid": ..., "pci_bus_id": ..., "model": ..., "hostname": ...,
                "pod": "", "namespace": "", "container": "",
                "values": {"<metric>": 1.0, "<per-metric>": {"79": 2}}}]}
 
 Usage:
     dcgm_exporter.py serve STATE PORT_FILE      listen on 127.0.0.1:<free port>, write the port
-    dcgm_exporter.py openmetrics STATE START END STEP JOB INSTANCE
+    dcgm_exporter.py openmetrics STATE START END STEP SCRAPE
         print the same series as OpenMetrics, one sample per STEP seconds from START to END (unix
-        seconds), with job/instance labels as Prometheus adds them, for `promtool tsdb
-        create-blocks-from openmetrics` (history a test cannot wait for)
+        seconds), with the target labels Prometheus adds, for `promtool tsdb create-blocks-from
+        openmetrics` (history a test cannot wait for). SCRAPE is a JSON file:
+            {"honor_labels": false, "targets": [{"node": "node-a" or null, "labels": {...}}]}
+        a target's labels go on the series of its node's GPUs (null: every GPU), merged as
+        Prometheus merges them: with honor_labels false a target label wins and a clashing,
+        non-empty exposed label is kept as exported_<name>; with true the exposed label wins, even
+        empty. Empty labels are dropped.
 """
 
 import http.server
 import json
 import sys
+import urllib.parse
 
 EXP_WINDOW_MS = "300000"  # dcgm-exporter's default --xid-count-window-size (5 minutes)
 
@@ -48,13 +60,51 @@ def fmt_value(v):
     return str(v)
 
 
-def series(state):
-    """Yields (metric, help, type, [(labels_text, value)]) in the exporter's order."""
+def parse_labels(text):
+    """The labels of one exposition line's braces, as (name, value) pairs."""
+    out, i = [], 0
+    while i < len(text):
+        eq = text.index("=", i)
+        name = text[i:eq]
+        j, value = eq + 2, []
+        while text[j] != '"':
+            if text[j] == "\\":
+                j += 1
+                value.append({"n": "\n"}.get(text[j], text[j]))
+            else:
+                value.append(text[j])
+            j += 1
+        out.append((name, "".join(value)))
+        i = j + 2 if j + 1 < len(text) and text[j + 1] == "," else j + 1
+    return out
+
+
+def merge(exposed, target, honor):
+    """Prometheus's merge of a sample's labels with its target's (scrape.go mutateSampleLabels)."""
+    labels = dict(exposed)
+    if honor:
+        for k, v in target.items():
+            if k not in labels:
+                labels[k] = v
+    else:
+        for k, v in target.items():
+            if labels.get(k):
+                labels["exported_" + k] = labels[k]
+            labels[k] = v
+    return {k: v for k, v in labels.items() if v != ""}
+
+
+def series(state, node=None):
+    """Yields (metric, help, type, [(labels_text, value)]) in the exporter's order; only the GPUs of
+    `node` when given."""
     driver_label = state.get("driver_label")
+    empty_attributes = state.get("empty_attributes", False)
     for m in state["metrics"]:
         name, per = m["name"], m.get("per")
         rows = []
         for g in state["gpus"]:
+            if node is not None and g.get("hostname") != node:
+                continue
             v = g.get("values", {}).get(name)
             if v is None:
                 continue
@@ -67,7 +117,10 @@ def series(state):
             labels = {}
             if driver_label:
                 labels[driver_label] = state.get("driver", "")
-            attrs = {k: g.get(k, "") for k in ("container", "namespace", "pod")}
+            if g.get("pod") or empty_attributes:
+                attrs = {k: g.get(k, "") for k in ("container", "namespace", "pod")}
+            else:
+                attrs = {}
             if per:
                 labels["window_size_in_ms"] = EXP_WINDOW_MS
                 for entity, count in sorted(v.items(), key=lambda kv: int(kv[0])):
@@ -85,9 +138,9 @@ def series(state):
         yield name, m["help"], m["type"], out
 
 
-def exposition(state):
+def exposition(state, node=None):
     lines = []
-    for name, help_text, typ, rows in series(state):
+    for name, help_text, typ, rows in series(state, node):
         lines.append("# HELP %s %s" % (name, help_text))
         lines.append("# TYPE %s %s" % (name, typ))
         for labels, v in rows:
@@ -95,10 +148,18 @@ def exposition(state):
     return "\n".join(lines) + "\n"
 
 
-def openmetrics(state, start, end, step, job, instance):
+def openmetrics(state, start, end, step, scrape):
     out = []
-    extra = 'instance="%s",job="%s"' % (esc(instance), esc(job))
-    for name, help_text, _typ, rows in series(state):
+    honor = scrape.get("honor_labels", False)
+    families = {}
+    for target in scrape["targets"]:
+        for name, help_text, _typ, rows in series(state, target.get("node")):
+            fam = families.setdefault(name, (help_text, []))
+            for labels, v in rows:
+                merged = merge(parse_labels(labels), target["labels"], honor)
+                text = ",".join('%s="%s"' % (k, esc(merged[k])) for k in sorted(merged))
+                fam[1].append((text, v))
+    for name, (help_text, rows) in families.items():
         # Every family as a gauge: OpenMetrics counters need a _total suffix dcgm-exporter does not use,
         # and PromQL treats both alike.
         out.append("# HELP %s %s" % (name, help_text))
@@ -106,7 +167,7 @@ def openmetrics(state, start, end, step, job, instance):
         t = start
         while t <= end:
             for labels, v in rows:
-                out.append("%s{%s,%s} %s %d" % (name, labels, extra, fmt_value(v), t))
+                out.append("%s{%s} %s %d" % (name, labels, fmt_value(v), t))
             t += step
     out.append("# EOF")
     return "\n".join(out) + "\n"
@@ -115,11 +176,13 @@ def openmetrics(state, start, end, step, job, instance):
 def serve(state_path, port_file):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            if self.path.split("?")[0] != "/metrics":
+            path, _, query = self.path.partition("?")
+            if path != "/metrics":
                 self.send_error(404)
                 return
+            node = urllib.parse.parse_qs(query).get("node", [None])[0]
             with open(state_path) as f:
-                body = exposition(json.load(f)).encode()
+                body = exposition(json.load(f), node).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -141,11 +204,13 @@ def serve(state_path, port_file):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "serve":
         serve(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 8 and sys.argv[1] == "openmetrics":
+    elif len(sys.argv) == 7 and sys.argv[1] == "openmetrics":
         with open(sys.argv[2]) as f:
             state = json.load(f)
+        with open(sys.argv[6]) as f:
+            scrape = json.load(f)
         start, end, step = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-        sys.stdout.write(openmetrics(state, start, end, step, sys.argv[6], sys.argv[7]))
+        sys.stdout.write(openmetrics(state, start, end, step, scrape))
     else:
         sys.stderr.write(__doc__)
         sys.exit(64)

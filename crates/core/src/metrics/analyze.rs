@@ -7,7 +7,7 @@ use super::{
     resolution_s,
 };
 use crate::diag::Severity;
-use crate::profiles::dcgm::{DcgmFacts, LabelNames, XidAction, XidClass};
+use crate::profiles::dcgm::{DcgmFacts, LabelNames, RecoveryAct, XidClass, XidCode, XidResponse};
 
 /// Every metric finding for `results`, sorted by id, then subjects.
 pub fn findings(facts: &DcgmFacts, settings: &MetricSettings, results: &Results) -> Vec<Finding> {
@@ -41,6 +41,27 @@ struct Cx<'a> {
 
 /// A series' labels without `__name__` (functions drop it; a join must too).
 type Key = BTreeMap<String, String>;
+
+/// One Xid seen on one GPU.
+struct Seen {
+    labels: BTreeMap<String, String>,
+    evidence: Evidence,
+    /// Its windowed count or span says it happened more than once.
+    recurs: bool,
+}
+
+/// A GPU whose recovery action asks for something.
+struct Recovery {
+    target: Target,
+    idx: String,
+    value: u32,
+    evidence: Vec<Evidence>,
+}
+
+/// The same GPU (node and name), whichever pod the series carried.
+fn same_gpu(a: &Target, b: &Target) -> bool {
+    a.node == b.node && a.gpu.name == b.gpu.name
+}
 
 fn key(s: &Sample) -> Key {
     let mut k = s.labels.clone();
@@ -87,11 +108,20 @@ impl Target {
         if let Some(p) = first(labels, &names.mig_profile) {
             detail.push(format!("MIG {p}"));
         }
-        let pod = first(labels, &names.pod).map(|pod| Subject {
+        // The pod holding the GPU: never the exporter's own pod, which a ServiceMonitor's scrape
+        // puts in `pod` (see LabelNames::workload).
+        let workload = |pick: &[String]| {
+            names
+                .workload(labels, pick)
+                .filter_map(|n| labels.get(n))
+                .map(String::as_str)
+                .find(|v| !v.is_empty())
+        };
+        let pod = workload(&names.pod).map(|pod| Subject {
             kind: SubjectKind::Pod,
-            namespace: first(labels, &names.namespace).map(str::to_owned),
+            namespace: workload(&names.namespace).map(str::to_owned),
             name: pod.to_owned(),
-            detail: first(labels, &names.container).map(|c| format!("container {c}")),
+            detail: workload(&names.container).map(|c| format!("container {c}")),
         });
         Target {
             node,
@@ -257,15 +287,18 @@ impl Cx<'_> {
     fn xids(&self, out: &mut Vec<Finding>) {
         let names = self.names();
         let m = &self.facts.exporter.metrics;
-        // (target, xid) -> (labels of the series, evidence); the windowed count wins over the
-        // last-value gauge when both report the same Xid.
-        let mut seen: BTreeMap<(Target, u32), (BTreeMap<String, String>, Evidence)> =
-            BTreeMap::new();
+        let rec = &self.facts.xid.recurring;
+        let span_s = crate::quantity::parse_duration_ms(&rec.span)
+            .map_or(f64::INFINITY, |ms| ms as f64 / 1000.0);
+        // (target, xid) -> what was seen; the windowed count wins over the last-value gauge when
+        // both report the same Xid (it also tells whether the Xid recurs).
+        let mut seen: BTreeMap<(Target, u32), Seen> = BTreeMap::new();
+        let (firsts, lasts) = self.times(Check::XidCount);
         for s in self.results.get(Check::XidCount, Part::Value) {
             let Some(xid) = first(&s.labels, &names.xid).and_then(|x| x.parse::<u32>().ok()) else {
                 continue;
             };
-            if xid == 0 || s.value <= 0.0 {
+            if xid == 0 || !above(s.value, 0.0) {
                 continue;
             }
             let t = Target::of(&s.labels, names);
@@ -280,7 +313,20 @@ impl Cx<'_> {
                     self.error_window()
                 ),
             );
-            seen.insert((t, xid), (s.labels.clone(), ev));
+            let k = key(s);
+            let span = match (firsts.get(&k), lasts.get(&k)) {
+                (Some(a), Some(b)) if b >= a => b - a,
+                _ => 0.0,
+            };
+            let recurs = s.value >= f64::from(rec.count) || span > span_s;
+            seen.insert(
+                (t, xid),
+                Seen {
+                    labels: s.labels.clone(),
+                    evidence: ev,
+                    recurs,
+                },
+            );
         }
         for s in self.results.get(Check::XidLast, Part::Value) {
             if !(s.value >= 1.0 && s.value <= f64::from(u32::MAX) && s.value.fract() == 0.0) {
@@ -294,121 +340,425 @@ impl Cx<'_> {
                 m.xid_last.clone(),
                 format!("{xid} (the last Xid the GPU reported)"),
             );
-            seen.entry((t, xid)).or_insert((s.labels.clone(), ev));
+            seen.entry((t, xid)).or_insert(Seen {
+                labels: s.labels.clone(),
+                evidence: ev,
+                recurs: false,
+            });
         }
+        // Which Xids each GPU reported (for "Xid 45 alone").
+        let mut per_gpu: BTreeMap<(Option<String>, String), Vec<u32>> = BTreeMap::new();
+        for (t, xid) in seen.keys() {
+            per_gpu
+                .entry((t.node.clone(), t.gpu.name.clone()))
+                .or_default()
+                .push(*xid);
+        }
+        let mut recovery = self.recovery_actions();
+        for ((t, xid), s) in seen {
+            let others = per_gpu
+                .get(&(t.node.clone(), t.gpu.name.clone()))
+                .is_some_and(|v| v.iter().any(|x| *x != xid));
+            match self.facts.xid.code(xid) {
+                None => out.push(self.xid_unclassified(&t, xid, s)),
+                Some(c) => {
+                    if c.immediate.response() == XidResponse::RecoveryAction {
+                        // Xid 154 names the GPU's required recovery: with the recovery metric it
+                        // joins that finding, without it the finding says where to read it.
+                        match recovery.iter_mut().find(|r| same_gpu(&r.target, &t)) {
+                            Some(r) => r.evidence.push(s.evidence),
+                            None => out.push(self.xid_154_unread(&t, c, s)),
+                        }
+                        continue;
+                    }
+                    if let Some(f) = self.xid_finding(&t, c, s, others) {
+                        out.push(f);
+                    }
+                }
+            }
+        }
+        for r in recovery {
+            out.push(self.recovery_finding(r));
+        }
+    }
+
+    /// The GPUs whose recovery action (DCGM field 1523) asks for something now.
+    fn recovery_actions(&self) -> Vec<Recovery> {
+        let names = self.names();
+        let mut v = Vec::new();
+        for s in self.results.get(Check::RecoveryAction, Part::Value) {
+            if !(s.value >= 1.0 && s.value <= f64::from(u32::MAX) && s.value.fract() == 0.0) {
+                continue;
+            }
+            let value = s.value as u32;
+            let metric = s
+                .labels
+                .get("__name__")
+                .cloned()
+                .unwrap_or_else(|| self.facts.recovery_action.metrics[0].clone());
+            let shown = match self.facts.recovery_action.of(value) {
+                Some(a) => format!("{value} ({}: {})", a.nvml, a.text),
+                None => value.to_string(),
+            };
+            let ev = self.evidence(Check::RecoveryAction, s, metric, shown);
+            v.push(Recovery {
+                target: Target::of(&s.labels, names),
+                idx: Target::of(&s.labels, names).smi_id(&s.labels, names),
+                value,
+                evidence: vec![ev],
+            });
+        }
+        v
+    }
+
+    /// `kubectl debug ... dmesg` for the Xid lines of a node.
+    fn kernel_log(node: &str) -> String {
+        format!("kubectl debug node/{node} -it --image=busybox -- dmesg | grep -i xid")
+    }
+
+    /// What the catalog says to do when the Xid recurs: its investigatory action, that bucket's
+    /// text, and the row's own words on recurrence.
+    fn if_it_recurs(&self, c: &XidCode) -> String {
+        let mut s = format!("the catalog's investigatory action is {}", c.investigatory);
+        if let Some(text) = self.facts.xid.bucket(&c.investigatory)
+            && text != c.investigatory.as_str()
+        {
+            s.push_str(&format!(" (\"{text}\")"));
+        }
+        if let Some(r) = &c.recurring {
+            s.push_str(&format!("; its Xid {} entry adds: \"{r}\"", c.xid));
+        }
+        s
+    }
+
+    fn catalog_says(&self, c: &XidCode) -> String {
+        format!(
+            "NVIDIA's Xid catalog: immediate action {}, investigatory {}",
+            c.immediate, c.investigatory
+        )
+    }
+
+    fn xid_unclassified(&self, t: &Target, xid: u32, s: Seen) -> Finding {
+        let node = t.node();
         let url = self.facts.xid.url();
-        for ((t, xid), (labels, ev)) in seen {
-            let idx = t.smi_id(&labels, names);
-            let node = t.node().to_owned();
-            let gpu = t.gpu_phrase();
-            let code = self.facts.xid.code(xid);
-            let (id, layer, severity, cause, fix, with_pod) = match code {
-                None => (
-                    "GPU253",
-                    Layer::NodeAndHardware,
+        Finding {
+            id: "GPU253",
+            layer: Layer::NodeAndHardware,
+            severity: Severity::Warning,
+            subjects: t.subjects(true),
+            evidence: vec![s.evidence],
+            cause: format!(
+                "{} reported Xid {xid}, which gpuctl's Xid classification does not cover",
+                t.gpu_phrase()
+            ),
+            fix: format!(
+                "look Xid {xid} up in NVIDIA's Xid catalog ({url}) and read the node's kernel log: {}",
+                Self::kernel_log(node)
+            ),
+        }
+    }
+
+    fn xid_154_unread(&self, t: &Target, c: &XidCode, s: Seen) -> Finding {
+        let r = &self.facts.recovery_action;
+        let texts: Vec<String> = r.message_texts.iter().map(|m| format!("'{m}'")).collect();
+        Finding {
+            id: "GPU264",
+            layer: Layer::NodeAndHardware,
+            severity: Severity::Warning,
+            subjects: t.subjects(true),
+            evidence: vec![s.evidence],
+            cause: format!(
+                "{} reported Xid {} ({}): the driver changed the recovery the GPU needs, and the metrics do not say to what ({} is not collected)",
+                t.gpu_phrase(),
+                c.xid,
+                c.text,
+                r.metrics.join(" or ")
+            ),
+            fix: format!(
+                "read the Xid {} line in the node's kernel log ({}): it ends 'changed from 0x.. (...) to 0x.. (ACTION)', ACTION one of {}; do what it names (the Xid it came with has its own finding)",
+                c.xid,
+                Self::kernel_log(t.node()),
+                texts.join(", ")
+            ),
+        }
+    }
+
+    fn recovery_finding(&self, r: Recovery) -> Finding {
+        let t = &r.target;
+        let node = t.node();
+        let idx = &r.idx;
+        let a = self.facts.recovery_action.of(r.value);
+        let what = match a {
+            Some(a) => format!(
+                "NVML recovery action {} {} (\"{}\")",
+                r.value, a.nvml, a.text
+            ),
+            None => format!("recovery action {}", r.value),
+        };
+        let (severity, fix) = match a.map(|a| a.act) {
+            Some(RecoveryAct::ResetGpu) => (
+                Severity::Error,
+                format!(
+                    "{}; then reset the GPU on the node (nvidia-smi -r -i {idx}) and kubectl uncordon {node}",
+                    drain(node)
+                ),
+            ),
+            Some(RecoveryAct::RebootNode) => (
+                Severity::Error,
+                format!(
+                    "{}; then reboot {node} and kubectl uncordon {node} when nvidia-smi lists every GPU",
+                    drain(node)
+                ),
+            ),
+            Some(RecoveryAct::DrainP2p) => (
+                Severity::Warning,
+                format!(
+                    "kubectl cordon {node}; stop the jobs on it that use peer-to-peer (NVLink) traffic between GPUs, then read the value again: it turns into the action that follows"
+                ),
+            ),
+            Some(RecoveryAct::None) => (Severity::Info, "none: the GPU can be used again".into()),
+            Some(RecoveryAct::Other) | None => (
+                Severity::Warning,
+                format!(
+                    "kubectl cordon {node}; look the value up in NVML's nvmlDeviceGpuRecoveryAction_t and read the Xid lines of the node's kernel log ({})",
+                    Self::kernel_log(node)
+                ),
+            ),
+        };
+        Finding {
+            id: "GPU264",
+            layer: Layer::NodeAndHardware,
+            severity,
+            subjects: t.subjects(true),
+            evidence: r.evidence,
+            cause: format!(
+                "{} needs recovery: the driver reports {what}",
+                t.gpu_phrase()
+            ),
+            fix,
+        }
+    }
+
+    /// The finding for a classified Xid (not Xid 154), by what its immediate action asks for.
+    fn xid_finding(&self, t: &Target, c: &XidCode, s: Seen, others: bool) -> Option<Finding> {
+        let names = self.names();
+        let idx = t.smi_id(&s.labels, names);
+        let node = t.node();
+        let gpu = t.gpu_phrase();
+        let xid = c.xid;
+        let w = self.error_window();
+        let layer = match c.class {
+            XidClass::Application => Layer::Runtime,
+            XidClass::Hardware | XidClass::OffBus => Layer::NodeAndHardware,
+        };
+        let again = |fix: &mut String| {
+            if s.recurs {
+                fix.push_str(&format!(
+                    "; Xid {xid} recurred in the last {w}: {}",
+                    self.if_it_recurs(c)
+                ));
+            }
+        };
+        let (id, severity, cause, mut fix) = match c.immediate.response() {
+            XidResponse::RestartNode => (
+                "GPU250",
+                Severity::Error,
+                format!(
+                    "{gpu} fell off the bus (Xid {xid}): the driver lost it on PCIe, and every job on it died"
+                ),
+                format!(
+                    "{}; then reboot {node} ({}), check its BMC log and kernel log (dmesg) for the PCIe fault, and reseat or replace the GPU if it happens again; kubectl uncordon {node} when nvidia-smi lists every GPU",
+                    drain(node),
+                    self.catalog_says(c)
+                ),
+            ),
+            XidResponse::ResetGpu => {
+                let mut fix = format!(
+                    "{}; then reset the GPU on the node (nvidia-smi -r -i {idx}, or reboot it) and kubectl uncordon {node}",
+                    drain(node)
+                );
+                if !s.recurs {
+                    fix.push_str(&format!("; if Xid {xid} returns, {}", self.if_it_recurs(c)));
+                }
+                if c.driver {
+                    fix.push_str("; if it recurs on several GPUs, move the pool to a newer driver: gpuctl upgrade driver BLUEPRINT --pool POOL --to VERSION");
+                }
+                (
+                    "GPU251",
+                    Severity::Error,
+                    format!(
+                        "{gpu} reported Xid {xid} ({}), a hardware fault the GPU needs a reset for ({})",
+                        c.text,
+                        self.catalog_says(c)
+                    ),
+                    fix,
+                )
+            }
+            XidResponse::RestartApp => {
+                let (who, mut fix) = self.restart_app(t, c.class);
+                let cause = match c.class {
+                    XidClass::Application => format!(
+                        "{who} caused Xid {xid} ({}) on {gpu}: an application error, not a GPU fault ({})",
+                        c.text,
+                        self.catalog_says(c)
+                    ),
+                    XidClass::Hardware | XidClass::OffBus => {
+                        // The catalog's Xid 94 text: "It is recommended to reset the GPU when
+                        // convenient. Applications can continue to be run until the reset can be
+                        // performed."
+                        fix.push_str(&format!(
+                            "; then, at a quiet moment, {} and reset the GPU on the node: nvidia-smi -r -i {idx}",
+                            drain(node)
+                        ));
+                        format!(
+                            "{who} lost its work to Xid {xid} ({}) on {gpu}: the application must be restarted; other work on the GPU is unaffected ({})",
+                            c.text,
+                            self.catalog_says(c)
+                        )
+                    }
+                };
+                ("GPU252", Severity::Warning, cause, fix)
+            }
+            XidResponse::Ignore => {
+                let who = match (c.class, t.pod_phrase()) {
+                    (XidClass::Application, Some(p)) => format!(" (pod {p})"),
+                    _ => String::new(),
+                };
+                let (cause, fix) = if s.recurs {
+                    (
+                        format!(
+                            "{gpu} reported Xid {xid} ({}){who} repeatedly in the last {w}: NVIDIA's Xid catalog asks for no immediate action (IGNORE), but it recurs",
+                            c.text
+                        ),
+                        format!("nothing to reset or drain; {}", self.if_it_recurs(c)),
+                    )
+                } else {
+                    (
+                        format!(
+                            "{gpu} reported Xid {xid} ({}){who}: NVIDIA's Xid catalog asks for no action (immediate action IGNORE)",
+                            c.text
+                        ),
+                        format!("none; if it recurs, {}", self.if_it_recurs(c)),
+                    )
+                };
+                return Some(Finding {
+                    id: "GPU262",
+                    layer,
+                    severity: Severity::Info,
+                    subjects: t.subjects(true),
+                    evidence: vec![s.evidence],
+                    cause,
+                    fix,
+                });
+            }
+            XidResponse::IfAlone => {
+                // With another Xid the catalog says to follow that one, which has its own finding.
+                if others {
+                    return None;
+                }
+                let bucket = self.facts.xid.bucket(&c.immediate).unwrap_or("");
+                (
+                    "GPU263",
                     Severity::Warning,
                     format!(
-                        "{gpu} reported Xid {xid}, which gpuctl's Xid classification does not cover"
+                        "{gpu} reported Xid {xid} ({}) and no other Xid in the last {w}; NVIDIA's catalog decides Xid {xid} by whether it comes alone ({}: \"{bucket}\")",
+                        c.text, c.immediate
                     ),
                     format!(
-                        "look Xid {xid} up in NVIDIA's Xid catalog ({url}) and read the node's kernel log: kubectl debug node/{node} -it --image=busybox -- dmesg | grep -i xid"
+                        "on a node that runs NVIDIA Fabric Manager (NVSwitch systems) restart it, the catalog's RESTART_FM; Xid {xid} alone also follows an application stopped by Ctrl-C, SIGKILL or a GPU reset, so check whether one was: {}",
+                        Self::kernel_log(node)
                     ),
-                    true,
-                ),
-                Some(c) if c.action == XidAction::Ignore => continue,
-                Some(c) => match c.class {
-                    XidClass::OffBus => (
-                        "GPU250",
-                        Layer::NodeAndHardware,
-                        Severity::Error,
-                        format!(
-                            "{gpu} fell off the bus (Xid {xid}): the driver lost it on PCIe, and every job on it died"
-                        ),
-                        format!(
-                            "{}; then reboot {node}, check its BMC log and kernel log (dmesg) for the PCIe fault, and reseat or replace the GPU if it happens again; kubectl uncordon {node} when nvidia-smi lists every GPU",
-                            drain(&node)
-                        ),
-                        true,
+                )
+            }
+            XidResponse::DecodeMessage => {
+                let bucket = self.facts.xid.bucket(&c.immediate).unwrap_or("");
+                (
+                    "GPU263",
+                    Severity::Warning,
+                    format!(
+                        "{gpu} reported Xid {xid} ({}): NVIDIA's catalog decides its action from the Xid message ({}), which the metrics do not carry",
+                        c.text, c.immediate
                     ),
-                    XidClass::Hardware => {
-                        let mut fix = match c.action {
-                            XidAction::RestartApp => match t.pod_phrase() {
-                                Some(_) => {
-                                    let p = t.pod.as_ref().expect("pod phrase implies a pod");
-                                    format!(
-                                        "kubectl -n {} delete pod {} (its controller starts it again); then, at a quiet moment, {} and reset the GPU on the node: nvidia-smi -r -i {idx}",
-                                        p.namespace.as_deref().unwrap_or("default"),
-                                        p.name,
-                                        drain(&node)
-                                    )
-                                }
-                                None => format!(
-                                    "restart the job that used the GPU; then, at a quiet moment, {} and reset the GPU on the node: nvidia-smi -r -i {idx}",
-                                    drain(&node)
-                                ),
-                            },
-                            _ => format!(
-                                "{}; then reset the GPU on the node (nvidia-smi -r -i {idx}, or reboot it) and kubectl uncordon {node}; replace the GPU if Xid {xid} returns",
-                                drain(&node)
-                            ),
-                        };
-                        if c.driver {
-                            fix.push_str("; if it recurs on several GPUs, move the pool to a newer driver: gpuctl upgrade driver BLUEPRINT --pool POOL --to VERSION");
-                        }
-                        (
-                            "GPU251",
-                            Layer::NodeAndHardware,
-                            Severity::Error,
-                            format!("{gpu} reported Xid {xid} ({}), a hardware fault", c.text),
-                            fix,
-                            true,
-                        )
-                    }
-                    XidClass::Application => {
-                        let (who, fix) = match (&t.pod, t.pod_phrase()) {
-                            (Some(p), Some(phrase)) => (
-                                format!("pod {phrase}"),
-                                format!(
-                                    "check the pod's code: kubectl -n {} logs {}{} --previous, and run it under compute-sanitizer to find the bad access; the GPU needs nothing",
-                                    p.namespace.as_deref().unwrap_or("default"),
-                                    p.name,
-                                    p.detail
-                                        .as_deref()
-                                        .and_then(|d| d.strip_prefix("container "))
-                                        .map(|c| format!(" -c {c}"))
-                                        .unwrap_or_default()
-                                ),
-                            ),
-                            _ => (
-                                "the application".to_owned(),
-                                format!(
-                                    "find the process in the node's kernel log (kubectl debug node/{node} -it --image=busybox -- dmesg | grep -i xid) and check its code; the GPU needs nothing"
-                                ),
-                            ),
-                        };
-                        (
-                            "GPU252",
-                            Layer::Runtime,
-                            Severity::Warning,
-                            format!(
-                                "{who} caused Xid {xid} ({}) on {gpu}: an application error, not a GPU fault",
-                                c.text
-                            ),
-                            fix,
-                            true,
-                        )
-                    }
+                    format!(
+                        "read the Xid {xid} line in the node's kernel log ({}) and decode it with the catalog ({}): \"{bucket}\"; an Xid 154 on the same GPU names the recovery it needs",
+                        Self::kernel_log(node),
+                        self.facts.xid.url()
+                    ),
+                )
+            }
+            XidResponse::RecoveryAction | XidResponse::Unhandled => {
+                let bucket = self
+                    .facts
+                    .xid
+                    .bucket(&c.immediate)
+                    .map(|b| format!(" (\"{b}\")"))
+                    .unwrap_or_default();
+                (
+                    "GPU253",
+                    Severity::Warning,
+                    format!(
+                        "{gpu} reported Xid {xid} ({}): NVIDIA's catalog's immediate action is {}{bucket}, which gpuctl has no command for",
+                        c.text, c.immediate
+                    ),
+                    format!(
+                        "follow the catalog ({}); the node's kernel log has the full message: {}",
+                        self.facts.xid.url(),
+                        Self::kernel_log(node)
+                    ),
+                )
+            }
+        };
+        again(&mut fix);
+        Some(Finding {
+            id,
+            layer,
+            severity,
+            subjects: t.subjects(true),
+            evidence: vec![s.evidence],
+            cause,
+            fix,
+        })
+    }
+
+    /// Who to restart, and how, for an Xid whose immediate action is RESTART_APP: an application
+    /// error is the code's to fix (the GPU needs nothing); a contained hardware error only needs
+    /// the work restarted.
+    fn restart_app(&self, t: &Target, class: XidClass) -> (String, String) {
+        let node = t.node();
+        let app = class == XidClass::Application;
+        match (&t.pod, t.pod_phrase()) {
+            (Some(p), Some(phrase)) => {
+                let ns = p.namespace.as_deref().unwrap_or("default");
+                let container = p
+                    .detail
+                    .as_deref()
+                    .and_then(|d| d.strip_prefix("container "))
+                    .map(|c| format!(" -c {c}"))
+                    .unwrap_or_default();
+                let fix = if app {
+                    format!(
+                        "check the pod's code: kubectl -n {ns} logs {}{container} --previous, and run it under compute-sanitizer to find the bad access; restart it once fixed (kubectl -n {ns} delete pod {}; its controller starts it again); the GPU needs nothing",
+                        p.name, p.name
+                    )
+                } else {
+                    format!(
+                        "kubectl -n {ns} delete pod {} (its controller starts it again)",
+                        p.name
+                    )
+                };
+                (format!("pod {phrase}"), fix)
+            }
+            _ => (
+                "the application".to_owned(),
+                if app {
+                    format!(
+                        "find the process in the node's kernel log ({}) and check its code; the GPU needs nothing",
+                        Self::kernel_log(node)
+                    )
+                } else {
+                    "restart the job that used the GPU".to_owned()
                 },
-            };
-            out.push(Finding {
-                id,
-                layer,
-                severity,
-                subjects: t.subjects(with_pod),
-                evidence: vec![ev],
-                cause,
-                fix,
-            });
+            ),
         }
     }
 

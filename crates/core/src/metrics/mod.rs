@@ -230,6 +230,8 @@ pub enum Check {
     XidCount,
     /// The last Xid value per GPU.
     XidLast,
+    /// The GPU's required recovery (DCGM field 1523), when a Prometheus has it.
+    RecoveryAction,
     /// Double-bit volatile ECC errors.
     EccUncorrectable,
     /// Row remapping failed.
@@ -361,6 +363,13 @@ pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
     timed(&mut out, Check::XidCount, peak(&xid_cond), xid_cond);
     let last_cond = format!("{} > 0", m.xid_last);
     timed(&mut out, Check::XidLast, peak(&last_cond), last_cond);
+    // The recovery the GPU needs now (a reset clears it): its value at the evaluation time, under
+    // either of the field's names.
+    let recovery = format!(
+        "{{__name__=~\"{}\"}} > 0",
+        facts.recovery_action.metrics.join("|")
+    );
+    timed(&mut out, Check::RecoveryAction, recovery.clone(), recovery);
     let counter = |name: &str| {
         (
             format!("(max_over_time({name}[{w}]) - min_over_time({name}[{w}])) > 0"),

@@ -127,7 +127,6 @@ fn xids_are_classified_from_the_catalog() {
         vec![
             sample(with(gpu("n", 0, Some(("ml", "p"))), "xid", "13"), 1.0),
             sample(with(gpu("n", 1, None), "xid", "48"), 1.0),
-            sample(with(gpu("n", 2, None), "xid", "45"), 1.0),
             sample(with(gpu("n", 3, None), "xid", "999"), 1.0),
         ],
     );
@@ -144,19 +143,299 @@ fn xids_are_classified_from_the_catalog() {
     assert_eq!(ids(&f), ["GPU251", "GPU251", "GPU252", "GPU253"]);
     let app = &f[2];
     assert_eq!(app.layer, Layer::Runtime);
+    assert_eq!(app.severity, Severity::Warning);
     assert!(
         app.cause.starts_with("pod ml/p caused Xid 13"),
         "{}",
         app.cause
     );
     assert!(
-        app.fix.contains("kubectl -n ml logs p -c main --previous"),
+        app.fix.contains("kubectl -n ml logs p -c main --previous")
+            && app.fix.contains("the GPU needs nothing"),
         "{}",
         app.fix
     );
     assert!(f[1].fix.contains("gpuctl upgrade driver"), "{}", f[1].fix);
     assert!(!f[0].fix.contains("gpuctl upgrade"), "{}", f[0].fix);
+    // Xid 48's workflow resets the GPU either way; the catalog's actions are quoted.
+    assert!(
+        f[0].cause.contains("immediate action WORKFLOW_XID_48")
+            && f[0].fix.contains("nvidia-smi -r -i 1"),
+        "{:?}",
+        f[0]
+    );
     assert!(f[3].fix.contains(facts().xid.url()), "{}", f[3].fix);
+}
+
+/// One Xid on GPU 0 of node `n` (held by ml/p), `count` in the exporter's window, seen from
+/// `first` to `last` seconds before AT.
+fn one_xid(xid: u32, count: f64, first: f64, last: f64) -> Results {
+    let mut r = healthy();
+    let l = with(gpu("n", 0, Some(("ml", "p"))), "xid", &xid.to_string());
+    r.samples.insert(
+        (Check::XidCount, Part::Value),
+        vec![sample(l.clone(), count)],
+    );
+    r.samples.insert(
+        (Check::XidCount, Part::FirstSeen),
+        vec![sample(l.clone(), AT - first)],
+    );
+    r.samples.insert(
+        (Check::XidCount, Part::LastSeen),
+        vec![sample(l, AT - last)],
+    );
+    r
+}
+
+/// The catalog's immediate action for 43, 63 and 92 (and 121, 157) is IGNORE: at most an info
+/// finding, never a reset, a drain or a reboot, and it says what to do if the Xid recurs.
+#[test]
+fn ignore_xids_are_info_and_give_no_reset_advice() {
+    for xid in facts()
+        .xid
+        .with_response(crate::profiles::dcgm::XidResponse::Ignore)
+    {
+        let f = findings(facts(), &settings(), &one_xid(xid, 1.0, 300.0, 0.0));
+        assert_eq!(ids(&f), ["GPU262"], "Xid {xid}: {f:#?}");
+        let x = &f[0];
+        assert_eq!(x.severity, Severity::Info, "Xid {xid}");
+        assert!(x.cause.contains("immediate action IGNORE"), "{}", x.cause);
+        for advice in [
+            "nvidia-smi -r",
+            "kubectl drain",
+            "kubectl cordon",
+            "reboot",
+            "delete pod",
+        ] {
+            assert!(
+                !x.fix.contains(advice),
+                "Xid {xid}: `{advice}` in {}",
+                x.fix
+            );
+        }
+        assert!(
+            x.fix
+                .starts_with("none; if it recurs, the catalog's investigatory action is"),
+            "{}",
+            x.fix
+        );
+    }
+}
+
+/// 92 recurring (its count reached 2 in the window, or it showed over more than the window's
+/// span): still info, and it says so with the catalog's investigatory action, contact support.
+#[test]
+fn a_recurring_ignore_xid_says_so() {
+    for (count, first, recurs) in [
+        (3.0, 300.0, true),
+        (1.0, 20.0 * 60.0, true),
+        (1.0, 360.0, false),
+    ] {
+        let f = findings(facts(), &settings(), &one_xid(92, count, first, 0.0));
+        assert_eq!(ids(&f), ["GPU262"], "{f:#?}");
+        let x = &f[0];
+        assert_eq!(x.severity, Severity::Info);
+        assert_eq!(
+            x.cause.contains("repeatedly in the last 1h"),
+            recurs,
+            "{count} over {first}s: {}",
+            x.cause
+        );
+        if recurs {
+            assert!(
+                x.fix.starts_with("nothing to reset or drain; the catalog's investigatory action is CONTACT_SUPPORT (\"Please contact your support organization for further investigation.\")"),
+                "{}",
+                x.fix
+            );
+        }
+    }
+    // 63 recurring: its investigatory action is IGNORE too.
+    let f = findings(facts(), &settings(), &one_xid(63, 4.0, 600.0, 0.0));
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(
+        f[0].fix
+            .contains("investigatory action is IGNORE (\"No Action required\")"),
+        "{}",
+        f[0].fix
+    );
+}
+
+/// Xid 79 still asks for the node to be drained and rebooted; 140 for a reset, and when it
+/// recurs the catalog's own words come with it.
+#[test]
+fn restart_and_reset_xids_keep_their_advice() {
+    let f = findings(facts(), &settings(), &one_xid(79, 1.0, 60.0, 0.0));
+    assert_eq!(ids(&f), ["GPU250"]);
+    assert!(
+        f[0].fix.contains("kubectl drain n") && f[0].fix.contains("reboot n"),
+        "{}",
+        f[0].fix
+    );
+    assert!(
+        f[0].fix.contains("immediate action RESTART_BM"),
+        "{}",
+        f[0].fix
+    );
+    let f = findings(facts(), &settings(), &one_xid(140, 2.0, 60.0, 0.0));
+    assert_eq!(ids(&f), ["GPU251"]);
+    assert_eq!(f[0].severity, Severity::Error);
+    assert!(
+        f[0].fix.contains("nvidia-smi -r -i 0")
+            && f[0].fix.contains("Xid 140 recurred in the last 1h")
+            && f[0].fix.contains("\"Reset the GPU, and if the problem persists, contact your hardware vendor for support.\""),
+        "{}",
+        f[0].fix
+    );
+}
+
+/// Xid 94 (contained memory error): restart the pod, reset the GPU when convenient; a warning.
+#[test]
+fn contained_memory_error_restarts_the_pod() {
+    let f = findings(facts(), &settings(), &one_xid(94, 1.0, 60.0, 0.0));
+    assert_eq!(ids(&f), ["GPU252"]);
+    let x = &f[0];
+    assert_eq!(
+        (x.severity, x.layer),
+        (Severity::Warning, Layer::NodeAndHardware)
+    );
+    assert!(
+        x.fix.starts_with("kubectl -n ml delete pod p") && x.fix.contains("at a quiet moment"),
+        "{}",
+        x.fix
+    );
+}
+
+/// NVLink Xids whose action is in the message: the finding says to decode it, not a guess.
+#[test]
+fn decode_message_xids_say_where_the_action_is() {
+    for xid in [74, 144, 149, 150] {
+        let f = findings(facts(), &settings(), &one_xid(xid, 1.0, 60.0, 0.0));
+        assert_eq!(ids(&f), ["GPU263"], "Xid {xid}");
+        let x = &f[0];
+        assert_eq!(x.severity, Severity::Warning);
+        assert!(
+            x.cause.contains("decides its action from the Xid message"),
+            "{}",
+            x.cause
+        );
+        assert!(
+            x.fix.contains("kubectl debug node/n") && x.fix.contains("Xid 154"),
+            "{}",
+            x.fix
+        );
+        assert!(!x.fix.contains("nvidia-smi -r"), "{}", x.fix);
+    }
+    let f = findings(facts(), &settings(), &one_xid(149, 1.0, 60.0, 0.0));
+    assert!(f[0].fix.contains("XID 144-150 Decode"), "{}", f[0].fix);
+}
+
+/// Xid 45 alone gets the catalog's solo workflow; next to another Xid it follows that one.
+#[test]
+fn xid_45_alone_or_with_another() {
+    let f = findings(facts(), &settings(), &one_xid(45, 1.0, 60.0, 0.0));
+    assert_eq!(ids(&f), ["GPU263"]);
+    assert!(f[0].fix.contains("RESTART_FM"), "{}", f[0].fix);
+    let mut r = one_xid(45, 1.0, 60.0, 0.0);
+    r.samples
+        .get_mut(&(Check::XidCount, Part::Value))
+        .unwrap()
+        .push(sample(
+            with(gpu("n", 0, Some(("ml", "p"))), "xid", "94"),
+            1.0,
+        ));
+    let f = findings(facts(), &settings(), &r);
+    assert_eq!(ids(&f), ["GPU252"], "{f:#?}");
+}
+
+/// Xid 154 and DCGM field 1523: the recovery the GPU needs, from NVML's value table.
+#[test]
+fn recovery_action_names_the_recovery() {
+    let with_action = |value: f64, xid154: bool| {
+        let mut r = if xid154 {
+            one_xid(154, 1.0, 60.0, 0.0)
+        } else {
+            healthy()
+        };
+        let l = with(
+            gpu("n", 0, Some(("ml", "p"))),
+            "__name__",
+            "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION",
+        );
+        r.samples
+            .insert((Check::RecoveryAction, Part::Value), vec![sample(l, value)]);
+        findings(facts(), &settings(), &r)
+    };
+    let f = with_action(2.0, true);
+    assert_eq!(ids(&f), ["GPU264"], "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    assert!(
+        f[0].cause
+            .contains("NVML recovery action 2 NODE_REBOOT (\"Reboot Node\")"),
+        "{}",
+        f[0].cause
+    );
+    assert!(
+        f[0].fix.contains("kubectl drain n") && f[0].fix.contains("reboot n"),
+        "{}",
+        f[0].fix
+    );
+    assert_eq!(f[0].evidence.len(), 2, "the field and the Xid 154 count");
+    assert_eq!(
+        f[0].evidence[0].metric,
+        "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION"
+    );
+    let f = with_action(1.0, false);
+    assert!(f[0].fix.contains("nvidia-smi -r -i 0"), "{}", f[0].fix);
+    let f = with_action(3.0, false);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(f[0].fix.contains("peer-to-peer"), "{}", f[0].fix);
+    let f = with_action(42.0, false);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].fix.contains("nvmlDeviceGpuRecoveryAction_t"),
+        "{}",
+        f[0].fix
+    );
+    // Without the field, Xid 154 says where to read the recovery.
+    let f = findings(facts(), &settings(), &one_xid(154, 1.0, 60.0, 0.0));
+    assert_eq!(ids(&f), ["GPU264"]);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].fix.contains("kubectl debug node/n") && f[0].fix.contains("'Node Reboot Required'"),
+        "{}",
+        f[0].fix
+    );
+}
+
+/// Through a ServiceMonitor (honorLabels false) an unallocated GPU carries the exporter's own pod
+/// as `pod`: it is not reported as held by it.
+#[test]
+fn the_exporters_own_pod_is_never_the_workload() {
+    let mut l = gpu("n", 0, None);
+    l.remove("pod");
+    l.remove("namespace");
+    l.remove("container");
+    l.insert("pod".into(), "nvidia-dcgm-exporter-7xk2p".into());
+    l.insert("namespace".into(), "gpu-operator".into());
+    l.insert("container".into(), "nvidia-dcgm-exporter".into());
+    l.insert("endpoint".into(), "gpu-metrics".into());
+    assert_eq!(analyze_target(&l), None);
+    let s = settings();
+    let w = (s.idle_window_ms / 1000) as f64;
+    let mut r = healthy();
+    r.samples.insert(
+        (Check::IdleEngine, Part::Value),
+        vec![sample(l.clone(), 0.0)],
+    );
+    r.samples.insert(
+        (Check::IdleEngine, Part::FirstSeen),
+        vec![sample(l, AT - w)],
+    );
+    assert_eq!(
+        findings(facts(), &s, &r),
+        vec![],
+        "an idle free GPU is no finding"
+    );
 }
 
 #[test]

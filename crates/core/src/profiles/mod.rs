@@ -1322,7 +1322,14 @@ fn load_dcgm(
     sourced(sources, F, Some("exporter"), &file.exporter.source)?;
     sourced(sources, F, Some("clock_events"), &file.clock_events.source)?;
     sourced(sources, F, Some("xid"), &file.xid.source)?;
+    sourced(
+        sources,
+        F,
+        Some("recovery_action"),
+        &file.recovery_action.source,
+    )?;
     sourced(sources, F, Some("thresholds"), &file.thresholds.source)?;
+    sourced(sources, F, Some("alert_bounds"), &file.alert_bounds.source)?;
     for (what, names) in file.exporter.labels.all() {
         if names.is_empty() {
             return Err(inconsistent(
@@ -1362,18 +1369,7 @@ fn load_dcgm(
         }
         mask |= r.bit;
     }
-    let mut seen = BTreeSet::new();
-    for c in &file.xid.codes {
-        if !seen.insert(c.xid) {
-            return Err(inconsistent(F, format!("xid {} is listed twice", c.xid)));
-        }
-    }
-    if !file.xid.url().starts_with("https://") {
-        return Err(inconsistent(
-            F,
-            "xid: the first source must be the catalog's URL",
-        ));
-    }
+    file.check().map_err(|m| inconsistent(F, m))?;
     let t = &file.thresholds;
     for (what, text) in [
         ("idle_window", &t.idle_window),
@@ -1396,7 +1392,9 @@ fn load_dcgm(
         exporter: file.exporter,
         clock_events: file.clock_events,
         xid: file.xid,
+        recovery_action: file.recovery_action,
         thresholds: file.thresholds,
+        alert_bounds: file.alert_bounds,
     })
 }
 

@@ -292,7 +292,7 @@ pub fn render(
     let mut documents = BTreeMap::new();
     documents.insert(
         TROUBLESHOOTING_RUNBOOK.to_string(),
-        runbook::troubleshooting(bp, &plan, templates)?,
+        runbook::troubleshooting(bp, catalog, &plan, templates)?,
     );
     let network = network::release(bp, templates)?;
     network::documents(bp, network.as_ref(), &mut documents)?;

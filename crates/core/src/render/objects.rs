@@ -13,7 +13,7 @@ use crate::blueprint::resources::is_extended_resource;
 use crate::blueprint::{Blueprint, ClusterQueue, Queueing, Tenant};
 use crate::names::TENANT_LABEL;
 use crate::profiles::Catalog;
-use crate::profiles::dcgm::XidClass;
+use crate::profiles::dcgm::{DcgmFacts, XidResponse};
 
 /// Name of the LocalQueue gpuctl makes in every tenant namespace (Kueue uses a LocalQueue named
 /// `default` for workloads without a queue-name label).
@@ -347,14 +347,63 @@ pub fn monitoring(
                 "m": metrics,
                 "l": facts.exporter.labels,
                 "t": facts.thresholds,
-                "xid": {
-                    "hardware": facts.xid.of_class(XidClass::Hardware),
-                    "off_bus": facts.xid.of_class(XidClass::OffBus),
-                },
+                "xid": xid_context(facts),
             }),
         )?;
     }
     Ok(())
+}
+
+/// The Xid lists the rendered alerts and the troubleshooting runbook read, each from the catalog's
+/// immediate action ([`XidResponse`], the same mapping the doctor's findings follow), and what a
+/// recurring IGNORE Xid asks for.
+pub(crate) fn xid_context(facts: &DcgmFacts) -> serde_json::Value {
+    let x = &facts.xid;
+    let labels = &facts.exporter.labels;
+    // IGNORE Xids by their investigatory action (what the catalog asks for when they recur).
+    let mut recurring: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for xid in x.with_response(XidResponse::Ignore) {
+        if let Some(c) = x.code(xid) {
+            recurring
+                .entry(c.investigatory.as_str().to_owned())
+                .or_default()
+                .push(xid);
+        }
+    }
+    let recurring: Vec<_> = recurring
+        .into_iter()
+        .map(|(action, xids)| {
+            json!({
+                "action": action,
+                "text": x.buckets.get(&action),
+                "xids": xids,
+            })
+        })
+        .collect();
+    let window_ms =
+        crate::quantity::parse_duration_ms(&facts.thresholds.error_window).unwrap_or(3_600_000);
+    let span_s = crate::quantity::parse_duration_ms(&x.recurring.span).unwrap_or(0) / 1000;
+    json!({
+        "restartNode": x.with_response(XidResponse::RestartNode),
+        "resetGpu": x.with_response(XidResponse::ResetGpu),
+        "restartApp": x.with_response(XidResponse::RestartApp),
+        "ignore": x.with_response(XidResponse::Ignore),
+        "ifAlone": x.with_response(XidResponse::IfAlone),
+        "decode": x.with_response(XidResponse::DecodeMessage),
+        "recovery": x.with_response(XidResponse::RecoveryAction),
+        "recurring": recurring,
+        "recurCount": x.recurring.count,
+        "recurSpanSeconds": span_s,
+        "window": prometheus_duration(window_ms),
+        "step": format!("{}s", crate::metrics::resolution_s(window_ms)),
+        // The pod holding the GPU, in an annotation: the labels gpuctl's ServiceMonitor
+        // (honorLabels: false) leaves it in.
+        "workload": format!(
+            "{{{{ with $labels.{pod} }}}} (pod {{{{ $labels.{ns} }}}}/{{{{ . }}}}){{{{ end }}}}",
+            pod = labels.pod[0],
+            ns = labels.namespace[0]
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::{
 use crate::blueprint::resources::{is_gpu_resource, per_node};
 use crate::blueprint::{Blueprint, PartitionMode, Queueing};
 use crate::names::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, TENANT_LABEL};
+use crate::profiles::Catalog;
 
 fn selector_text(m: &BTreeMap<String, String>) -> String {
     m.iter()
@@ -25,6 +26,7 @@ fn selector_text(m: &BTreeMap<String, String>) -> String {
 /// The troubleshooting runbook's Markdown.
 pub fn troubleshooting(
     bp: &Blueprint,
+    catalog: &Catalog,
     plan: &PoolPlan,
     templates: &Templates,
 ) -> Result<String, RenderError> {
@@ -112,6 +114,7 @@ pub fn troubleshooting(
             "dcgm": bp.spec.gpu_operator.dcgm_exporter.enabled.then_some(DCGM_METRICS_CONFIGMAP),
         },
         "alerts": bp.spec.monitoring.alerts,
+        "xid": super::objects::xid_context(catalog.dcgm()),
         "network": network_context(bp),
     });
     templates.render("runbooks/troubleshooting.md.j2", ctx)

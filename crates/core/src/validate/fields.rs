@@ -316,6 +316,7 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
         "GPU091",
         &["spec.monitoring", "spec.gpuOperator.dcgmExporter.enabled"],
     ),
+    ("GPU092", &["spec.monitoring.alerts.temperatureC"]),
     (
         "GPU095",
         &[

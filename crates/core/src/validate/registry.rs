@@ -468,6 +468,13 @@ rules! {
         source: "docs/blueprint.md",
         example: "spec:\n  gpuOperator: {dcgmExporter: {enabled: false}}\n  monitoring: {alerts: {xid: true}}\n",
     }
+    "GPU092" "alert-bounds" "monitoring" Error {
+        checks: "`spec.monitoring.alerts.temperatureC` is within what a GPU reports: above the profile's lower bound (the bottom of ASHRAE's recommended inlet air range) and at most its upper bound (above every GPU shutdown temperature the profile cites).",
+        why: "A threshold above the temperature at which GPUs shut themselves down never fires, so an overheating fleet stays silent; one every GPU is above fires on all of them and gets muted.",
+        fix: "Use a threshold between the bounds, e.g. the default 85.",
+        source: "profiles/dcgm.yaml (alert_bounds)",
+        example: "spec:\n  monitoring:\n    alerts: {temperatureC: 1000}\n",
+    }
     "GPU095" "upgrade-policy" "upgrades" Error {
         checks: "Upgrade settings parse: blue-green batch is a count >= 1 or a percentage in (0, 100], drain timeout a duration, colour label a valid key; `maxUnavailable` likewise.",
         why: "An upgrade that cannot compute its batches cannot run.",

@@ -1118,6 +1118,18 @@ fn base_cases() -> Vec<Case> {
             k.clone(),
             vec![("enabled: true, interval", "enabled: false, interval")],
         ),
+        // Above every GPU's shutdown temperature: never fires.
+        (
+            "GPU092",
+            k.clone(),
+            vec![("temperatureC: 85", "temperatureC: 1000")],
+        ),
+        // At or below the coolest inlet air: fires on every GPU.
+        (
+            "GPU092",
+            k.clone(),
+            vec![("temperatureC: 85", "temperatureC: 0")],
+        ),
         (
             "GPU095",
             k.clone(),
@@ -2512,5 +2524,40 @@ fn validate_knows_the_operator_listed_gpus() {
             "{hint}"
         );
         assert!(hint.contains("a driver floor"), "{hint}");
+    }
+}
+
+/// GPU092 at its bounds (profiles/dcgm.yaml `alert_bounds.temperature_c`: above 18, at most 100):
+/// the last value that passes and the first that fails on each side, and what the finding says.
+#[test]
+fn gpu092_temperature_bounds_table() {
+    let b = crate::profiles::Catalog::embedded()
+        .dcgm()
+        .alert_bounds
+        .temperature_c;
+    assert_eq!((b.min, b.max), (18.0, 100.0));
+    for (t, fires) in [
+        (0, true),
+        (18, true),
+        (19, false),
+        (85, false),
+        (100, false),
+        (101, true),
+        (1000, true),
+    ] {
+        let to = format!("temperatureC: {t}");
+        let text = edit(KUEUE_BASE, &[("temperatureC: 85", to.as_str())]);
+        let r = run(&text);
+        let f: Vec<_> = r.findings.iter().filter(|f| f.rule == "GPU092").collect();
+        assert_eq!(f.len(), usize::from(fires), "{t} C: {f:#?}");
+        if let Some(f) = f.first() {
+            assert_eq!(f.path, "spec.monitoring.alerts.temperatureC");
+            let says = if t > 100 {
+                "can never fire"
+            } else {
+                "fires on every GPU"
+            };
+            assert!(f.message.contains(says), "{}", f.message);
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! Monitoring and upgrade settings: dcgm interval, alerts without an exporter, upgrade policy
-//! (GPU090, GPU091, GPU095).
+//! Monitoring and upgrade settings: dcgm interval, alerts without an exporter, alert thresholds a
+//! GPU cannot report or always exceeds, upgrade policy (GPU090, GPU091, GPU092, GPU095).
 
 use crate::blueprint::IntOrString;
 use crate::quantity::parse_duration_ms;
@@ -40,6 +40,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             "enable `gpuOperator.dcgmExporter`, or drop the monitoring section",
         );
     }
+    if let Some(t) = m.alerts.temperature_c {
+        temperature_bound(ctx, f64::from(t));
+    }
     if let Some(policy) = &ctx.bp.spec.gpu_operator.driver.upgrade_policy
         && let Some(mu) = &policy.max_unavailable
         && let Err(e) = count_or_percent(mu, true)
@@ -68,6 +71,41 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 "write e.g. `30m`",
             );
         }
+    }
+}
+
+/// GPU092: the temperature alert's threshold within what a GPU reports (profiles/dcgm.yaml
+/// `alert_bounds`): above the bound a GPU has shut itself down first, so the alert never fires; at or
+/// below the lower one every GPU is hotter than the threshold, so it fires on all of them.
+fn temperature_bound(ctx: &mut Ctx<'_>, t: f64) {
+    let facts = ctx.catalog.dcgm();
+    let b = facts.alert_bounds.temperature_c;
+    let default = facts.thresholds.temperature_c;
+    let field = "spec.monitoring.alerts.temperatureC";
+    if t > b.max {
+        ctx.emit(
+            "GPU092",
+            field,
+            format!(
+                "{t} C is above {} C, a temperature no GPU reports: each shuts itself down at its own GPU Shutdown Temp first, so this alert can never fire",
+                b.max
+            ),
+            format!(
+                "use a threshold below the GPUs' slowdown temperature (`nvidia-smi -q -d TEMPERATURE` on a node shows it); gpuctl's default is {default} C"
+            ),
+        );
+    } else if t <= b.min {
+        ctx.emit(
+            "GPU092",
+            field,
+            format!(
+                "{t} C is at or below {} C: a GPU is never cooler than the air that cools it ({} C is the bottom of ASHRAE's recommended inlet range), so the alert fires on every GPU",
+                b.min, b.min
+            ),
+            format!(
+                "use a threshold the GPUs only pass when they overheat, such as gpuctl's default {default} C; to drop the alert, remove `temperatureC`"
+            ),
+        );
     }
 }
 
