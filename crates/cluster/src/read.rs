@@ -16,7 +16,8 @@ use gpuctl_core::live::workloads::{self, LiveDriverCr, LiveNode, LivePdb, LivePo
 use gpuctl_core::live::{DryRun, LiveView, Reading, Source};
 use gpuctl_core::names::UPGRADE_POOL_LABEL;
 use gpuctl_core::object::{ObjectRef, TypeRef};
-use gpuctl_core::plan::{objects, parent_of, selector_string};
+use gpuctl_core::plan::nodes::{node_list_selectors, selects};
+use gpuctl_core::plan::{objects, parent_of};
 use gpuctl_core::render::{HelmRelease, NodePatch, RenderedObject, RenderedSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -29,7 +30,7 @@ use crate::client::{ClusterError, Kube, Resolved, classify, retry};
 /// one by one.
 const LIST_THRESHOLD: usize = 8;
 
-/// Pools whose nodes are listed at once.
+/// Node LISTs (one per group of pools, `node_list_selectors`) sent at once.
 const POOL_LIST_PARALLELISM: usize = 16;
 
 /// What a read of a rendered set includes.
@@ -437,8 +438,9 @@ pub async fn parent_group_kinds(
     )
 }
 
-/// The nodes of every pool (one label-selected LIST per pool, a bounded number at a time: a
-/// 64-pool blueprint otherwise waits for 64 round trips in a row), each node once.
+/// The nodes of every pool, each node once: pools that select by the same label keys share one
+/// LIST (`gpuctl.dev/pool in (p000,...)`, `plan::nodes::node_list_selectors`), a bounded number
+/// of LISTs at a time; a 64-pool blueprint costs one LIST, not 64.
 async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, ClusterError> {
     let r = k
         .resolve("v1", "Node")
@@ -447,17 +449,23 @@ async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, Clust
             object: "Nodes".into(),
             message: "the API server does not serve v1 Node".into(),
         })?;
-    let lists: Vec<Result<Vec<Value>, ClusterError>> = futures::stream::iter(patches)
-        .map(|p| {
+    let selectors = node_list_selectors(patches);
+    let lists: Vec<Result<Vec<Value>, ClusterError>> = futures::stream::iter(&selectors)
+        .map(|selector| {
             let r = &r;
-            async move { k.list(r, &selector_string(&p.selector)).await }
+            async move { k.list(r, selector).await }
         })
         .buffered(POOL_LIST_PARALLELISM)
         .collect()
         .await;
     let mut by_name: BTreeMap<String, Value> = BTreeMap::new();
     for list in lists {
-        for n in list? {
+        // A selector shared by pools with several keys also matches the cross product of their
+        // values: keep the nodes some pool selects.
+        for n in list?
+            .into_iter()
+            .filter(|n| patches.iter().any(|p| selects(&p.selector, n)))
+        {
             let name = n["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()

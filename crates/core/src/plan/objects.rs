@@ -60,8 +60,7 @@ fn offline_changes(o: &RenderedObject, current: &Value) -> Vec<Change> {
     let desired = without_membership(&desired_manifest(o, Some(current)));
     let before = diff::project(current, &desired);
     let after = diff::without_absent_zero_values(&desired, current);
-    let mut changes = diff::diff(&before, &after);
-    changes.retain(|c| !diff::same_quantity(c));
+    let mut changes = diff::value_changes(&before, &after);
     changes.extend(diff::removed_fields(current, &desired, FIELD_MANAGER));
     changes
 }
@@ -257,8 +256,9 @@ fn other_set(current: &Value, set_id: &str) -> Option<String> {
     })
 }
 
-/// The live object already carries every declared field exactly and gpuctl dropped nothing: a
-/// server-side apply would be a no-op.
+/// The live object already carries every declared field with the declared value (quantities
+/// compared by value: `1k` live is the `"1000"` declared) and gpuctl dropped nothing: a
+/// server-side apply would change nothing.
 fn unchanged(desired: &Value, current: &Value) -> bool {
     let shape = if !adoptable(current) {
         desired.clone()
@@ -267,7 +267,7 @@ fn unchanged(desired: &Value, current: &Value) -> bool {
         // dry-run (server-side apply of values equal to the live ones never conflicts).
         without_membership(desired)
     };
-    diff::project(current, &shape) == shape
+    diff::same_values(&diff::project(current, &shape), &shape)
         && diff::removed_fields(current, desired, FIELD_MANAGER).is_empty()
 }
 
@@ -311,13 +311,13 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
     let mut removed = diff::removed_fields(current, desired, FIELD_MANAGER);
     redact::redact_changes(&mut removed, current, &Value::Null);
     let before = diff::project(current, desired);
-    if before == *desired && removed.is_empty() {
+    if diff::same_values(&before, desired) && removed.is_empty() {
         return with(action(unchanged_kind, o, rv, vec![], adopt_reason(adopt)));
     }
     let after = match dry_run {
         Some(DryRun::Applied(v)) => diff::project(v, desired),
         Some(DryRun::Conflict(message)) => {
-            let mut changes = diff::diff(&before, desired);
+            let mut changes = diff::value_changes(&before, desired);
             redact::redact_changes(&mut changes, &before, desired);
             return with(action(
                 ActionKind::Conflict,
@@ -331,11 +331,9 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
         // `omitempty` field: a false / zero / empty value gpuctl declares is not stored.
         None => diff::without_absent_zero_values(desired, current),
     };
-    let mut changes = diff::diff(&before, &after);
-    if dry_run.is_none() {
-        // No server normalised the declared quantities: `"1000"` and `1k` are the same value.
-        changes.retain(|c| !diff::same_quantity(c));
-    }
+    // Quantities by value, with or without a dry-run: Kueue's webhook answers an update with the
+    // spelling it was sent (`"1000"` against the live `1k`), a change the server would not make.
+    let mut changes = diff::value_changes(&before, &after);
     redact::redact_changes(&mut changes, &before, &after);
     changes.extend(removed);
     if changes.is_empty() {
