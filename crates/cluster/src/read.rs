@@ -71,9 +71,15 @@ pub async fn rendered_set(
             .collect(),
     );
     let parent = parent_of(set);
-    let (members, known, nodes, journals, helm_release, releases) = futures::try_join!(
-        members(k, &parent, &kinds),
-        read_known(k, set, &kinds),
+    // The members first: what they hold needs no other read (an unchanged cluster's plan reads
+    // nothing else); the bulk reads are for the objects that are not members.
+    let members_and_known = async {
+        let members = members(k, &parent, &kinds).await?;
+        let known = read_known(k, set, &kinds, &members).await?;
+        Ok::<_, ClusterError>((members, known))
+    };
+    let ((members, known), nodes, journals, helm_release, releases) = futures::try_join!(
+        members_and_known,
         pool_nodes(k, &set.node_patches),
         async { Ok(journals(k, &set.helm.namespace).await) },
         async { Ok(helm_release(k, &set.helm).await) },
@@ -205,10 +211,13 @@ async fn read_objects(
                 return Ok((o.object_ref(), None, None));
             };
             let id = o.object_ref();
-            let current = match view_ref.get(&id) {
-                Some(v) => Some(v.clone()),
+            // A member is in the view already: read it there, not copied (a 64-pool plan has
+            // 4,000 of them); only what is read here is kept.
+            let read = match view_ref.get(&id) {
+                Some(_) => None,
                 None => known.current(k, r, o).await?,
             };
+            let current = view_ref.get(&id).or(read.as_ref());
             // A child whose parent this apply creates first is refused by admission until
             // then: no dry-run (the plan marks it create-after-parent).
             let parent_missing = match current {
@@ -229,14 +238,14 @@ async fn read_objects(
             };
             let dry_run = if reads.dry_run
                 && !parent_missing
-                && objects::needs_dry_run(o, current.as_ref(), ns_created, set_id)
+                && objects::needs_dry_run(o, current, ns_created, set_id)
             {
-                let manifest = objects::desired_manifest(o, current.as_ref());
+                let manifest = objects::desired_manifest(o, current);
                 Some(dry_run(k, r, &manifest).await?)
             } else {
                 None
             };
-            Ok((id, current, dry_run))
+            Ok((id, read, dry_run))
         })
         .buffered(reads.parallelism.max(1))
         .collect()
@@ -327,10 +336,34 @@ impl Known {
     }
 }
 
-/// One LIST of namespace names and one LIST per cluster-scoped kind with many objects, all at
-/// once: a first plan of 5,000 objects otherwise costs 5,000 GETs.
-async fn read_known(k: &Kube, set: &RenderedSet, kinds: &Kinds) -> Result<Known, ClusterError> {
+/// For the rendered objects that are not members of the set: one LIST of namespace names and one
+/// LIST per cluster-scoped kind with many such objects, all at once (a first plan of 5,000
+/// objects otherwise costs 5,000 GETs). The namespace names come from the Namespace LIST when
+/// there is one.
+async fn read_known(
+    k: &Kube,
+    set: &RenderedSet,
+    kinds: &Kinds,
+    members: &BTreeMap<ObjectRef, Value>,
+) -> Result<Known, ClusterError> {
+    let unread: Vec<&RenderedObject> = set
+        .objects
+        .iter()
+        .filter(|o| !members.contains_key(&o.object_ref()))
+        .collect();
+    let mut per_kind: BTreeMap<TypeRef, usize> = BTreeMap::new();
+    for o in unread.iter().filter(|o| o.namespace.is_none()) {
+        *per_kind.entry(o.type_ref()).or_default() += 1;
+    }
+    let namespace_kind = TypeRef::new("v1", "Namespace");
+    let lists_namespaces = per_kind
+        .get(&namespace_kind)
+        .is_some_and(|n| *n >= LIST_THRESHOLD);
+    let names_needed = !lists_namespaces && unread.iter().any(|o| o.namespace.is_some());
     let namespaces = async {
+        if !names_needed {
+            return Ok(None);
+        }
         match k.resolve("v1", "Namespace").await? {
             Some(r) => Ok::<_, ClusterError>(Some(
                 k.list(&r, "")
@@ -342,10 +375,6 @@ async fn read_known(k: &Kube, set: &RenderedSet, kinds: &Kinds) -> Result<Known,
             None => Ok(None),
         }
     };
-    let mut per_kind: BTreeMap<TypeRef, usize> = BTreeMap::new();
-    for o in set.objects.iter().filter(|o| o.namespace.is_none()) {
-        *per_kind.entry(o.type_ref()).or_default() += 1;
-    }
     let listed = futures::future::try_join_all(
         per_kind
             .into_iter()
@@ -359,6 +388,14 @@ async fn read_known(k: &Kube, set: &RenderedSet, kinds: &Kinds) -> Result<Known,
         ..Known::default()
     };
     for (t, items) in listed {
+        if t == namespace_kind {
+            known.namespaces = Some(
+                items
+                    .iter()
+                    .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+                    .collect(),
+            );
+        }
         for v in items {
             let v = with_type(v, &t);
             if let Some(id) = ObjectRef::of(&v) {

@@ -47,7 +47,7 @@ pub fn needs_dry_run(
         }
         Some(current) => {
             other_set(current, set_id).is_none()
-                && !unchanged(&desired_manifest(o, Some(current)), current)
+                && !unchanged(o, &desired_manifest(o, Some(current)), current)
                 // The server refuses the update (a field it keeps immutable changes): replaced.
                 && replaced(o, current).is_none()
         }
@@ -136,12 +136,16 @@ fn strip_unowned_absent_zeros(desired: &mut Value, live: &Value, owned: &[&Value
     let Some(l) = live.as_object() else {
         return;
     };
+    // Cheapest tests first: this runs twice for every object of a plan.
     d.retain(|k, v| {
-        let f = format!("f:{k}");
-        let owned_here = owned.iter().any(|o| o.get(&f).is_some());
-        l.contains_key(k) || owned_here || !super::diff::is_zero(v)
+        l.contains_key(k)
+            || !super::diff::is_zero(v)
+            || owned.iter().any(|o| o.get(format!("f:{k}")).is_some())
     });
     for (k, v) in d.iter_mut() {
+        if !v.is_object() {
+            continue;
+        }
         if let Some(lv) = l.get(k) {
             let f = format!("f:{k}");
             let inner: Vec<&Value> = owned.iter().filter_map(|o| o.get(&f)).collect();
@@ -258,14 +262,22 @@ fn other_set(current: &Value, set_id: &str) -> Option<String> {
 
 /// The live object already carries every declared field with the declared value (quantities
 /// compared by value: `1k` live is the `"1000"` declared) and gpuctl dropped nothing: a
-/// server-side apply would change nothing.
-fn unchanged(desired: &Value, current: &Value) -> bool {
+/// server-side apply would change nothing. A built-in kind's false, zero or empty value the live
+/// object does not have counts as carried: the API server never stores those `omitempty` fields
+/// (a PriorityClass's `globalDefault: false`), so asking it again on every plan learns nothing;
+/// a custom resource stores what it is sent, so there the difference is asked about.
+fn unchanged(o: &RenderedObject, desired: &Value, current: &Value) -> bool {
     let shape = if !adoptable(current) {
         desired.clone()
     } else {
         // Not in any set yet: the membership label alone is an adoption, decided without a
         // dry-run (server-side apply of values equal to the live ones never conflicts).
         without_membership(desired)
+    };
+    let shape = if BUILT_IN_GROUPS.contains(&o.group()) {
+        diff::without_absent_zero_values(&shape, current)
+    } else {
+        shape
     };
     diff::same_values(&diff::project(current, &shape), &shape)
         && diff::removed_fields(current, desired, FIELD_MANAGER).is_empty()

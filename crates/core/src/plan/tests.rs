@@ -1260,3 +1260,119 @@ fn pools_share_node_lists() {
     let listed: usize = lists.iter().map(|l| l.matches(',').count() + 1).sum();
     assert_eq!(listed, 400);
 }
+
+/// The content digest hashes exactly the bytes saved plans were made with (the object copied
+/// without status and bookkeeping, keys sorted, compact JSON), now without the copies: a plan
+/// saved by an earlier gpuctl is checked against the same digest.
+#[test]
+fn content_digest_hashes_the_sorted_object_without_copying_it() {
+    use sha2::{Digest, Sha256};
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let reference = |obj: &Value| {
+        let mut v = obj.clone();
+        if let Value::Object(m) = &mut v {
+            m.remove("status");
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                for k in ["resourceVersion", "managedFields", "generation"] {
+                    meta.remove(k);
+                }
+            }
+        }
+        let digest = Sha256::digest(serde_json::to_vec(&sorted(&v)).unwrap());
+        format!(
+            "sha256:{}",
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        )
+    };
+    let mut live = stored(&quota());
+    live["status"] = json!({"used": {"requests.nvidia.com/gpu": "2"}});
+    live["metadata"]["managedFields"] = json!([{"manager": "gpuctl"}]);
+    live["metadata"]["generation"] = json!(3);
+    live["spec"]["scopes"] = json!(["b", {"z": 1, "a": "é\"\n"}]);
+    live["zeta"] = json!({"status": "kept below the top", "metadata": {"generation": 1}});
+    assert_eq!(stale::content_digest(&live), reference(&live));
+    // Status and bookkeeping do not count; content does.
+    let mut moved = live.clone();
+    moved["status"] = json!({});
+    moved["metadata"]["resourceVersion"] = json!("99");
+    assert_eq!(stale::content_digest(&moved), stale::content_digest(&live));
+    moved["spec"]["hard"]["requests.nvidia.com/gpu"] = json!("9");
+    assert_ne!(stale::content_digest(&moved), stale::content_digest(&live));
+    assert_eq!(stale::content_digest(&json!("x")), reference(&json!("x")));
+}
+
+/// A built-in kind's false value the live object lacks is what the API server stores for it
+/// (`omitempty`): not asked about again on every plan. A custom resource stores what it is sent,
+/// so there the same difference is dry-run.
+#[test]
+fn absent_zero_values_of_built_in_kinds_need_no_dry_run() {
+    let pc = object(
+        Phase::Foundation,
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+               "metadata": {"name": "batch", "labels": labels()}, "value": 1000, "globalDefault": false,
+               "description": "batch jobs"}),
+    );
+    let mut live = stored(&pc);
+    live.as_object_mut().unwrap().remove("globalDefault");
+    live["metadata"]["managedFields"] = json!([{"manager": FIELD_MANAGER, "operation": "Apply",
+        "fieldsV1": {"f:globalDefault": {}, "f:value": {}, "f:description": {}, "f:metadata": {"f:labels": {}}}}]);
+    assert!(!objects::needs_dry_run(
+        &pc,
+        Some(&live),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+    let mut s = set();
+    s.objects.push(pc.clone());
+    let mut v = snapshot_view();
+    with_member(&mut v, live.clone());
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    let a = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "PriorityClass")
+        .unwrap();
+    assert_eq!(a.action, ActionKind::NoOp, "{:?}", a.changes);
+    // A real change of a built-in kind is still dry-run.
+    let mut other = live.clone();
+    other["description"] = json!("old words");
+    assert!(objects::needs_dry_run(
+        &pc,
+        Some(&other),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+
+    let cq = object(
+        Phase::Queues,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+               "metadata": {"name": "train", "labels": labels()}, "spec": {"stopPolicy": ""}}),
+    );
+    let mut live = stored(&cq);
+    live["spec"].as_object_mut().unwrap().remove("stopPolicy");
+    live["metadata"]["managedFields"] = json!([{"manager": FIELD_MANAGER, "operation": "Apply",
+        "fieldsV1": {"f:spec": {"f:stopPolicy": {}}, "f:metadata": {"f:labels": {}}}}]);
+    assert!(objects::needs_dry_run(
+        &cq,
+        Some(&live),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+}
