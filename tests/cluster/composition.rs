@@ -1645,3 +1645,170 @@ async fn a_tenant_moves_queue_by_replacing_its_local_queue() {
         "the move converged"
     );
 }
+
+/// Issue 26: the move of a tenant to another ClusterQueue with the real `gpuctl` binary, as an SRE
+/// does it (`plan --out`, review, `apply PLAN`), against the real Kueue on a cluster of its own
+/// (the CLI applies the blueprint's cluster-wide NVIDIADriver too, which the shared harness's
+/// fixtures must not fight over). While the plan waits for review a Job is queued in the tenant's
+/// LocalQueue, so Kueue writes the LocalQueue's status and moves its resourceVersion: the replace
+/// must still go through, the new LocalQueue must name the new ClusterQueue, the waiting job must
+/// be admitted there, and the next plan must find nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn gpuctl_apply_moves_a_tenant_while_kueue_writes_its_local_queue() {
+    let Some(_shared) = TestCluster::connect("compose-move-cli").await else {
+        return;
+    };
+    let fresh = FreshCluster::up("move-queue");
+    let tc = TestCluster::connect_kubeconfig(&fresh.kubeconfig(), "move-queue")
+        .await
+        .expect("connects to the fresh cluster");
+    let kc = fresh.kubeconfig();
+    let kc = kc.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tenant-moves-queue.yaml");
+    let file_s = file.to_str().unwrap();
+    let fixture = fixture_text("tenant-moves-queue.yaml").replace("@P@", "mv");
+    let (ns, cq_a, cq_b) = ("mv-ns", "mv-cq-a", "mv-cq-b");
+    let apply = |target: &str| {
+        gpuctl(&[
+            "apply",
+            target,
+            "--kubeconfig",
+            kc,
+            "--no-helm",
+            "--wait-timeout",
+            "30s",
+            "--crd-timeout",
+            "30s",
+        ])
+    };
+
+    std::fs::write(&file, fixture.replace("@Q@", cq_a)).unwrap();
+    let o = apply(file_s);
+    assert_eq!(o.status.code(), Some(0), "the first apply: {}", text(&o));
+    let o = gpuctl(&["plan", file_s, "--kubeconfig", kc, "--detailed-exitcode"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "nothing to do after it: {}",
+        text(&o)
+    );
+
+    // One GPU in use in cq-a before the move.
+    let job = |name: &str, gpus: &str| JobCase {
+        what: name.into(),
+        name: name.into(),
+        namespace: ns.into(),
+        queue: Some(LOCAL_QUEUE.into()),
+        priority_class: None,
+        pods: 1,
+        requests: BTreeMap::from([("nvidia.com/gpu".to_string(), gpus.to_string())]),
+        flavor: None,
+        borrows: None,
+    };
+    let jobs: Api<Job> = Api::namespaced(tc.client.clone(), ns);
+    let submit = |c: JobCase| {
+        let jobs = jobs.clone();
+        async move {
+            let j: Job = serde_json::from_value(job_manifest(&c)).unwrap();
+            jobs.create(&PostParams::default(), &j)
+                .await
+                .unwrap_or_else(|e| panic!("creating Job {}: {e}", c.name));
+        }
+    };
+    submit(job("held", "1")).await;
+    let held = wait_admitted(&tc.client, ns, "held").await.unwrap();
+    assert_eq!(held.data["status"]["admission"]["clusterQueue"], cq_a);
+
+    // The move, planned: a replace of the LocalQueue, saved for review.
+    std::fs::write(&file, fixture.replace("@Q@", cq_b)).unwrap();
+    let o = gpuctl(&["plan", file_s, "--kubeconfig", kc, "--detailed-exitcode"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "the move is a change: {}",
+        text(&o)
+    );
+    let plan_path = dir.path().join("move.plan.json");
+    let plan_s = plan_path.to_str().unwrap();
+    let o = gpuctl(&["plan", file_s, "--kubeconfig", kc, "--out", plan_s]);
+    assert_eq!(o.status.code(), Some(0), "plan --out: {}", text(&o));
+    let plan: Value = serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let lq_action = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "LocalQueue")
+        .expect("the plan has the LocalQueue")
+        .clone();
+    assert_eq!(lq_action["action"], "update", "{lq_action}");
+    assert_eq!(lq_action["replace"], true, "{lq_action}");
+    let changed: Vec<String> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["action"] != "no-op")
+        .map(|a| {
+            format!(
+                "{} {}",
+                a["action"].as_str().unwrap_or_default(),
+                a["kind"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert!(
+        changed
+            .iter()
+            .all(|c| c.ends_with("LocalQueue") || c.ends_with("ClusterQueue")),
+        "only the queues change: {changed:?}"
+    );
+
+    // Meanwhile a job that needs 8 GPUs waits in cq-a (7 free): Kueue writes the LocalQueue's
+    // status, and its resourceVersion is no longer the planned one.
+    let lqs = Api::<DynamicObject>::namespaced_with(
+        tc.client.clone(),
+        ns,
+        &api_resource("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
+    );
+    submit(job("waiting", "8")).await;
+    let planned_rv = lq_action["resource_version"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + ADMIT_TIMEOUT;
+    let before = loop {
+        let lq = lqs.get(LOCAL_QUEUE).await.unwrap();
+        if lq.data["status"]["pendingWorkloads"].as_i64().unwrap_or(0) >= 1
+            && lq.metadata.resource_version.as_deref() != Some(planned_rv.as_str())
+        {
+            break lq;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Kueue did not write the LocalQueue's status for the waiting job: {:?}",
+            lq.data["status"]
+        );
+        tokio::time::sleep(POLL).await;
+    };
+
+    let o = apply(plan_s);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "gpuctl apply of the saved move: {}",
+        text(&o)
+    );
+    let after = lqs.get(LOCAL_QUEUE).await.unwrap();
+    assert_eq!(after.data["spec"]["clusterQueue"], cq_b);
+    assert_ne!(
+        after.metadata.uid, before.metadata.uid,
+        "a new LocalQueue, not an update"
+    );
+    // The real Kueue queues the waiting job in the new ClusterQueue (8 GPUs free there).
+    let waiting = wait_admitted(&tc.client, ns, "waiting").await.unwrap();
+    assert_eq!(waiting.data["status"]["admission"]["clusterQueue"], cq_b);
+
+    let o = gpuctl(&["plan", file_s, "--kubeconfig", kc, "--detailed-exitcode"]);
+    assert_eq!(o.status.code(), Some(0), "the move converged: {}", text(&o));
+}

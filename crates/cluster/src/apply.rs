@@ -477,7 +477,8 @@ async fn foundation(
     Ok(current)
 }
 
-/// Prunes the members the blueprint dropped, each guarded by its planned resourceVersion.
+/// Prunes the members the blueprint dropped, each only if it is still as planned
+/// ([`delete_as_planned`]).
 async fn prune(
     k: &Kube,
     plan: &Plan,
@@ -500,10 +501,9 @@ async fn prune(
         let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
             continue;
         };
-        let rv = a.resource_version.as_deref();
         let mut attempt = 1;
         let res = loop {
-            match k.delete(&r, a.namespace.as_deref(), &a.name, rv).await {
+            match delete_as_planned(k, &r, a).await {
                 Err(e) if attempt < CHILD_TRIES && retry_in_hierarchy(&e) => {
                     attempt += 1;
                     tokio::time::sleep(CHILD_RETRY).await;
@@ -677,10 +677,10 @@ async fn run_phase(
     }
 }
 
-/// Deletes the object a `replace` update recreates (guarded by its planned resourceVersion, so an
-/// object that moved since the plan is not deleted) and waits, bounded by `--wait-timeout`, until
-/// it is gone: a finalizer that keeps it (Kueue keeps a LocalQueue or ResourceFlavor while
-/// workloads use it) ends the wait naming the finalizers, and the next apply creates it.
+/// Deletes the object a `replace` update recreates (only if it is still as planned,
+/// [`delete_as_planned`]) and waits, bounded by `--wait-timeout`, until it is gone: a finalizer
+/// that keeps it (Kueue keeps a ResourceFlavor or ClusterQueue while workloads use it) ends the
+/// wait naming the finalizers, and the next apply creates it.
 async fn delete_for_replace(k: &Kube, a: &Action, opts: &ApplyOptions) -> Result<(), ClusterError> {
     let r =
         k.resolve(&a.api_version, &a.kind)
@@ -690,8 +690,7 @@ async fn delete_for_replace(k: &Kube, a: &Action, opts: &ApplyOptions) -> Result
                 kind: a.kind.clone(),
             })?;
     let ns = a.namespace.as_deref();
-    k.delete(&r, ns, &a.name, a.resource_version.as_deref())
-        .await?;
+    delete_as_planned(k, &r, a).await?;
     let start = Instant::now();
     loop {
         let Some(live) = k.get(&r, ns, &a.name).await? else {
@@ -716,6 +715,48 @@ async fn delete_for_replace(k: &Kube, a: &Action, opts: &ApplyOptions) -> Result
             });
         }
         tokio::time::sleep(opts.poll.min(Duration::from_millis(500))).await;
+    }
+}
+
+/// How often [`delete_as_planned`] reads the object again when a status write slips in between
+/// its read and its delete.
+const DELETE_TRIES: u32 = 5;
+
+/// Deletes `a`'s object if it is still what the plan was made against. The guard is the
+/// resourceVersion read just before the delete when the object's content (without status and
+/// server bookkeeping, `plan::stale::content_digest`) is the planned one: a controller's status
+/// write since the plan (Kueue writes a LocalQueue's status whenever a workload in it is queued,
+/// admitted or finishes) moves the resourceVersion but not what the plan decided about, and must
+/// not fail the delete; a write in between the read and the delete is read again. Anything else
+/// (no digest in the plan, or content that changed) is guarded by the planned resourceVersion,
+/// which the server refuses (409) once the object moved.
+async fn delete_as_planned(
+    k: &Kube,
+    r: &crate::client::Resolved,
+    a: &Action,
+) -> Result<(), ClusterError> {
+    let ns = a.namespace.as_deref();
+    let mut attempt = 1;
+    loop {
+        let fresh = match &a.content_digest {
+            Some(planned) => match k.get(r, ns, &a.name).await? {
+                None => return Ok(()),
+                Some(live) if plan::stale::content_digest(&live) == *planned => {
+                    live["metadata"]["resourceVersion"]
+                        .as_str()
+                        .map(str::to_string)
+                }
+                Some(_) => None,
+            },
+            None => None,
+        };
+        let guard = fresh.as_deref().or(a.resource_version.as_deref());
+        match k.delete(r, ns, &a.name, guard).await {
+            Err(ClusterError::Conflict { .. }) if fresh.is_some() && attempt < DELETE_TRIES => {
+                attempt += 1;
+            }
+            other => return other,
+        }
     }
 }
 

@@ -16,7 +16,8 @@ use gpuctl_core::live::workloads::{self, LiveDriverCr, LiveNode, LivePdb, LivePo
 use gpuctl_core::live::{DryRun, LiveView, Reading, Source};
 use gpuctl_core::names::UPGRADE_POOL_LABEL;
 use gpuctl_core::object::{ObjectRef, TypeRef};
-use gpuctl_core::plan::{objects, parent_of, selector_string};
+use gpuctl_core::plan::nodes::{node_list_selectors, selects};
+use gpuctl_core::plan::{objects, parent_of};
 use gpuctl_core::render::{HelmRelease, NodePatch, RenderedObject, RenderedSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -29,7 +30,7 @@ use crate::client::{ClusterError, Kube, Resolved, classify, retry};
 /// one by one.
 const LIST_THRESHOLD: usize = 8;
 
-/// Pools whose nodes are listed at once.
+/// Node LISTs (one per group of pools, `node_list_selectors`) sent at once.
 const POOL_LIST_PARALLELISM: usize = 16;
 
 /// What a read of a rendered set includes.
@@ -70,9 +71,15 @@ pub async fn rendered_set(
             .collect(),
     );
     let parent = parent_of(set);
-    let (members, known, nodes, journals, helm_release, releases) = futures::try_join!(
-        members(k, &parent, &kinds),
-        read_known(k, set, &kinds),
+    // The members first: what they hold needs no other read (an unchanged cluster's plan reads
+    // nothing else); the bulk reads are for the objects that are not members.
+    let members_and_known = async {
+        let members = members(k, &parent, &kinds).await?;
+        let known = read_known(k, set, &kinds, &members).await?;
+        Ok::<_, ClusterError>((members, known))
+    };
+    let ((members, known), nodes, journals, helm_release, releases) = futures::try_join!(
+        members_and_known,
         pool_nodes(k, &set.node_patches),
         async { Ok(journals(k, &set.helm.namespace).await) },
         async { Ok(helm_release(k, &set.helm).await) },
@@ -204,10 +211,13 @@ async fn read_objects(
                 return Ok((o.object_ref(), None, None));
             };
             let id = o.object_ref();
-            let current = match view_ref.get(&id) {
-                Some(v) => Some(v.clone()),
+            // A member is in the view already: read it there, not copied (a 64-pool plan has
+            // 4,000 of them); only what is read here is kept.
+            let read = match view_ref.get(&id) {
+                Some(_) => None,
                 None => known.current(k, r, o).await?,
             };
+            let current = view_ref.get(&id).or(read.as_ref());
             // A child whose parent this apply creates first is refused by admission until
             // then: no dry-run (the plan marks it create-after-parent).
             let parent_missing = match current {
@@ -228,14 +238,14 @@ async fn read_objects(
             };
             let dry_run = if reads.dry_run
                 && !parent_missing
-                && objects::needs_dry_run(o, current.as_ref(), ns_created, set_id)
+                && objects::needs_dry_run(o, current, ns_created, set_id)
             {
-                let manifest = objects::desired_manifest(o, current.as_ref());
+                let manifest = objects::desired_manifest(o, current);
                 Some(dry_run(k, r, &manifest).await?)
             } else {
                 None
             };
-            Ok((id, current, dry_run))
+            Ok((id, read, dry_run))
         })
         .buffered(reads.parallelism.max(1))
         .collect()
@@ -326,10 +336,34 @@ impl Known {
     }
 }
 
-/// One LIST of namespace names and one LIST per cluster-scoped kind with many objects, all at
-/// once: a first plan of 5,000 objects otherwise costs 5,000 GETs.
-async fn read_known(k: &Kube, set: &RenderedSet, kinds: &Kinds) -> Result<Known, ClusterError> {
+/// For the rendered objects that are not members of the set: one LIST of namespace names and one
+/// LIST per cluster-scoped kind with many such objects, all at once (a first plan of 5,000
+/// objects otherwise costs 5,000 GETs). The namespace names come from the Namespace LIST when
+/// there is one.
+async fn read_known(
+    k: &Kube,
+    set: &RenderedSet,
+    kinds: &Kinds,
+    members: &BTreeMap<ObjectRef, Value>,
+) -> Result<Known, ClusterError> {
+    let unread: Vec<&RenderedObject> = set
+        .objects
+        .iter()
+        .filter(|o| !members.contains_key(&o.object_ref()))
+        .collect();
+    let mut per_kind: BTreeMap<TypeRef, usize> = BTreeMap::new();
+    for o in unread.iter().filter(|o| o.namespace.is_none()) {
+        *per_kind.entry(o.type_ref()).or_default() += 1;
+    }
+    let namespace_kind = TypeRef::new("v1", "Namespace");
+    let lists_namespaces = per_kind
+        .get(&namespace_kind)
+        .is_some_and(|n| *n >= LIST_THRESHOLD);
+    let names_needed = !lists_namespaces && unread.iter().any(|o| o.namespace.is_some());
     let namespaces = async {
+        if !names_needed {
+            return Ok(None);
+        }
         match k.resolve("v1", "Namespace").await? {
             Some(r) => Ok::<_, ClusterError>(Some(
                 k.list(&r, "")
@@ -341,10 +375,6 @@ async fn read_known(k: &Kube, set: &RenderedSet, kinds: &Kinds) -> Result<Known,
             None => Ok(None),
         }
     };
-    let mut per_kind: BTreeMap<TypeRef, usize> = BTreeMap::new();
-    for o in set.objects.iter().filter(|o| o.namespace.is_none()) {
-        *per_kind.entry(o.type_ref()).or_default() += 1;
-    }
     let listed = futures::future::try_join_all(
         per_kind
             .into_iter()
@@ -358,6 +388,14 @@ async fn read_known(k: &Kube, set: &RenderedSet, kinds: &Kinds) -> Result<Known,
         ..Known::default()
     };
     for (t, items) in listed {
+        if t == namespace_kind {
+            known.namespaces = Some(
+                items
+                    .iter()
+                    .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+                    .collect(),
+            );
+        }
         for v in items {
             let v = with_type(v, &t);
             if let Some(id) = ObjectRef::of(&v) {
@@ -437,8 +475,9 @@ pub async fn parent_group_kinds(
     )
 }
 
-/// The nodes of every pool (one label-selected LIST per pool, a bounded number at a time: a
-/// 64-pool blueprint otherwise waits for 64 round trips in a row), each node once.
+/// The nodes of every pool, each node once: pools that select by the same label keys share one
+/// LIST (`gpuctl.dev/pool in (p000,...)`, `plan::nodes::node_list_selectors`), a bounded number
+/// of LISTs at a time; a 64-pool blueprint costs one LIST, not 64.
 async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, ClusterError> {
     let r = k
         .resolve("v1", "Node")
@@ -447,17 +486,23 @@ async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, Clust
             object: "Nodes".into(),
             message: "the API server does not serve v1 Node".into(),
         })?;
-    let lists: Vec<Result<Vec<Value>, ClusterError>> = futures::stream::iter(patches)
-        .map(|p| {
+    let selectors = node_list_selectors(patches);
+    let lists: Vec<Result<Vec<Value>, ClusterError>> = futures::stream::iter(&selectors)
+        .map(|selector| {
             let r = &r;
-            async move { k.list(r, &selector_string(&p.selector)).await }
+            async move { k.list(r, selector).await }
         })
         .buffered(POOL_LIST_PARALLELISM)
         .collect()
         .await;
     let mut by_name: BTreeMap<String, Value> = BTreeMap::new();
     for list in lists {
-        for n in list? {
+        // A selector shared by pools with several keys also matches the cross product of their
+        // values: keep the nodes some pool selects.
+        for n in list?
+            .into_iter()
+            .filter(|n| patches.iter().any(|p| selects(&p.selector, n)))
+        {
             let name = n["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()

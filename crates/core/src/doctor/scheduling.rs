@@ -647,8 +647,11 @@ fn str_of(v: &Value) -> &str {
 }
 
 /// GPU206–GPU210: Kueue Workloads not admitted, classified by the message the Kueue controller
-/// wrote on their `QuotaReserved` condition.
+/// wrote on their `QuotaReserved` condition (its texts: `profiles/queueing.yaml`,
+/// `scheduling_messages.kueue`).
 fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
+    let texts = &ctx.catalog.queueing().messages.kueue;
+    let says = |msg: &str, t: &[String]| crate::profiles::KueueMessages::says(msg, t);
     for w in &ctx.d.workloads {
         let admitted = cr_condition(w, "Admitted").is_some_and(|c| c["status"] == "True");
         let reserved = cr_condition(w, "QuotaReserved");
@@ -726,14 +729,12 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
             .as_ref()
             .and_then(|k| k.cluster_queues.iter().find(|q| q.name == cq_name));
         let resource = msg
-            .split(" for ")
+            .split(texts.resource_after.as_str())
             .nth(1)
             .and_then(|r| r.split_whitespace().next())
             .unwrap_or_default()
             .to_string();
-        let lower = msg.to_lowercase();
-        let (id, title, cause, fix) = if lower
-            .contains("namespace doesn't match clusterqueue selector")
+        let (id, title, cause, fix) = if says(msg, std::slice::from_ref(&texts.namespace_mismatch))
         {
             (
                 "GPU208",
@@ -748,7 +749,7 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                     ctx.file, ctx.file
                 ),
             )
-        } else if let Some(r) = uncovered_resource(msg) {
+        } else if let Some(r) = texts.resource_uncovered.name_in(msg) {
             (
                 "GPU209",
                 format!("{me} is not admitted: ClusterQueue {cq_name} does not cover `{r}`"),
@@ -760,8 +761,8 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                     ctx.file, ctx.file
                 ),
             )
-        } else if lower.contains("insufficient unused quota in cohort")
-            || (cohort.is_some() && lower.contains("insufficient unused quota for"))
+        } else if says(msg, &texts.quota_in_use_cohort)
+            || (cohort.is_some() && says(msg, &texts.quota_in_use))
         {
             for q in &peers {
                 let usage = flavor_usage(q);
@@ -801,9 +802,7 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                     ctx.file, ctx.file
                 ),
             )
-        } else if lower.contains("insufficient unused quota for")
-            || lower.contains("insufficient quota for")
-        {
+        } else if says(msg, &texts.quota_in_use) || says(msg, &texts.request_above_quota) {
             let nominal = blueprint_cq
                 .and_then(|q| q.resources.iter().find_map(|f| f.quota.get(&resource)))
                 .map(|q| format!(" (nominal quota {})", q.0))
@@ -813,7 +812,7 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                 format!(
                     "{me} is not admitted: ClusterQueue {cq_name} has no room for `{resource}`"
                 ),
-                if lower.contains("insufficient quota for") {
+                if says(msg, &texts.request_above_quota) {
                     format!(
                         "the workload asks for more `{resource}` than ClusterQueue `{cq_name}` can ever give{nominal}, so it is never admitted"
                     )
@@ -827,12 +826,9 @@ fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
                     ctx.file, ctx.file
                 ),
             )
-        } else if reason == "Inadmissible"
-            || lower.contains("doesn't exist")
-            || lower.contains("terminating or missing")
-            || (lower.starts_with("clusterqueue ") && lower.ends_with(" not found"))
-            || lower.contains("inactive")
-            || lower.contains("stopped")
+        } else if reason == texts.inadmissible_reason
+            || says(msg, &texts.queue_unusable)
+            || texts.queue_not_found.whole(msg)
         {
             (
                 "GPU210",
@@ -882,19 +878,6 @@ fn cohort_of(q: &Value) -> Option<&str> {
         .filter(|c| !c.is_empty())
 }
 
-/// `cpu` in Kueue's `... resource cpu unavailable in ClusterQueue`.
-fn uncovered_resource(msg: &str) -> Option<String> {
-    let before = msg.split(" unavailable in ClusterQueue").next()?;
-    if before.len() == msg.len() {
-        return None;
-    }
-    before
-        .rsplit("resource ")
-        .next()
-        .filter(|r| !r.is_empty() && !r.contains(' '))
-        .map(str::to_string)
-}
-
 /// `flavor/resource: total` of a ClusterQueue's `status.flavorsUsage`, for evidence.
 fn flavor_usage(q: &Value) -> String {
     let mut parts = Vec::new();
@@ -920,12 +903,15 @@ fn flavor_usage(q: &Value) -> String {
 
 /// GPU211: Volcano PodGroups that stay Pending or Inqueue with an Unschedulable condition.
 fn pod_groups(ctx: &Ctx<'_>, out: &mut Findings) {
+    let names = &ctx.catalog.queueing().messages.volcano;
     for g in &ctx.d.pod_groups {
         let phase = str_of(&g["status"]["phase"]);
-        if !matches!(phase, "Pending" | "Inqueue") {
+        if !names.waiting_phases.iter().any(|p| p == phase) {
             continue;
         }
-        let Some(c) = cr_condition(g, "Unschedulable").filter(|c| c["status"] == "True") else {
+        let Some(c) =
+            cr_condition(g, &names.unschedulable_condition).filter(|c| c["status"] == "True")
+        else {
             continue;
         };
         let ns = str_of(&g["metadata"]["namespace"]);

@@ -526,6 +526,86 @@ fn gpu206_to_gpu210_kueue_reasons() {
     }
 }
 
+/// Every Kueue text of `profiles/queueing.yaml` (`scheduling_messages.kueue`) classifies a
+/// workload as the finding it stands for, written as Kueue v0.19.2 writes it.
+#[test]
+fn kueue_texts_come_from_the_profile() {
+    let t = &crate::profiles::Catalog::embedded()
+        .queueing()
+        .messages
+        .kueue;
+    assert_eq!(t.release, "v0.19.2");
+    let mut cases: Vec<(String, Option<&str>, &str)> = vec![
+        (t.namespace_mismatch.clone(), Some("gpu-all"), "GPU208"),
+        (
+            format!(
+                "couldn't assign flavors to pod set main: {}cpu{}",
+                t.resource_uncovered.before, t.resource_uncovered.after
+            ),
+            Some("gpu-all"),
+            "GPU209",
+        ),
+        (
+            format!(
+                "{}cq-team-a{}",
+                t.queue_not_found.before, t.queue_not_found.after
+            ),
+            None,
+            "GPU210",
+        ),
+    ];
+    for q in &t.quota_in_use {
+        cases.push((
+            format!("{q} nvidia.com/gpu in flavor h100-train, 8 more needed"),
+            None,
+            "GPU206",
+        ));
+        cases.push((
+            format!("{q} nvidia.com/gpu in flavor h100-train, 8 more needed"),
+            Some("gpu-all"),
+            "GPU207",
+        ));
+    }
+    for q in &t.quota_in_use_cohort {
+        cases.push((
+            format!("{q} for nvidia.com/gpu in flavor h100-train, 8 more needed"),
+            Some("gpu-all"),
+            "GPU207",
+        ));
+    }
+    for q in &t.request_above_quota {
+        cases.push((format!("{q} nvidia.com/gpu in flavor h100-train, previously considered podsets requests (0) + current podset request (80) > maximum capacity (64)"), None, "GPU206"));
+    }
+    for q in &t.queue_unusable {
+        cases.push((format!("LocalQueue gpuctl-queue {q}"), None, "GPU210"));
+    }
+    for (msg, cohort, id) in cases {
+        let r = kueue_in(healthy(), &msg, "Pending", cohort);
+        only(&r, id);
+    }
+    // The reason alone says it, whatever the message.
+    only(
+        &kueue(healthy(), "something new", &t.inadmissible_reason),
+        "GPU210",
+    );
+    // Kueue's words matter, not their case; text in other scripts around them is kept whole.
+    let r = kueue(
+        healthy(),
+        "RESOURCE CPU UNAVAILABLE IN CLUSTERQUEUE",
+        "Pending",
+    );
+    assert!(only(&r, "GPU209").title.contains("`CPU`"));
+    let r = kueue(
+        healthy(),
+        "İ resource é unavailable in ClusterQueue İİ",
+        "Pending",
+    );
+    assert!(only(&r, "GPU209").title.contains("`é`"));
+    // An unknown wording is the generic finding, with Kueue's own words.
+    let r = kueue(healthy(), "ressource unavailable", "Pending");
+    assert!(only(&r, "GPU206").title.contains("ressource unavailable"));
+}
+
 #[test]
 fn gpu211_stuck_pod_group() {
     let d = with(

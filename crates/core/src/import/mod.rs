@@ -387,19 +387,8 @@ fn keep_network_values(
 
 /// A change between two spellings of one quantity.
 fn same_quantity(c: &crate::plan::diff::Change) -> bool {
-    let text = |v: &Option<Value>| match v {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    match (text(&c.before), text(&c.after)) {
-        (Some(a), Some(b)) => {
-            a == b
-                || matches!(
-                    (crate::quantity::parse_milli(&a), crate::quantity::parse_milli(&b)),
-                    (Ok(x), Ok(y)) if x == y
-                )
-        }
+    match (&c.before, &c.after) {
+        (Some(a), Some(b)) => crate::quantity::same_value(a, b),
         _ => false,
     }
 }

@@ -155,15 +155,13 @@ impl LiveView {
     /// The nodes an equality `selector` matches (`None`: nodes were not read).
     pub fn nodes_matching(&self, selector: &BTreeMap<String, String>) -> Option<Vec<&Value>> {
         let nodes = self.nodes.as_ref()?;
-        Some(
-            nodes
-                .iter()
-                .filter(|n| {
-                    selector
-                        .iter()
-                        .all(|(k, v)| n["metadata"]["labels"][k] == *v)
-                })
-                .collect(),
-        )
+        Some(nodes.iter().filter(|n| selects(selector, n)).collect())
     }
+}
+
+/// Whether `node`'s labels match an equality `selector` (a pool's).
+pub fn selects(selector: &BTreeMap<String, String>, node: &Value) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| node["metadata"]["labels"][k] == *v)
 }

@@ -164,8 +164,9 @@ fn split(path: &str) -> Vec<String> {
 
 /// Fields whose values (or whose maps' values) are Kubernetes quantities in the objects gpuctl
 /// renders: ResourceQuota `hard`, LimitRange `default`/`defaultRequest`/`max`/`min`, container
-/// `requests`/`limits`, Kueue's `nominalQuota`/`borrowingLimit`/`lendingLimit`, Volcano's
-/// `capability`/`deserved`/`guarantee`. API field names, not facts that change with versions.
+/// `requests`/`limits`, Kueue's `nominalQuota`/`borrowingLimit`/`lendingLimit` and fair-sharing
+/// `weight`, Volcano's `capability`/`deserved`/`guarantee` (and its integer `weight`). API field
+/// names, not facts that change with versions.
 pub const QUANTITY_FIELDS: &[&str] = &[
     "hard",
     "default",
@@ -177,36 +178,42 @@ pub const QUANTITY_FIELDS: &[&str] = &[
     "nominalQuota",
     "borrowingLimit",
     "lendingLimit",
+    "weight",
     "capability",
     "deserved",
     "guarantee",
 ];
 
 /// Whether a change only rewrites a quantity (`"1000"` and `1k`, `1Gi` and `1024Mi`, `8` and
-/// `"8"`): equal as Kubernetes quantities, as the API server would store them (it keeps the
-/// canonical form). Plans without a server to normalise objects (snapshot and offline) compare
-/// with this, for fields that hold quantities ([`QUANTITY_FIELDS`] on the path): a version
-/// `"1.10"` elsewhere is text, not the quantity 1.1.
+/// `"8"`): equal as Kubernetes quantities. Every plan compares with this, live ones too: the API
+/// server stores built-in objects' quantities in canonical form, but Kueue's webhooks keep the
+/// form an update sends (`"1000"`) while a create stores `1k`, so a dry-run answer can differ
+/// from the live object in spelling alone; applying it would change nothing. Only fields that
+/// hold quantities count ([`QUANTITY_FIELDS`] on the path): a version `"1.10"` elsewhere is text,
+/// not the quantity 1.1.
 pub fn same_quantity(c: &Change) -> bool {
     let in_quantity_field = split(&c.path).iter().any(|part| {
         let name = part.split('[').next().unwrap_or(part);
         QUANTITY_FIELDS.contains(&name)
     });
-    if !in_quantity_field {
-        return false;
-    }
-    let text = |v: &Option<Value>| match v {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    match (text(&c.before), text(&c.after)) {
-        (Some(a), Some(b)) => matches!(
-            (crate::quantity::parse_milli(&a), crate::quantity::parse_milli(&b)),
-            (Ok(x), Ok(y)) if x == y
-        ),
-        _ => false,
-    }
+    in_quantity_field
+        && match (&c.before, &c.after) {
+            (Some(a), Some(b)) => crate::quantity::same_value(a, b),
+            _ => false,
+        }
+}
+
+/// The changes from `before` to `after` that change a value: [`diff`] without the quantities
+/// written another way ([`same_quantity`]).
+pub fn value_changes(before: &Value, after: &Value) -> Vec<Change> {
+    let mut changes = diff(before, after);
+    changes.retain(|c| !same_quantity(c));
+    changes
+}
+
+/// Whether `before` and `after` hold the same values ([`value_changes`] is empty).
+pub fn same_values(before: &Value, after: &Value) -> bool {
+    before == after || value_changes(before, after).is_empty()
 }
 
 /// `desired` without the false / zero / empty values that `live` does not have: the API server

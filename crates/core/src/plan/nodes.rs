@@ -33,6 +33,74 @@ pub fn selector_string(selector: &BTreeMap<String, String>) -> String {
         .join(",")
 }
 
+/// Longest label selector [`node_list_selectors`] writes: a LIST's URL stays far below what
+/// proxies in front of an API server accept (8 KiB is a common bound).
+const MAX_LIST_SELECTOR: usize = 4000;
+
+/// Whether `v` can be written inside a set-based selector (`key in (a,b)`): a non-empty label
+/// value (alphanumerics, `-`, `_`, `.`). Anything else is listed with its own equality selector.
+fn set_value(v: &str) -> bool {
+    !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// The label selectors that read the nodes of every pool in as few LISTs as possible: pools
+/// whose selectors use the same label keys share one set-based selector
+/// (`gpuctl.dev/pool in (p000,p001,...)`), so a 64-pool blueprint costs one LIST instead of 64.
+/// With several keys the selector can also match nodes no pool selects (the cross product of
+/// the values): keep only the nodes [`selects`] finds for some pool.
+pub fn node_list_selectors(patches: &[NodePatch]) -> Vec<String> {
+    let mut by_keys: BTreeMap<Vec<&str>, Vec<&BTreeMap<String, String>>> = BTreeMap::new();
+    let mut out: Vec<String> = Vec::new();
+    for p in patches {
+        if p.selector.values().all(|v| set_value(v)) && !p.selector.is_empty() {
+            let keys = p.selector.keys().map(String::as_str).collect();
+            by_keys.entry(keys).or_default().push(&p.selector);
+        } else {
+            out.push(selector_string(&p.selector));
+        }
+    }
+    for (keys, selectors) in by_keys {
+        let mut values: Vec<std::collections::BTreeSet<&str>> =
+            vec![Default::default(); keys.len()];
+        let written = |values: &[std::collections::BTreeSet<&str>]| {
+            keys.iter()
+                .zip(values)
+                .map(|(k, vs)| match vs.len() {
+                    1 => format!("{k}={}", vs.iter().next().unwrap_or(&"")),
+                    _ => format!(
+                        "{k} in ({})",
+                        vs.iter().copied().collect::<Vec<_>>().join(",")
+                    ),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        for sel in selectors {
+            let mut next = values.clone();
+            for (i, v) in sel.values().enumerate() {
+                next[i].insert(v.as_str());
+            }
+            if values[0].is_empty() || written(&next).len() <= MAX_LIST_SELECTOR {
+                values = next;
+            } else {
+                out.push(written(&values));
+                values = vec![Default::default(); keys.len()];
+                for (i, v) in sel.values().enumerate() {
+                    values[i].insert(v.as_str());
+                }
+            }
+        }
+        out.push(written(&values));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+pub use crate::live::selects;
+
 /// GFD's driver version label, or the deprecated triple.
 pub fn node_driver(node: &Value) -> Option<String> {
     let l = &node["metadata"]["labels"];

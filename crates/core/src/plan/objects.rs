@@ -47,7 +47,7 @@ pub fn needs_dry_run(
         }
         Some(current) => {
             other_set(current, set_id).is_none()
-                && !unchanged(&desired_manifest(o, Some(current)), current)
+                && !unchanged(o, &desired_manifest(o, Some(current)), current)
                 // The server refuses the update (a field it keeps immutable changes): replaced.
                 && replaced(o, current).is_none()
         }
@@ -60,8 +60,7 @@ fn offline_changes(o: &RenderedObject, current: &Value) -> Vec<Change> {
     let desired = without_membership(&desired_manifest(o, Some(current)));
     let before = diff::project(current, &desired);
     let after = diff::without_absent_zero_values(&desired, current);
-    let mut changes = diff::diff(&before, &after);
-    changes.retain(|c| !diff::same_quantity(c));
+    let mut changes = diff::value_changes(&before, &after);
     changes.extend(diff::removed_fields(current, &desired, FIELD_MANAGER));
     changes
 }
@@ -137,12 +136,16 @@ fn strip_unowned_absent_zeros(desired: &mut Value, live: &Value, owned: &[&Value
     let Some(l) = live.as_object() else {
         return;
     };
+    // Cheapest tests first: this runs twice for every object of a plan.
     d.retain(|k, v| {
-        let f = format!("f:{k}");
-        let owned_here = owned.iter().any(|o| o.get(&f).is_some());
-        l.contains_key(k) || owned_here || !super::diff::is_zero(v)
+        l.contains_key(k)
+            || !super::diff::is_zero(v)
+            || owned.iter().any(|o| o.get(format!("f:{k}")).is_some())
     });
     for (k, v) in d.iter_mut() {
+        if !v.is_object() {
+            continue;
+        }
         if let Some(lv) = l.get(k) {
             let f = format!("f:{k}");
             let inner: Vec<&Value> = owned.iter().filter_map(|o| o.get(&f)).collect();
@@ -257,9 +260,13 @@ fn other_set(current: &Value, set_id: &str) -> Option<String> {
     })
 }
 
-/// The live object already carries every declared field exactly and gpuctl dropped nothing: a
-/// server-side apply would be a no-op.
-fn unchanged(desired: &Value, current: &Value) -> bool {
+/// The live object already carries every declared field with the declared value (quantities
+/// compared by value: `1k` live is the `"1000"` declared) and gpuctl dropped nothing: a
+/// server-side apply would change nothing. A built-in kind's false, zero or empty value the live
+/// object does not have counts as carried: the API server never stores those `omitempty` fields
+/// (a PriorityClass's `globalDefault: false`), so asking it again on every plan learns nothing;
+/// a custom resource stores what it is sent, so there the difference is asked about.
+fn unchanged(o: &RenderedObject, desired: &Value, current: &Value) -> bool {
     let shape = if !adoptable(current) {
         desired.clone()
     } else {
@@ -267,7 +274,12 @@ fn unchanged(desired: &Value, current: &Value) -> bool {
         // dry-run (server-side apply of values equal to the live ones never conflicts).
         without_membership(desired)
     };
-    diff::project(current, &shape) == shape
+    let shape = if BUILT_IN_GROUPS.contains(&o.group()) {
+        diff::without_absent_zero_values(&shape, current)
+    } else {
+        shape
+    };
+    diff::same_values(&diff::project(current, &shape), &shape)
         && diff::removed_fields(current, desired, FIELD_MANAGER).is_empty()
 }
 
@@ -311,13 +323,13 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
     let mut removed = diff::removed_fields(current, desired, FIELD_MANAGER);
     redact::redact_changes(&mut removed, current, &Value::Null);
     let before = diff::project(current, desired);
-    if before == *desired && removed.is_empty() {
+    if diff::same_values(&before, desired) && removed.is_empty() {
         return with(action(unchanged_kind, o, rv, vec![], adopt_reason(adopt)));
     }
     let after = match dry_run {
         Some(DryRun::Applied(v)) => diff::project(v, desired),
         Some(DryRun::Conflict(message)) => {
-            let mut changes = diff::diff(&before, desired);
+            let mut changes = diff::value_changes(&before, desired);
             redact::redact_changes(&mut changes, &before, desired);
             return with(action(
                 ActionKind::Conflict,
@@ -331,11 +343,9 @@ fn update(o: &RenderedObject, current: &Value, dry_run: Option<&DryRun>, set_id:
         // `omitempty` field: a false / zero / empty value gpuctl declares is not stored.
         None => diff::without_absent_zero_values(desired, current),
     };
-    let mut changes = diff::diff(&before, &after);
-    if dry_run.is_none() {
-        // No server normalised the declared quantities: `"1000"` and `1k` are the same value.
-        changes.retain(|c| !diff::same_quantity(c));
-    }
+    // Quantities by value, with or without a dry-run: Kueue's webhook answers an update with the
+    // spelling it was sent (`"1000"` against the live `1k`), a change the server would not make.
+    let mut changes = diff::value_changes(&before, &after);
     redact::redact_changes(&mut changes, &before, &after);
     changes.extend(removed);
     if changes.is_empty() {

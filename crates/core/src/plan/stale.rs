@@ -108,35 +108,72 @@ fn node_changes(plan: &Plan, now: &LiveView) -> Vec<String> {
 
 /// `sha256:<hex>` of a live object without `status` and without the metadata the server changes
 /// on every write (`resourceVersion`, `managedFields`, `generation`), keys sorted, so two reads of
-/// an object whose spec, data, labels and annotations are the same give the same digest.
+/// an object whose spec, data, labels and annotations are the same give the same digest. Written
+/// straight into the hash (a plan takes one per live object: copying each twice first was a tenth
+/// of a 64-pool plan's CPU time); the bytes hashed are the compact JSON of that sorted object.
 pub fn content_digest(obj: &Value) -> String {
     use sha2::{Digest, Sha256};
-    fn canonical(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), canonical(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-            other => other.clone(),
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
-    let mut v = obj.clone();
-    if let Value::Object(m) = &mut v {
-        m.remove("status");
-        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-            for k in ["resourceVersion", "managedFields", "generation"] {
-                meta.remove(k);
-            }
-        }
-    }
-    let bytes = serde_json::to_vec(&canonical(&v)).unwrap_or_default();
-    let digest = Sha256::digest(&bytes);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let mut h = Hashing(Sha256::new());
+    // Writing into a hash cannot fail, nor can serialising a JSON value.
+    let _ = serde_json::to_writer(&mut h, &Sorted(obj, Level::Root));
+    let hex: String = h.0.finalize().iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
+}
+
+/// Where in the object [`Sorted`] is: what it leaves out depends on it.
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    Root,
+    Metadata,
+    Inner,
+}
+
+/// A JSON value serialised with its keys sorted, without `status` at the top and without the
+/// server's bookkeeping in `metadata`.
+struct Sorted<'a>(&'a Value, Level);
+
+impl serde::Serialize for Sorted<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::Object(m) => {
+                let skip: &[&str] = match self.1 {
+                    Level::Root => &["status"],
+                    Level::Metadata => &["resourceVersion", "managedFields", "generation"],
+                    Level::Inner => &[],
+                };
+                let mut keys: Vec<&String> =
+                    m.keys().filter(|k| !skip.contains(&k.as_str())).collect();
+                keys.sort();
+                let mut map = s.serialize_map(Some(keys.len()))?;
+                for k in keys {
+                    let level = if self.1 == Level::Root && k == "metadata" {
+                        Level::Metadata
+                    } else {
+                        Level::Inner
+                    };
+                    map.serialize_entry(k, &Sorted(&m[k], level))?;
+                }
+                map.end()
+            }
+            Value::Array(a) => {
+                let mut seq = s.serialize_seq(Some(a.len()))?;
+                for x in a {
+                    seq.serialize_element(&Sorted(x, Level::Inner))?;
+                }
+                seq.end()
+            }
+            other => other.serialize(s),
+        }
+    }
 }

@@ -1118,3 +1118,261 @@ fn a_change_of_an_immutable_field_is_a_replace() {
         None
     );
 }
+
+/// Issue 26: a live plan compares quantities by value too. Kueue stores `1k` when it creates a
+/// ClusterQueue but answers a dry-run update with the `"1000"` it was sent: neither the unchanged
+/// object nor that answer is a change, and the unchanged one is not even dry-run.
+#[test]
+fn live_plans_compare_quantities_by_value() {
+    let cq = |nominal: &str| {
+        object(
+            Phase::Queues,
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                   "metadata": {"name": "train", "labels": labels()},
+                   "spec": {"cohort": "all", "resourceGroups": [{"coveredResources": ["cpu"],
+                     "flavors": [{"name": "a", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]}}),
+        )
+    };
+    let mut v = LiveView::empty(Source::Cluster {
+        server: "https://example:6443".into(),
+        fingerprint: "fp".into(),
+    });
+    v.members = Some(BTreeMap::new());
+    v.nodes = Some(vec![]);
+    v.journals = Reading::Read(vec![]);
+    v.helm_release = Reading::Read(None);
+    let created = stored(&cq("1k"));
+    with_member(&mut v, created.clone());
+    let mut s = set();
+    s.objects.retain(|o| o.kind != "ClusterQueue");
+    for written in ["1000", "1e3", "1k"] {
+        let desired = cq(written);
+        assert!(
+            !objects::needs_dry_run(&desired, Some(&created), &BTreeSet::new(), &set_id()),
+            "{written}"
+        );
+        let mut s = s.clone();
+        s.objects.push(desired);
+        let p = plan(&s, &v, PlanOptions::default()).unwrap();
+        let a = p.actions.iter().find(|a| a.kind == "ClusterQueue").unwrap();
+        assert_eq!(a.action, ActionKind::NoOp, "{written}: {:?}", a.changes);
+    }
+    // A real change is dry-run; the answer keeps the update's `"1000"` next to the live `1k`,
+    // and only the changed field is planned.
+    let mut desired = cq("1000");
+    desired.manifest["spec"]["cohort"] = json!("other");
+    assert!(objects::needs_dry_run(
+        &desired,
+        Some(&created),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+    let mut answer = created.clone();
+    answer["spec"]["cohort"] = json!("other");
+    answer["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] =
+        json!("1000");
+    v.dry_run
+        .insert(desired.object_ref(), DryRun::Applied(answer.clone()));
+    let mut s2 = s.clone();
+    s2.objects.push(desired.clone());
+    let p = plan(&s2, &v, PlanOptions::default()).unwrap();
+    let a = p.actions.iter().find(|a| a.kind == "ClusterQueue").unwrap();
+    assert_eq!(a.action, ActionKind::Update);
+    let paths: Vec<&str> = a.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["spec.cohort"]);
+    // A dry-run answer that differs only in how the quantity is written is no change at all.
+    answer["spec"]["cohort"] = json!("all");
+    v.dry_run
+        .insert(desired.object_ref(), DryRun::Applied(answer));
+    let mut s3 = s.clone();
+    s3.objects.push(cq("1000"));
+    let p = plan(&s3, &v, PlanOptions::default()).unwrap();
+    let a = p.actions.iter().find(|a| a.kind == "ClusterQueue").unwrap();
+    assert_eq!(a.action, ActionKind::NoOp, "{:?}", a.changes);
+}
+
+/// Issue 26: the nodes of pools that select by the same label keys are read with one LIST
+/// (64 pools were 64 LISTs); a shared selector over several keys also matches their cross
+/// product, which `selects` then filters out.
+#[test]
+fn pools_share_node_lists() {
+    let pool = |sel: &[(&str, &str)]| NodePatch {
+        selector: sel
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..patch()
+    };
+    let many: Vec<NodePatch> = (0..64)
+        .map(|i| pool(&[("gpuctl.dev/pool", &format!("p{i:03}"))]))
+        .collect();
+    let lists = nodes::node_list_selectors(&many);
+    assert_eq!(lists.len(), 1, "{lists:?}");
+    assert!(
+        lists[0].starts_with("gpuctl.dev/pool in (p000,p001,"),
+        "{}",
+        lists[0]
+    );
+    assert!(lists[0].ends_with(",p063)"), "{}", lists[0]);
+    // One pool: the equality selector it always had.
+    assert_eq!(
+        nodes::node_list_selectors(&many[..1]),
+        ["gpuctl.dev/pool=p000"]
+    );
+    // Other key sets, a value a set-based selector cannot hold, and no selector at all: their
+    // own LISTs.
+    let mixed = vec![
+        pool(&[("pool", "a"), ("zone", "x")]),
+        pool(&[("pool", "b"), ("zone", "y")]),
+        pool(&[("gpuctl.dev/pool", "c")]),
+        pool(&[("gpuctl.dev/pool", "")]),
+        pool(&[]),
+    ];
+    assert_eq!(
+        nodes::node_list_selectors(&mixed),
+        [
+            "",
+            "gpuctl.dev/pool=",
+            "gpuctl.dev/pool=c",
+            "pool in (a,b),zone in (x,y)"
+        ]
+    );
+    let node =
+        |pool: &str, zone: &str| json!({"metadata": {"labels": {"pool": pool, "zone": zone}}});
+    let sel = |p: &NodePatch| p.selector.clone();
+    assert!(nodes::selects(&sel(&mixed[0]), &node("a", "x")));
+    // Listed by `pool in (a,b),zone in (x,y)` but selected by no pool.
+    assert!(
+        !mixed[..2]
+            .iter()
+            .any(|p| nodes::selects(&sel(p), &node("a", "y")))
+    );
+    // A long list is split so that no selector exceeds what proxies accept.
+    let long: Vec<NodePatch> = (0..400)
+        .map(|i| pool(&[("gpuctl.dev/pool", &format!("pool-with-a-long-name-{i:04}"))]))
+        .collect();
+    let lists = nodes::node_list_selectors(&long);
+    assert!(
+        lists.len() > 1 && lists.iter().all(|l| l.len() <= 4000),
+        "{}",
+        lists.len()
+    );
+    let listed: usize = lists.iter().map(|l| l.matches(',').count() + 1).sum();
+    assert_eq!(listed, 400);
+}
+
+/// The content digest hashes exactly the bytes saved plans were made with (the object copied
+/// without status and bookkeeping, keys sorted, compact JSON), now without the copies: a plan
+/// saved by an earlier gpuctl is checked against the same digest.
+#[test]
+fn content_digest_hashes_the_sorted_object_without_copying_it() {
+    use sha2::{Digest, Sha256};
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let reference = |obj: &Value| {
+        let mut v = obj.clone();
+        if let Value::Object(m) = &mut v {
+            m.remove("status");
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                for k in ["resourceVersion", "managedFields", "generation"] {
+                    meta.remove(k);
+                }
+            }
+        }
+        let digest = Sha256::digest(serde_json::to_vec(&sorted(&v)).unwrap());
+        format!(
+            "sha256:{}",
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        )
+    };
+    let mut live = stored(&quota());
+    live["status"] = json!({"used": {"requests.nvidia.com/gpu": "2"}});
+    live["metadata"]["managedFields"] = json!([{"manager": "gpuctl"}]);
+    live["metadata"]["generation"] = json!(3);
+    live["spec"]["scopes"] = json!(["b", {"z": 1, "a": "é\"\n"}]);
+    live["zeta"] = json!({"status": "kept below the top", "metadata": {"generation": 1}});
+    assert_eq!(stale::content_digest(&live), reference(&live));
+    // Status and bookkeeping do not count; content does.
+    let mut moved = live.clone();
+    moved["status"] = json!({});
+    moved["metadata"]["resourceVersion"] = json!("99");
+    assert_eq!(stale::content_digest(&moved), stale::content_digest(&live));
+    moved["spec"]["hard"]["requests.nvidia.com/gpu"] = json!("9");
+    assert_ne!(stale::content_digest(&moved), stale::content_digest(&live));
+    assert_eq!(stale::content_digest(&json!("x")), reference(&json!("x")));
+}
+
+/// A built-in kind's false value the live object lacks is what the API server stores for it
+/// (`omitempty`): not asked about again on every plan. A custom resource stores what it is sent,
+/// so there the same difference is dry-run.
+#[test]
+fn absent_zero_values_of_built_in_kinds_need_no_dry_run() {
+    let pc = object(
+        Phase::Foundation,
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+               "metadata": {"name": "batch", "labels": labels()}, "value": 1000, "globalDefault": false,
+               "description": "batch jobs"}),
+    );
+    let mut live = stored(&pc);
+    live.as_object_mut().unwrap().remove("globalDefault");
+    live["metadata"]["managedFields"] = json!([{"manager": FIELD_MANAGER, "operation": "Apply",
+        "fieldsV1": {"f:globalDefault": {}, "f:value": {}, "f:description": {}, "f:metadata": {"f:labels": {}}}}]);
+    assert!(!objects::needs_dry_run(
+        &pc,
+        Some(&live),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+    let mut s = set();
+    s.objects.push(pc.clone());
+    let mut v = snapshot_view();
+    with_member(&mut v, live.clone());
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    let a = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "PriorityClass")
+        .unwrap();
+    assert_eq!(a.action, ActionKind::NoOp, "{:?}", a.changes);
+    // A real change of a built-in kind is still dry-run.
+    let mut other = live.clone();
+    other["description"] = json!("old words");
+    assert!(objects::needs_dry_run(
+        &pc,
+        Some(&other),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+
+    let cq = object(
+        Phase::Queues,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+               "metadata": {"name": "train", "labels": labels()}, "spec": {"stopPolicy": ""}}),
+    );
+    let mut live = stored(&cq);
+    live["spec"].as_object_mut().unwrap().remove("stopPolicy");
+    live["metadata"]["managedFields"] = json!([{"manager": FIELD_MANAGER, "operation": "Apply",
+        "fieldsV1": {"f:spec": {"f:stopPolicy": {}}, "f:metadata": {"f:labels": {}}}}]);
+    assert!(objects::needs_dry_run(
+        &cq,
+        Some(&live),
+        &BTreeSet::new(),
+        &set_id()
+    ));
+}

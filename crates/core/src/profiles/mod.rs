@@ -40,8 +40,9 @@ pub use operator::{
     OperatorSupport, OsSupport, OsSystem, Precompiled,
 };
 pub use queueing::{
-    Composition, ConfigMapKey, KueueConfiguration, QueueSystem, ReleaseLine, ReleaseProblem,
-    RequiredValue, VolcanoHierarchy,
+    Affixes, Composition, ConfigMapKey, KueueConfiguration, KueueMessages, QueueSystem,
+    ReleaseLine, ReleaseProblem, RequiredValue, SchedulingMessages, VolcanoHierarchy,
+    VolcanoMessages,
 };
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};
@@ -160,6 +161,8 @@ pub struct Queueing {
     pub composition: Composition,
     /// Volcano's hierarchical queues.
     pub volcano_hierarchy: VolcanoHierarchy,
+    /// The Kueue and Volcano texts the doctor matches.
+    pub messages: SchedulingMessages,
 }
 
 impl Catalog {
@@ -1230,12 +1233,23 @@ fn load_queueing(
         Some("volcano_hierarchy"),
         &file.volcano_hierarchy.source,
     )?;
+    sourced(
+        sources,
+        F,
+        Some("scheduling_messages"),
+        &file.scheduling_messages.source,
+    )?;
+    file.scheduling_messages
+        .kueue
+        .check()
+        .map_err(|m| inconsistent(F, m))?;
     Ok(Queueing {
         kueue: file.kueue,
         volcano: file.volcano,
         kueue_configuration: file.kueue_configuration,
         composition: file.composition,
         volcano_hierarchy: file.volcano_hierarchy,
+        messages: file.scheduling_messages,
     })
 }
 

@@ -18,6 +18,127 @@ pub(super) struct QueueingFile {
     pub(super) kueue_configuration: KueueConfiguration,
     pub(super) composition: Composition,
     pub(super) volcano_hierarchy: VolcanoHierarchy,
+    pub(super) scheduling_messages: SchedulingMessages,
+}
+
+/// What Kueue and Volcano write on the objects the doctor reads, and the parts it tells causes
+/// apart by (GPU206-GPU211), each read from a named release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulingMessages {
+    /// Where these texts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// Kueue's texts on a Workload's `QuotaReserved` condition.
+    pub kueue: KueueMessages,
+    /// Volcano's PodGroup phases and condition.
+    pub volcano: VolcanoMessages,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// Kueue's words for why a workload is not admitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueMessages {
+    /// The release these texts were read from.
+    pub release: String,
+    /// The workload's namespace is not selected by its ClusterQueue.
+    pub namespace_mismatch: String,
+    /// A requested resource the ClusterQueue does not cover; the name sits between the parts.
+    pub resource_uncovered: Affixes,
+    /// The queue's unused quota is too small now.
+    pub quota_in_use: Vec<String>,
+    /// The cohort cannot lend enough (older releases' wording).
+    pub quota_in_use_cohort: Vec<String>,
+    /// The request is more than the queue can ever give.
+    pub request_above_quota: Vec<String>,
+    /// The word before the resource name in a quota message.
+    pub resource_after: String,
+    /// Condition reason of a workload Kueue cannot consider at all.
+    pub inadmissible_reason: String,
+    /// The LocalQueue or ClusterQueue is missing, stopped or inactive.
+    pub queue_unusable: Vec<String>,
+    /// `ClusterQueue <name> not found`.
+    pub queue_not_found: Affixes,
+}
+
+/// A text with a name between two parts (`resource cpu unavailable in ClusterQueue`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Affixes {
+    /// What comes before the name.
+    pub before: String,
+    /// What comes after it.
+    pub after: String,
+}
+
+impl Affixes {
+    /// The name `text` holds between the two parts (compared ignoring ASCII case, which keeps
+    /// byte offsets: the message may hold any text), if it has them and the name is one word.
+    pub fn name_in(&self, text: &str) -> Option<String> {
+        let lower = text.to_ascii_lowercase();
+        let end = lower.find(&self.after.to_ascii_lowercase())?;
+        let start = lower[..end].rfind(&self.before.to_ascii_lowercase())? + self.before.len();
+        let name = text.get(start..end)?;
+        (!name.is_empty() && !name.contains(' ')).then(|| name.to_string())
+    }
+
+    /// Whether `text` is `before NAME after` and nothing more (ignoring ASCII case).
+    pub fn whole(&self, text: &str) -> bool {
+        let lower = text.to_ascii_lowercase();
+        lower.len() > self.before.len() + self.after.len()
+            && lower.starts_with(&self.before.to_ascii_lowercase())
+            && lower.ends_with(&self.after.to_ascii_lowercase())
+    }
+}
+
+impl KueueMessages {
+    /// Whether `message` holds one of `texts` (ignoring ASCII case).
+    pub fn says(message: &str, texts: &[String]) -> bool {
+        let lower = message.to_ascii_lowercase();
+        texts
+            .iter()
+            .any(|t| lower.contains(&t.to_ascii_lowercase()))
+    }
+
+    /// Problems in the table itself: an empty text would match every message.
+    pub(super) fn check(&self) -> Result<(), String> {
+        let all = [
+            &self.namespace_mismatch,
+            &self.resource_uncovered.after,
+            &self.resource_after,
+            &self.inadmissible_reason,
+            &self.queue_not_found.after,
+        ]
+        .into_iter()
+        .chain(&self.quota_in_use)
+        .chain(&self.quota_in_use_cohort)
+        .chain(&self.request_above_quota)
+        .chain(&self.queue_unusable);
+        for t in all {
+            if t.trim().is_empty() {
+                return Err(
+                    "scheduling_messages.kueue: a text is empty and would match every message"
+                        .into(),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Volcano's PodGroup phases and condition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolcanoMessages {
+    /// The release these names were read from.
+    pub release: String,
+    /// PodGroup phases in which a gang waits.
+    pub waiting_phases: Vec<String>,
+    /// The PodGroup condition that says it cannot be placed.
+    pub unschedulable_condition: String,
 }
 
 /// Kueue's own Configuration: what `scheduling.kueue.config` may say, the chart's defaults, and

@@ -233,7 +233,9 @@ pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, S
                                             Value::String(s) => s.clone(),
                                             other => other.to_string(),
                                         };
-                                        (k.clone(), q)
+                                        // By value: `1Gi` in the running Kueue's file is the
+                                        // blueprint's `1024Mi`.
+                                        (k.clone(), crate::quantity::canonical(&q))
                                     })
                                     .collect()
                             })
@@ -388,6 +390,31 @@ mod tests {
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(found[0].contains("`BlockUndeclared`, the running Kueue `IgnoreUndeclared`"));
         assert!(found[1].contains("[example.com/]"));
+        // Transformation outputs compare by value: the running Kueue's `0.5` is the blueprint's
+        // `500m`; another amount is a contradiction.
+        let mut outputs = std::collections::BTreeMap::new();
+        outputs.insert(
+            "example.com/gpu-equivalent".to_string(),
+            crate::blueprint::Quantity("500m".into()),
+        );
+        let transforming = KueueConfig {
+            resources: KueueResources {
+                transformations: vec![crate::blueprint::ResourceTransformation {
+                    input: "nvidia.com/mig-1g.10gb".into(),
+                    strategy: Default::default(),
+                    outputs,
+                }],
+                ..KueueResources::default()
+            },
+            ..KueueConfig::default()
+        };
+        let live = "resources:\n  transformations:\n  - input: nvidia.com/mig-1g.10gb\n    outputs: {example.com/gpu-equivalent: \"0.5\"}\n";
+        assert_eq!(
+            contradictions(&transforming, live).unwrap(),
+            Vec::<String>::new()
+        );
+        let other = live.replace("0.5", "0.25");
+        assert_eq!(contradictions(&transforming, &other).unwrap().len(), 1);
         assert!(contradictions(&config, "[not, a, mapping]").is_err());
         assert!(contradictions(&config, "a: [").is_err());
     }

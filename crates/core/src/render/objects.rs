@@ -10,7 +10,7 @@ use super::helm::{dcgm_interval_ms, prometheus_duration};
 use super::nodes::Toleration;
 use super::{Builder, DCGM_METRICS_CONFIGMAP, Phase, RenderError};
 use crate::blueprint::resources::is_extended_resource;
-use crate::blueprint::{Blueprint, ClusterQueue, Queueing, Tenant};
+use crate::blueprint::{Blueprint, ClusterQueue, Quantity, Queueing, Tenant};
 use crate::names::TENANT_LABEL;
 use crate::profiles::Catalog;
 use crate::profiles::dcgm::{DcgmFacts, XidResponse};
@@ -34,6 +34,30 @@ pub use crate::names::quota_name;
 /// Name of a tenant's LimitRange in each of its namespaces.
 pub fn limit_range_name(tenant: &str) -> String {
     format!("{tenant}-defaults")
+}
+
+/// `amounts` in Kubernetes' canonical form: what the API server stores for a ResourceQuota or
+/// LimitRange and Kueue's webhooks write for a queue it creates (`1000` becomes `1k`), so the
+/// live object reads back as rendered and a plan finds nothing to change.
+fn canonical(amounts: &BTreeMap<String, Quantity>) -> BTreeMap<String, Quantity> {
+    amounts
+        .iter()
+        .map(|(k, v)| (k.clone(), canonical_one(v)))
+        .collect()
+}
+
+/// One amount in canonical form (as written when it is not a quantity: validation says so).
+fn canonical_one(q: &Quantity) -> Quantity {
+    Quantity(crate::quantity::canonical(&q.0))
+}
+
+/// A tenant with its quota and defaults in canonical form (the templates read both).
+fn canonical_tenant(t: &Tenant) -> Tenant {
+    Tenant {
+        quota: canonical(&t.quota),
+        defaults: canonical(&t.defaults),
+        ..t.clone()
+    }
 }
 
 fn volcano_queue_of(bp: &Blueprint, t: &Tenant) -> Option<String> {
@@ -79,6 +103,7 @@ pub fn foundation(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderErr
 /// ResourceQuota and LimitRange in every tenant namespace.
 pub fn tenants(bp: &Blueprint, out: &mut Builder<'_>) -> Result<(), RenderError> {
     for (ti, t) in bp.spec.tenants.iter().enumerate() {
+        let t = &canonical_tenant(t);
         let hard: BTreeMap<String, &str> = t
             .quota
             .iter()
@@ -144,9 +169,9 @@ fn resource_groups(cq: &ClusterQueue) -> Vec<ResourceGroup> {
                 .iter()
                 .map(|(name, q)| FlavorResource {
                     name: name.clone(),
-                    nominal_quota: q.0.clone(),
-                    borrowing_limit: r.borrowing_limit.get(name).map(|q| q.0.clone()),
-                    lending_limit: r.lending_limit.get(name).map(|q| q.0.clone()),
+                    nominal_quota: canonical_one(q).0,
+                    borrowing_limit: r.borrowing_limit.get(name).map(|q| canonical_one(q).0),
+                    lending_limit: r.lending_limit.get(name).map(|q| canonical_one(q).0),
                 })
                 .collect(),
         };
@@ -227,6 +252,10 @@ fn kueue(
         }
     }
     for (i, c) in k.cohorts.iter().enumerate() {
+        let c = &crate::blueprint::Cohort {
+            fair_sharing_weight: c.fair_sharing_weight.as_ref().map(canonical_one),
+            ..c.clone()
+        };
         out.object(
             Phase::Queues,
             "objects/kueue-cohort.yaml.j2",
@@ -242,6 +271,10 @@ fn kueue(
             .filter(|t| t.queue.as_deref() == Some(cq.name.as_str()))
             .map(|t| t.name.as_str())
             .collect();
+        let cq = &ClusterQueue {
+            fair_sharing_weight: cq.fair_sharing_weight.as_ref().map(canonical_one),
+            ..cq.clone()
+        };
         out.object(
             Phase::Queues,
             "objects/kueue-clusterqueue.yaml.j2",
@@ -283,6 +316,12 @@ fn volcano(
     out: &mut Builder<'_>,
 ) -> Result<(), RenderError> {
     for (i, q) in v.queues.iter().enumerate() {
+        let q = &crate::blueprint::VolcanoQueue {
+            capability: canonical(&q.capability),
+            deserved: canonical(&q.deserved),
+            guarantee: canonical(&q.guarantee),
+            ..q.clone()
+        };
         out.object(
             Phase::Queues,
             "objects/volcano-queue.yaml.j2",

@@ -20,6 +20,7 @@ pub const STRUCTURAL: &[&str] = &["GPU001", "GPU002", "GPU003", "GPU004", "GPU00
 /// The fields each rule's findings are about, in the reference's path form (`[]` for list items;
 /// a field covers everything under it, e.g. the entries of a `quota` mapping).
 pub static RULE_FIELDS: &[(&str, &[&str])] = &[
+    ("GPU009", &["spec.tenants[].namespaces"]),
     (
         "GPU010",
         &[
@@ -395,6 +396,7 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.scheduling.kueue.config",
         ],
     ),
+    ("GPU117", &["spec.tenants[].quota"]),
     (
         "GPU130",
         &["spec.nodePools[].topology.network.gpuDirectRDMA"],

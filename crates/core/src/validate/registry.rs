@@ -76,6 +76,13 @@ rules! {
         source: "docs/blueprint.md",
         example: "apiVersion: gpuctl.dev/v1\nkind: ClusterBlueprint\n",
     }
+    "GPU009" "tenant-without-namespaces" "structure" Error {
+        checks: "Every tenant lists at least one namespace.",
+        why: "A tenant is rendered into its namespaces: each gets the tenant label, the ResourceQuota, the LimitRange and the Kueue LocalQueue. Without a namespace gpuctl renders nothing for the tenant, so its quota, defaults and queue are declared, reviewed and counted, but nothing enforces or uses them.",
+        fix: "List the namespaces the tenant's workloads run in, or remove the tenant.",
+        source: "docs/blueprint.md",
+        example: "tenants:\n  - {name: research, namespaces: [], queue: cq-research, quota: {nvidia.com/gpu: 16}}\n",
+    }
     "GPU010" "invalid-name" "structure" Error {
         checks: "Names that become Kubernetes object names, namespaces, file names or label values (blueprint, operator namespace, pools, tenants, namespaces, cohorts, queues) are DNS-1123 labels (lower case alphanumerics and `-`, at most 63 characters); PriorityClass names are DNS-1123 subdomains.",
         why: "The API server rejects such objects at apply time, after other objects were already changed.",
@@ -551,6 +558,13 @@ rules! {
         fix: "Use the values the finding lists; move the quota-check settings under `config.resources`.",
         source: "profiles/queueing.yaml (kueue_configuration: configuration_types.go and pkg/config/validation.go of Kueue v0.19.2)",
         example: "scheduling:\n  kueue:\n    config:\n      integrations: {frameworks: [batch/jobs]}\n",
+    }
+    "GPU117" "quota-above-queue" "composition" Warning {
+        checks: "Per tenant and GPU resource its ResourceQuota limits (`nvidia.com/gpu`, MIG profiles, shared GPUs; bare or `requests.` key): the quota is not above everything its ClusterQueue can ever admit, that is the queue's nominal quota on every flavor plus what it can borrow (the smaller of its `borrowingLimit` and what the other queues of its cohort tree lend of that resource on that flavor). Resources Kueue transforms are left out, as for GPU112.",
+        why: "Kueue admits the tenant's GPU workloads against the ClusterQueue, so the quota above what the queue can admit is never reached: it is unreachable capacity, and reviewers and capacity plans read it as GPUs the tenant has. Often the queue's quota was lowered, or the cohort lost a lender, and the tenant's quota was not. (Only pods that bypass Kueue, those of jobs without a queue name when Kueue does not manage such jobs, could use the difference: that is what such a quota really grants, hence a warning.)",
+        fix: "Lower the tenant's quota to what the queue admits (the finding gives the figure), or raise the queue's nominal quota or what its cohort lends.",
+        source: "profiles/queueing.yaml (composition: Kueue cohort borrowing and lending)",
+        example: "clusterQueues:\n  - {name: cq-dev, resources: [{pool: a, quota: {nvidia.com/gpu: 16}}]}   # no cohort\ntenants:\n  - {name: dev, queue: cq-dev, quota: {nvidia.com/gpu: 32}}   # 16 are unreachable\n",
     }
     "GPU130" "rdma-fabric" "network" Error {
         checks: "A pool that sets `topology.network.gpuDirectRDMA: true` has an RDMA fabric (`infiniband` or `roce`).",

@@ -227,6 +227,12 @@ fn base_cases() -> Vec<Case> {
             k.clone(),
             vec![("gpuctl.dev/v1alpha1", "gpuctl.dev/v1")],
         ),
+        // Issue 26: a tenant without namespaces renders nothing, its quota and queue included.
+        (
+            "GPU009",
+            k.clone(),
+            vec![("namespaces: [dev]", "namespaces: []")],
+        ),
         (
             "GPU010",
             k.clone(),
@@ -975,6 +981,33 @@ fn base_cases() -> Vec<Case> {
             k.clone(),
             vec![("requests.cpu: \"64\"", "requests.cpu: \"63\"")],
         ),
+        // Issue 26: cq-dev (no cohort) admits 32 GPUs; a quota of 40 leaves 8 unreachable.
+        (
+            "GPU117",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 32 }",
+                "quota: { nvidia.com/gpu: 40 }",
+            )],
+        ),
+        // cq-train admits 8 nominal + 8 borrowed (its borrowing limit): 24 is above it.
+        (
+            "GPU117",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/gpu: 16, pods: 50",
+                "quota: { requests.nvidia.com/gpu: 24, pods: 50",
+            )],
+        ),
+        // No other queue of cq-infer's cohort tree has MIG quota to lend.
+        (
+            "GPU117",
+            k.clone(),
+            vec![(
+                "quota: { nvidia.com/mig-3g.40gb: 8 }",
+                "quota: { nvidia.com/mig-3g.40gb: 9 }",
+            )],
+        ),
         (
             "GPU113",
             k.clone(),
@@ -1461,6 +1494,27 @@ fn base_passing_cases() -> Vec<Case> {
                 "        - name: cq-dev\n",
                 "        - name: cq-dev\n          preemption: { reclaimWithinCohort: Any, borrowWithinCohort: LowerPriority }\n",
             )],
+        ),
+        ("GPU009", k.clone(), vec![]),
+        // The quota equals what the queue admits (team-a: 8 nominal + 8 borrowed).
+        ("GPU117", k.clone(), vec![]),
+        // cpu is not a GPU resource: pods outside Kueue use it too, a larger quota can be meant.
+        (
+            "GPU117",
+            k.clone(),
+            vec![("requests.cpu: \"64\"", "requests.cpu: \"6400\"")],
+        ),
+        // Without borrowing limit, the queue admits what the whole cohort can lend (24 more).
+        (
+            "GPU117",
+            k.clone(),
+            vec![
+                ("borrowingLimit: { nvidia.com/gpu: 8 }\n", ""),
+                (
+                    "quota: { nvidia.com/gpu: 16, pods: 50",
+                    "quota: { nvidia.com/gpu: 32, pods: 50",
+                ),
+            ],
         ),
         ("GPU112", k.clone(), vec![]),
         // A zero borrowing limit: the queue admits its nominal quota only.

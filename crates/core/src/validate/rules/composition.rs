@@ -1,10 +1,12 @@
-//! How quotas and queues compose at admission (GPU112-GPU115): what a tenant's ClusterQueue can
-//! admit into one namespace against the namespace's ResourceQuota, quota keys that demand
+//! How quotas and queues compose at admission (GPU112-GPU115, GPU117): what a tenant's
+//! ClusterQueue can admit into one namespace against the namespace's ResourceQuota (both ways:
+//! more than the quota allows, and a GPU quota the queue can never fill), quota keys that demand
 //! container values nobody sets, borrowing and lending limits that can never take effect, and
 //! fair-sharing weights without fair sharing. Each finding names both sides.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::quota::gpu_resource_of_key;
 use crate::blueprint::{ClusterQueue, Kueue, Queueing};
 use crate::names::quota_name;
 use crate::quantity::parse_nonneg_milli;
@@ -216,7 +218,11 @@ fn admitted_against_quota(ctx: &mut Ctx<'_>, k: &Kueue, cohorts: &Cohorts<'_>) {
                 continue;
             };
             let total = nominal.saturating_add(borrowed);
-            if total <= limit {
+            if total < limit {
+                quota_above_queue(ctx, ti, key, limit, cq, (nominal, borrowed));
+                continue;
+            }
+            if total == limit {
                 continue;
             }
             let into = match t.namespaces.as_slice() {
@@ -269,6 +275,58 @@ fn admitted_against_quota(ctx: &mut Ctx<'_>, k: &Kueue, cohorts: &Cohorts<'_>) {
             );
         }
     }
+}
+
+/// A tenant's GPU quota above everything its ClusterQueue can ever admit (GPU117): Kueue never
+/// lets the tenant's pods use the difference, yet the quota reads as capacity. Other resources
+/// (cpu, memory, pods) are left out: pods that bypass Kueue use them too, so a larger quota there
+/// can be deliberate.
+fn quota_above_queue(
+    ctx: &mut Ctx<'_>,
+    ti: usize,
+    key: &str,
+    limit: i128,
+    cq: &ClusterQueue,
+    (nominal, borrowed): (i128, i128),
+) {
+    let Some(res) = gpu_resource_of_key(key) else {
+        return;
+    };
+    let t = &ctx.bp.spec.tenants[ti];
+    let total = nominal.saturating_add(borrowed);
+    let parts = match (borrowed, cq.cohort.as_deref()) {
+        (0, None) => format!(
+            "its nominal quota, {}; it has no cohort to borrow from",
+            show(nominal)
+        ),
+        (0, Some(c)) => format!(
+            "its nominal quota, {}; cohort `{c}` has none of it to lend (or its borrowing limit is 0)",
+            show(nominal)
+        ),
+        (b, _) => format!(
+            "{} nominal + {} its cohort can lend",
+            show(nominal),
+            show(b)
+        ),
+    };
+    ctx.emit(
+        "GPU117",
+        crate::blueprint::yaml::join(&format!("spec.tenants[{ti}].quota"), key),
+        format!(
+            "tenant `{}`'s quota allows {} `{res}` per namespace, but cluster queue `{}` can never admit more than {} ({parts}): the other {} are unreachable, and reviewers read them as capacity the tenant has",
+            t.name,
+            show(limit),
+            cq.name,
+            show(total),
+            show(limit - total),
+        ),
+        format!(
+            "lower the tenant's `{key}` to {}, or raise `{}`'s nominal quota (or what its cohort lends) to {}",
+            show(total),
+            cq.name,
+            show(limit)
+        ),
+    );
 }
 
 /// Borrowing limits with nothing to borrow and lending limits with nobody to lend to (GPU114).

@@ -1,5 +1,6 @@
-//! Structure: names, duplicates, references, pool selectors, label keys, GPU models, queueing shape,
-//! driver CR names. (GPU010-GPU017; GPU001-GPU005 are found by the loader.)
+//! Structure: tenants without namespaces, names, duplicates, references, pool selectors, label
+//! keys, GPU models, queueing shape, driver CR names. (GPU009-GPU019; GPU001-GPU005 are found by
+//! the loader.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,6 +12,7 @@ use crate::validate::Ctx;
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
     bounds(ctx);
+    tenant_namespaces(ctx);
     names(ctx);
     duplicates(ctx);
     references(ctx);
@@ -59,6 +61,42 @@ fn operator_chart(ctx: &mut Ctx<'_>) {
                 release.version
             ),
             "use a key of the chart (`helm show values nvidia/gpu-operator --version <release>`), or remove it",
+        );
+    }
+}
+
+/// A tenant is its namespaces: without one gpuctl renders nothing for it (GPU009).
+fn tenant_namespaces(ctx: &mut Ctx<'_>) {
+    for (i, t) in ctx.bp.spec.tenants.iter().enumerate() {
+        if !t.namespaces.is_empty() {
+            continue;
+        }
+        let declared: Vec<&str> = [
+            (!t.quota.is_empty()).then_some("quota"),
+            (!t.defaults.is_empty()).then_some("defaults"),
+            t.queue.as_ref().map(|_| "queue"),
+            t.priority_class.as_ref().map(|_| "priorityClass"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let what = if declared.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": its {} {} declared but nothing enforces or uses them",
+                declared.join(", "),
+                if declared.len() == 1 { "is" } else { "are" }
+            )
+        };
+        ctx.emit(
+            "GPU009",
+            format!("spec.tenants[{i}].namespaces"),
+            format!(
+                "tenant `{}` has no namespaces, so gpuctl renders nothing for it (no namespace, ResourceQuota, LimitRange or LocalQueue){what}",
+                crate::blueprint::yaml::shorten(&t.name)
+            ),
+            "list the namespaces the tenant's workloads run in, or remove the tenant",
         );
     }
 }
