@@ -297,9 +297,7 @@ fn markdown_plan_renders_as_commonmark_tables_and_a_diff_fence() {
     // dev-test tenant's Namespace, quota, LimitRange and LocalQueue, the Network Operator's
     // namespace and NicClusterPolicy are creates; the driver, team-b's quota (fewer pods) and
     // cq-dev's namespace selector updates; the dropped legacy tenant's LocalQueue and quota deletes.
-    // The PrometheusRule and ServiceMonitor predate the Xid alerts that follow NVIDIA's catalog and
-    // the explicit honorLabels (issue 26): two more updates until the snapshot is regenerated.
-    assert_eq!(r.tables[0][1], ["6", "5", "2", "0", "0", "31"]);
+    assert_eq!(r.tables[0][1], ["6", "3", "2", "0", "0", "33"]);
     let objects = &r.tables[1];
     assert_eq!(objects[0], ["action", "object", "changes"]);
     // Each changed object is one row, and the object list appears once in the whole comment.
