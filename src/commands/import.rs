@@ -35,9 +35,9 @@ pub fn run(
         Some(path) => {
             let snap = Snapshot::read(path)?;
             snap.into_import_view().ok_or_else(|| {
-                CommandError::Snapshot(SnapshotError::Parse {
+                CommandError::Snapshot(SnapshotError::Lacks {
                     path: gpuctl_core::input::name(path),
-                    message: "it was captured for one blueprint and lacks most of what import reads; capture one with `gpuctl snapshot --all --out FILE`".into(),
+                    what: "was captured for one blueprint and lacks most of what import reads; capture one with `gpuctl snapshot --all --out FILE`".into(),
                 })
             })?
         }

@@ -86,9 +86,9 @@ fn load(path: &Path) -> Result<Blueprint, CommandError> {
 fn read_snapshot(path: &Path) -> Result<(StatusInput, String), CommandError> {
     let snap = Snapshot::read(path)?;
     let diag = snap.diagnostics.as_ref().ok_or_else(|| {
-        CommandError::Snapshot(SnapshotError::Parse {
+        CommandError::Snapshot(SnapshotError::Lacks {
             path: input::name(path),
-            message: "it holds no Day-2 diagnostics; capture them with `gpuctl snapshot BLUEPRINT --diagnostics --out FILE`".into(),
+            what: "holds no Day-2 diagnostics; capture them with `gpuctl snapshot BLUEPRINT --diagnostics --out FILE`".into(),
         })
     })?;
     let source = format!(

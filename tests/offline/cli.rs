@@ -728,3 +728,34 @@ fn profiles_stale_after_lists_old_rows() {
     let o = gpuctl(&["profiles", "--stale-after", "30", "--today", "yesterday"]);
     assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
 }
+
+/// A snapshot taken for one blueprint is a valid snapshot, just not the one import and status
+/// read: the error says what it lacks and the one capture that has it, once (it used to call it
+/// "not a gpuctl snapshot" and name two different captures).
+#[test]
+fn a_snapshot_without_what_the_command_reads_names_the_capture_that_has_it_once() {
+    let snap = "blueprints/snapshots/dgx-h100-training.json";
+    let o = gpuctl(&["import", "--snapshot", snap]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("snapshot `{snap}` was captured for one blueprint and lacks most of what import reads; capture one with `gpuctl snapshot --all --out FILE`")),
+        "{err}"
+    );
+    assert_eq!(err.matches("capture one with").count(), 1, "{err}");
+    assert!(!err.contains("not a gpuctl snapshot"), "{err}");
+
+    let o = gpuctl(&[
+        "status",
+        "blueprints/dgx-h100-training.yaml",
+        "--snapshot",
+        snap,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("snapshot `{snap}` holds no Day-2 diagnostics; capture them with `gpuctl snapshot BLUEPRINT --diagnostics --out FILE`")),
+        "{err}"
+    );
+    assert!(!err.contains("not a gpuctl snapshot"), "{err}");
+}

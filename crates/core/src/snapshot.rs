@@ -115,6 +115,15 @@ pub enum SnapshotError {
         /// Why.
         message: String,
     },
+    /// A valid snapshot without what this command reads (taken without `--diagnostics` or
+    /// `--all`): `what` says what it lacks and how to capture it.
+    #[error("snapshot `{path}` {what}")]
+    Lacks {
+        /// File.
+        path: String,
+        /// What it lacks, and the capture that has it.
+        what: String,
+    },
     /// A snapshot whose content does not have the shape capture writes (edited or damaged):
     /// planning against it would compare the blueprint with nonsense.
     #[error(
