@@ -300,3 +300,20 @@ pub(crate) fn debug_check(family: Family, id: &str, severity: Severity) {
         );
     }
 }
+
+/// [`debug_check`] for a finding about the cluster, which also checks that its runbook layer is
+/// the one (or one of those) its registration's `area` names.
+pub(crate) fn debug_check_cluster(family: Family, id: &str, severity: Severity, layer: Layer) {
+    debug_check(family, id, severity);
+    if cfg!(debug_assertions) {
+        let area = rule(id).map_or("", |r| r.area);
+        let name = serde_json::to_value(layer)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        assert!(
+            area.split(" or ").any(|a| a == name),
+            "{id} is reported in layer {name}, but registered in `{area}`"
+        );
+    }
+}

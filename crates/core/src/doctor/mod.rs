@@ -216,7 +216,7 @@ pub(crate) fn finding(
     cause: String,
     fix: String,
 ) -> Finding {
-    crate::finding::debug_check(crate::finding::Family::Doctor, id, severity);
+    crate::finding::debug_check_cluster(crate::finding::Family::Doctor, id, severity, layer);
     Finding {
         id: id.to_string(),
         layer,

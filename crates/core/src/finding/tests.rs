@@ -265,4 +265,24 @@ fn an_unregistered_or_too_severe_finding_is_caught() {
     debug_check(Family::Doctor, "GPU213", Severity::Warning);
     debug_check(Family::Doctor, "GPU235", Severity::Warning);
     debug_check(Family::Import, "GPU300", Severity::Warning);
+    // GPU230 is in the container-start layer; GPU252 in either of two.
+    assert!(caught(|| debug_check_cluster(
+        Family::Doctor,
+        "GPU230",
+        Severity::Error,
+        Layer::Scheduling
+    )));
+    debug_check_cluster(
+        Family::Doctor,
+        "GPU230",
+        Severity::Error,
+        Layer::ContainerStart,
+    );
+    debug_check_cluster(Family::Metrics, "GPU252", Severity::Warning, Layer::Runtime);
+    debug_check_cluster(
+        Family::Metrics,
+        "GPU252",
+        Severity::Warning,
+        Layer::NodeHardware,
+    );
 }

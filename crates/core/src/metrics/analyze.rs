@@ -31,7 +31,12 @@ pub fn findings(facts: &DcgmFacts, settings: &MetricSettings, results: &Results)
             .then_with(|| a.cause.cmp(&b.cause))
     });
     for f in &out {
-        crate::finding::debug_check(crate::finding::Family::Metrics, f.id, f.severity);
+        crate::finding::debug_check_cluster(
+            crate::finding::Family::Metrics,
+            f.id,
+            f.severity,
+            f.layer,
+        );
     }
     out
 }

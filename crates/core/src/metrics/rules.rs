@@ -40,7 +40,7 @@ rules! {
         source: "profiles/dcgm.yaml (xid.codes: NVIDIA's Xid catalog)",
         example: "pod ml/train-0 caused Xid 13 (graphics engine exception) on GPU ...: an application error, not a GPU fault",
     }
-    "GPU253" "xid-unclassified" "node-hardware" Warning {
+    "GPU253" "xid-unclassified" "runtime or node-hardware" Warning {
         title: "A GPU reported an Xid the profile does not cover, or whose immediate action gpuctl has no command for.",
         why: "gpuctl cannot say what it asks for; NVIDIA's catalog (or a newer one) may.",
         fix: "Look the Xid up in NVIDIA's Xid catalog; read its line in the node's kernel log (`dmesg | grep -i xid`).",
