@@ -35,12 +35,13 @@ pub enum Command {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
-    /// Explain a validation rule (or every rule with --all, every blueprint field with --fields).
+    /// Explain a finding id: a validation rule, a doctor, metric or import finding (or every id
+    /// with --all, every blueprint field with --fields).
     Explain {
-        /// Rule id, e.g. GPU050.
+        /// Finding id, e.g. GPU050 (validation), GPU200 (doctor), GPU251 (metrics), GPU300 (import).
         #[arg(value_name = "RULE", required_unless_present_any = ["all", "fields"])]
         rule: Option<String>,
-        /// Print every rule (the content of docs/rules.md).
+        /// Print every rule and finding id (the content of docs/rules.md).
         #[arg(long, conflicts_with = "fields")]
         all: bool,
         /// Print every blueprint field: type, default, accepted values, the rules that check it

@@ -1,9 +1,10 @@
-//! `gpuctl explain`: what a validation rule checks, why, and how to fix it.
+//! `gpuctl explain`: what a finding id (a validation rule, a doctor, metric or import finding)
+//! checks, why, and how to fix it, from the one registry (`gpuctl_core::finding`).
 
 use std::io::Write;
 
+use gpuctl_core::finding::{self, Family};
 use gpuctl_core::suggest;
-use gpuctl_core::validate::registry;
 
 use super::{CommandError, CommandResult, emit};
 use crate::exit::ExitStatus;
@@ -30,17 +31,29 @@ pub fn run(rule: Option<&str>, all: bool, fields: bool, out: &mut dyn Write) -> 
         return Ok(ExitStatus::Success);
     }
     if all {
-        emit(out, &registry::markdown());
+        emit(out, &finding::markdown());
         return Ok(ExitStatus::Success);
     }
     let id = rule.unwrap_or_default();
-    let r = registry::rule(id).ok_or_else(|| {
-        let ids = registry::RULES.iter().map(|r| r.id);
+    let r = finding::rule(id).ok_or_else(|| {
+        let ids = finding::rules().map(|r| r.id);
+        let ranges: Vec<String> = Family::ALL
+            .iter()
+            .map(|f| {
+                let rules = f.rules();
+                format!(
+                    "{f} {}..{}",
+                    rules.first().map_or("", |r| r.id),
+                    rules.last().map_or("", |r| r.id)
+                )
+            })
+            .collect();
         CommandError::Usage(format!(
-            "no rule `{id}`; {}rules are GPU001..GPU095 (`gpuctl explain --all` lists them)",
-            suggest::did_you_mean(id, ids)
+            "no rule `{id}`; {}ids are {} (`gpuctl explain --all` lists them)",
+            suggest::did_you_mean(id, ids),
+            ranges.join(", ")
         ))
     })?;
-    emit(out, &registry::explain(r));
+    emit(out, &finding::explain(r));
     Ok(ExitStatus::Success)
 }

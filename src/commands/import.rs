@@ -57,7 +57,7 @@ pub fn run(
         &ImportOptions { name, today },
     );
     for w in &imported.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning[{}]: {w}", w.id);
     }
     match file {
         Some(path) => {

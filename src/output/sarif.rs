@@ -3,21 +3,23 @@
 use serde_json::{Value, json};
 
 use gpuctl_core::diag::{FileReport, Severity};
-use gpuctl_core::validate::registry::RULES;
+use gpuctl_core::finding::{self, Family};
 
-/// Renders reports as one SARIF 2.1.0 log.
+/// Renders reports as one SARIF 2.1.0 log. Its rule table is the validation family of the one
+/// registry (the rules a blueprint file can break), each with its `gpuctl explain` text.
 pub fn sarif(reports: &[FileReport]) -> String {
-    let rules: Vec<Value> = RULES
+    let registered = Family::Validation.rules();
+    let rules: Vec<Value> = registered
         .iter()
         .map(|r| {
             json!({
                 "id": r.id,
                 "name": r.name,
-                "shortDescription": { "text": r.checks },
+                "shortDescription": { "text": r.title },
                 "fullDescription": { "text": r.why },
-                "help": { "text": r.fix, "markdown": gpuctl_core::validate::registry::explain(r) },
+                "help": { "text": r.fix, "markdown": finding::explain(r) },
                 "defaultConfiguration": { "level": level(r.severity) },
-                "properties": { "family": r.family },
+                "properties": { "family": r.area },
             })
         })
         .collect();
@@ -38,7 +40,7 @@ pub fn sarif(reports: &[FileReport]) -> String {
             };
             results.push(json!({
                 "ruleId": f.rule,
-                "ruleIndex": RULES.iter().position(|r| r.id == f.rule),
+                "ruleIndex": registered.iter().position(|r| r.id == f.rule),
                 "level": level(f.severity),
                 "message": { "text": text },
                 "locations": [location],

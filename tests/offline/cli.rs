@@ -359,6 +359,65 @@ fn explain_schema_profiles_and_completions() {
     assert!(stdout(&o).contains("gpuctl"));
 }
 
+/// Issue 28: `gpuctl explain` knows every family's ids (a doctor finding was refused before), and
+/// every id doctor reports on the shipped Day-2 example explains; an unknown id is refused with
+/// each family's range.
+#[test]
+fn explain_knows_every_family_and_every_id_doctor_reports() {
+    for (id, family) in [
+        ("GPU050", "validation"),
+        ("GPU200", "doctor"),
+        ("gpu251", "metrics"),
+        ("GPU300", "import"),
+    ] {
+        let o = gpuctl(&["explain", id]);
+        assert_eq!(o.status.code(), Some(0), "explain {id}");
+        let text = stdout(&o);
+        assert!(
+            text.starts_with(&format!("## {}\n", id.to_ascii_uppercase()))
+                && text.contains(&format!("({family}, "))
+                && text.contains("- **Fix:** ")
+                && text.contains("- **Facts:** "),
+            "{text}"
+        );
+    }
+    let o = gpuctl(&[
+        "doctor",
+        "blueprints/dgx-h100-training.yaml",
+        "--snapshot",
+        "blueprints/snapshots/dgx-h100-training-day2.json",
+        "-o",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("doctor json");
+    let ids: std::collections::BTreeSet<String> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["id"].as_str().expect("id").to_string())
+        .collect();
+    assert!(ids.len() >= 8, "{ids:?}");
+    for id in &ids {
+        let o = gpuctl(&["explain", id]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "doctor reports {id}, explain refuses it"
+        );
+    }
+    let o = gpuctl(&["explain", "GPU999"]);
+    assert_eq!(o.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for range in [
+        "validation GPU001..",
+        "doctor GPU200..GPU249",
+        "metrics GPU250..",
+        "import GPU300..",
+    ] {
+        assert!(err.contains(range), "{err}");
+    }
+}
+
 #[test]
 fn docs_rules_md_is_current() {
     let o = gpuctl(&["explain", "--all"]);

@@ -14,6 +14,7 @@ pub mod daytwo;
 pub mod diag;
 pub mod diagnostics;
 pub mod doctor;
+pub mod finding;
 pub mod import;
 pub mod input;
 pub mod journal;

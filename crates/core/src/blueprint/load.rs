@@ -248,6 +248,7 @@ fn finding(
     message: String,
     hint: Option<String>,
 ) -> Finding {
+    crate::finding::debug_check(crate::finding::Family::Validation, rule, Severity::Error);
     Finding {
         rule,
         severity: Severity::Error,

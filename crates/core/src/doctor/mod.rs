@@ -5,11 +5,15 @@
 //! the evidence (event text, condition, label, metric value and time), the cause in one sentence and
 //! the next step as a concrete command.
 //!
-//! Ids GPU200–GPU249 are this module's (`docs/doctor.md` lists them with an example each);
-//! GPU250–GPU269 are the metric findings (runtime and hardware from DCGM through Prometheus), which
-//! have the same [`Finding`] shape and are merged into the same [`Report`] with [`Report::extend`].
+//! Ids GPU200–GPU249 are this module's, registered in `rules.rs` (`gpuctl explain GPU200`,
+//! docs/rules.md; `docs/doctor.md` lists them with an example each); GPU250–GPU299 are the metric
+//! findings (runtime and hardware from DCGM through Prometheus), which have the same [`Finding`]
+//! shape ([`crate::finding`]) and are merged into the same [`Report`] with [`Report::extend`].
+//! A new finding: its id and texts in `rules.rs`, its check in the layer's file, built with
+//! `finding()` (which checks, in tests, that the id is registered), a scenario in `tests.rs`.
 
 mod fit;
+pub(crate) mod rules;
 mod scheduling;
 mod stack;
 #[cfg(test)]
@@ -31,78 +35,7 @@ pub const DOCTOR_FORMAT_VERSION: u32 = 1;
 /// Most evidence items kept per finding (the newest first); the rest are counted.
 pub const MAX_EVIDENCE: usize = 4;
 
-/// The four layers of the troubleshooting runbook (`templates/runbooks/troubleshooting.md.j2`),
-/// in the order an on-call engineer walks them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layer {
-    /// Pods and workloads that do not get a node: scheduler, quotas, queues, fragmentation.
-    Scheduling,
-    /// Pods that got a node but whose containers do not start: the GPU stack (driver, toolkit,
-    /// device plugin, MIG manager), driver and CUDA versions.
-    ContainerStart,
-    /// Running workloads: GPU errors, idle allocated GPUs (metrics).
-    Runtime,
-    /// Nodes and GPUs: readiness, advertised resources, hardware faults (metrics).
-    NodeHardware,
-}
-
-impl Layer {
-    /// Title as the runbook's section names it.
-    pub fn title(self) -> &'static str {
-        match self {
-            Layer::Scheduling => "Scheduling",
-            Layer::ContainerStart => "Container start",
-            Layer::Runtime => "Runtime",
-            Layer::NodeHardware => "Nodes and hardware",
-        }
-    }
-
-    /// Every layer, in order.
-    pub const ALL: [Layer; 4] = [
-        Layer::Scheduling,
-        Layer::ContainerStart,
-        Layer::Runtime,
-        Layer::NodeHardware,
-    ];
-}
-
-/// One piece of evidence: what was seen, where, and when.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Evidence {
-    /// Where it was seen: `event FailedScheduling on pod/team-a/train-0 (x12)`, `condition
-    /// PodScheduled on pod/...`, `label nvidia.com/cuda.driver-version.full on node/gpu-a-3`,
-    /// `metric DCGM_FI_DEV_XID_ERRORS{gpu="3"}`.
-    pub source: String,
-    /// What it says (event message, condition message, label or metric value).
-    pub text: String,
-    /// When (RFC 3339), when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time: Option<String>,
-}
-
-/// One finding of `gpuctl doctor`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Stable id: GPU200–GPU249 from the cluster's objects, GPU250–GPU269 from metrics.
-    pub id: String,
-    /// Runbook layer.
-    pub layer: Layer,
-    /// `error` (work is stuck or failing), `warning` (will bite, or wastes GPUs), `info`.
-    pub severity: Severity,
-    /// One line: what is wrong, e.g. `pod team-a/train-0 is Pending: no node advertises
-    /// nvidia.com/mig-2g.20gb`.
-    pub title: String,
-    /// The objects it concerns, `kind/namespace/name` or `kind/name` in lower case
-    /// (`pod/team-a/train-0`, `node/gpu-a-3`, `pool/h100-train`, `clusterqueue/cq-team-a`).
-    pub subjects: Vec<String>,
-    /// What shows it, newest first, at most [`MAX_EVIDENCE`].
-    pub evidence: Vec<Evidence>,
-    /// The cause, in one sentence.
-    pub cause: String,
-    /// The next step, as a concrete command (or the blueprint change and `gpuctl apply`).
-    pub fix: String,
-}
+pub use crate::finding::{Evidence, Finding, Layer};
 
 /// Findings by severity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -270,10 +203,11 @@ impl Findings {
     }
 }
 
-/// Builds a finding (the title is filled in by the caller's format).
+/// Builds a finding (the title is filled in by the caller's format). `id` must be registered in
+/// `rules.rs` at this severity or a more severe one (checked in debug builds).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finding(
-    id: &str,
+    id: &'static str,
     layer: Layer,
     severity: Severity,
     title: String,
@@ -282,6 +216,7 @@ pub(crate) fn finding(
     cause: String,
     fix: String,
 ) -> Finding {
+    crate::finding::debug_check_cluster(crate::finding::Family::Doctor, id, severity, layer);
     Finding {
         id: id.to_string(),
         layer,

@@ -102,6 +102,52 @@ fn pools_of(ctx: &Ctx<'_>, nodes: &[&NodeRoom<'_>]) -> String {
     names.into_iter().collect::<Vec<_>>().join(", ")
 }
 
+/// A Pending accelerator pod as the checks below see it: who it is, what it asks for, and what
+/// the scheduler said.
+struct Pending<'a> {
+    pod: &'a Pod,
+    req: BTreeMap<String, u64>,
+    ns: String,
+    name: String,
+    /// `pod/<ns>/<name>`.
+    me: String,
+    /// Its controller (`job/ns/name`), or the pod: one finding per group and reason.
+    group: String,
+    subjects: Vec<String>,
+    evidence: Vec<Evidence>,
+    /// `4 nvidia.com/gpu + 1 rdma/ib`.
+    want: String,
+}
+
+impl Pending<'_> {
+    /// The finding `id` about this pod under `key` (`<group>|<key>`).
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        self,
+        out: &mut Findings,
+        key: &str,
+        id: &'static str,
+        severity: Severity,
+        title: String,
+        cause: String,
+        fix: String,
+    ) {
+        out.add(
+            format!("{}|{key}", self.group),
+            finding(
+                id,
+                Layer::Scheduling,
+                severity,
+                title,
+                self.subjects,
+                self.evidence,
+                cause,
+                fix,
+            ),
+        );
+    }
+}
+
 /// GPU200–GPU203, GPU213, GPU220: why each Pending accelerator pod has no node, decided the way
 /// the scheduler's predicates decide, in the order an engineer would fix them.
 fn pending_pods(ctx: &Ctx<'_>, out: &mut Findings) {
@@ -113,227 +159,258 @@ fn pending_pods(ctx: &Ctx<'_>, out: &mut Findings) {
         let me = format!("pod/{ns}/{name}");
         let mut subjects = vec![me.clone()];
         subjects.extend(owner(p));
-        let evidence = scheduler_evidence(ctx, p);
-        let group = owner(p).unwrap_or_else(|| me.clone());
         let want = req
             .iter()
             .map(|(k, n)| format!("{n} {k}"))
             .collect::<Vec<_>>()
             .join(" + ");
-        // 1. A resource no node advertises at all (a MIG profile or shared resource no pool has).
-        let missing: Vec<&String> = req
-            .keys()
-            .filter(|r| {
-                !ctx.nodes
-                    .iter()
-                    .any(|n| n.allocatable.get(*r).is_some_and(|c| *c > 0))
-            })
-            .collect();
-        if let Some(r) = missing.first() {
-            let offered = advertised_like(ctx, r);
-            let cause = format!(
-                "no node advertises `{r}`, so the scheduler can never place it{}",
-                if offered.is_empty() {
-                    String::new()
-                } else {
-                    format!("; the pools advertise {}", offered.join(", "))
-                }
-            );
-            let fix = if offered.is_empty() {
-                format!(
-                    "request a resource a pool advertises (`kubectl get nodes -o json | jq '.items[].status.allocatable'`), or add `{r}` to a pool's partitioning in {} and run `gpuctl apply {}`",
-                    ctx.file, ctx.file
-                )
-            } else {
-                format!(
-                    "change the request of {group} to one of {} (or add the profile to a pool's MIG layout in {} and run `gpuctl apply {}`)",
-                    offered.join(", "),
-                    ctx.file,
-                    ctx.file
-                )
-            };
-            out.add(
-                format!("{group}|{r}"),
-                finding(
-                    "GPU203",
-                    Layer::Scheduling,
-                    Severity::Error,
-                    format!("{me} is Pending: no pool advertises `{r}`"),
-                    subjects,
-                    evidence,
-                    cause,
-                    fix,
-                ),
-            );
-            continue;
-        }
-        // 2. Nodes that advertise everything it asks for.
-        let advertising: Vec<&NodeRoom<'_>> = ctx
-            .nodes
+        let pending = Pending {
+            pod: p,
+            evidence: scheduler_evidence(ctx, p),
+            group: owner(p).unwrap_or_else(|| me.clone()),
+            req,
+            ns,
+            name,
+            me,
+            subjects,
+            want,
+        };
+        pending_pod(ctx, pending, out);
+    }
+}
+
+/// The first reason, in the scheduler's order, that `pending` has no node.
+fn pending_pod(ctx: &Ctx<'_>, pending: Pending<'_>, out: &mut Findings) {
+    let p = pending.pod;
+    // 1. A resource no node advertises at all (a MIG profile or shared resource no pool has).
+    let missing = pending.req.keys().find(|r| {
+        !ctx.nodes
             .iter()
-            .filter(|n| {
-                req.keys()
-                    .all(|r| n.allocatable.get(r).is_some_and(|c| *c > 0))
-            })
-            .collect();
-        let selected: Vec<&NodeRoom<'_>> = advertising
-            .iter()
-            .copied()
-            .filter(|n| selects(p, n))
-            .collect();
-        if selected.is_empty() {
-            let sel = selector_text(p);
-            out.add(
-                format!("{group}|selector"),
-                finding(
-                    "GPU202",
-                    Layer::Scheduling,
-                    Severity::Error,
-                    format!("{me} is Pending: its node selector or affinity matches no node that has `{want}`"),
-                    subjects,
-                    evidence,
-                    format!(
-                        "the pod selects nodes by {sel}, but none of the nodes advertising its resources (pool {}) carries those labels",
-                        pools_of(ctx, &advertising)
-                    ),
-                    format!(
-                        "fix the selector of {group} to a pool's labels (`kubectl get nodes -L {}`), or submit through the tenant's LocalQueue so Kueue injects the pool's selector",
-                        first_key(p).unwrap_or_else(|| "gpuctl.dev/pool".into())
-                    ),
-                ),
-            );
-            continue;
-        }
-        let tolerated: Vec<&NodeRoom<'_>> = selected
-            .iter()
-            .copied()
-            .filter(|n| untolerated(p, n).is_empty())
-            .collect();
-        if tolerated.is_empty() {
-            let taints: BTreeSet<String> = selected
-                .iter()
-                .flat_map(|n| untolerated(p, n))
-                .map(taint_text)
-                .collect();
-            let t0 = selected
-                .iter()
-                .flat_map(|n| untolerated(p, n))
-                .next()
-                .cloned();
-            let tol = t0
-                .map(|t| format!("{{key: {}, operator: Exists, effect: {}}}", t.key, t.effect))
-                .unwrap_or_default();
-            out.add(
-                format!("{group}|taint"),
-                finding(
-                    "GPU201",
-                    Layer::Scheduling,
-                    Severity::Error,
-                    format!("{me} is Pending: it does not tolerate the taint of pool {}", pools_of(ctx, &selected)),
-                    subjects,
-                    evidence,
-                    format!(
-                        "every node with `{want}` that it selects carries {} and the pod has no matching toleration",
-                        taints.into_iter().collect::<Vec<_>>().join(", ")
-                    ),
-                    format!(
-                        "add `tolerations: [{tol}]` to the pod template of {group}, or submit it through the tenant's LocalQueue so Kueue adds the pool's tolerations"
-                    ),
-                ),
-            );
-            continue;
-        }
-        // 3. Room: does one node have all of it free now?
-        let usable: Vec<&NodeRoom<'_>> = tolerated.iter().copied().filter(|n| n.usable()).collect();
-        let fits_one = usable
-            .iter()
-            .any(|n| req.iter().all(|(r, k)| n.free(r) >= *k));
-        if fits_one {
-            // The predicates accept a node now: the scheduler said something else (or has not
-            // retried yet). Say what it said.
-            if !evidence.is_empty() {
-                out.add(
-                    format!("{group}|other"),
-                    finding(
-                        "GPU213",
-                        Layer::Scheduling,
-                        Severity::Warning,
-                        format!("{me} is Pending although a node has room for `{want}` now"),
-                        subjects,
-                        evidence,
-                        "the GPU predicates pass on at least one node, so the scheduler refused it for another reason (cpu, memory, pod affinity, topology spread, volumes) or has not retried since room appeared".into(),
-                        format!("`kubectl describe pod -n {ns} {name}` and read the scheduler's message above"),
-                    ),
-                );
-            }
-            continue;
-        }
-        // Which resource does not fit, and is it only spread out?
-        let mut spread = None;
-        let mut short = None;
-        for (r, k) in &req {
-            let total: u64 = usable.iter().map(|n| n.free(r)).sum();
-            let most: u64 = usable.iter().map(|n| n.free(r)).max().unwrap_or(0);
-            if most >= *k {
-                continue;
-            }
-            if total >= *k {
-                let holders = usable.iter().filter(|n| n.free(r) > 0).count();
-                spread.get_or_insert((r.clone(), *k, total, most, holders));
-            } else {
-                short.get_or_insert((r.clone(), *k, total));
-            }
-        }
-        let pools = pools_of(ctx, &usable);
-        if let Some((r, k, total, most, holders)) = spread {
-            out.add(
-                format!("{group}|spread|{r}"),
-                finding(
-                    "GPU220",
-                    Layer::Scheduling,
-                    Severity::Warning,
-                    format!("{me} is Pending: {total} `{r}` are free in pool {pools} but spread over {holders} nodes"),
-                    subjects,
-                    evidence,
-                    format!(
-                        "the pod needs {k} `{r}` on one node; {total} are free across {holders} nodes of pool {pools}, at most {most} on any one, so no node fits it (fragmentation)"
-                    ),
-                    format!(
-                        "split {group} into pods of at most {most} `{r}` each, or free one node: `kubectl get pods -A -o wide --field-selector spec.nodeName=NODE` on the nodes of pool {pools} and move their small jobs (with Kueue, topology-aware or `podset-required-topology` placement packs them)"
-                    ),
-                ),
-            );
+            .any(|n| n.allocatable.get(*r).is_some_and(|c| *c > 0))
+    });
+    if let Some(r) = missing.cloned() {
+        return not_advertised(ctx, pending, &r, out);
+    }
+    // 2. Nodes that advertise everything it asks for, that it selects, whose taints it tolerates.
+    let advertising: Vec<&NodeRoom<'_>> = ctx
+        .nodes
+        .iter()
+        .filter(|n| {
+            pending
+                .req
+                .keys()
+                .all(|r| n.allocatable.get(r).is_some_and(|c| *c > 0))
+        })
+        .collect();
+    let selected: Vec<&NodeRoom<'_>> = advertising
+        .iter()
+        .copied()
+        .filter(|n| selects(p, n))
+        .collect();
+    if selected.is_empty() {
+        return not_selected(ctx, pending, &advertising, out);
+    }
+    let tolerated: Vec<&NodeRoom<'_>> = selected
+        .iter()
+        .copied()
+        .filter(|n| untolerated(p, n).is_empty())
+        .collect();
+    if tolerated.is_empty() {
+        return not_tolerated(ctx, pending, &selected, out);
+    }
+    // 3. Room: does one node have all of it free now?
+    no_room(ctx, pending, &tolerated, out);
+}
+
+/// GPU203: a resource no node advertises.
+fn not_advertised(ctx: &Ctx<'_>, pending: Pending<'_>, r: &str, out: &mut Findings) {
+    let offered = advertised_like(ctx, r);
+    let group = &pending.group;
+    let cause = format!(
+        "no node advertises `{r}`, so the scheduler can never place it{}",
+        if offered.is_empty() {
+            String::new()
         } else {
-            let (r, k, total) = short.unwrap_or_default();
-            let usable_text = if usable.len() == tolerated.len() {
-                String::new()
-            } else {
-                format!(
-                    " ({} of the {} nodes it could use are NotReady or cordoned)",
-                    tolerated.len() - usable.len(),
-                    tolerated.len()
-                )
-            };
-            out.add(
-                format!("{group}|insufficient|{r}"),
-                finding(
-                    "GPU200",
-                    Layer::Scheduling,
-                    Severity::Error,
-                    format!("{me} is Pending: insufficient `{r}` (needs {k}, {total} free in pool {pools})"),
-                    subjects,
-                    evidence,
-                    format!(
-                        "the nodes the pod may use have {total} `{r}` free in all and it needs {k}{usable_text}"
-                    ),
-                    format!(
-                        "wait for running work to finish, lower the request of {group}, or add nodes to pool {pools} (raise `nodes` in {} and `gpuctl apply {}`); see who holds them: `kubectl get pods -A -o wide --field-selector status.phase=Running`",
-                        ctx.file, ctx.file
-                    ),
-                ),
+            format!("; the pools advertise {}", offered.join(", "))
+        }
+    );
+    let fix = if offered.is_empty() {
+        format!(
+            "request a resource a pool advertises (`kubectl get nodes -o json | jq '.items[].status.allocatable'`), or add `{r}` to a pool's partitioning in {} and run `gpuctl apply {}`",
+            ctx.file, ctx.file
+        )
+    } else {
+        format!(
+            "change the request of {group} to one of {} (or add the profile to a pool's MIG layout in {} and run `gpuctl apply {}`)",
+            offered.join(", "),
+            ctx.file,
+            ctx.file
+        )
+    };
+    let title = format!("{} is Pending: no pool advertises `{r}`", pending.me);
+    pending.add(out, r, "GPU203", Severity::Error, title, cause, fix);
+}
+
+/// GPU202: its node selector or affinity matches none of the nodes that have its resources.
+fn not_selected(
+    ctx: &Ctx<'_>,
+    pending: Pending<'_>,
+    advertising: &[&NodeRoom<'_>],
+    out: &mut Findings,
+) {
+    let p = pending.pod;
+    let title = format!(
+        "{} is Pending: its node selector or affinity matches no node that has `{}`",
+        pending.me, pending.want
+    );
+    let cause = format!(
+        "the pod selects nodes by {}, but none of the nodes advertising its resources (pool {}) carries those labels",
+        selector_text(p),
+        pools_of(ctx, advertising)
+    );
+    let fix = format!(
+        "fix the selector of {} to a pool's labels (`kubectl get nodes -L {}`), or submit through the tenant's LocalQueue so Kueue injects the pool's selector",
+        pending.group,
+        first_key(p).unwrap_or_else(|| "gpuctl.dev/pool".into())
+    );
+    pending.add(
+        out,
+        "selector",
+        "GPU202",
+        Severity::Error,
+        title,
+        cause,
+        fix,
+    );
+}
+
+/// GPU201: every node it selects carries a taint it does not tolerate.
+fn not_tolerated(
+    ctx: &Ctx<'_>,
+    pending: Pending<'_>,
+    selected: &[&NodeRoom<'_>],
+    out: &mut Findings,
+) {
+    let p = pending.pod;
+    let taints: BTreeSet<String> = selected
+        .iter()
+        .flat_map(|n| untolerated(p, n))
+        .map(taint_text)
+        .collect();
+    let t0 = selected
+        .iter()
+        .flat_map(|n| untolerated(p, n))
+        .next()
+        .cloned();
+    let tol = t0
+        .map(|t| format!("{{key: {}, operator: Exists, effect: {}}}", t.key, t.effect))
+        .unwrap_or_default();
+    let title = format!(
+        "{} is Pending: it does not tolerate the taint of pool {}",
+        pending.me,
+        pools_of(ctx, selected)
+    );
+    let cause = format!(
+        "every node with `{}` that it selects carries {} and the pod has no matching toleration",
+        pending.want,
+        taints.into_iter().collect::<Vec<_>>().join(", ")
+    );
+    let fix = format!(
+        "add `tolerations: [{tol}]` to the pod template of {}, or submit it through the tenant's LocalQueue so Kueue adds the pool's tolerations",
+        pending.group
+    );
+    pending.add(out, "taint", "GPU201", Severity::Error, title, cause, fix);
+}
+
+/// GPU213 (a node has room: the scheduler refused it for another reason), GPU220 (enough free,
+/// but spread over nodes) or GPU200 (not enough free), on the nodes it may use.
+fn no_room(ctx: &Ctx<'_>, pending: Pending<'_>, tolerated: &[&NodeRoom<'_>], out: &mut Findings) {
+    let usable: Vec<&NodeRoom<'_>> = tolerated.iter().copied().filter(|n| n.usable()).collect();
+    let fits_one = usable
+        .iter()
+        .any(|n| pending.req.iter().all(|(r, k)| n.free(r) >= *k));
+    if fits_one {
+        // The predicates accept a node now: the scheduler said something else (or has not
+        // retried yet). Say what it said.
+        if !pending.evidence.is_empty() {
+            let title = format!(
+                "{} is Pending although a node has room for `{}` now",
+                pending.me, pending.want
             );
+            let fix = format!(
+                "`kubectl describe pod -n {} {}` and read the scheduler's message above",
+                pending.ns, pending.name
+            );
+            pending.add(
+                out,
+                "other",
+                "GPU213",
+                Severity::Warning,
+                title,
+                "the GPU predicates pass on at least one node, so the scheduler refused it for another reason (cpu, memory, pod affinity, topology spread, volumes) or has not retried since room appeared".into(),
+                fix,
+            );
+        }
+        return;
+    }
+    // Which resource does not fit, and is it only spread out?
+    let mut spread = None;
+    let mut short = None;
+    for (r, k) in &pending.req {
+        let total: u64 = usable.iter().map(|n| n.free(r)).sum();
+        let most: u64 = usable.iter().map(|n| n.free(r)).max().unwrap_or(0);
+        if most >= *k {
+            continue;
+        }
+        if total >= *k {
+            let holders = usable.iter().filter(|n| n.free(r) > 0).count();
+            spread.get_or_insert((r.clone(), *k, total, most, holders));
+        } else {
+            short.get_or_insert((r.clone(), *k, total));
         }
     }
+    let pools = pools_of(ctx, &usable);
+    let (me, group) = (pending.me.clone(), pending.group.clone());
+    if let Some((r, k, total, most, holders)) = spread {
+        pending.add(
+            out,
+            &format!("spread|{r}"),
+            "GPU220",
+            Severity::Warning,
+            format!("{me} is Pending: {total} `{r}` are free in pool {pools} but spread over {holders} nodes"),
+            format!(
+                "the pod needs {k} `{r}` on one node; {total} are free across {holders} nodes of pool {pools}, at most {most} on any one, so no node fits it (fragmentation)"
+            ),
+            format!(
+                "split {group} into pods of at most {most} `{r}` each, or free one node: `kubectl get pods -A -o wide --field-selector spec.nodeName=NODE` on the nodes of pool {pools} and move their small jobs (with Kueue, topology-aware or `podset-required-topology` placement packs them)"
+            ),
+        );
+        return;
+    }
+    let (r, k, total) = short.unwrap_or_default();
+    let usable_text = if usable.len() == tolerated.len() {
+        String::new()
+    } else {
+        format!(
+            " ({} of the {} nodes it could use are NotReady or cordoned)",
+            tolerated.len() - usable.len(),
+            tolerated.len()
+        )
+    };
+    pending.add(
+        out,
+        &format!("insufficient|{r}"),
+        "GPU200",
+        Severity::Error,
+        format!("{me} is Pending: insufficient `{r}` (needs {k}, {total} free in pool {pools})"),
+        format!(
+            "the nodes the pod may use have {total} `{r}` free in all and it needs {k}{usable_text}"
+        ),
+        format!(
+            "wait for running work to finish, lower the request of {group}, or add nodes to pool {pools} (raise `nodes` in {} and `gpuctl apply {}`); see who holds them: `kubectl get pods -A -o wide --field-selector status.phase=Running`",
+            ctx.file, ctx.file
+        ),
+    );
 }
 
 /// Other resources of the same kind the nodes advertise: MIG profiles for a MIG profile,
@@ -422,103 +499,10 @@ fn refused_pods(ctx: &Ctx<'_>, out: &mut Findings) {
         );
         let ns = o.namespace.clone().unwrap_or_default();
         if let Some(rest) = msg.split("exceeded quota: ").nth(1) {
-            let quota = rest
-                .split(',')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            let q = ctx.d.resource_quotas.iter().find(|q| {
-                q.metadata.namespace.as_deref() == Some(ns.as_str())
-                    && q.metadata.name.as_deref() == Some(quota.as_str())
-            });
-            let mut evidence = vec![event_evidence(e, &about)];
-            let mut full = Vec::new();
-            if let Some(q) = q {
-                let st = q.status.as_ref();
-                let hard = st.and_then(|s| s.hard.clone()).unwrap_or_default();
-                let used = st.and_then(|s| s.used.clone()).unwrap_or_default();
-                for (k, h) in &hard {
-                    let u = used.get(k).map(|u| u.0.as_str()).unwrap_or("0");
-                    if k.contains("nvidia.com/") || k.contains("rdma/") || u == h.0 {
-                        full.push(format!("{k}: used {u} of {}", h.0));
-                    }
-                }
-                evidence.push(Evidence {
-                    source: format!("status of resourcequota/{ns}/{quota}"),
-                    text: full.join(", "),
-                    time: None,
-                });
-            }
-            let tenant = tenant_of(ctx, &ns);
-            let fix = match &tenant {
-                Some(t) => format!(
-                    "wait for the tenant's running pods (`kubectl get pods -n {ns} --field-selector status.phase=Running`), or raise tenant `{t}`'s quota in {} and run `gpuctl apply {}`",
-                    ctx.file, ctx.file
-                ),
-                None => format!(
-                    "`kubectl describe resourcequota -n {ns} {quota}`; free quota or raise `spec.hard`"
-                ),
-            };
-            out.add(
-                format!("{ns}/{quota}"),
-                finding(
-                    "GPU204",
-                    Layer::Scheduling,
-                    Severity::Error,
-                    format!("ResourceQuota {ns}/{quota} is exhausted: pods of {about} are refused"),
-                    vec![format!("resourcequota/{ns}/{quota}"), about.clone()],
-                    evidence,
-                    format!(
-                        "the namespace's quota is used up, so the API server refuses new pods before any scheduler sees them{}",
-                        tenant.map(|t| format!(" (tenant `{t}`)")).unwrap_or_default()
-                    ),
-                    fix,
-                ),
-            );
+            let quota = rest.split(',').next().unwrap_or_default().trim();
+            quota_exhausted(ctx, e, &about, &ns, quota, out);
         } else if msg.contains("must specify") {
-            let has_default = ctx.d.limit_ranges.iter().any(|l| {
-                l.metadata.namespace.as_deref() == Some(ns.as_str())
-                    && l.spec.as_ref().is_some_and(|s| {
-                        s.limits
-                            .iter()
-                            .any(|i| i.default_request.is_some() || i.default.is_some())
-                    })
-            });
-            let (what, containers) = must_specify(msg);
-            let containers = if containers.is_empty() {
-                String::new()
-            } else {
-                format!(" (missing in containers: {})", containers.join(", "))
-            };
-            out.add(
-                format!("{ns}|{what}"),
-                finding(
-                    "GPU205",
-                    Layer::Scheduling,
-                    Severity::Error,
-                    format!("pods of {about} are refused: the quota needs `{what}` and no LimitRange default gives it"),
-                    vec![about.clone(), format!("namespace/{ns}")],
-                    vec![event_evidence(e, &about)],
-                    format!(
-                        "a ResourceQuota in {ns} limits {what}, so every container must set it{containers}; {}",
-                        if has_default {
-                            "the namespace's LimitRange has defaults, but not for this resource"
-                        } else {
-                            "the namespace has no LimitRange with defaults"
-                        }
-                    ),
-                    match tenant_of(ctx, &ns) {
-                        Some(t) => format!(
-                            "set `defaults` of tenant `{t}` in {} (cpu, memory, GPU) and run `gpuctl apply {}`, or set the requests in the pod template of {about}",
-                            ctx.file, ctx.file
-                        ),
-                        None => format!(
-                            "add a LimitRange with `defaultRequest` for {what} to namespace {ns}, or set the requests in {about}"
-                        ),
-                    },
-                ),
-            );
+            quota_needs_default(ctx, e, &about, &ns, msg, out);
         } else if msg.contains("no PriorityClass with name") {
             let pc = msg
                 .split("no PriorityClass with name ")
@@ -529,6 +513,118 @@ fn refused_pods(ctx: &Ctx<'_>, out: &mut Findings) {
             priority_finding(ctx, out, &pc, vec![event_evidence(e, &about)], Some(about));
         }
     }
+}
+
+/// GPU204: the FailedCreate event `e` of `about` says ResourceQuota `ns/quota` is used up.
+fn quota_exhausted(
+    ctx: &Ctx<'_>,
+    e: &Event,
+    about: &str,
+    ns: &str,
+    quota: &str,
+    out: &mut Findings,
+) {
+    let q = ctx.d.resource_quotas.iter().find(|q| {
+        q.metadata.namespace.as_deref() == Some(ns) && q.metadata.name.as_deref() == Some(quota)
+    });
+    let mut evidence = vec![event_evidence(e, about)];
+    let mut full = Vec::new();
+    if let Some(q) = q {
+        let st = q.status.as_ref();
+        let hard = st.and_then(|s| s.hard.clone()).unwrap_or_default();
+        let used = st.and_then(|s| s.used.clone()).unwrap_or_default();
+        for (k, h) in &hard {
+            let u = used.get(k).map(|u| u.0.as_str()).unwrap_or("0");
+            if k.contains("nvidia.com/") || k.contains("rdma/") || u == h.0 {
+                full.push(format!("{k}: used {u} of {}", h.0));
+            }
+        }
+        evidence.push(Evidence {
+            source: format!("status of resourcequota/{ns}/{quota}"),
+            text: full.join(", "),
+            time: None,
+        });
+    }
+    let tenant = tenant_of(ctx, ns);
+    let fix = match &tenant {
+        Some(t) => format!(
+            "wait for the tenant's running pods (`kubectl get pods -n {ns} --field-selector status.phase=Running`), or raise tenant `{t}`'s quota in {} and run `gpuctl apply {}`",
+            ctx.file, ctx.file
+        ),
+        None => format!(
+            "`kubectl describe resourcequota -n {ns} {quota}`; free quota or raise `spec.hard`"
+        ),
+    };
+    out.add(
+        format!("{ns}/{quota}"),
+        finding(
+            "GPU204",
+            Layer::Scheduling,
+            Severity::Error,
+            format!("ResourceQuota {ns}/{quota} is exhausted: pods of {about} are refused"),
+            vec![format!("resourcequota/{ns}/{quota}"), about.to_string()],
+            evidence,
+            format!(
+                "the namespace's quota is used up, so the API server refuses new pods before any scheduler sees them{}",
+                tenant.map(|t| format!(" (tenant `{t}`)")).unwrap_or_default()
+            ),
+            fix,
+        ),
+    );
+}
+
+/// GPU205: the FailedCreate event `e` of `about` says a quota in `ns` needs requests no
+/// LimitRange default gives (`msg`, the event's message).
+fn quota_needs_default(
+    ctx: &Ctx<'_>,
+    e: &Event,
+    about: &str,
+    ns: &str,
+    msg: &str,
+    out: &mut Findings,
+) {
+    let has_default = ctx.d.limit_ranges.iter().any(|l| {
+        l.metadata.namespace.as_deref() == Some(ns)
+            && l.spec.as_ref().is_some_and(|s| {
+                s.limits
+                    .iter()
+                    .any(|i| i.default_request.is_some() || i.default.is_some())
+            })
+    });
+    let (what, containers) = must_specify(msg);
+    let containers = if containers.is_empty() {
+        String::new()
+    } else {
+        format!(" (missing in containers: {})", containers.join(", "))
+    };
+    out.add(
+        format!("{ns}|{what}"),
+        finding(
+            "GPU205",
+            Layer::Scheduling,
+            Severity::Error,
+            format!("pods of {about} are refused: the quota needs `{what}` and no LimitRange default gives it"),
+            vec![about.to_string(), format!("namespace/{ns}")],
+            vec![event_evidence(e, about)],
+            format!(
+                "a ResourceQuota in {ns} limits {what}, so every container must set it{containers}; {}",
+                if has_default {
+                    "the namespace's LimitRange has defaults, but not for this resource"
+                } else {
+                    "the namespace has no LimitRange with defaults"
+                }
+            ),
+            match tenant_of(ctx, ns) {
+                Some(t) => format!(
+                    "set `defaults` of tenant `{t}` in {} (cpu, memory, GPU) and run `gpuctl apply {}`, or set the requests in the pod template of {about}",
+                    ctx.file, ctx.file
+                ),
+                None => format!(
+                    "add a LimitRange with `defaultRequest` for {what} to namespace {ns}, or set the requests in {about}"
+                ),
+            },
+        ),
+    );
 }
 
 /// The resources and the containers of the quota admission's `must specify R1 for: c1,c2; R2 for:
@@ -650,224 +746,283 @@ fn str_of(v: &Value) -> &str {
 /// wrote on their `QuotaReserved` condition (its texts: `profiles/queueing.yaml`,
 /// `scheduling_messages.kueue`).
 fn workloads(ctx: &Ctx<'_>, out: &mut Findings) {
-    let texts = &ctx.catalog.queueing().messages.kueue;
-    let says = |msg: &str, t: &[String]| crate::profiles::KueueMessages::says(msg, t);
     for w in &ctx.d.workloads {
-        let admitted = cr_condition(w, "Admitted").is_some_and(|c| c["status"] == "True");
-        let reserved = cr_condition(w, "QuotaReserved");
-        let finished = cr_condition(w, "Finished").is_some_and(|c| c["status"] == "True");
-        if admitted || finished || w["spec"]["active"] == false {
-            continue;
-        }
-        let Some(c) = reserved.filter(|c| c["status"] == "False") else {
+        let Some(mut waiting) = waiting_workload(ctx, w) else {
             continue;
         };
-        let ns = str_of(&w["metadata"]["namespace"]);
-        let name = str_of(&w["metadata"]["name"]);
-        let me = format!("workload/{ns}/{name}");
-        let queue = str_of(&w["spec"]["queueName"]);
-        let cq = ctx
-            .d
-            .local_queues
-            .iter()
-            .find(|l| l["metadata"]["namespace"] == ns && l["metadata"]["name"] == queue)
-            .map(|l| str_of(&l["spec"]["clusterQueue"]).to_string());
-        let msg = str_of(&c["message"]);
-        let reason = str_of(&c["reason"]);
-        let mut evidence = vec![Evidence {
-            source: format!("condition QuotaReserved=False ({reason}) on {me}"),
-            text: clean(msg),
-            time: c["lastTransitionTime"].as_str().map(str::to_string),
-        }];
-        for e in ctx.d.events_for("Workload", ns, name).take(1) {
-            evidence.push(event_evidence(e, &me));
-        }
-        let cq_name = cq.clone().unwrap_or_default();
-        let cq_obj = ctx
-            .d
-            .cluster_queues
-            .iter()
-            .find(|q| q["metadata"]["name"] == cq_name.as_str());
-        let cohort = cq_obj.and_then(cohort_of).map(str::to_string);
-        if let Some(q) = cq_obj {
-            let usage = flavor_usage(q);
-            if !usage.is_empty() {
-                evidence.push(Evidence {
-                    source: format!("status.flavorsUsage of clusterqueue/{cq_name}"),
-                    text: usage,
-                    time: None,
-                });
-            }
-        }
-        // The cohort's other queues: what they use is what they cannot lend.
-        let peers: Vec<&Value> = match &cohort {
-            Some(c) => ctx
-                .d
-                .cluster_queues
-                .iter()
-                .filter(|q| {
-                    q["metadata"]["name"] != cq_name.as_str() && cohort_of(q) == Some(c.as_str())
-                })
-                .collect(),
-            None => vec![],
-        };
-        let mut subjects = vec![me.clone()];
-        if let Some(o) = w["metadata"]["ownerReferences"]
-            .as_array()
-            .and_then(|o| o.first())
-        {
-            subjects.push(subject(str_of(&o["kind"]), Some(ns), str_of(&o["name"])));
-        }
-        if !cq_name.is_empty() {
-            subjects.push(format!("clusterqueue/{cq_name}"));
-        }
-        let blueprint_cq = ctx
-            .bp
-            .spec
-            .scheduling
-            .kueue
-            .as_ref()
-            .and_then(|k| k.cluster_queues.iter().find(|q| q.name == cq_name));
-        let resource = msg
-            .split(texts.resource_after.as_str())
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_default()
-            .to_string();
-        let (id, title, cause, fix) = if says(msg, std::slice::from_ref(&texts.namespace_mismatch))
-        {
-            (
-                "GPU208",
-                format!(
-                    "{me} is not admitted: namespace {ns} is not selected by ClusterQueue {cq_name}"
-                ),
-                format!(
-                    "ClusterQueue `{cq_name}`'s namespaceSelector does not match namespace {ns}'s labels, so Kueue never considers the workload"
-                ),
-                format!(
-                    "label the namespace as the ClusterQueue selects (`kubectl get clusterqueue {cq_name} -o jsonpath='{{.spec.namespaceSelector}}'`; `kubectl label namespace {ns} KEY=VALUE`), or list {ns} under the tenant of queue {cq_name} in {} and run `gpuctl apply {}`",
-                    ctx.file, ctx.file
-                ),
-            )
-        } else if let Some(r) = texts.resource_uncovered.name_in(msg) {
-            (
-                "GPU209",
-                format!("{me} is not admitted: ClusterQueue {cq_name} does not cover `{r}`"),
-                format!(
-                    "the workload requests `{r}`, which ClusterQueue `{cq_name}` has no quota for, and Kueue's BlockUndeclared quota check keeps it pending"
-                ),
-                format!(
-                    "add `{r}` to the quota of queue `{cq_name}` in {} (or `excludeResourcePrefixes` it in the Kueue config) and run `gpuctl apply {}`; or drop the request from the job",
-                    ctx.file, ctx.file
-                ),
-            )
-        } else if says(msg, &texts.quota_in_use_cohort)
-            || (cohort.is_some() && says(msg, &texts.quota_in_use))
-        {
-            for q in &peers {
-                let usage = flavor_usage(q);
-                if !usage.is_empty() {
-                    evidence.push(Evidence {
-                        source: format!(
-                            "status.flavorsUsage of clusterqueue/{} (same cohort)",
-                            str_of(&q["metadata"]["name"])
-                        ),
-                        text: usage,
-                        time: None,
-                    });
-                }
-            }
-            let cohort_text = cohort.clone().unwrap_or_else(|| "its cohort".into());
-            let borrow = blueprint_cq
-                .and_then(|q| {
-                    q.resources
-                        .iter()
-                        .find_map(|f| f.borrowing_limit.get(&resource))
-                })
-                .map(|l| format!(" (its borrowing limit for `{resource}` is {})", l.0))
-                .unwrap_or_default();
-            if let Some(c) = &cohort {
-                subjects.push(format!("cohort/{c}"));
-            }
-            (
-                "GPU207",
-                format!(
-                    "{me} is waiting on cohort {cohort_text}: not enough unused `{resource}` to borrow"
-                ),
-                format!(
-                    "ClusterQueue `{cq_name}` is past its own quota and the other queues of cohort `{cohort_text}` use what they could lend{borrow}, so the workload waits until they finish or are reclaimed"
-                ),
-                format!(
-                    "see who holds the cohort's quota: `kubectl get clusterqueues -o custom-columns=NAME:.metadata.name,COHORT:.spec.cohortName,PENDING:.status.pendingWorkloads,ADMITTED:.status.admittedWorkloads`; raise `{cq_name}`'s own quota or borrowing limit in {} and `gpuctl apply {}`, or give it reclaimWithinCohort",
-                    ctx.file, ctx.file
-                ),
-            )
-        } else if says(msg, &texts.quota_in_use) || says(msg, &texts.request_above_quota) {
-            let nominal = blueprint_cq
-                .and_then(|q| q.resources.iter().find_map(|f| f.quota.get(&resource)))
-                .map(|q| format!(" (nominal quota {})", q.0))
-                .unwrap_or_default();
-            (
-                "GPU206",
-                format!(
-                    "{me} is not admitted: ClusterQueue {cq_name} has no room for `{resource}`"
-                ),
-                if says(msg, &texts.request_above_quota) {
-                    format!(
-                        "the workload asks for more `{resource}` than ClusterQueue `{cq_name}` can ever give{nominal}, so it is never admitted"
-                    )
-                } else {
-                    format!(
-                        "ClusterQueue `{cq_name}`'s quota for `{resource}` is in use by admitted workloads{nominal}, so it waits for them"
-                    )
-                },
-                format!(
-                    "`kubectl get workloads -n {ns}` to see what holds `{cq_name}`; raise its quota in {} and `gpuctl apply {}`, or lower the job's request",
-                    ctx.file, ctx.file
-                ),
-            )
-        } else if reason == texts.inadmissible_reason
-            || says(msg, &texts.queue_unusable)
-            || texts.queue_not_found.whole(msg)
-        {
-            (
-                "GPU210",
-                format!("{me} is inadmissible: {}", clean(msg)),
-                format!(
-                    "Kueue cannot consider the workload at all: its LocalQueue `{queue}` or ClusterQueue{} is missing, stopped or inactive",
-                    if cq_name.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" `{cq_name}`")
-                    }
-                ),
-                format!(
-                    "`kubectl get localqueue -n {ns} {queue} -o yaml` and `kubectl get clusterqueues` (look at the Active condition); `gpuctl apply {}` creates the queues the blueprint declares",
-                    ctx.file
-                ),
-            )
-        } else {
-            (
-                "GPU206",
-                format!("{me} is not admitted: {}", clean(msg)),
-                format!("Kueue keeps the workload pending in ClusterQueue `{cq_name}`"),
-                format!("`kubectl describe workload -n {ns} {name}`"),
-            )
-        };
+        let (id, title, cause, fix) = classify_workload(ctx, &mut waiting);
         out.add(
-            me.clone(),
+            waiting.me.clone(),
             finding(
                 id,
                 Layer::Scheduling,
                 Severity::Error,
                 title,
-                subjects,
-                evidence,
+                waiting.subjects,
+                waiting.evidence,
                 cause,
                 fix,
             ),
         );
     }
+}
+
+/// A Kueue Workload whose quota is not reserved, with what the classification reads.
+struct WaitingWorkload<'a> {
+    ns: &'a str,
+    name: &'a str,
+    /// `workload/<ns>/<name>`.
+    me: String,
+    /// Its LocalQueue.
+    queue: &'a str,
+    /// Its ClusterQueue (empty when its LocalQueue is not found).
+    cq_name: String,
+    cohort: Option<String>,
+    /// The other ClusterQueues of its cohort.
+    peers: Vec<&'a Value>,
+    /// The `QuotaReserved` condition's message and reason.
+    msg: &'a str,
+    reason: &'a str,
+    /// The resource the message names (`nvidia.com/gpu`), or empty.
+    resource: String,
+    /// The blueprint's declaration of its ClusterQueue.
+    blueprint_cq: Option<&'a crate::blueprint::ClusterQueue>,
+    subjects: Vec<String>,
+    evidence: Vec<Evidence>,
+}
+
+/// A Workload's finding: id, title, cause, fix.
+type WorkloadVerdict = (&'static str, String, String, String);
+
+/// `w` when it is waiting for quota (not admitted, not finished, active, `QuotaReserved=False`).
+fn waiting_workload<'a>(ctx: &Ctx<'a>, w: &'a Value) -> Option<WaitingWorkload<'a>> {
+    let texts = &ctx.catalog.queueing().messages.kueue;
+    let admitted = cr_condition(w, "Admitted").is_some_and(|c| c["status"] == "True");
+    let finished = cr_condition(w, "Finished").is_some_and(|c| c["status"] == "True");
+    if admitted || finished || w["spec"]["active"] == false {
+        return None;
+    }
+    let c = cr_condition(w, "QuotaReserved").filter(|c| c["status"] == "False")?;
+    let d = ctx.d;
+    let ns = str_of(&w["metadata"]["namespace"]);
+    let name = str_of(&w["metadata"]["name"]);
+    let me = format!("workload/{ns}/{name}");
+    let queue = str_of(&w["spec"]["queueName"]);
+    let cq_name = d
+        .local_queues
+        .iter()
+        .find(|l| l["metadata"]["namespace"] == ns && l["metadata"]["name"] == queue)
+        .map(|l| str_of(&l["spec"]["clusterQueue"]).to_string())
+        .unwrap_or_default();
+    let msg = str_of(&c["message"]);
+    let reason = str_of(&c["reason"]);
+    let mut evidence = vec![Evidence {
+        source: format!("condition QuotaReserved=False ({reason}) on {me}"),
+        text: clean(msg),
+        time: c["lastTransitionTime"].as_str().map(str::to_string),
+    }];
+    for e in d.events_for("Workload", ns, name).take(1) {
+        evidence.push(event_evidence(e, &me));
+    }
+    let cq_obj = d
+        .cluster_queues
+        .iter()
+        .find(|q| q["metadata"]["name"] == cq_name.as_str());
+    let cohort = cq_obj.and_then(cohort_of).map(str::to_string);
+    if let Some(q) = cq_obj {
+        let usage = flavor_usage(q);
+        if !usage.is_empty() {
+            evidence.push(Evidence {
+                source: format!("status.flavorsUsage of clusterqueue/{cq_name}"),
+                text: usage,
+                time: None,
+            });
+        }
+    }
+    // The cohort's other queues: what they use is what they cannot lend.
+    let peers: Vec<&Value> = match &cohort {
+        Some(c) => d
+            .cluster_queues
+            .iter()
+            .filter(|q| {
+                q["metadata"]["name"] != cq_name.as_str() && cohort_of(q) == Some(c.as_str())
+            })
+            .collect(),
+        None => vec![],
+    };
+    let mut subjects = vec![me.clone()];
+    if let Some(o) = w["metadata"]["ownerReferences"]
+        .as_array()
+        .and_then(|o| o.first())
+    {
+        subjects.push(subject(str_of(&o["kind"]), Some(ns), str_of(&o["name"])));
+    }
+    if !cq_name.is_empty() {
+        subjects.push(format!("clusterqueue/{cq_name}"));
+    }
+    let blueprint_cq = ctx
+        .bp
+        .spec
+        .scheduling
+        .kueue
+        .as_ref()
+        .and_then(|k| k.cluster_queues.iter().find(|q| q.name == cq_name));
+    let resource = msg
+        .split(texts.resource_after.as_str())
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    Some(WaitingWorkload {
+        ns,
+        name,
+        me,
+        queue,
+        cq_name,
+        cohort,
+        peers,
+        msg,
+        reason,
+        resource,
+        blueprint_cq,
+        subjects,
+        evidence,
+    })
+}
+
+/// Which of GPU206–GPU210 the Workload's message says, in the order the texts are told apart.
+fn classify_workload(ctx: &Ctx<'_>, w: &mut WaitingWorkload<'_>) -> WorkloadVerdict {
+    let texts = &ctx.catalog.queueing().messages.kueue;
+    let says = |msg: &str, t: &[String]| crate::profiles::KueueMessages::says(msg, t);
+    let (me, ns, cq_name, msg) = (&w.me, w.ns, &w.cq_name, w.msg);
+    if says(msg, std::slice::from_ref(&texts.namespace_mismatch)) {
+        (
+            "GPU208",
+            format!(
+                "{me} is not admitted: namespace {ns} is not selected by ClusterQueue {cq_name}"
+            ),
+            format!(
+                "ClusterQueue `{cq_name}`'s namespaceSelector does not match namespace {ns}'s labels, so Kueue never considers the workload"
+            ),
+            format!(
+                "label the namespace as the ClusterQueue selects (`kubectl get clusterqueue {cq_name} -o jsonpath='{{.spec.namespaceSelector}}'`; `kubectl label namespace {ns} KEY=VALUE`), or list {ns} under the tenant of queue {cq_name} in {} and run `gpuctl apply {}`",
+                ctx.file, ctx.file
+            ),
+        )
+    } else if let Some(r) = texts.resource_uncovered.name_in(msg) {
+        (
+            "GPU209",
+            format!("{me} is not admitted: ClusterQueue {cq_name} does not cover `{r}`"),
+            format!(
+                "the workload requests `{r}`, which ClusterQueue `{cq_name}` has no quota for, and Kueue's BlockUndeclared quota check keeps it pending"
+            ),
+            format!(
+                "add `{r}` to the quota of queue `{cq_name}` in {} (or `excludeResourcePrefixes` it in the Kueue config) and run `gpuctl apply {}`; or drop the request from the job",
+                ctx.file, ctx.file
+            ),
+        )
+    } else if says(msg, &texts.quota_in_use_cohort)
+        || (w.cohort.is_some() && says(msg, &texts.quota_in_use))
+    {
+        waiting_on_cohort(ctx, w)
+    } else if says(msg, &texts.quota_in_use) || says(msg, &texts.request_above_quota) {
+        let resource = &w.resource;
+        let nominal = w
+            .blueprint_cq
+            .and_then(|q| q.resources.iter().find_map(|f| f.quota.get(resource)))
+            .map(|q| format!(" (nominal quota {})", q.0))
+            .unwrap_or_default();
+        (
+            "GPU206",
+            format!("{me} is not admitted: ClusterQueue {cq_name} has no room for `{resource}`"),
+            if says(msg, &texts.request_above_quota) {
+                format!(
+                    "the workload asks for more `{resource}` than ClusterQueue `{cq_name}` can ever give{nominal}, so it is never admitted"
+                )
+            } else {
+                format!(
+                    "ClusterQueue `{cq_name}`'s quota for `{resource}` is in use by admitted workloads{nominal}, so it waits for them"
+                )
+            },
+            format!(
+                "`kubectl get workloads -n {ns}` to see what holds `{cq_name}`; raise its quota in {} and `gpuctl apply {}`, or lower the job's request",
+                ctx.file, ctx.file
+            ),
+        )
+    } else if w.reason == texts.inadmissible_reason
+        || says(msg, &texts.queue_unusable)
+        || texts.queue_not_found.whole(msg)
+    {
+        let queue = w.queue;
+        (
+            "GPU210",
+            format!("{me} is inadmissible: {}", clean(msg)),
+            format!(
+                "Kueue cannot consider the workload at all: its LocalQueue `{queue}` or ClusterQueue{} is missing, stopped or inactive",
+                if cq_name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" `{cq_name}`")
+                }
+            ),
+            format!(
+                "`kubectl get localqueue -n {ns} {queue} -o yaml` and `kubectl get clusterqueues` (look at the Active condition); `gpuctl apply {}` creates the queues the blueprint declares",
+                ctx.file
+            ),
+        )
+    } else {
+        (
+            "GPU206",
+            format!("{me} is not admitted: {}", clean(msg)),
+            format!("Kueue keeps the workload pending in ClusterQueue `{cq_name}`"),
+            format!("`kubectl describe workload -n {ns} {}`", w.name),
+        )
+    }
+}
+
+/// GPU207: its ClusterQueue is past its own quota and the cohort has nothing left to lend (the
+/// peers' usage is added to the evidence, the cohort to the subjects).
+fn waiting_on_cohort(ctx: &Ctx<'_>, w: &mut WaitingWorkload<'_>) -> WorkloadVerdict {
+    for q in &w.peers {
+        let usage = flavor_usage(q);
+        if !usage.is_empty() {
+            w.evidence.push(Evidence {
+                source: format!(
+                    "status.flavorsUsage of clusterqueue/{} (same cohort)",
+                    str_of(&q["metadata"]["name"])
+                ),
+                text: usage,
+                time: None,
+            });
+        }
+    }
+    let (me, cq_name, resource) = (&w.me, &w.cq_name, &w.resource);
+    let cohort_text = w.cohort.clone().unwrap_or_else(|| "its cohort".into());
+    let borrow = w
+        .blueprint_cq
+        .and_then(|q| {
+            q.resources
+                .iter()
+                .find_map(|f| f.borrowing_limit.get(resource))
+        })
+        .map(|l| format!(" (its borrowing limit for `{resource}` is {})", l.0))
+        .unwrap_or_default();
+    if let Some(c) = &w.cohort {
+        w.subjects.push(format!("cohort/{c}"));
+    }
+    (
+        "GPU207",
+        format!(
+            "{me} is waiting on cohort {cohort_text}: not enough unused `{resource}` to borrow"
+        ),
+        format!(
+            "ClusterQueue `{cq_name}` is past its own quota and the other queues of cohort `{cohort_text}` use what they could lend{borrow}, so the workload waits until they finish or are reclaimed"
+        ),
+        format!(
+            "see who holds the cohort's quota: `kubectl get clusterqueues -o custom-columns=NAME:.metadata.name,COHORT:.spec.cohortName,PENDING:.status.pendingWorkloads,ADMITTED:.status.admittedWorkloads`; raise `{cq_name}`'s own quota or borrowing limit in {} and `gpuctl apply {}`, or give it reclaimWithinCohort",
+            ctx.file, ctx.file
+        ),
+    )
 }
 
 /// The cohort of a ClusterQueue (`spec.cohortName` in v1beta2, `spec.cohort` before).

@@ -20,6 +20,7 @@ mod map;
 mod network;
 mod pools;
 pub mod releases;
+pub(crate) mod rules;
 
 use std::collections::BTreeMap;
 
@@ -54,6 +55,9 @@ pub struct Note {
     pub path: String,
     /// What.
     pub message: String,
+    /// Stable id, registered in `rules.rs` (`gpuctl explain GPU300`); last, so warnings keep
+    /// their order by path.
+    pub id: &'static str,
 }
 
 /// The result of an import.
@@ -99,13 +103,24 @@ impl Draft {
             .push(text.into());
     }
 
-    /// Something gpuctl cannot express: a comment at `path` and a warning.
+    /// Something gpuctl cannot express: a comment at `path` and a warning (GPU300).
     pub fn warn(&mut self, path: &str, text: impl Into<String>) {
         let text = text.into();
         self.comment(path, format!("import: {text}"));
+        self.note("GPU300", path, text);
+    }
+
+    /// A warning of rule `id` at `path` (the empty path: the whole blueprint), without a comment.
+    pub fn note(&mut self, id: &'static str, path: &str, message: String) {
+        crate::finding::debug_check(
+            crate::finding::Family::Import,
+            id,
+            crate::diag::Severity::Warning,
+        );
         self.warnings.push(Note {
             path: path.to_string(),
-            message: text,
+            message,
+            id,
         });
     }
 }
@@ -246,9 +261,10 @@ pub fn import(
                             plan_counts.change += 1;
                             let fields: Vec<&str> =
                                 a.changes.iter().map(|c| c.path.as_str()).collect();
-                            draft.warnings.push(Note {
-                                path: String::new(),
-                                message: format!(
+                            draft.note(
+                                "GPU301",
+                                "",
+                                format!(
                                     "a plan of this blueprint would {} {}{}",
                                     if a.action == ActionKind::Update {
                                         "change"
@@ -265,7 +281,7 @@ pub fn import(
                                         format!(" ({})", fields.join(", "))
                                     }
                                 ),
-                            });
+                            );
                         }
                         ActionKind::Delete => {}
                     }
@@ -275,13 +291,14 @@ pub fn import(
                     && live_release(live).is_some()
                 {
                     let fields: Vec<&str> = h.changes.iter().map(|c| c.path.as_str()).collect();
-                    draft.warnings.push(Note {
-                        path: "spec.gpuOperator".into(),
-                        message: format!(
+                    draft.note(
+                        "GPU301",
+                        "spec.gpuOperator",
+                        format!(
                             "a plan of this blueprint would upgrade the operator's Helm release ({})",
                             if fields.is_empty() { "chart version or status".to_string() } else { fields.join(", ") }
                         ),
-                    });
+                    );
                 }
             }
         }
@@ -294,10 +311,11 @@ pub fn import(
     }
     if !valid {
         // Findings were attached as comments by `render`.
-        draft.warnings.push(Note {
-            path: String::new(),
-            message: "the imported blueprint does not pass `gpuctl validate`: each finding is a comment above its field".into(),
-        });
+        draft.note(
+            "GPU302",
+            "",
+            "the imported blueprint does not pass `gpuctl validate`: each finding is a comment above its field".into(),
+        );
     }
     let yaml = text(&tree, &draft, live, plan_counts, valid);
     draft.warnings.sort();

@@ -165,12 +165,13 @@ pub fn groups(
         }
         let keys: BTreeSet<Vec<(String, String)>> = picked.iter().map(|n| group_key(n)).collect();
         if keys.len() > 1 {
-            draft.warnings.push(super::Note {
-                path: "spec.nodePools".into(),
-                message: format!(
+            draft.note(
+                "GPU300",
+                "spec.nodePools",
+                format!(
                     "ResourceFlavor `{name}` selects GPU nodes that differ in GPU, partitioning, driver or taints; they are imported as separate pools"
                 ),
-            });
+            );
             continue;
         }
         let non_gpu = nodes

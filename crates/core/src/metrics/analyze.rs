@@ -30,6 +30,14 @@ pub fn findings(facts: &DcgmFacts, settings: &MetricSettings, results: &Results)
             .cmp(&(b.id, &b.subjects))
             .then_with(|| a.cause.cmp(&b.cause))
     });
+    for f in &out {
+        crate::finding::debug_check_cluster(
+            crate::finding::Family::Metrics,
+            f.id,
+            f.severity,
+            f.layer,
+        );
+    }
     out
 }
 
@@ -38,6 +46,9 @@ struct Cx<'a> {
     settings: &'a MetricSettings,
     results: &'a Results,
 }
+
+/// What an Xid asks for: the finding's id, severity, cause and fix.
+type XidAdvice = (&'static str, Severity, String, String);
 
 /// A series' labels without `__name__` (functions drop it; a join must too).
 type Key = BTreeMap<String, String>;
@@ -269,7 +280,7 @@ impl Cx<'_> {
         if !seen {
             out.push(Finding {
                 id: "GPU261",
-                layer: Layer::NodeAndHardware,
+                layer: Layer::NodeHardware,
                 severity: Severity::Warning,
                 subjects: Vec::new(),
                 evidence: vec![Evidence {
@@ -443,7 +454,7 @@ impl Cx<'_> {
         let url = self.facts.xid.url();
         Finding {
             id: "GPU253",
-            layer: Layer::NodeAndHardware,
+            layer: Layer::NodeHardware,
             severity: Severity::Warning,
             subjects: t.subjects(true),
             evidence: vec![s.evidence],
@@ -463,7 +474,7 @@ impl Cx<'_> {
         let texts: Vec<String> = r.message_texts.iter().map(|m| format!("'{m}'")).collect();
         Finding {
             id: "GPU264",
-            layer: Layer::NodeAndHardware,
+            layer: Layer::NodeHardware,
             severity: Severity::Warning,
             subjects: t.subjects(true),
             evidence: vec![s.evidence],
@@ -527,7 +538,7 @@ impl Cx<'_> {
         };
         Finding {
             id: "GPU264",
-            layer: Layer::NodeAndHardware,
+            layer: Layer::NodeHardware,
             severity,
             subjects: t.subjects(true),
             evidence: r.evidence,
@@ -541,106 +552,16 @@ impl Cx<'_> {
 
     /// The finding for a classified Xid (not Xid 154), by what its immediate action asks for.
     fn xid_finding(&self, t: &Target, c: &XidCode, s: Seen, others: bool) -> Option<Finding> {
-        let names = self.names();
-        let idx = t.smi_id(&s.labels, names);
-        let node = t.node();
-        let gpu = t.gpu_phrase();
-        let xid = c.xid;
-        let w = self.error_window();
         let layer = match c.class {
             XidClass::Application => Layer::Runtime,
-            XidClass::Hardware | XidClass::OffBus => Layer::NodeAndHardware,
-        };
-        let again = |fix: &mut String| {
-            if s.recurs {
-                fix.push_str(&format!(
-                    "; Xid {xid} recurred in the last {w}: {}",
-                    self.if_it_recurs(c)
-                ));
-            }
+            XidClass::Hardware | XidClass::OffBus => Layer::NodeHardware,
         };
         let (id, severity, cause, mut fix) = match c.immediate.response() {
-            XidResponse::RestartNode => (
-                "GPU250",
-                Severity::Error,
-                format!(
-                    "{gpu} fell off the bus (Xid {xid}): the driver lost it on PCIe, and every job on it died"
-                ),
-                format!(
-                    "{}; then reboot {node} ({}), check its BMC log and kernel log (dmesg) for the PCIe fault, and reseat or replace the GPU if it happens again; kubectl uncordon {node} when nvidia-smi lists every GPU",
-                    drain(node),
-                    self.catalog_says(c)
-                ),
-            ),
-            XidResponse::ResetGpu => {
-                let mut fix = format!(
-                    "{}; then reset the GPU on the node (nvidia-smi -r -i {idx}, or reboot it) and kubectl uncordon {node}",
-                    drain(node)
-                );
-                if !s.recurs {
-                    fix.push_str(&format!("; if Xid {xid} returns, {}", self.if_it_recurs(c)));
-                }
-                if c.driver {
-                    fix.push_str("; if it recurs on several GPUs, move the pool to a newer driver: gpuctl upgrade driver BLUEPRINT --pool POOL --to VERSION");
-                }
-                (
-                    "GPU251",
-                    Severity::Error,
-                    format!(
-                        "{gpu} reported Xid {xid} ({}), a hardware fault the GPU needs a reset for ({})",
-                        c.text,
-                        self.catalog_says(c)
-                    ),
-                    fix,
-                )
-            }
-            XidResponse::RestartApp => {
-                let (who, mut fix) = self.restart_app(t, c.class);
-                let cause = match c.class {
-                    XidClass::Application => format!(
-                        "{who} caused Xid {xid} ({}) on {gpu}: an application error, not a GPU fault ({})",
-                        c.text,
-                        self.catalog_says(c)
-                    ),
-                    XidClass::Hardware | XidClass::OffBus => {
-                        // The catalog's Xid 94 text: "It is recommended to reset the GPU when
-                        // convenient. Applications can continue to be run until the reset can be
-                        // performed."
-                        fix.push_str(&format!(
-                            "; then, at a quiet moment, {} and reset the GPU on the node: nvidia-smi -r -i {idx}",
-                            drain(node)
-                        ));
-                        format!(
-                            "{who} lost its work to Xid {xid} ({}) on {gpu}: the application must be restarted; other work on the GPU is unaffected ({})",
-                            c.text,
-                            self.catalog_says(c)
-                        )
-                    }
-                };
-                ("GPU252", Severity::Warning, cause, fix)
-            }
+            XidResponse::RestartNode => self.xid_off_the_bus(t, c),
+            XidResponse::ResetGpu => self.xid_reset_gpu(t, c, &s),
+            XidResponse::RestartApp => self.xid_restart_app(t, c, &s),
             XidResponse::Ignore => {
-                let who = match (c.class, t.pod_phrase()) {
-                    (XidClass::Application, Some(p)) => format!(" (pod {p})"),
-                    _ => String::new(),
-                };
-                let (cause, fix) = if s.recurs {
-                    (
-                        format!(
-                            "{gpu} reported Xid {xid} ({}){who} repeatedly in the last {w}: NVIDIA's Xid catalog asks for no immediate action (IGNORE), but it recurs",
-                            c.text
-                        ),
-                        format!("nothing to reset or drain; {}", self.if_it_recurs(c)),
-                    )
-                } else {
-                    (
-                        format!(
-                            "{gpu} reported Xid {xid} ({}){who}: NVIDIA's Xid catalog asks for no action (immediate action IGNORE)",
-                            c.text
-                        ),
-                        format!("none; if it recurs, {}", self.if_it_recurs(c)),
-                    )
-                };
+                let (cause, fix) = self.xid_ignore(t, c, &s);
                 return Some(Finding {
                     id: "GPU262",
                     layer,
@@ -651,64 +572,20 @@ impl Cx<'_> {
                     fix,
                 });
             }
-            XidResponse::IfAlone => {
-                // With another Xid the catalog says to follow that one, which has its own finding.
-                if others {
-                    return None;
-                }
-                let bucket = self.facts.xid.bucket(&c.immediate).unwrap_or("");
-                (
-                    "GPU263",
-                    Severity::Warning,
-                    format!(
-                        "{gpu} reported Xid {xid} ({}) and no other Xid in the last {w}; NVIDIA's catalog decides Xid {xid} by whether it comes alone ({}: \"{bucket}\")",
-                        c.text, c.immediate
-                    ),
-                    format!(
-                        "on a node that runs NVIDIA Fabric Manager (NVSwitch systems) restart it, the catalog's RESTART_FM; Xid {xid} alone also follows an application stopped by Ctrl-C, SIGKILL or a GPU reset, so check whether one was: {}",
-                        Self::kernel_log(node)
-                    ),
-                )
-            }
-            XidResponse::DecodeMessage => {
-                let bucket = self.facts.xid.bucket(&c.immediate).unwrap_or("");
-                (
-                    "GPU263",
-                    Severity::Warning,
-                    format!(
-                        "{gpu} reported Xid {xid} ({}): NVIDIA's catalog decides its action from the Xid message ({}), which the metrics do not carry",
-                        c.text, c.immediate
-                    ),
-                    format!(
-                        "read the Xid {xid} line in the node's kernel log ({}) and decode it with the catalog ({}): \"{bucket}\"; an Xid 154 on the same GPU names the recovery it needs",
-                        Self::kernel_log(node),
-                        self.facts.xid.url()
-                    ),
-                )
-            }
-            XidResponse::RecoveryAction | XidResponse::Unhandled => {
-                let bucket = self
-                    .facts
-                    .xid
-                    .bucket(&c.immediate)
-                    .map(|b| format!(" (\"{b}\")"))
-                    .unwrap_or_default();
-                (
-                    "GPU253",
-                    Severity::Warning,
-                    format!(
-                        "{gpu} reported Xid {xid} ({}): NVIDIA's catalog's immediate action is {}{bucket}, which gpuctl has no command for",
-                        c.text, c.immediate
-                    ),
-                    format!(
-                        "follow the catalog ({}); the node's kernel log has the full message: {}",
-                        self.facts.xid.url(),
-                        Self::kernel_log(node)
-                    ),
-                )
-            }
+            // With another Xid the catalog says to follow that one, which has its own finding.
+            XidResponse::IfAlone if others => return None,
+            XidResponse::IfAlone => self.xid_alone(t, c),
+            XidResponse::DecodeMessage => self.xid_decode_message(t, c),
+            XidResponse::RecoveryAction | XidResponse::Unhandled => self.xid_unhandled(t, c),
         };
-        again(&mut fix);
+        if s.recurs {
+            fix.push_str(&format!(
+                "; Xid {} recurred in the last {}: {}",
+                c.xid,
+                self.error_window(),
+                self.if_it_recurs(c)
+            ));
+        }
         Some(Finding {
             id,
             layer,
@@ -718,6 +595,180 @@ impl Cx<'_> {
             cause,
             fix,
         })
+    }
+
+    /// GPU250: the GPU fell off the bus (RESTART_BM).
+    fn xid_off_the_bus(&self, t: &Target, c: &XidCode) -> XidAdvice {
+        let node = t.node();
+        (
+            "GPU250",
+            Severity::Error,
+            format!(
+                "{} fell off the bus (Xid {}): the driver lost it on PCIe, and every job on it died",
+                t.gpu_phrase(),
+                c.xid
+            ),
+            format!(
+                "{}; then reboot {node} ({}), check its BMC log and kernel log (dmesg) for the PCIe fault, and reseat or replace the GPU if it happens again; kubectl uncordon {node} when nvidia-smi lists every GPU",
+                drain(node),
+                self.catalog_says(c)
+            ),
+        )
+    }
+
+    /// GPU251: a hardware fault the GPU needs a reset for (RESET_GPU, WORKFLOW_XID_48).
+    fn xid_reset_gpu(&self, t: &Target, c: &XidCode, s: &Seen) -> XidAdvice {
+        let node = t.node();
+        let xid = c.xid;
+        let mut fix = format!(
+            "{}; then reset the GPU on the node (nvidia-smi -r -i {}, or reboot it) and kubectl uncordon {node}",
+            drain(node),
+            t.smi_id(&s.labels, self.names())
+        );
+        if !s.recurs {
+            fix.push_str(&format!("; if Xid {xid} returns, {}", self.if_it_recurs(c)));
+        }
+        if c.driver {
+            fix.push_str("; if it recurs on several GPUs, move the pool to a newer driver: gpuctl upgrade driver BLUEPRINT --pool POOL --to VERSION");
+        }
+        (
+            "GPU251",
+            Severity::Error,
+            format!(
+                "{} reported Xid {xid} ({}), a hardware fault the GPU needs a reset for ({})",
+                t.gpu_phrase(),
+                c.text,
+                self.catalog_says(c)
+            ),
+            fix,
+        )
+    }
+
+    /// GPU252: the application must be restarted (RESTART_APP); after a contained memory error
+    /// (Xid 94) the GPU also wants a reset when convenient.
+    fn xid_restart_app(&self, t: &Target, c: &XidCode, s: &Seen) -> XidAdvice {
+        let gpu = t.gpu_phrase();
+        let xid = c.xid;
+        let (who, mut fix) = self.restart_app(t, c.class);
+        let cause = match c.class {
+            XidClass::Application => format!(
+                "{who} caused Xid {xid} ({}) on {gpu}: an application error, not a GPU fault ({})",
+                c.text,
+                self.catalog_says(c)
+            ),
+            XidClass::Hardware | XidClass::OffBus => {
+                // The catalog's Xid 94 text: "It is recommended to reset the GPU when
+                // convenient. Applications can continue to be run until the reset can be
+                // performed."
+                fix.push_str(&format!(
+                    "; then, at a quiet moment, {} and reset the GPU on the node: nvidia-smi -r -i {}",
+                    drain(t.node()),
+                    t.smi_id(&s.labels, self.names())
+                ));
+                format!(
+                    "{who} lost its work to Xid {xid} ({}) on {gpu}: the application must be restarted; other work on the GPU is unaffected ({})",
+                    c.text,
+                    self.catalog_says(c)
+                )
+            }
+        };
+        ("GPU252", Severity::Warning, cause, fix)
+    }
+
+    /// GPU262's cause and fix: the catalog asks for no action (IGNORE), unless it recurs.
+    fn xid_ignore(&self, t: &Target, c: &XidCode, s: &Seen) -> (String, String) {
+        let gpu = t.gpu_phrase();
+        let xid = c.xid;
+        let who = match (c.class, t.pod_phrase()) {
+            (XidClass::Application, Some(p)) => format!(" (pod {p})"),
+            _ => String::new(),
+        };
+        if s.recurs {
+            (
+                format!(
+                    "{gpu} reported Xid {xid} ({}){who} repeatedly in the last {}: NVIDIA's Xid catalog asks for no immediate action (IGNORE), but it recurs",
+                    c.text,
+                    self.error_window()
+                ),
+                format!("nothing to reset or drain; {}", self.if_it_recurs(c)),
+            )
+        } else {
+            (
+                format!(
+                    "{gpu} reported Xid {xid} ({}){who}: NVIDIA's Xid catalog asks for no action (immediate action IGNORE)",
+                    c.text
+                ),
+                format!("none; if it recurs, {}", self.if_it_recurs(c)),
+            )
+        }
+    }
+
+    /// GPU263 for an Xid the catalog decides by whether it comes alone (Xid 45), when it does.
+    fn xid_alone(&self, t: &Target, c: &XidCode) -> XidAdvice {
+        let xid = c.xid;
+        let bucket = self.facts.xid.bucket(&c.immediate).unwrap_or("");
+        (
+            "GPU263",
+            Severity::Warning,
+            format!(
+                "{} reported Xid {xid} ({}) and no other Xid in the last {}; NVIDIA's catalog decides Xid {xid} by whether it comes alone ({}: \"{bucket}\")",
+                t.gpu_phrase(),
+                c.text,
+                self.error_window(),
+                c.immediate
+            ),
+            format!(
+                "on a node that runs NVIDIA Fabric Manager (NVSwitch systems) restart it, the catalog's RESTART_FM; Xid {xid} alone also follows an application stopped by Ctrl-C, SIGKILL or a GPU reset, so check whether one was: {}",
+                Self::kernel_log(t.node())
+            ),
+        )
+    }
+
+    /// GPU263 for an Xid whose action the catalog takes from its message (the NVLink Xids).
+    fn xid_decode_message(&self, t: &Target, c: &XidCode) -> XidAdvice {
+        let xid = c.xid;
+        let bucket = self.facts.xid.bucket(&c.immediate).unwrap_or("");
+        (
+            "GPU263",
+            Severity::Warning,
+            format!(
+                "{} reported Xid {xid} ({}): NVIDIA's catalog decides its action from the Xid message ({}), which the metrics do not carry",
+                t.gpu_phrase(),
+                c.text,
+                c.immediate
+            ),
+            format!(
+                "read the Xid {xid} line in the node's kernel log ({}) and decode it with the catalog ({}): \"{bucket}\"; an Xid 154 on the same GPU names the recovery it needs",
+                Self::kernel_log(t.node()),
+                self.facts.xid.url()
+            ),
+        )
+    }
+
+    /// GPU253 for a classified Xid whose immediate action gpuctl has no command for.
+    fn xid_unhandled(&self, t: &Target, c: &XidCode) -> XidAdvice {
+        let bucket = self
+            .facts
+            .xid
+            .bucket(&c.immediate)
+            .map(|b| format!(" (\"{b}\")"))
+            .unwrap_or_default();
+        (
+            "GPU253",
+            Severity::Warning,
+            format!(
+                "{} reported Xid {} ({}): NVIDIA's catalog's immediate action is {}{bucket}, which gpuctl has no command for",
+                t.gpu_phrase(),
+                c.xid,
+                c.text,
+                c.immediate
+            ),
+            format!(
+                "follow the catalog ({}); the node's kernel log has the full message: {}",
+                self.facts.xid.url(),
+                Self::kernel_log(t.node())
+            ),
+        )
     }
 
     /// Who to restart, and how, for an Xid whose immediate action is RESTART_APP: an application
@@ -785,7 +836,7 @@ impl Cx<'_> {
             let ev = self.evidence(check, s, metric.to_owned(), value);
             out.push(Finding {
                 id,
-                layer: Layer::NodeAndHardware,
+                layer: Layer::NodeHardware,
                 severity,
                 subjects: t.subjects(true),
                 evidence: vec![ev],
@@ -835,7 +886,7 @@ impl Cx<'_> {
             );
             out.push(Finding {
                 id: "GPU255",
-                layer: Layer::NodeAndHardware,
+                layer: Layer::NodeHardware,
                 severity: Severity::Error,
                 subjects: t.subjects(true),
                 evidence: vec![ev],
@@ -891,7 +942,7 @@ impl Cx<'_> {
             );
             out.push(Finding {
                 id: "GPU257",
-                layer: Layer::NodeAndHardware,
+                layer: Layer::NodeHardware,
                 severity: Severity::Warning,
                 subjects: t.subjects(true),
                 evidence: vec![ev],
@@ -937,7 +988,7 @@ impl Cx<'_> {
             };
             out.push(Finding {
                 id: "GPU258",
-                layer: Layer::NodeAndHardware,
+                layer: Layer::NodeHardware,
                 severity: Severity::Warning,
                 subjects: t.subjects(true),
                 evidence: vec![ev],
@@ -977,7 +1028,7 @@ impl Cx<'_> {
         for (t, (idx, evidence)) in per_gpu {
             out.push(Finding {
                 id: "GPU259",
-                layer: Layer::NodeAndHardware,
+                layer: Layer::NodeHardware,
                 severity: Severity::Warning,
                 subjects: t.subjects(true),
                 evidence,

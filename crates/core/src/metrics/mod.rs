@@ -1,4 +1,5 @@
-//! Doctor's runtime and hardware findings from DCGM metrics (GPU250-GPU269), as pure functions.
+//! Doctor's runtime and hardware findings from DCGM metrics (GPU250-GPU299, registered in
+//! `rules.rs`), as pure functions.
 //!
 //! The flow: [`plan`] turns the DCGM facts (`profiles/dcgm.yaml`) and the [`MetricSettings`] into
 //! PromQL [`Query`]s; the cluster crate runs them against Prometheus's HTTP API at one evaluation
@@ -7,6 +8,7 @@
 //! No network here: a test builds `Results` by hand.
 
 mod analyze;
+pub(crate) mod rules;
 #[cfg(test)]
 mod tests;
 
@@ -20,19 +22,8 @@ use crate::quantity::parse_duration_ms;
 
 pub use analyze::findings;
 
-/// The four layers of the rendered troubleshooting runbook; metric findings are in the last two.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layer {
-    /// Pods that cannot be placed.
-    Scheduling,
-    /// Pods placed but not starting (driver, toolkit, device plugin).
-    ContainerStart,
-    /// Running work that fails or wastes its GPU.
-    Runtime,
-    /// Nodes and GPUs that are faulty.
-    NodeAndHardware,
-}
+/// The runbook layer: metric findings are in the last two.
+pub use crate::finding::Layer;
 
 /// What kind of object a finding concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -90,7 +81,7 @@ impl std::fmt::Display for Evidence {
 /// One thing wrong at runtime or in the hardware.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
-    /// Stable id (`GPU250`).
+    /// Stable id (`GPU250`), registered in `rules.rs`.
     pub id: &'static str,
     /// Runbook layer.
     pub layer: Layer,
@@ -146,12 +137,7 @@ impl Finding {
             .to_owned();
         crate::doctor::Finding {
             id: self.id.to_owned(),
-            layer: match self.layer {
-                Layer::Scheduling => crate::doctor::Layer::Scheduling,
-                Layer::ContainerStart => crate::doctor::Layer::ContainerStart,
-                Layer::Runtime => crate::doctor::Layer::Runtime,
-                Layer::NodeAndHardware => crate::doctor::Layer::NodeHardware,
-            },
+            layer: self.layer,
             severity: self.severity,
             title,
             subjects,

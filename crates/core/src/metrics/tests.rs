@@ -94,7 +94,7 @@ fn xid_79_is_fell_off_the_bus_with_drain_fix() {
     assert_eq!(ids(&f), ["GPU250"]);
     let x = &f[0];
     assert_eq!(x.severity, Severity::Error);
-    assert_eq!(x.layer, Layer::NodeAndHardware);
+    assert_eq!(x.layer, Layer::NodeHardware);
     assert_eq!(x.subjects[0].name, "node-a");
     assert_eq!(x.subjects[1].name, "GPU-node-a-3");
     assert_eq!(x.subjects[2].name, "train-0");
@@ -296,7 +296,7 @@ fn contained_memory_error_restarts_the_pod() {
     let x = &f[0];
     assert_eq!(
         (x.severity, x.layer),
-        (Severity::Warning, Layer::NodeAndHardware)
+        (Severity::Warning, Layer::NodeHardware)
     );
     assert!(
         x.fix.starts_with("kubectl -n ml delete pod p") && x.fix.contains("at a quiet moment"),

@@ -151,10 +151,7 @@ impl Ctx<'_> {
     ) {
         let path = path.into();
         let severity = registry::rule(rule).map_or(Severity::Error, |r| r.severity);
-        debug_assert!(
-            registry::rule(rule).is_some(),
-            "rule {rule} is not registered"
-        );
+        crate::finding::debug_check(crate::finding::Family::Validation, rule, severity);
         let hint = crate::diag::bounded(hint.into());
         self.findings.push(Finding {
             rule,

@@ -1,30 +1,11 @@
-//! Every rule gpuctl checks: id, severity, what, why, how to fix, where the facts come from.
-//! `gpuctl explain` prints from here and docs/rules.md is generated from it (a test keeps it current).
+//! Every validation rule gpuctl checks: id, severity, what, why, how to fix, where the facts come
+//! from. One of the finding families of [`crate::finding`]: `gpuctl explain` prints from there and
+//! docs/rules.md is generated from it (a test keeps it current).
 
 use crate::diag::Severity;
+use crate::finding::Family;
 
-/// A validation rule's documentation.
-#[derive(Debug, Clone, Copy)]
-pub struct Rule {
-    /// Stable id, `GPU` + three digits.
-    pub id: &'static str,
-    /// Short kebab-case name.
-    pub name: &'static str,
-    /// Rule family (one source file under `validate/rules/`).
-    pub family: &'static str,
-    /// Severity of its findings.
-    pub severity: Severity,
-    /// What it checks.
-    pub checks: &'static str,
-    /// Why it matters.
-    pub why: &'static str,
-    /// How to fix a finding.
-    pub fix: &'static str,
-    /// Where the facts come from.
-    pub source: &'static str,
-    /// A blueprint fragment that triggers it.
-    pub example: &'static str,
-}
+pub use crate::finding::Rule;
 
 use Severity::{Error, Warning};
 
@@ -32,10 +13,10 @@ macro_rules! rules {
     ($($id:literal $name:literal $family:literal $sev:ident {
         checks: $checks:literal, why: $why:literal, fix: $fix:literal, source: $source:literal, example: $example:literal $(,)?
     })*) => {
-        /// All rules, ordered by id.
+        /// All validation rules, ordered by id.
         pub static RULES: &[Rule] = &[$(Rule {
-            id: $id, name: $name, family: $family, severity: $sev,
-            checks: $checks, why: $why, fix: $fix, source: $source, example: $example,
+            id: $id, name: $name, family: Family::Validation, area: $family, severity: $sev,
+            title: $checks, why: $why, fix: $fix, source: $source, example: $example,
         }),*];
     };
 }
@@ -736,66 +717,7 @@ rules! {
     }
 }
 
-/// Looks a rule up by id (case-insensitive).
+/// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.
 pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id))
-}
-
-/// docs/rules.md, generated.
-pub fn markdown() -> String {
-    let mut out = String::from(
-        "# Validation rules\n\n<!-- Generated from crates/core/src/validate/registry.rs by `gpuctl explain --all`; \
-         a test fails when this file is stale. -->\n\nEvery finding names one of these rules. \
-         `gpuctl explain <ID>` prints an entry.\n\n| id | name | family | severity |\n|---|---|---|---|\n",
-    );
-    for r in RULES {
-        out.push_str(&format!(
-            "| [{id}](#{lower}) | {name} | {family} | {sev} |\n",
-            id = r.id,
-            lower = r.id.to_ascii_lowercase(),
-            name = r.name,
-            family = r.family,
-            sev = r.severity
-        ));
-    }
-    for r in RULES {
-        out.push('\n');
-        out.push_str(&explain(r));
-    }
-    out
-}
-
-/// One rule as Markdown.
-pub fn explain(r: &Rule) -> String {
-    format!(
-        "## {id}\n\n**{name}** ({family}, {sev})\n\n- **Checks:** {checks}\n- **Why:** {why}\n- **Fix:** {fix}\n- **Facts:** {source}\n\nExample that triggers it:\n\n```yaml\n{example}```\n",
-        id = r.id,
-        name = r.name,
-        family = r.family,
-        sev = r.severity,
-        checks = r.checks,
-        why = r.why,
-        fix = r.fix,
-        source = r.source,
-        example = if r.example.ends_with('\n') {
-            r.example.to_string()
-        } else {
-            format!("{}\n", r.example)
-        },
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_are_unique_sorted_and_well_formed() {
-        for w in RULES.windows(2) {
-            assert!(w[0].id < w[1].id, "{} before {}", w[0].id, w[1].id);
-        }
-        for r in RULES {
-            assert!(r.id.len() == 6 && r.id.starts_with("GPU"), "{}", r.id);
-        }
-    }
 }
