@@ -1362,7 +1362,7 @@ fn volcano(vqs: &[&Value], catalog: &Catalog, draft: &mut Draft) -> (Y, Queueing
             Y::Map(m)
         })
         .collect();
-    return (
+    (
         Y::Map(vec![
             ("queueing".into(), Y::s("volcano")),
             (
@@ -1377,7 +1377,7 @@ fn volcano(vqs: &[&Value], catalog: &Catalog, draft: &mut Draft) -> (Y, Queueing
             kind: "volcano",
             queues,
         },
-    );
+    )
 }
 
 /// One namespace's tenant-shaped state.
