@@ -24,11 +24,15 @@ pub fn run(
     out: &mut dyn Write,
 ) -> CommandResult {
     let today = settings::today(today)?;
+    let max = Catalog::embedded()
+        .limits()
+        .kubernetes_names
+        .dns1123_label_max_length;
     if let Some(n) = &name
-        && !dns_label(n)
+        && !gpuctl_core::names::is_dns_label(n, max)
     {
         return Err(CommandError::Usage(format!(
-            "--name `{n}` is not a DNS-1123 label (lower-case letters, digits and `-`, at most 63 characters); it names the blueprint's ApplySet"
+            "--name `{n}` is not a DNS-1123 label (lower-case letters, digits and `-`, at most {max} characters); it names the blueprint's ApplySet"
         )));
     }
     let (live, ctx) = match snapshot {
@@ -85,15 +89,4 @@ pub fn run(
         None => emit(out, &imported.yaml),
     }
     Ok(ExitStatus::Success)
-}
-
-/// A DNS-1123 label: lower-case letters, digits and `-`, starting and ending with one of the first
-/// two, at most 63 characters.
-fn dns_label(s: &str) -> bool {
-    let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars().all(|c| ok(c) || c == '-')
-        && s.starts_with(ok)
-        && s.ends_with(ok)
 }

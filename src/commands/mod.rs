@@ -7,6 +7,7 @@ mod apply;
 mod completions;
 mod doctor;
 mod explain;
+mod files;
 mod import;
 mod pipeline;
 mod plan;
@@ -35,8 +36,8 @@ use crate::exit::ExitStatus;
 use crate::output::tree::TreeError;
 use crate::settings::FlagError;
 
+pub use files::write_owner_only;
 pub use pipeline::{has_errors, validate_file};
-pub use plan::write_owner_only;
 
 /// Why a command failed. [`run`] prints it once, after `error: `, and exits 64 for a wrong
 /// command line, 1 otherwise.

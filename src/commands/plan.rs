@@ -13,6 +13,7 @@ use gpuctl_core::plan::{self, Plan, PlanOptions, parent_of};
 use gpuctl_core::render::RenderedSet;
 use gpuctl_core::snapshot::Snapshot;
 
+use super::files::write_owner_only;
 use super::pipeline::{render_file, resolve_chart};
 use super::{CommandError, CommandResult, connect, emit, runtime};
 use crate::args::{ApplyOutput, ClusterArgs, PlanFormat, RenderArgs};
@@ -160,33 +161,4 @@ fn save(plan: &Plan, path: &Path) -> Result<(), CommandError> {
         path.display()
     );
     Ok(())
-}
-
-/// Writes `bytes` to `path` readable by its owner only: a saved plan carries credentials. The
-/// file is created 0600 under a temporary name next to `path` and renamed over it, so the
-/// credentials are never readable by others, not even for an instant, and an existing file's
-/// wider mode is not kept (`OpenOptions::mode` applies only when a file is created).
-pub fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("not a file name"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
-    let written = open.open(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use gpuctl_cluster::read;
 
+use super::files::write_owner_only;
 use super::pipeline::render_file;
-use super::plan::write_owner_only;
 use super::{CommandError, CommandResult, connect, runtime};
 use crate::args::{ClusterArgs, RenderArgs};
 use crate::exit::ExitStatus;

@@ -13,7 +13,7 @@ use gpuctl_core::snapshot::{Snapshot, SnapshotError};
 use gpuctl_core::status::{self, StatusInput};
 use gpuctl_core::validate;
 
-use super::{CommandError, CommandResult, connect, emit, runtime};
+use super::{CommandError, CommandResult, connect, emit, files, runtime};
 use crate::args::{ClusterArgs, StatusFormat};
 use crate::exit::ExitStatus;
 use crate::output::status as print;
@@ -140,36 +140,14 @@ fn check_target(path: &Path) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` through a new temporary file beside it (created exclusively, so
-/// nothing is written through a symlink an attacker placed) renamed over `path`: the file is
-/// complete or absent, a symlink at `path` is replaced rather than followed, and a directory at
-/// `path` is refused.
+/// Writes the picture whole ([`files::write_atomically`]) after [`check_target`]: a directory at
+/// `path` is refused, a symlink replaced rather than followed.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
     check_target(path)?;
-    let err = |source: std::io::Error| CommandError::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| err(std::io::Error::other("not a file name")))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        });
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(err(e))
+    files::write_atomically(path, bytes, files::Readers::Default).map_err(|source| {
+        CommandError::Write {
+            path: path.display().to_string(),
+            source,
         }
-    }
+    })
 }

@@ -12,6 +12,7 @@ mod render_common;
 
 mod architecture;
 mod cli;
+mod day2_golden;
 mod doctor_example;
 mod hostile_blueprints;
 mod hostile_io;

@@ -194,14 +194,12 @@ impl Journal {
             .collect()
     }
 
-    /// Adds an event (bounded history).
-    pub fn event(&mut self, message: impl Into<String>) {
+    /// Adds an event that happened `at` (bounded history). The caller reads the clock: the core
+    /// never does, so journals are a function of their inputs and tests use fixed times.
+    pub fn event(&mut self, at: jiff::Timestamp, message: impl Into<String>) {
         self.events.push(Event {
             step: self.step,
-            at: jiff::Timestamp::now()
-                .round(jiff::Unit::Second)
-                .unwrap_or_else(|_| jiff::Timestamp::now())
-                .to_string(),
+            at: at.round(jiff::Unit::Second).unwrap_or(at).to_string(),
             message: message.into(),
         });
         if self.events.len() > MAX_EVENTS {
@@ -242,5 +240,51 @@ impl Journal {
             ));
         }
         serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn journal() -> Journal {
+        serde_json::from_value(serde_json::json!({
+            "format": FORMAT, "blueprint": "lab", "file": "lab.yaml", "pool": "train",
+            "namespace": "gpu-operator", "selector": {"pool": "train"},
+            "fromVersion": "570.172.08", "toVersion": "580.95.05",
+            "blueCr": "train-570", "greenCr": "train-580", "greenManifest": {},
+            "greenCrExisted": false, "removeBlueCr": true, "colorLabel": "gpuctl.dev/color",
+            "blueColor": "blue", "greenColor": "green", "maxUnavailable": 1,
+            "drainTimeoutS": 600, "waitForJobs": true,
+            "blueprintChange": "set pools[train].driver to 580.95.05",
+            "batches": [], "nodes": {}, "phase": "running", "step": 3, "events": []
+        }))
+        .expect("a journal")
+    }
+
+    #[test]
+    fn events_carry_the_time_they_are_given_to_the_second_and_the_newest_are_kept() {
+        let mut j = journal();
+        let at: jiff::Timestamp = "2026-12-01T10:00:00.700Z".parse().unwrap();
+        j.event(at, "cordoned dgx-1");
+        assert_eq!(
+            j.events,
+            vec![Event {
+                step: 3,
+                at: "2026-12-01T10:00:01Z".into(),
+                message: "cordoned dgx-1".into(),
+            }]
+        );
+        for i in 0..MAX_EVENTS + 5 {
+            let at = at + jiff::SignedDuration::from_secs(i as i64);
+            j.event(at, format!("event {i}"));
+        }
+        assert_eq!(j.events.len(), MAX_EVENTS);
+        assert_eq!(j.events[0].message, "event 5");
+        assert_eq!(
+            j.events.last().unwrap().at,
+            "2026-12-01T10:03:25Z",
+            "204 seconds after 10:00:00.7, rounded"
+        );
     }
 }

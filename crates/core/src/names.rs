@@ -3,6 +3,19 @@
 
 use crate::blueprint::UpgradeStrategy;
 
+/// A DNS-1123 label (apimachinery `IsDNS1123Label`): lower-case alphanumerics and `-`,
+/// alphanumeric at both ends, 1..=`max` characters (`max`: the catalog's
+/// `kubernetes_names.dns1123_label_max_length`; a subdomain's parts have no limit of their own).
+/// Validation and the binary's `import --name` check names with this one function.
+pub fn is_dns_label(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
 // Labels and annotations gpuctl renders.
 
 /// Node label naming the mig-parted config MIG Manager applies.
@@ -152,6 +165,25 @@ pub const OPERAND_APPS: &[(&str, &str)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dns_labels_as_the_api_server_checks_them() {
+        for (name, max, ok) in [
+            ("train-prod", 63, true),
+            ("a", 63, true),
+            ("0lab9", 63, true),
+            ("", 63, false),
+            ("-lab", 63, false),
+            ("lab-", 63, false),
+            ("Lab", 63, false),
+            ("lab.prod", 63, false),
+            ("lab_prod", 63, false),
+            ("abcd", 3, false),
+            ("abc", 3, true),
+        ] {
+            assert_eq!(is_dns_label(name, max), ok, "{name:?} (at most {max})");
+        }
+    }
 
     #[test]
     fn blue_green_pool_crs_are_named_after_their_version_rolling_ones_not() {

@@ -6,6 +6,36 @@ use std::fmt;
 
 use serde_json::Value;
 
+/// Sets `value` at `path` (its keys, outermost first) of `tree`, making the objects on the way and
+/// replacing a non-object in the way by one; an empty path sets nothing. The Helm values render
+/// writes, the chart key trees of the facts catalog and the values import keeps are built with it.
+pub(crate) fn set_in<'a>(
+    tree: &mut serde_json::Map<String, Value>,
+    path: impl IntoIterator<Item = &'a str>,
+    value: Value,
+) {
+    let mut node = tree;
+    let mut parts = path.into_iter().peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            node.insert(part.to_string(), value);
+            return;
+        }
+        let entry = node
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(serde_json::Map::new());
+        }
+        node = entry.as_object_mut().expect("just made an object");
+    }
+}
+
+/// [`set_in`] at a dotted path (`a.b.c`), for paths whose keys hold no dot.
+pub(crate) fn set_path(tree: &mut serde_json::Map<String, Value>, path: &str, value: Value) {
+    set_in(tree, path.split('.'), value);
+}
+
 /// The string values of a JSON object (labels, a node selector); other values and a non-object
 /// give nothing.
 pub(crate) fn string_map(v: &Value) -> std::collections::BTreeMap<String, String> {
@@ -133,6 +163,21 @@ impl fmt::Display for ObjectRef {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn set_path_makes_the_objects_on_the_way_and_replaces_what_is_in_the_way() {
+        let mut tree = json!({"a": {"keep": 1}, "b": "scalar"});
+        let m = tree.as_object_mut().unwrap();
+        set_path(m, "a.b.c", json!(2));
+        set_path(m, "b.x", json!(3));
+        set_path(m, "top", json!(4));
+        set_in(m, ["nvidia.com/gpu", "x.y"], json!(5));
+        set_in(m, [], json!(6));
+        assert_eq!(
+            tree,
+            json!({"a": {"keep": 1, "b": {"c": 2}}, "b": {"x": 3}, "top": 4, "nvidia.com/gpu": {"x.y": 5}})
+        );
+    }
 
     #[test]
     fn identity_ignores_the_version_and_keeps_the_group() {

@@ -162,6 +162,12 @@ pub async fn rollback(
     .await
 }
 
+/// The time a journal event is recorded at: the cluster crate reads the clock, the core's journal
+/// is given it.
+fn now() -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::now()
+}
+
 /// What every run works with: the cluster, the timing, where progress goes and what stops it.
 struct Ctx<'a> {
     k: &'a Kube,
@@ -194,7 +200,7 @@ impl<'a> Ctx<'a> {
     ) -> Result<Journal, UpgradeError> {
         self.with_lease(namespace, blueprint, pool, async |mut store, lease| {
             let (mut j, event) = open(&mut store, &lease.holder).await?;
-            j.event(event);
+            j.event(now(), event);
             store.save(&mut j).await?;
             let mut run = Run::new(self, j, store, lease);
             match dir {
@@ -308,7 +314,7 @@ impl<'a> Run<'a> {
         if self.lease.is_lost() {
             return Err(UpgradeError::LeaseLost(self.j.pool.clone()));
         }
-        self.j.event(event);
+        self.j.event(now(), event);
         self.store.save(&mut self.j).await
     }
 
@@ -853,7 +859,7 @@ impl<'a> Run<'a> {
                 {
                     Eviction::Accepted => {
                         self.progress.step(&format!("Pod/{id}"), "evicted");
-                        self.j.event(format!("evicted {id} from {n}"));
+                        self.j.event(now(), format!("evicted {id} from {n}"));
                         waiting.insert(id, format!("on {n}, terminating"));
                     }
                     Eviction::Gone => {}
@@ -1027,13 +1033,16 @@ impl<'a> Run<'a> {
                 .await
                 .map_err(|e| self.cluster(e))?;
             self.progress.step(&format!("Node/{n}"), "labels restored");
-            self.j.event(format!(
-                "{n}: restored {}",
-                fix.iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("(removed)")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            self.j.event(
+                now(),
+                format!(
+                    "{n}: restored {}",
+                    fix.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("(removed)")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
             if fix.contains_key(MIG_CONFIG_LABEL) {
                 self.wait_mig(n).await?;
             }

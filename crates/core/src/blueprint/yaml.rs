@@ -377,6 +377,57 @@ enum Frame {
     Map(MapFrame),
 }
 
+impl MapFrame {
+    /// Adds `node` to the mapping: as the pending key (a string, not too long, not seen before)
+    /// or as the value of the pending key.
+    fn add(&mut self, node: Node) -> Result<(), SyntaxError> {
+        let Some((key, key_pos)) = self.pending.take() else {
+            let key = match node.kind {
+                Kind::Str(s) => s,
+                other => {
+                    let shown = match other {
+                        Kind::Int(i) => format!("`{i}` is a number"),
+                        Kind::Float(f) => format!("`{f}` is a number"),
+                        Kind::Bool(b) => format!("`{b}` is a boolean"),
+                        Kind::Null => "an empty (null) key".to_string(),
+                        _ => "a sequence or mapping".to_string(),
+                    };
+                    return Err(SyntaxError {
+                        pos: node.pos,
+                        message: format!(
+                            "mapping keys must be strings, and {shown}; quote the key if you mean the text"
+                        ),
+                    });
+                }
+            };
+            if key.len() > MAX_KEY_BYTES {
+                return Err(SyntaxError {
+                    pos: node.pos,
+                    message: format!(
+                        "a mapping key of {} bytes; keys are at most {MAX_KEY_BYTES} bytes; shorten it",
+                        key.len()
+                    ),
+                });
+            }
+            if let Some(first) = self.seen.get(&key) {
+                return Err(SyntaxError {
+                    pos: node.pos,
+                    message: format!(
+                        "duplicate key `{}` (first at line {}); keep one",
+                        shorten(&key),
+                        first.line
+                    ),
+                });
+            }
+            self.seen.insert(key.clone(), node.pos);
+            self.pending = Some((key, node.pos));
+            return Ok(());
+        };
+        self.entries.push((key, key_pos, node));
+        Ok(())
+    }
+}
+
 impl Builder {
     fn build(mut self, text: &str) -> Result<Node, SyntaxError> {
         let mut parser = Parser::new_from_str(text);
@@ -484,50 +535,7 @@ impl Builder {
             match stack.last_mut() {
                 None => root = Some(node),
                 Some(Frame::Seq(_, _, items)) => items.push(node),
-                Some(Frame::Map(m)) => match m.pending.take() {
-                    None => {
-                        let key = match node.kind {
-                            Kind::Str(s) => s,
-                            other => {
-                                let shown = match other {
-                                    Kind::Int(i) => format!("`{i}` is a number"),
-                                    Kind::Float(f) => format!("`{f}` is a number"),
-                                    Kind::Bool(b) => format!("`{b}` is a boolean"),
-                                    Kind::Null => "an empty (null) key".to_string(),
-                                    _ => "a sequence or mapping".to_string(),
-                                };
-                                return Err(SyntaxError {
-                                    pos: node.pos,
-                                    message: format!(
-                                        "mapping keys must be strings, and {shown}; quote the key if you mean the text"
-                                    ),
-                                });
-                            }
-                        };
-                        if key.len() > MAX_KEY_BYTES {
-                            return Err(SyntaxError {
-                                pos: node.pos,
-                                message: format!(
-                                    "a mapping key of {} bytes; keys are at most {MAX_KEY_BYTES} bytes; shorten it",
-                                    key.len()
-                                ),
-                            });
-                        }
-                        if let Some(first) = m.seen.get(&key) {
-                            return Err(SyntaxError {
-                                pos: node.pos,
-                                message: format!(
-                                    "duplicate key `{}` (first at line {}); keep one",
-                                    shorten(&key),
-                                    first.line
-                                ),
-                            });
-                        }
-                        m.seen.insert(key.clone(), node.pos);
-                        m.pending = Some((key, node.pos));
-                    }
-                    Some((key, key_pos)) => m.entries.push((key, key_pos, node)),
-                },
+                Some(Frame::Map(m)) => m.add(node)?,
             }
         }
         Ok(root.unwrap_or(Node {

@@ -103,66 +103,12 @@ pub(super) fn blueprint(
     draft: &mut Draft,
 ) -> Y {
     let objects = Objects::new(live);
-    let op_ns = ctx
-        .operator_namespace
-        .clone()
-        .or_else(|| {
-            objects
-                .of("", "ConfigMap")
-                .iter()
-                .find(|c| {
-                    [
-                        MIG_PARTED_CONFIGMAP,
-                        DEVICE_PLUGIN_CONFIGMAP,
-                        DCGM_METRICS_CONFIGMAP,
-                    ]
-                    .contains(&name(c).as_str())
-                })
-                .map(|c| ns(c))
-        })
-        .unwrap_or_else(|| DEFAULT_OPERATOR_NAMESPACE.to_string());
+    let op_ns = operator_namespace(ctx, &objects);
     let release = chosen.gpu_operator;
     let values = release.map_or(Value::Null, |r| r.release.values.clone());
 
     let nodes: Vec<NodeView> = live.nodes.iter().flatten().map(NodeView::of).collect();
-    let flavors: Vec<(String, BTreeMap<String, String>)> = objects
-        .of("kueue.x-k8s.io", "ResourceFlavor")
-        .iter()
-        .map(|f| {
-            (
-                name(f),
-                f["spec"]["nodeLabels"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            )
-        })
-        .collect();
-    let mut groups = pools::groups(&nodes, &flavors, draft);
-    // Pools in the order gpuctl's NVIDIADriver CRs list them (the blueprint's order, which render
-    // follows in lists built from several pools), the rest by name.
-    let listed: Vec<String> = {
-        let mut crs = objects.of("nvidia.com", "NVIDIADriver");
-        crs.sort_by_key(|d| (name(d) != crate::names::DEFAULT_DRIVER_CR, name(d)));
-        crs.iter()
-            .filter_map(|d| d["metadata"]["annotations"]["gpuctl.dev/pools"].as_str())
-            .flat_map(|a| a.split(','))
-            .map(str::to_string)
-            .collect()
-    };
-    groups.sort_by_key(|g| {
-        (
-            listed
-                .iter()
-                .position(|p| *p == g.name)
-                .unwrap_or(usize::MAX),
-            g.name.clone(),
-        )
-    });
+    let groups = pool_groups(&objects, &nodes, draft);
 
     // The cluster driver: the default NVIDIADriver CR, the chart values, or the nodes' driver.
     let drivers = objects.of("nvidia.com", "NVIDIADriver");
@@ -266,6 +212,72 @@ pub(super) fn blueprint(
     ])
 }
 
+/// The GPU Operator's namespace: its Helm release's, else the one holding the ConfigMaps gpuctl
+/// renders for it, else the default.
+fn operator_namespace(ctx: &ImportContext, objects: &Objects<'_>) -> String {
+    ctx.operator_namespace
+        .clone()
+        .or_else(|| {
+            objects
+                .of("", "ConfigMap")
+                .iter()
+                .find(|c| {
+                    [
+                        MIG_PARTED_CONFIGMAP,
+                        DEVICE_PLUGIN_CONFIGMAP,
+                        DCGM_METRICS_CONFIGMAP,
+                    ]
+                    .contains(&name(c).as_str())
+                })
+                .map(|c| ns(c))
+        })
+        .unwrap_or_else(|| DEFAULT_OPERATOR_NAMESPACE.to_string())
+}
+
+/// The node pools: groups of alike nodes (by the Kueue ResourceFlavors where they pick them), in
+/// the order gpuctl's NVIDIADriver CRs list them, the rest by name.
+fn pool_groups(objects: &Objects<'_>, nodes: &[NodeView], draft: &mut Draft) -> Vec<Group> {
+    let flavors: Vec<(String, BTreeMap<String, String>)> = objects
+        .of("kueue.x-k8s.io", "ResourceFlavor")
+        .iter()
+        .map(|f| {
+            (
+                name(f),
+                f["spec"]["nodeLabels"]
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let mut groups = pools::groups(nodes, &flavors, draft);
+    // Pools in the order gpuctl's NVIDIADriver CRs list them (the blueprint's order, which render
+    // follows in lists built from several pools), the rest by name.
+    let listed: Vec<String> = {
+        let mut crs = objects.of("nvidia.com", "NVIDIADriver");
+        crs.sort_by_key(|d| (name(d) != crate::names::DEFAULT_DRIVER_CR, name(d)));
+        crs.iter()
+            .filter_map(|d| d["metadata"]["annotations"]["gpuctl.dev/pools"].as_str())
+            .flat_map(|a| a.split(','))
+            .map(str::to_string)
+            .collect()
+    };
+    groups.sort_by_key(|g| {
+        (
+            listed
+                .iter()
+                .position(|p| *p == g.name)
+                .unwrap_or(usize::MAX),
+            g.name.clone(),
+        )
+    });
+    groups
+}
+
 /// The blueprint's name: as asked, else the one gpuctl's alerts or ApplySet parent record, else
 /// `imported`.
 fn blueprint_name(objects: &Objects<'_>, opts: &ImportOptions, draft: &mut Draft) -> String {
@@ -353,6 +365,42 @@ fn operator(
 ) -> Y {
     let p = "spec.gpuOperator";
     let mut m: Vec<(String, Y)> = Vec::new();
+    release_and_install(release, op_ns, cluster_policy, catalog, &mut m, draft);
+    let driver = driver(values, default_cr, cluster_policy, nodes, draft);
+    m.push(("driver".into(), driver));
+    if let Some(r) = rdma {
+        m.push(("rdma".into(), r));
+        draft.comment(
+            &format!("{p}.rdma"),
+            "GPUDirect RDMA as the operator was told it (`driver.rdma`; `enabled: false` is DMA-BUF)",
+        );
+    }
+
+    if let Some(d) = dcgm_exporter(values) {
+        m.push(("dcgmExporter".into(), d));
+    }
+
+    // An image mirror: every image repository of the chart moved under one registry.
+    if let Some(images) = images(values, &m, catalog) {
+        m.push(("images".into(), images));
+        draft.comment(
+            &format!("{p}.images"),
+            "every image repository of the release points at this registry",
+        );
+    }
+    Y::Map(m)
+}
+
+/// `version`, `namespace` and `install`: the operator's Helm release, if gpuctl can manage it.
+fn release_and_install(
+    release: Option<&crate::live::release::NamedRelease>,
+    op_ns: &str,
+    cluster_policy: Option<&Value>,
+    catalog: &Catalog,
+    m: &mut Vec<(String, Y)>,
+    draft: &mut Draft,
+) {
+    let p = "spec.gpuOperator";
     let version = match release {
         Some(r) => super::releases::blueprint_version(&r.release.chart_version),
         None => {
@@ -400,8 +448,18 @@ fn operator(
         ),
         _ => {}
     }
+}
 
-    // Driver.
+/// `driver`: its version from the Helm values, the default NVIDIADriver CR, the ClusterPolicy or
+/// the nodes' label (in that order), its kernel modules and upgrade policy.
+fn driver(
+    values: &Value,
+    default_cr: Option<&Value>,
+    cluster_policy: Option<&Value>,
+    nodes: &[NodeView],
+    draft: &mut Draft,
+) -> Y {
+    let p = "spec.gpuOperator";
     let dv = &values["driver"];
     let cr = default_cr.map(|d| &d["spec"]);
     let version = dv["version"]
@@ -445,58 +503,54 @@ fn operator(
     } else {
         cr.map(|c| &c["upgradePolicy"]).filter(|v| v.is_object())
     };
-    if let Some(up) = policy {
-        let mut u: Vec<(String, Y)> = Vec::new();
-        if let Some(n) = up["maxParallelUpgrades"].as_u64() {
-            u.push(("maxParallelUpgrades".into(), Y::Scalar(json!(n))));
-        }
-        match &up["maxUnavailable"] {
-            Value::String(s) => u.push(("maxUnavailable".into(), Y::s(s.clone()))),
-            Value::Number(n) => {
-                u.push(("maxUnavailable".into(), Y::Scalar(Value::Number(n.clone()))))
-            }
-            _ => {}
-        }
-        if up["drain"].is_object() {
-            let mut d = vec![(
-                "enable".to_string(),
-                Y::Scalar(json!(up["drain"]["enable"].as_bool().unwrap_or(false))),
-            )];
-            if let Some(t) = up["drain"]["timeoutSeconds"].as_u64() {
-                d.push(("timeoutSeconds".into(), Y::Scalar(json!(t))));
-            }
-            u.push(("drain".into(), Y::Map(d)));
-        }
-        if up["waitForCompletion"].is_object() {
-            let w = &up["waitForCompletion"];
-            u.push((
-                "waitForCompletion".into(),
-                Y::Map(vec![
-                    (
-                        "podSelector".into(),
-                        Y::s(w["podSelector"].as_str().unwrap_or_default()),
-                    ),
-                    (
-                        "timeoutSeconds".into(),
-                        Y::Scalar(json!(w["timeoutSeconds"].as_u64().unwrap_or(0))),
-                    ),
-                ]),
-            ));
-        }
-        if !u.is_empty() {
-            driver.push(("upgradePolicy".into(), Y::Map(u)));
-        }
+    if let Some(u) = policy.and_then(upgrade_policy) {
+        driver.push(("upgradePolicy".into(), u));
     }
-    m.push(("driver".into(), Y::Map(driver)));
-    if let Some(r) = rdma {
-        m.push(("rdma".into(), r));
-        draft.comment(
-            &format!("{p}.rdma"),
-            "GPUDirect RDMA as the operator was told it (`driver.rdma`; `enabled: false` is DMA-BUF)",
-        );
-    }
+    Y::Map(driver)
+}
 
-    // dcgm-exporter.
+/// `driver.upgradePolicy` from the operator's (chart or CR) upgrade policy `up`.
+fn upgrade_policy(up: &Value) -> Option<Y> {
+    let mut u: Vec<(String, Y)> = Vec::new();
+    if let Some(n) = up["maxParallelUpgrades"].as_u64() {
+        u.push(("maxParallelUpgrades".into(), Y::Scalar(json!(n))));
+    }
+    match &up["maxUnavailable"] {
+        Value::String(s) => u.push(("maxUnavailable".into(), Y::s(s.clone()))),
+        Value::Number(n) => u.push(("maxUnavailable".into(), Y::Scalar(Value::Number(n.clone())))),
+        _ => {}
+    }
+    if up["drain"].is_object() {
+        let mut d = vec![(
+            "enable".to_string(),
+            Y::Scalar(json!(up["drain"]["enable"].as_bool().unwrap_or(false))),
+        )];
+        if let Some(t) = up["drain"]["timeoutSeconds"].as_u64() {
+            d.push(("timeoutSeconds".into(), Y::Scalar(json!(t))));
+        }
+        u.push(("drain".into(), Y::Map(d)));
+    }
+    if up["waitForCompletion"].is_object() {
+        let w = &up["waitForCompletion"];
+        u.push((
+            "waitForCompletion".into(),
+            Y::Map(vec![
+                (
+                    "podSelector".into(),
+                    Y::s(w["podSelector"].as_str().unwrap_or_default()),
+                ),
+                (
+                    "timeoutSeconds".into(),
+                    Y::Scalar(json!(w["timeoutSeconds"].as_u64().unwrap_or(0))),
+                ),
+            ]),
+        ));
+    }
+    (!u.is_empty()).then_some(Y::Map(u))
+}
+
+/// `dcgmExporter`: whether it is off and its collection interval.
+fn dcgm_exporter(values: &Value) -> Option<Y> {
     let dcgm = &values["dcgmExporter"];
     let mut d: Vec<(String, Y)> = Vec::new();
     if dcgm["enabled"] == false {
@@ -519,19 +573,7 @@ fn operator(
             }),
         ));
     }
-    if !d.is_empty() {
-        m.push(("dcgmExporter".into(), Y::Map(d)));
-    }
-
-    // An image mirror: every image repository of the chart moved under one registry.
-    if let Some(images) = images(values, &m, catalog) {
-        m.push(("images".into(), images));
-        draft.comment(
-            &format!("{p}.images"),
-            "every image repository of the release points at this registry",
-        );
-    }
-    Y::Map(m)
+    (!d.is_empty()).then_some(Y::Map(d))
 }
 
 fn images(values: &Value, op: &[(String, Y)], catalog: &Catalog) -> Option<Y> {
@@ -595,6 +637,20 @@ fn config_data(objects: &Objects<'_>, namespace: &str, name: &str) -> BTreeMap<S
         .unwrap_or_default()
 }
 
+/// What every pool of `node_pools` is read against: the chart values, the NVIDIADrivers, the
+/// MIG and device-plugin configurations, the network and topology found.
+struct PoolSources<'a> {
+    values: &'a Value,
+    cluster_driver: Option<&'a str>,
+    drivers: &'a [&'a Value],
+    net: &'a NetworkImport,
+    levels: &'a BTreeMap<String, Vec<String>>,
+    catalog: &'a Catalog,
+    mig_configs: Value,
+    dp_configs: BTreeMap<String, Value>,
+    mig_strategy: Option<String>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn node_pools(
     groups: &[Group],
@@ -619,17 +675,37 @@ fn node_pools(
         .unwrap_or(Value::Null);
     let dp_configs = config_data(objects, op_ns, dp_cm);
     let mig_strategy = values["mig"]["strategy"].as_str().map(str::to_string);
-    let mut out = Vec::new();
     if groups.is_empty() {
         draft.warn(
             "spec.nodePools",
             "no node carries `nvidia.com/gpu.product` (GPU Feature Discovery's label): no pool was imported",
         );
     }
-    for (i, g) in groups.iter().enumerate() {
+    let sources = PoolSources {
+        values,
+        cluster_driver,
+        drivers,
+        net,
+        levels,
+        catalog,
+        mig_configs,
+        dp_configs,
+        mig_strategy,
+    };
+    Y::List(
+        groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| sources.pool(i, g, draft))
+            .collect(),
+    )
+}
+
+impl PoolSources<'_> {
+    /// `spec.nodePools[i]`, the pool of the nodes in `g`.
+    fn pool(&self, i: usize, g: &Group, draft: &mut Draft) -> Y {
         let p = format!("spec.nodePools[{i}]");
         let first = &g.nodes[0];
-        let l = |k: &str| first.labels.get(k).cloned();
         let mut m: Vec<(String, Y)> = vec![("name".into(), Y::s(g.name.clone()))];
         m.push(("selector".into(), Y::from_json(&json!(g.selector))));
         if g.from_flavor {
@@ -650,132 +726,21 @@ fn node_pools(
             );
         }
         m.push(("nodes".into(), Y::Scalar(json!(g.nodes.len()))));
-        let product = first.product().unwrap_or_default();
-        let model = match catalog.gpu_by_product(product) {
-            Some(gpu) => gpu.key.clone(),
-            None => {
-                draft.warn(
-                    &format!("{p}.gpu.model"),
-                    format!("GPU product `{product}` is not in gpuctl's catalog (`gpuctl profiles`); name the catalog model"),
-                );
-                product.to_string()
-            }
-        };
-        let count = gpu_count(first).unwrap_or_else(|| {
-            draft.warn(
-                &format!("{p}.gpu.count"),
-                "no `nvidia.com/gpu.count` label: the GPU count per node is a guess",
-            );
-            1
-        });
-        m.push((
-            "gpu".into(),
-            Y::from_json(&json!({"model": model, "count": count})),
-        ));
+        m.push(("gpu".into(), self.gpu(g, &p, draft)));
         if let Some(os) = os(&g.nodes) {
             m.push(("os".into(), os));
         }
-        let mut topology: Vec<(String, Y)> = Vec::new();
-        if let Some(n) = net.pools.get(&g.name) {
-            topology.push(("network".into(), n.clone()));
+        if let Some(topology) = self.topology(g, &p, draft) {
+            m.push(("topology".into(), topology));
         }
-        if let Some(l) = levels.get(&g.name) {
-            topology.push((
-                "levels".into(),
-                Y::List(l.iter().map(|x| Y::s(x.clone())).collect()),
-            ));
-            draft.comment(
-                &format!("{p}.topology.levels"),
-                format!(
-                    "the levels of the Kueue Topology ResourceFlavor `{}` names",
-                    g.name
-                ),
-            );
+        if let Some(driver) = self.driver(first, &p, draft) {
+            m.push(("driver".into(), driver));
         }
-        draft.comment(
-            &if topology.is_empty() {
-                p.clone()
-            } else {
-                format!("{p}.topology")
-            },
-            "topology: `interconnect` and `numaNodes` are not recorded in the cluster; the kubelet's NUMA policy (`kubelet`) cannot be read through the API server (it lives in each node's kubelet configuration: `kubectl get --raw /api/v1/nodes/NODE/proxy/configz`): add them",
-        );
-        if !topology.is_empty() {
-            m.push(("topology".into(), Y::Map(topology)));
-        }
-
-        // The pool's own driver.
-        if let Some(cr_name) = l(DRIVER_LABEL)
-            && cr_name != crate::names::DEFAULT_DRIVER_CR
-        {
-            match drivers.iter().find(|d| name(d) == cr_name) {
-                Some(cr) => {
-                    let v = cr["spec"]["version"].as_str().unwrap_or_default();
-                    let mut d = vec![("version".to_string(), Y::s(v))];
-                    if let Some(k) = cr["spec"]["kernelModuleType"].as_str()
-                        && Some(k) != values["driver"]["kernelModuleType"].as_str()
-                    {
-                        d.push(("kernelModuleType".into(), Y::s(k)));
-                    }
-                    m.push(("driver".into(), Y::Map(d)));
-                    if Some(v) == cluster_driver {
-                        draft.comment(&format!("{p}.driver"), "the pool has its own NVIDIADriver CR");
-                    }
-                }
-                None => draft.warn(
-                    &format!("{p}.driver"),
-                    format!("the nodes name NVIDIADriver `{cr_name}` (label {DRIVER_LABEL}), which does not exist"),
-                ),
-            }
-        }
-
-        // Partitioning.
-        let mig_label = l(MIG_CONFIG_LABEL);
-        let dp_label = l(DEVICE_PLUGIN_CONFIG_LABEL);
-        let mut part: Option<Y> = None;
-        if let Some(cfg) = mig_label.as_deref().filter(|c| *c != "all-disabled") {
-            // The chart's `mig.strategy`, else what GPU Feature Discovery reports on the node.
-            let strategy = mig_strategy
-                .clone()
-                .or_else(|| l("nvidia.com/mig.strategy"));
-            part = mig(
-                &mig_configs["mig-configs"][cfg],
-                cfg,
-                strategy.as_deref(),
-                &p,
-                draft,
-            );
-        }
-        if part.is_none()
-            && let Some(key) = &dp_label
-        {
-            part = sharing(dp_configs.get(key), key, &p, draft);
-        }
-        if let Some(part) = part {
+        if let Some(part) = self.partitioning(first, &p, draft) {
             m.push(("partitioning".into(), part));
         }
-
-        // Operand switches.
-        let mut operands: Vec<(String, Y)> = Vec::new();
-        for (label, field) in [
-            ("driver", "driver"),
-            ("container-toolkit", "containerToolkit"),
-            ("device-plugin", "devicePlugin"),
-            ("gpu-feature-discovery", "gpuFeatureDiscovery"),
-            ("dcgm", "dcgm"),
-            ("dcgm-exporter", "dcgmExporter"),
-            ("mig-manager", "migManager"),
-            ("node-status-exporter", "nodeStatusExporter"),
-            ("operator-validator", "operatorValidator"),
-        ] {
-            if let Some(v) = l(&format!("{OPERAND_DEPLOY_LABEL_PREFIX}{label}"))
-                && v == "false"
-            {
-                operands.push((field.into(), Y::Scalar(json!(false))));
-            }
-        }
-        if !operands.is_empty() {
-            m.push(("operands".into(), Y::Map(operands)));
+        if let Some(operands) = operands(first) {
+            m.push(("operands".into(), operands));
         }
         if !first.taints.is_empty() {
             m.push((
@@ -817,9 +782,149 @@ fn node_pools(
             ),
         );
         draft.comment(&p, "role is not recorded in the cluster: check it");
-        out.push(Y::Map(m));
+        Y::Map(m)
     }
-    Y::List(out)
+
+    /// `gpu`: the catalog model of the nodes' product and the GPUs per node.
+    fn gpu(&self, g: &Group, p: &str, draft: &mut Draft) -> Y {
+        let catalog = self.catalog;
+        let first = &g.nodes[0];
+        let product = first.product().unwrap_or_default();
+        let model = match catalog.gpu_by_product(product) {
+            Some(gpu) => gpu.key.clone(),
+            None => {
+                draft.warn(
+                    &format!("{p}.gpu.model"),
+                    format!("GPU product `{product}` is not in gpuctl's catalog (`gpuctl profiles`); name the catalog model"),
+                );
+                product.to_string()
+            }
+        };
+        let count = gpu_count(first).unwrap_or_else(|| {
+            draft.warn(
+                &format!("{p}.gpu.count"),
+                "no `nvidia.com/gpu.count` label: the GPU count per node is a guess",
+            );
+            1
+        });
+        Y::from_json(&json!({"model": model, "count": count}))
+    }
+
+    /// `topology`: the network and the Kueue topology levels found for the pool.
+    fn topology(&self, g: &Group, p: &str, draft: &mut Draft) -> Option<Y> {
+        let mut topology: Vec<(String, Y)> = Vec::new();
+        if let Some(n) = self.net.pools.get(&g.name) {
+            topology.push(("network".into(), n.clone()));
+        }
+        if let Some(l) = self.levels.get(&g.name) {
+            topology.push((
+                "levels".into(),
+                Y::List(l.iter().map(|x| Y::s(x.clone())).collect()),
+            ));
+            draft.comment(
+                &format!("{p}.topology.levels"),
+                format!(
+                    "the levels of the Kueue Topology ResourceFlavor `{}` names",
+                    g.name
+                ),
+            );
+        }
+        draft.comment(
+            &if topology.is_empty() {
+                p.to_string()
+            } else {
+                format!("{p}.topology")
+            },
+            "topology: `interconnect` and `numaNodes` are not recorded in the cluster; the kubelet's NUMA policy (`kubelet`) cannot be read through the API server (it lives in each node's kubelet configuration: `kubectl get --raw /api/v1/nodes/NODE/proxy/configz`): add them",
+        );
+        (!topology.is_empty()).then_some(Y::Map(topology))
+    }
+
+    /// `driver`: the pool's own NVIDIADriver CR, which the nodes name.
+    fn driver(&self, first: &NodeView, p: &str, draft: &mut Draft) -> Option<Y> {
+        let cr_name = first.labels.get(DRIVER_LABEL)?;
+        if cr_name == crate::names::DEFAULT_DRIVER_CR {
+            return None;
+        }
+        match self.drivers.iter().find(|d| name(d) == *cr_name) {
+            Some(cr) => {
+                let v = cr["spec"]["version"].as_str().unwrap_or_default();
+                let mut d = vec![("version".to_string(), Y::s(v))];
+                if let Some(k) = cr["spec"]["kernelModuleType"].as_str()
+                    && Some(k) != self.values["driver"]["kernelModuleType"].as_str()
+                {
+                    d.push(("kernelModuleType".into(), Y::s(k)));
+                }
+                if Some(v) == self.cluster_driver {
+                    draft.comment(
+                        &format!("{p}.driver"),
+                        "the pool has its own NVIDIADriver CR",
+                    );
+                }
+                Some(Y::Map(d))
+            }
+            None => {
+                draft.warn(
+                    &format!("{p}.driver"),
+                    format!("the nodes name NVIDIADriver `{cr_name}` (label {DRIVER_LABEL}), which does not exist"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `partitioning`: the MIG configuration the nodes' label names, else their device-plugin
+    /// configuration (time-slicing, MPS).
+    fn partitioning(&self, first: &NodeView, p: &str, draft: &mut Draft) -> Option<Y> {
+        let l = |k: &str| first.labels.get(k).cloned();
+        let mig_label = l(MIG_CONFIG_LABEL);
+        let dp_label = l(DEVICE_PLUGIN_CONFIG_LABEL);
+        let mut part: Option<Y> = None;
+        if let Some(cfg) = mig_label.as_deref().filter(|c| *c != "all-disabled") {
+            // The chart's `mig.strategy`, else what GPU Feature Discovery reports on the node.
+            let strategy = self
+                .mig_strategy
+                .clone()
+                .or_else(|| l("nvidia.com/mig.strategy"));
+            part = mig(
+                &self.mig_configs["mig-configs"][cfg],
+                cfg,
+                strategy.as_deref(),
+                p,
+                draft,
+            );
+        }
+        if part.is_none()
+            && let Some(key) = &dp_label
+        {
+            part = sharing(self.dp_configs.get(key), key, p, draft);
+        }
+        part
+    }
+}
+
+/// `operands`: the operands the nodes' deploy labels switch off.
+fn operands(first: &NodeView) -> Option<Y> {
+    let l = |k: &str| first.labels.get(k).cloned();
+    let mut operands: Vec<(String, Y)> = Vec::new();
+    for (label, field) in [
+        ("driver", "driver"),
+        ("container-toolkit", "containerToolkit"),
+        ("device-plugin", "devicePlugin"),
+        ("gpu-feature-discovery", "gpuFeatureDiscovery"),
+        ("dcgm", "dcgm"),
+        ("dcgm-exporter", "dcgmExporter"),
+        ("mig-manager", "migManager"),
+        ("node-status-exporter", "nodeStatusExporter"),
+        ("operator-validator", "operatorValidator"),
+    ] {
+        if let Some(v) = l(&format!("{OPERAND_DEPLOY_LABEL_PREFIX}{label}"))
+            && v == "false"
+        {
+            operands.push((field.into(), Y::Scalar(json!(false))));
+        }
+    }
+    (!operands.is_empty()).then_some(Y::Map(operands))
 }
 
 /// GPUs per node: GPU Feature Discovery's count label, else the node's capacity.
@@ -1044,202 +1149,233 @@ fn scheduling(
         if !vqs.is_empty() {
             draft.warn(p, "the cluster has both Kueue ClusterQueues and Volcano queues; gpuctl manages one queueing system: Kueue was imported");
         }
-        let system = &catalog.queueing().kueue;
-        let version = match kueue_release {
-            Some(r) => {
-                draft.comment(
-                    &format!("{p}.kueue.version"),
-                    format!(
-                        "the chart version of Helm release {}/{}; `install` stays `none`: with `helm`, gpuctl would upgrade the release with the values it renders",
-                        r.namespace, r.name
-                    ),
-                );
-                super::releases::blueprint_version(&r.release.chart_version)
-            }
-            None => {
-                let version = newest_release(system).unwrap_or_default();
-                draft.warn(
-                    &format!("{p}.kueue.version"),
-                    format!("Kueue's objects do not record its release (no Helm release of its chart was found); {version} (the newest gpuctl knows) is a guess: set the one you run"),
-                );
-                version
-            }
-        };
-        let mut k: Vec<(String, Y)> = vec![("version".into(), Y::s(version))];
-        let cohorts: Vec<Y> = objects
-            .of("kueue.x-k8s.io", "Cohort")
-            .iter()
-            .map(|c| {
-                let mut m = vec![("name".to_string(), Y::s(name(c)))];
-                if let Some(parent) = c["spec"]["parentName"].as_str() {
-                    m.push(("parent".into(), Y::s(parent)));
-                }
-                if let Some(w) = quantity_text(&c["spec"]["fairSharing"]["weight"]) {
-                    m.push(("fairSharingWeight".into(), Y::s(w)));
-                }
-                Y::Map(m)
-            })
-            .collect();
-        if !cohorts.is_empty() {
-            k.push(("cohorts".into(), Y::List(cohorts)));
-        }
-        let mut queues = BTreeSet::new();
-        let mut list = Vec::new();
-        for (i, cq) in cqs.iter().enumerate() {
-            let qp = format!("{p}.kueue.clusterQueues[{i}]");
-            let n = name(cq);
-            queues.insert(n.clone());
-            let s = &cq["spec"];
-            let mut m = vec![("name".to_string(), Y::s(n.clone()))];
-            if let Some(c) = s["cohortName"].as_str().or_else(|| s["cohort"].as_str()) {
-                m.push(("cohort".into(), Y::s(c)));
-            }
-            if let Some(w) = quantity_text(&s["fairSharing"]["weight"]) {
-                m.push(("fairSharingWeight".into(), Y::s(w)));
-            }
-            let pre = &s["preemption"];
-            let mut pm: Vec<(String, Y)> = Vec::new();
-            for (live, field) in [
-                ("withinClusterQueue", "withinClusterQueue"),
-                ("reclaimWithinCohort", "reclaimWithinCohort"),
-            ] {
-                if let Some(v) = pre[live].as_str() {
-                    pm.push((field.into(), Y::s(v)));
-                }
-            }
-            if let Some(v) = pre["borrowWithinCohort"]["policy"].as_str() {
-                pm.push(("borrowWithinCohort".into(), Y::s(v)));
-            }
-            if !pm.is_empty() {
-                m.push(("preemption".into(), Y::Map(pm)));
-            }
-            let mut resources = Vec::new();
-            let groups = s["resourceGroups"].as_array().cloned().unwrap_or_default();
-            let mut seen_flavors = BTreeSet::new();
-            for g in &groups {
-                for f in g["flavors"].as_array().into_iter().flatten() {
-                    let flavor = f["name"].as_str().unwrap_or_default().to_string();
-                    if !pools.contains(&flavor) {
-                        draft.warn(
-                            &format!("{qp}.resources"),
-                            format!("ClusterQueue `{n}` quotas ResourceFlavor `{flavor}`, which selects no GPU node pool; gpuctl cannot express it and leaves it out"),
-                        );
-                        continue;
-                    }
-                    if !seen_flavors.insert(flavor.clone()) {
-                        draft.warn(
-                            &format!("{qp}.resources"),
-                            format!("ClusterQueue `{n}` uses flavor `{flavor}` in two resource groups; gpuctl writes one entry per pool"),
-                        );
-                        continue;
-                    }
-                    let mut quota = serde_json::Map::new();
-                    let mut borrow = serde_json::Map::new();
-                    let mut lend = serde_json::Map::new();
-                    for r in f["resources"].as_array().into_iter().flatten() {
-                        let rn = r["name"].as_str().unwrap_or_default().to_string();
-                        if let Some(q) = quantity_text(&r["nominalQuota"]) {
-                            quota.insert(rn.clone(), json!(q));
-                        }
-                        if let Some(q) = quantity_text(&r["borrowingLimit"]) {
-                            borrow.insert(rn.clone(), json!(q));
-                        }
-                        if let Some(q) = quantity_text(&r["lendingLimit"]) {
-                            lend.insert(rn, json!(q));
-                        }
-                    }
-                    let mut e = vec![
-                        ("pool".to_string(), Y::s(flavor)),
-                        ("quota".to_string(), quantities(&Value::Object(quota))),
-                    ];
-                    if !borrow.is_empty() {
-                        e.push(("borrowingLimit".into(), quantities(&Value::Object(borrow))));
-                    }
-                    if !lend.is_empty() {
-                        e.push(("lendingLimit".into(), quantities(&Value::Object(lend))));
-                    }
-                    resources.push(Y::Map(e));
-                }
-            }
-            if groups.len() > 1 {
-                draft.comment(
-                    &format!("{qp}.resources"),
-                    format!("ClusterQueue `{n}` has {} resource groups; gpuctl groups flavors that quota the same resources, so check the plan", groups.len()),
-                );
-            }
-            m.push(("resources".into(), Y::List(resources)));
-            list.push(Y::Map(m));
-        }
-        k.push(("clusterQueues".into(), Y::List(list)));
-        return (
-            Y::Map(vec![
-                ("queueing".into(), Y::s("kueue")),
-                ("kueue".into(), Y::Map(k)),
-            ]),
-            Queueing {
-                kind: "kueue",
-                queues,
-            },
-        );
+        return kueue(objects, &cqs, catalog, pools, kueue_release, draft);
     }
     if !vqs.is_empty() {
-        let system = &catalog.queueing().volcano;
-        let version = newest_release(system).unwrap_or_else(|| "v1.15.1".into());
-        draft.warn(
-            &format!("{p}.volcano.version"),
-            format!("Volcano's queues do not record its release; {version} (the newest gpuctl knows) is a guess: set the one you run"),
-        );
-        let mut queues = BTreeSet::new();
-        let list = vqs
-            .iter()
-            .map(|q| {
-                let n = name(q);
-                queues.insert(n.clone());
-                let s = &q["spec"];
-                let mut m = vec![("name".to_string(), Y::s(n))];
-                if let Some(parent) = s["parent"].as_str() {
-                    m.push(("parent".into(), Y::s(parent)));
-                }
-                if let Some(w) = s["weight"].as_u64() {
-                    m.push(("weight".into(), Y::Scalar(json!(w))));
-                }
-                if s["capability"].is_object() {
-                    m.push(("capability".into(), quantities(&s["capability"])));
-                }
-                if s["deserved"].is_object() {
-                    m.push(("deserved".into(), quantities(&s["deserved"])));
-                }
-                if s["guarantee"]["resource"].is_object() {
-                    m.push(("guarantee".into(), quantities(&s["guarantee"]["resource"])));
-                }
-                if let Some(r) = s["reclaimable"].as_bool() {
-                    m.push(("reclaimable".into(), Y::Scalar(json!(r))));
-                }
-                Y::Map(m)
-            })
-            .collect();
-        return (
-            Y::Map(vec![
-                ("queueing".into(), Y::s("volcano")),
-                (
-                    "volcano".into(),
-                    Y::Map(vec![
-                        ("version".into(), Y::s(version)),
-                        ("queues".into(), Y::List(list)),
-                    ]),
-                ),
-            ]),
-            Queueing {
-                kind: "volcano",
-                queues,
-            },
-        );
+        return volcano(&vqs, catalog, draft);
     }
     (
         Y::Map(vec![("queueing".into(), Y::s("none"))]),
         Queueing {
             kind: "none",
             queues: BTreeSet::new(),
+        },
+    )
+}
+
+/// `scheduling.kueue`: the release, the cohorts and the ClusterQueues.
+fn kueue(
+    objects: &Objects<'_>,
+    cqs: &[&Value],
+    catalog: &Catalog,
+    pools: &BTreeSet<String>,
+    kueue_release: Option<&crate::live::release::NamedRelease>,
+    draft: &mut Draft,
+) -> (Y, Queueing) {
+    let p = "spec.scheduling";
+    let system = &catalog.queueing().kueue;
+    let version = match kueue_release {
+        Some(r) => {
+            draft.comment(
+                &format!("{p}.kueue.version"),
+                format!(
+                    "the chart version of Helm release {}/{}; `install` stays `none`: with `helm`, gpuctl would upgrade the release with the values it renders",
+                    r.namespace, r.name
+                ),
+            );
+            super::releases::blueprint_version(&r.release.chart_version)
+        }
+        None => {
+            let version = newest_release(system).unwrap_or_default();
+            draft.warn(
+                &format!("{p}.kueue.version"),
+                format!("Kueue's objects do not record its release (no Helm release of its chart was found); {version} (the newest gpuctl knows) is a guess: set the one you run"),
+            );
+            version
+        }
+    };
+    let mut k: Vec<(String, Y)> = vec![("version".into(), Y::s(version))];
+    let cohorts: Vec<Y> = objects
+        .of("kueue.x-k8s.io", "Cohort")
+        .iter()
+        .map(|c| {
+            let mut m = vec![("name".to_string(), Y::s(name(c)))];
+            if let Some(parent) = c["spec"]["parentName"].as_str() {
+                m.push(("parent".into(), Y::s(parent)));
+            }
+            if let Some(w) = quantity_text(&c["spec"]["fairSharing"]["weight"]) {
+                m.push(("fairSharingWeight".into(), Y::s(w)));
+            }
+            Y::Map(m)
+        })
+        .collect();
+    if !cohorts.is_empty() {
+        k.push(("cohorts".into(), Y::List(cohorts)));
+    }
+    let queues: BTreeSet<String> = cqs.iter().map(|cq| name(cq)).collect();
+    let list = cqs
+        .iter()
+        .enumerate()
+        .map(|(i, cq)| cluster_queue(i, cq, pools, draft))
+        .collect();
+    k.push(("clusterQueues".into(), Y::List(list)));
+    (
+        Y::Map(vec![
+            ("queueing".into(), Y::s("kueue")),
+            ("kueue".into(), Y::Map(k)),
+        ]),
+        Queueing {
+            kind: "kueue",
+            queues,
+        },
+    )
+}
+
+/// `scheduling.kueue.clusterQueues[i]`: the ClusterQueue `cq`, its quotas on the flavors that
+/// are GPU pools.
+fn cluster_queue(i: usize, cq: &Value, pools: &BTreeSet<String>, draft: &mut Draft) -> Y {
+    let p = "spec.scheduling";
+    let qp = format!("{p}.kueue.clusterQueues[{i}]");
+    let n = name(cq);
+    let s = &cq["spec"];
+    let mut m = vec![("name".to_string(), Y::s(n.clone()))];
+    if let Some(c) = s["cohortName"].as_str().or_else(|| s["cohort"].as_str()) {
+        m.push(("cohort".into(), Y::s(c)));
+    }
+    if let Some(w) = quantity_text(&s["fairSharing"]["weight"]) {
+        m.push(("fairSharingWeight".into(), Y::s(w)));
+    }
+    let pre = &s["preemption"];
+    let mut pm: Vec<(String, Y)> = Vec::new();
+    for (live, field) in [
+        ("withinClusterQueue", "withinClusterQueue"),
+        ("reclaimWithinCohort", "reclaimWithinCohort"),
+    ] {
+        if let Some(v) = pre[live].as_str() {
+            pm.push((field.into(), Y::s(v)));
+        }
+    }
+    if let Some(v) = pre["borrowWithinCohort"]["policy"].as_str() {
+        pm.push(("borrowWithinCohort".into(), Y::s(v)));
+    }
+    if !pm.is_empty() {
+        m.push(("preemption".into(), Y::Map(pm)));
+    }
+    let mut resources = Vec::new();
+    let groups = s["resourceGroups"].as_array().cloned().unwrap_or_default();
+    let mut seen_flavors = BTreeSet::new();
+    for g in &groups {
+        for f in g["flavors"].as_array().into_iter().flatten() {
+            let flavor = f["name"].as_str().unwrap_or_default().to_string();
+            if !pools.contains(&flavor) {
+                draft.warn(
+                    &format!("{qp}.resources"),
+                    format!("ClusterQueue `{n}` quotas ResourceFlavor `{flavor}`, which selects no GPU node pool; gpuctl cannot express it and leaves it out"),
+                );
+                continue;
+            }
+            if !seen_flavors.insert(flavor.clone()) {
+                draft.warn(
+                    &format!("{qp}.resources"),
+                    format!("ClusterQueue `{n}` uses flavor `{flavor}` in two resource groups; gpuctl writes one entry per pool"),
+                );
+                continue;
+            }
+            resources.push(flavor_resources(f, flavor));
+        }
+    }
+    if groups.len() > 1 {
+        draft.comment(
+            &format!("{qp}.resources"),
+            format!("ClusterQueue `{n}` has {} resource groups; gpuctl groups flavors that quota the same resources, so check the plan", groups.len()),
+        );
+    }
+    m.push(("resources".into(), Y::List(resources)));
+    Y::Map(m)
+}
+
+/// One flavor's quotas of a ClusterQueue, as the entry of pool `flavor`.
+fn flavor_resources(f: &Value, flavor: String) -> Y {
+    let mut quota = serde_json::Map::new();
+    let mut borrow = serde_json::Map::new();
+    let mut lend = serde_json::Map::new();
+    for r in f["resources"].as_array().into_iter().flatten() {
+        let rn = r["name"].as_str().unwrap_or_default().to_string();
+        if let Some(q) = quantity_text(&r["nominalQuota"]) {
+            quota.insert(rn.clone(), json!(q));
+        }
+        if let Some(q) = quantity_text(&r["borrowingLimit"]) {
+            borrow.insert(rn.clone(), json!(q));
+        }
+        if let Some(q) = quantity_text(&r["lendingLimit"]) {
+            lend.insert(rn, json!(q));
+        }
+    }
+    let mut e = vec![
+        ("pool".to_string(), Y::s(flavor)),
+        ("quota".to_string(), quantities(&Value::Object(quota))),
+    ];
+    if !borrow.is_empty() {
+        e.push(("borrowingLimit".into(), quantities(&Value::Object(borrow))));
+    }
+    if !lend.is_empty() {
+        e.push(("lendingLimit".into(), quantities(&Value::Object(lend))));
+    }
+    Y::Map(e)
+}
+
+/// `scheduling.volcano`: the queues (its release is not recorded: the newest gpuctl knows).
+fn volcano(vqs: &[&Value], catalog: &Catalog, draft: &mut Draft) -> (Y, Queueing) {
+    let p = "spec.scheduling";
+    let system = &catalog.queueing().volcano;
+    let version = newest_release(system).unwrap_or_default();
+    draft.warn(
+        &format!("{p}.volcano.version"),
+        format!("Volcano's queues do not record its release; {version} (the newest gpuctl knows) is a guess: set the one you run"),
+    );
+    let mut queues = BTreeSet::new();
+    let list = vqs
+        .iter()
+        .map(|q| {
+            let n = name(q);
+            queues.insert(n.clone());
+            let s = &q["spec"];
+            let mut m = vec![("name".to_string(), Y::s(n))];
+            if let Some(parent) = s["parent"].as_str() {
+                m.push(("parent".into(), Y::s(parent)));
+            }
+            if let Some(w) = s["weight"].as_u64() {
+                m.push(("weight".into(), Y::Scalar(json!(w))));
+            }
+            if s["capability"].is_object() {
+                m.push(("capability".into(), quantities(&s["capability"])));
+            }
+            if s["deserved"].is_object() {
+                m.push(("deserved".into(), quantities(&s["deserved"])));
+            }
+            if s["guarantee"]["resource"].is_object() {
+                m.push(("guarantee".into(), quantities(&s["guarantee"]["resource"])));
+            }
+            if let Some(r) = s["reclaimable"].as_bool() {
+                m.push(("reclaimable".into(), Y::Scalar(json!(r))));
+            }
+            Y::Map(m)
+        })
+        .collect();
+    (
+        Y::Map(vec![
+            ("queueing".into(), Y::s("volcano")),
+            (
+                "volcano".into(),
+                Y::Map(vec![
+                    ("version".into(), Y::s(version)),
+                    ("queues".into(), Y::List(list)),
+                ]),
+            ),
+        ]),
+        Queueing {
+            kind: "volcano",
+            queues,
         },
     )
 }
@@ -1258,21 +1394,45 @@ fn is_gpu_quota(hard: &serde_json::Map<String, Value>) -> bool {
     hard.keys().any(|k| k.contains("nvidia.com/"))
 }
 
+/// Lossy parts of a namespace's quota, limits and queue: `(namespace, what gpuctl cannot write)`.
+type Lost = Vec<(String, String)>;
+
 fn tenants(
     objects: &Objects<'_>,
     queueing: &Queueing,
     rdma_resource: Option<&str>,
     draft: &mut Draft,
 ) -> Y {
-    let quotas = objects.of("", "ResourceQuota");
     let namespaces: BTreeMap<String, &Value> = objects
         .of("", "Namespace")
         .into_iter()
         .map(|n| (name(n), n))
         .collect();
-    // Namespaces with a GPU quota, and what else they have.
+    let mut lost = Lost::new();
+    let mut by_ns = quota_shapes(objects, &namespaces, rdma_resource, &mut lost);
+    add_limit_ranges(objects, &mut by_ns, &mut lost);
+    add_queues(objects, queueing, &namespaces, &mut by_ns, &mut lost);
+    let order = tenant_namespaces(objects, &by_ns);
+    let out = order
+        .iter()
+        .enumerate()
+        .map(|(i, (tenant, namespaces))| {
+            tenant_entry(i, tenant, namespaces, &by_ns, &lost, queueing, draft)
+        })
+        .collect();
+    Y::List(out)
+}
+
+/// The namespaces with a GPU ResourceQuota, each with its quota, its tenant label and what of the
+/// quota gpuctl cannot write (`lost`).
+fn quota_shapes(
+    objects: &Objects<'_>,
+    namespaces: &BTreeMap<String, &Value>,
+    rdma_resource: Option<&str>,
+    lost: &mut Lost,
+) -> BTreeMap<String, Shape> {
+    let quotas = objects.of("", "ResourceQuota");
     let mut by_ns: BTreeMap<String, Shape> = BTreeMap::new();
-    let mut lost: Vec<(String, String)> = Vec::new();
     for q in &quotas {
         let hard = q["spec"]["hard"].as_object().cloned().unwrap_or_default();
         if !is_gpu_quota(&hard) {
@@ -1324,6 +1484,11 @@ fn tenants(
             },
         );
     }
+    by_ns
+}
+
+/// Each tenant namespace's container defaults, from its LimitRanges.
+fn add_limit_ranges(objects: &Objects<'_>, by_ns: &mut BTreeMap<String, Shape>, lost: &mut Lost) {
     for lr in objects.of("", "LimitRange") {
         let n = ns(lr);
         let Some(shape) = by_ns.get_mut(&n) else {
@@ -1356,6 +1521,17 @@ fn tenants(
             }
         }
     }
+}
+
+/// Each tenant namespace's queue: its Kueue LocalQueue's ClusterQueue, or its Volcano queue
+/// annotation.
+fn add_queues(
+    objects: &Objects<'_>,
+    queueing: &Queueing,
+    namespaces: &BTreeMap<String, &Value>,
+    by_ns: &mut BTreeMap<String, Shape>,
+    lost: &mut Lost,
+) {
     match queueing.kind {
         "kueue" => {
             for lq in objects.of("kueue.x-k8s.io", "LocalQueue") {
@@ -1373,7 +1549,7 @@ fn tenants(
             }
         }
         "volcano" => {
-            for (n, shape) in &mut by_ns {
+            for (n, shape) in by_ns.iter_mut() {
                 shape.queue = namespaces
                     .get(n)
                     .and_then(|o| o["metadata"]["annotations"][VOLCANO_QUEUE_ANNOTATION].as_str())
@@ -1382,10 +1558,17 @@ fn tenants(
         }
         _ => {}
     }
+}
+
+/// The tenants, each named and with its namespaces, in the blueprint's order.
+fn tenant_namespaces(
+    objects: &Objects<'_>,
+    by_ns: &BTreeMap<String, Shape>,
+) -> Vec<(String, Vec<String>)> {
     // Namespaces with the same tenant label, or (without one) the same quota, defaults and queue,
     // are one tenant.
     let mut tenants: BTreeMap<(Option<String>, Shape), Vec<String>> = BTreeMap::new();
-    for (n, shape) in &by_ns {
+    for (n, shape) in by_ns {
         let key = match &shape.tenant {
             Some(t) => (
                 Some(t.clone()),
@@ -1408,7 +1591,6 @@ fn tenants(
         tenants.entry(key).or_default().push(n.clone());
     }
     let mut used = BTreeSet::new();
-    let mut out = Vec::new();
     let mut order: Vec<(String, Vec<String>)> = Vec::new();
     for ((label, _), namespaces) in tenants {
         let shape = &by_ns[&namespaces[0]];
@@ -1444,62 +1626,72 @@ fn tenants(
             .unwrap_or(usize::MAX)
     };
     order.sort_by_cached_key(|(t, _)| (position(t), t.clone()));
-    for (i, (tenant, namespaces)) in order.iter().enumerate() {
-        let p = format!("spec.tenants[{i}]");
-        let shape = &by_ns[&namespaces[0]];
-        for n in &namespaces[1..] {
-            if by_ns[n].quota != shape.quota
-                || by_ns[n].defaults != shape.defaults
-                || by_ns[n].queue != shape.queue
-            {
-                draft.warn(&p, format!("namespace `{n}` carries tenant `{tenant}`'s label but another quota, defaults or queue than `{}`; the first namespace's are imported", namespaces[0]));
-            }
+    order
+}
+
+/// The blueprint entry of tenant `tenant` (the `i`th) and the warnings about it.
+fn tenant_entry(
+    i: usize,
+    tenant: &str,
+    namespaces: &[String],
+    by_ns: &BTreeMap<String, Shape>,
+    lost: &Lost,
+    queueing: &Queueing,
+    draft: &mut Draft,
+) -> Y {
+    let p = format!("spec.tenants[{i}]");
+    let shape = &by_ns[&namespaces[0]];
+    for n in &namespaces[1..] {
+        if by_ns[n].quota != shape.quota
+            || by_ns[n].defaults != shape.defaults
+            || by_ns[n].queue != shape.queue
+        {
+            draft.warn(&p, format!("namespace `{n}` carries tenant `{tenant}`'s label but another quota, defaults or queue than `{}`; the first namespace's are imported", namespaces[0]));
         }
-        let mut m = vec![
-            ("name".to_string(), Y::s(tenant.clone())),
-            (
-                "namespaces".to_string(),
-                Y::List(namespaces.iter().map(|n| Y::s(n.clone())).collect()),
-            ),
-        ];
-        if let Some(q) = &shape.queue {
-            if queueing.queues.contains(q) {
-                m.push(("queue".into(), Y::s(q.clone())));
-            } else {
-                draft.warn(
-                    &format!("{p}.queue"),
-                    format!("the tenant's queue `{q}` is not an imported queue"),
-                );
-            }
-        }
-        m.push(("quota".into(), Y::from_json(&json!(shape.quota))));
-        if !shape.defaults.is_empty() {
-            m.push(("defaults".into(), Y::from_json(&json!(shape.defaults))));
-        }
-        for n in namespaces {
-            let expected = crate::render::quota_name(tenant);
-            if by_ns[n].quota_name.as_deref() != Some(expected.as_str()) {
-                draft.warn(
-                    &format!("{p}.quota"),
-                    format!(
-                        "gpuctl names the tenant's quota `{expected}`; the plan creates it in `{n}` beside the live `{}` (remove that one by hand once gpuctl's is in place)",
-                        by_ns[n].quota_name.clone().unwrap_or_default()
-                    ),
-                );
-            }
-        }
-        for (ns, message) in &lost {
-            if namespaces.contains(ns) {
-                draft.warn(&format!("{p}.quota"), message.clone());
-            }
-        }
-        draft.comment(
-            &p,
-            "priorityClass and cuda are not recorded in the cluster: add them",
-        );
-        out.push(Y::Map(m));
     }
-    Y::List(out)
+    let mut m = vec![
+        ("name".to_string(), Y::s(tenant)),
+        (
+            "namespaces".to_string(),
+            Y::List(namespaces.iter().map(|n| Y::s(n.clone())).collect()),
+        ),
+    ];
+    if let Some(q) = &shape.queue {
+        if queueing.queues.contains(q) {
+            m.push(("queue".into(), Y::s(q.clone())));
+        } else {
+            draft.warn(
+                &format!("{p}.queue"),
+                format!("the tenant's queue `{q}` is not an imported queue"),
+            );
+        }
+    }
+    m.push(("quota".into(), Y::from_json(&json!(shape.quota))));
+    if !shape.defaults.is_empty() {
+        m.push(("defaults".into(), Y::from_json(&json!(shape.defaults))));
+    }
+    for n in namespaces {
+        let expected = crate::render::quota_name(tenant);
+        if by_ns[n].quota_name.as_deref() != Some(expected.as_str()) {
+            draft.warn(
+                &format!("{p}.quota"),
+                format!(
+                    "gpuctl names the tenant's quota `{expected}`; the plan creates it in `{n}` beside the live `{}` (remove that one by hand once gpuctl's is in place)",
+                    by_ns[n].quota_name.clone().unwrap_or_default()
+                ),
+            );
+        }
+    }
+    for (ns, message) in lost {
+        if namespaces.contains(ns) {
+            draft.warn(&format!("{p}.quota"), message.clone());
+        }
+    }
+    draft.comment(
+        &p,
+        "priorityClass and cuda are not recorded in the cluster: add them",
+    );
+    Y::Map(m)
 }
 
 fn monitoring(objects: &Objects<'_>, op_ns: &str, draft: &mut Draft) -> Option<Y> {

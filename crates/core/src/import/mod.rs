@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::live::LiveView;
 use crate::live::release::NamedRelease;
+use crate::object::set_in;
 use crate::plan::{ActionKind, HelmAction, PlanOptions};
 use crate::profiles::Catalog;
 use crate::render::Templates;
@@ -133,22 +134,7 @@ pub fn import(
     opts: &ImportOptions,
 ) -> Imported {
     let mut draft = Draft::default();
-    // The releases by chart; a snapshot taken before import looked for them has the operator's
-    // release (named `gpu-operator`) only.
-    let found: Vec<NamedRelease> = match &ctx.releases {
-        Some(r) => r.clone(),
-        None => live_release(live)
-            .map(|r| NamedRelease {
-                name: releases::Chart::GpuOperator.release_name().to_string(),
-                namespace: ctx
-                    .operator_namespace
-                    .clone()
-                    .unwrap_or_else(|| "gpu-operator".into()),
-                release: r.clone(),
-            })
-            .into_iter()
-            .collect(),
-    };
+    let found = found_releases(live, ctx);
     let chosen = releases::choose(&found, catalog);
     for (path, message) in &chosen.notes {
         draft.warn(path, message.clone());
@@ -188,46 +174,7 @@ pub fn import(
     if let Some(release) = gpu_release
         && let Some(Ok(Some(set))) = &first
     {
-        let chart = catalog.chart_release(&set.helm.version);
-        let (residual, missing) = residual(&release.values, &set.helm.values);
-        let mut kept = Map::new();
-        for (path, v) in flatten_paths(&residual) {
-            let fits = chart.is_none_or(|c| {
-                let mut one = Map::new();
-                insert_path(&mut one, &path, v.clone());
-                c.unknown_paths(&one).is_empty()
-            });
-            if fits {
-                insert_path(&mut kept, &path, v);
-            } else {
-                draft.warn(
-                    "spec.gpuOperator.values",
-                    format!(
-                        "the live release sets `{}`, which the GPU Operator {} chart key tree does not have; it is left out",
-                        path.join("."),
-                        set.helm.version
-                    ),
-                );
-            }
-        }
-        for path in missing {
-            draft.warn(
-                "spec.gpuOperator",
-                format!(
-                    "gpuctl writes `{path}` into the operator's values and the live release does not set it; the first apply upgrades the release with it"
-                ),
-            );
-        }
-        if !kept.is_empty() {
-            changed = true;
-            draft.comment(
-                "spec.gpuOperator.values",
-                "values of the live release that no blueprint field expresses, kept as they are",
-            );
-            if let Some(op) = tree.get_mut("spec").and_then(|s| s.get_mut("gpuOperator")) {
-                op.set("values", Y::from_json(&Value::Object(kept)));
-            }
-        }
+        changed |= keep_operator_values(&mut tree, &mut draft, release, set, catalog);
     }
 
     // Validate and self-plan the final draft.
@@ -240,67 +187,7 @@ pub fn import(
     match result {
         Ok(Some(set)) => {
             valid = true;
-            let view = with_members(live, &crate::plan::parent_of(&set).id());
-            if let Ok(plan) = crate::plan::plan(&set, &view, PlanOptions::default()) {
-                for a in &plan.actions {
-                    match a.action {
-                        ActionKind::Adopt => plan_counts.adopt += 1,
-                        ActionKind::NoOp => plan_counts.unchanged += 1,
-                        ActionKind::Create
-                        | ActionKind::CreateAfterCrd
-                        | ActionKind::CreateAfterParent => {
-                            plan_counts.create += 1;
-                        }
-                        // Without a server to normalise them, `112` and `"112"` (or `1Gi` and
-                        // `1024Mi`) differ only in how they are written: a live plan's dry-run
-                        // finds them equal.
-                        ActionKind::Update if a.changes.iter().all(same_quantity) => {
-                            plan_counts.adopt += 1;
-                        }
-                        ActionKind::Update | ActionKind::Conflict => {
-                            plan_counts.change += 1;
-                            let fields: Vec<&str> =
-                                a.changes.iter().map(|c| c.path.as_str()).collect();
-                            draft.note(
-                                "GPU301",
-                                "",
-                                format!(
-                                    "a plan of this blueprint would {} {}{}",
-                                    if a.action == ActionKind::Update {
-                                        "change"
-                                    } else {
-                                        "conflict on"
-                                    },
-                                    a.id(),
-                                    if fields.is_empty() {
-                                        a.reason
-                                            .clone()
-                                            .map(|r| format!(": {r}"))
-                                            .unwrap_or_default()
-                                    } else {
-                                        format!(" ({})", fields.join(", "))
-                                    }
-                                ),
-                            );
-                        }
-                        ActionKind::Delete => {}
-                    }
-                }
-                if let Some(h) = &plan.helm_release
-                    && h.action != HelmAction::NoOp
-                    && live_release(live).is_some()
-                {
-                    let fields: Vec<&str> = h.changes.iter().map(|c| c.path.as_str()).collect();
-                    draft.note(
-                        "GPU301",
-                        "spec.gpuOperator",
-                        format!(
-                            "a plan of this blueprint would upgrade the operator's Helm release ({})",
-                            if fields.is_empty() { "chart version or status".to_string() } else { fields.join(", ") }
-                        ),
-                    );
-                }
-            }
+            plan_counts = self_plan(live, &set, &mut draft);
         }
         Ok(None) => {}
         Err(findings) => {
@@ -326,6 +213,148 @@ pub fn import(
         valid,
         plan_counts,
     }
+}
+
+/// The releases by chart; a snapshot taken before import looked for them has the operator's
+/// release (named `gpu-operator`) only.
+fn found_releases(live: &LiveView, ctx: &ImportContext) -> Vec<NamedRelease> {
+    match &ctx.releases {
+        Some(r) => r.clone(),
+        None => live_release(live)
+            .map(|r| NamedRelease {
+                name: releases::Chart::GpuOperator.release_name().to_string(),
+                namespace: ctx
+                    .operator_namespace
+                    .clone()
+                    .unwrap_or_else(|| "gpu-operator".into()),
+                release: r.clone(),
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Keeps the live operator release's values that render does not produce under
+/// `gpuOperator.values` (those its chart key tree has), and warns about the values gpuctl writes
+/// that the release does not set. Whether anything was kept.
+fn keep_operator_values(
+    tree: &mut Y,
+    draft: &mut Draft,
+    release: &crate::live::release::LiveRelease,
+    set: &crate::render::RenderedSet,
+    catalog: &Catalog,
+) -> bool {
+    let mut changed = false;
+    let chart = catalog.chart_release(&set.helm.version);
+    let (residual, missing) = residual(&release.values, &set.helm.values);
+    let mut kept = Map::new();
+    for (path, v) in flatten_paths(&residual) {
+        let fits = chart.is_none_or(|c| {
+            let mut one = Map::new();
+            set_in(&mut one, path.iter().map(String::as_str), v.clone());
+            c.unknown_paths(&one).is_empty()
+        });
+        if fits {
+            set_in(&mut kept, path.iter().map(String::as_str), v);
+        } else {
+            draft.warn(
+                "spec.gpuOperator.values",
+                format!(
+                    "the live release sets `{}`, which the GPU Operator {} chart key tree does not have; it is left out",
+                    path.join("."),
+                    set.helm.version
+                ),
+            );
+        }
+    }
+    for path in missing {
+        draft.warn(
+            "spec.gpuOperator",
+            format!(
+                "gpuctl writes `{path}` into the operator's values and the live release does not set it; the first apply upgrades the release with it"
+            ),
+        );
+    }
+    if !kept.is_empty() {
+        changed = true;
+        draft.comment(
+            "spec.gpuOperator.values",
+            "values of the live release that no blueprint field expresses, kept as they are",
+        );
+        if let Some(op) = tree.get_mut("spec").and_then(|s| s.get_mut("gpuOperator")) {
+            op.set("values", Y::from_json(&Value::Object(kept)));
+        }
+    }
+    changed
+}
+
+/// The counts of a plan of the imported blueprint's `set` against the cluster; each change or
+/// conflict it would make, and an upgrade of the operator's release, is a warning.
+fn self_plan(live: &LiveView, set: &crate::render::RenderedSet, draft: &mut Draft) -> PlanCounts {
+    let mut plan_counts = PlanCounts::default();
+    let view = with_members(live, &crate::plan::parent_of(set).id());
+    if let Ok(plan) = crate::plan::plan(set, &view, PlanOptions::default()) {
+        for a in &plan.actions {
+            match a.action {
+                ActionKind::Adopt => plan_counts.adopt += 1,
+                ActionKind::NoOp => plan_counts.unchanged += 1,
+                ActionKind::Create | ActionKind::CreateAfterCrd | ActionKind::CreateAfterParent => {
+                    plan_counts.create += 1;
+                }
+                // Without a server to normalise them, `112` and `"112"` (or `1Gi` and
+                // `1024Mi`) differ only in how they are written: a live plan's dry-run
+                // finds them equal.
+                ActionKind::Update if a.changes.iter().all(same_quantity) => {
+                    plan_counts.adopt += 1;
+                }
+                ActionKind::Update | ActionKind::Conflict => {
+                    plan_counts.change += 1;
+                    let fields: Vec<&str> = a.changes.iter().map(|c| c.path.as_str()).collect();
+                    draft.note(
+                        "GPU301",
+                        "",
+                        format!(
+                            "a plan of this blueprint would {} {}{}",
+                            if a.action == ActionKind::Update {
+                                "change"
+                            } else {
+                                "conflict on"
+                            },
+                            a.id(),
+                            if fields.is_empty() {
+                                a.reason
+                                    .clone()
+                                    .map(|r| format!(": {r}"))
+                                    .unwrap_or_default()
+                            } else {
+                                format!(" ({})", fields.join(", "))
+                            }
+                        ),
+                    );
+                }
+                ActionKind::Delete => {}
+            }
+        }
+        if let Some(h) = &plan.helm_release
+            && h.action != HelmAction::NoOp
+            && live_release(live).is_some()
+        {
+            let fields: Vec<&str> = h.changes.iter().map(|c| c.path.as_str()).collect();
+            draft.note(
+                "GPU301",
+                "spec.gpuOperator",
+                format!(
+                    "a plan of this blueprint would upgrade the operator's Helm release ({})",
+                    if fields.is_empty() {
+                        "chart version or status".to_string()
+                    } else {
+                        fields.join(", ")
+                    }
+                ),
+            );
+        }
+    }
+    plan_counts
 }
 
 /// The scalar text at `path` of the tree.
@@ -366,9 +395,9 @@ fn keep_network_values(
     let mut kept = Map::new();
     for (path, v) in flatten_paths(&residual) {
         let mut one = Map::new();
-        insert_path(&mut one, &path, v.clone());
+        set_in(&mut one, path.iter().map(String::as_str), v.clone());
         if chart.is_none_or(|c| c.unknown_paths(&one).is_empty()) {
-            insert_path(&mut kept, &path, v);
+            set_in(&mut kept, path.iter().map(String::as_str), v);
         } else {
             draft.warn(
                 &format!("{p}.values"),
@@ -557,23 +586,6 @@ fn flatten_paths(v: &Value) -> Vec<(Vec<String>, Value)> {
     let mut out = Vec::new();
     walk(&mut Vec::new(), v, &mut out);
     out.into_iter().filter(|(p, _)| !p.is_empty()).collect()
-}
-
-fn insert_path(m: &mut Map<String, Value>, path: &[String], v: Value) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut cur = m;
-    for p in parents {
-        let next = cur
-            .entry(p.clone())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !next.is_object() {
-            *next = Value::Object(Map::new());
-        }
-        cur = next.as_object_mut().expect("just made an object");
-    }
-    cur.insert(last.clone(), v);
 }
 
 impl std::fmt::Display for Note {

@@ -246,7 +246,6 @@ pub(super) fn network(
     draft: &mut Draft,
 ) -> NetworkImport {
     let p = "spec.networkOperator";
-    let facts = &catalog.network().network_operator;
     let mut out = NetworkImport::default();
     let policies = of(all, GROUP, "NicClusterPolicy");
     for other in policies.iter().filter(|o| name(o) != NIC_CLUSTER_POLICY) {
@@ -265,10 +264,7 @@ pub(super) fn network(
         .collect();
     networks.sort_by_key(|(k, o)| (NETWORK_KINDS.iter().position(|(_, f)| f == k), name(o)));
 
-    let mut rdma_pools: BTreeSet<String> = BTreeSet::new();
-    let mut fabric: Option<(&str, bool)> = None; // (fabric, known)
-    let mut if_names = Vec::new();
-    let mut mtu: Option<u64> = None;
+    let mut fabric = Fabric::default();
     match policy {
         None => {
             if release.is_some() || !networks.is_empty() {
@@ -283,288 +279,404 @@ pub(super) fn network(
                     ),
                 );
             }
+            // GPUDirect RDMA without a Network Operator (host MOFED): every GPU pool.
+            if rdma.is_some() {
+                fabric.pools = groups.iter().map(|g| g.name.clone()).collect();
+                if !fabric.pools.is_empty() {
+                    draft.warn(
+                        "spec.nodePools",
+                        "the GPU Operator is set up for GPUDirect RDMA but no NicClusterPolicy says which nodes have RDMA NICs; every pool was given `topology.network.gpuDirectRDMA: true`: remove it from pools without RDMA NICs",
+                    );
+                }
+            }
         }
         Some(policy) => {
-            let spec = &policy["spec"];
-            let mut m: Vec<(String, Y)> = Vec::new();
-            // Version: the release's chart, else the release whose image tag the policy uses.
-            let tags: BTreeSet<&str> = spec
-                .as_object()
-                .into_iter()
-                .flatten()
-                .flat_map(|(_, v)| {
-                    let mut t = vec![v["version"].as_str()];
-                    if let Some(o) = v.as_object() {
-                        t.extend(o.values().map(|x| x["version"].as_str()));
-                    }
-                    t
-                })
-                .flatten()
-                .collect();
-            let version = match release {
-                Some(r) => blueprint_version(&r.release.chart_version),
-                None => match facts
-                    .releases
-                    .iter()
-                    .find(|r| tags.contains(r.tag.as_str()))
-                {
-                    Some(r) => {
-                        draft.comment(
-                            &format!("{p}.version"),
-                            format!("no Helm release of the Network Operator was found; the NicClusterPolicy's images are tagged `{}`", r.tag),
-                        );
-                        r.version.clone()
-                    }
-                    None => {
-                        // The newest release gpuctl can render (one whose chart key tree it
-                        // has), else the newest it knows; the loader refuses an empty list.
-                        let newest = facts
-                            .releases
-                            .iter()
-                            .rev()
-                            .find(|r| {
-                                crate::profiles::chart::network_operator_release(&r.version)
-                                    .is_some()
-                            })
-                            .or(facts.releases.last())
-                            .map(|r| r.version.clone())
-                            .unwrap_or_default();
-                        draft.warn(
-                            &format!("{p}.version"),
-                            format!("no Helm release of the Network Operator was found and the NicClusterPolicy's image tags name no release gpuctl knows; {newest} is a guess: set the release you run"),
-                        );
-                        newest
-                    }
-                },
+            let operator = Operator {
+                all,
+                release,
+                catalog,
+                spec: &policy["spec"],
+                p,
             };
-            m.push(("version".into(), Y::s(version)));
-            let namespaces: BTreeSet<String> =
-                of(all, "", "Namespace").iter().map(|n| name(n)).collect();
-            let default_ns = "nvidia-network-operator";
-            let (namespace, install) = match release {
-                Some(r) if r.name == Chart::NetworkOperator.release_name() => {
-                    (r.namespace.clone(), "helm")
+            out.operator = Some(operator.import(
+                &networks,
+                groups,
+                &mut fabric,
+                &mut out.rdma_resource,
+                draft,
+            ));
+        }
+    }
+    out.pools = pool_networks(groups, &fabric, rdma, gpu_counts, draft);
+    out.rdma = rdma.and_then(|r| gpu_operator_rdma(r, out.pools.is_empty(), draft));
+    out
+}
+
+/// What the NicClusterPolicy and the secondary network say about the pools' network: which pools
+/// the policy selects, the fabric (and whether the objects record it), the RDMA interfaces, the MTU.
+#[derive(Debug, Default)]
+struct Fabric {
+    pools: BTreeSet<String>,
+    /// `(fabric, known)`.
+    kind: Option<(&'static str, bool)>,
+    if_names: Vec<String>,
+    mtu: Option<u64>,
+}
+
+/// The NicClusterPolicy `spec` at `p`, read back into `spec.networkOperator`.
+struct Operator<'a> {
+    all: &'a [&'a Value],
+    release: Option<&'a NamedRelease>,
+    catalog: &'a Catalog,
+    spec: &'a Value,
+    p: &'a str,
+}
+
+impl Operator<'_> {
+    /// `spec.networkOperator`, one field at a time; what it finds about the pools goes to `fabric`.
+    fn import(
+        &self,
+        networks: &[(&str, &Value)],
+        groups: &[Group],
+        fabric: &mut Fabric,
+        rdma_resource: &mut Option<String>,
+        draft: &mut Draft,
+    ) -> Y {
+        let mut m: Vec<(String, Y)> = Vec::new();
+        m.push(("version".into(), Y::s(self.version(draft))));
+        let (namespace, install) = self.namespace_and_install(draft);
+        m.push(("namespace".into(), Y::s(namespace)));
+        m.push(("install".into(), Y::s(install)));
+        m.push(("nicDriver".into(), self.nic_driver(draft)));
+        if let Some(dp) = plugin(self.spec, self.catalog, self.p, draft) {
+            m.push((
+                "devicePlugin".into(),
+                device_plugin(&dp, fabric, rdma_resource),
+            ));
+        }
+        if let Some(n) = self.secondary_network(networks, fabric, draft) {
+            m.push(("secondaryNetwork".into(), n));
+        }
+        self.warn_unrendered_keys(draft);
+        self.selected_pools(groups, fabric, draft);
+        Y::Map(m)
+    }
+
+    /// The release's chart version, else the release whose image tag the policy uses, else a
+    /// guess (warned).
+    fn version(&self, draft: &mut Draft) -> String {
+        let p = self.p;
+        let facts = &self.catalog.network().network_operator;
+        let tags: BTreeSet<&str> = self
+            .spec
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, v)| {
+                let mut t = vec![v["version"].as_str()];
+                if let Some(o) = v.as_object() {
+                    t.extend(o.values().map(|x| x["version"].as_str()));
                 }
-                Some(r) => {
-                    draft.warn(
-                        &format!("{p}.install"),
-                        format!(
-                            "the Network Operator's Helm release is `{}/{}`; gpuctl's helm mode manages a release named `{}`, so gpuctl leaves this one alone (`install: none`)",
-                            r.namespace, r.name, Chart::NetworkOperator.release_name()
-                        ),
-                    );
-                    (r.namespace.clone(), "none")
-                }
-                None => {
-                    draft.comment(
-                        &format!("{p}.install"),
-                        "`none`: no Helm release of the Network Operator was found, so gpuctl leaves its installation alone",
-                    );
-                    if !namespaces.contains(default_ns) {
-                        draft.warn(
-                            &format!("{p}.namespace"),
-                            format!("the Network Operator's namespace is not recorded without its Helm release; `{default_ns}` is a guess"),
-                        );
-                    }
-                    (default_ns.to_string(), "none")
-                }
-            };
-            m.push(("namespace".into(), Y::s(namespace)));
-            m.push(("install".into(), Y::s(install)));
-            // NIC driver.
-            let ofed = &spec["ofedDriver"];
-            if ofed.is_object() {
-                let mut d = vec![("source".to_string(), Y::s("operator"))];
-                if let Some(v) = ofed["version"].as_str() {
-                    d.push(("version".into(), Y::s(v)));
-                }
-                m.push(("nicDriver".into(), Y::Map(d)));
-            } else {
-                m.push((
-                    "nicDriver".into(),
-                    Y::Map(vec![("source".into(), Y::s("host"))]),
-                ));
-                draft.comment(
-                    &format!("{p}.nicDriver"),
-                    "the NicClusterPolicy installs no NIC driver: the hosts carry it",
+                t
+            })
+            .flatten()
+            .collect();
+        if let Some(r) = self.release {
+            return blueprint_version(&r.release.chart_version);
+        }
+        if let Some(r) = facts
+            .releases
+            .iter()
+            .find(|r| tags.contains(r.tag.as_str()))
+        {
+            draft.comment(
+                &format!("{p}.version"),
+                format!("no Helm release of the Network Operator was found; the NicClusterPolicy's images are tagged `{}`", r.tag),
+            );
+            return r.version.clone();
+        }
+        // The newest release gpuctl can render (one whose chart key tree it has), else the
+        // newest it knows; the loader refuses an empty list.
+        let newest = facts
+            .releases
+            .iter()
+            .rev()
+            .find(|r| crate::profiles::chart::network_operator_release(&r.version).is_some())
+            .or(facts.releases.last())
+            .map(|r| r.version.clone())
+            .unwrap_or_default();
+        draft.warn(
+            &format!("{p}.version"),
+            format!("no Helm release of the Network Operator was found and the NicClusterPolicy's image tags name no release gpuctl knows; {newest} is a guess: set the release you run"),
+        );
+        newest
+    }
+
+    /// The namespace and `install` mode: the Helm release's, else `none` in the default
+    /// namespace.
+    fn namespace_and_install(&self, draft: &mut Draft) -> (String, &'static str) {
+        let p = self.p;
+        let default_ns = "nvidia-network-operator";
+        match self.release {
+            Some(r) if r.name == Chart::NetworkOperator.release_name() => {
+                (r.namespace.clone(), "helm")
+            }
+            Some(r) => {
+                draft.warn(
+                    &format!("{p}.install"),
+                    format!(
+                        "the Network Operator's Helm release is `{}/{}`; gpuctl's helm mode manages a release named `{}`, so gpuctl leaves this one alone (`install: none`)",
+                        r.namespace, r.name, Chart::NetworkOperator.release_name()
+                    ),
                 );
+                (r.namespace.clone(), "none")
             }
-            // Device plugin.
-            if let Some(dp) = plugin(spec, catalog, p, draft) {
-                let mut d = vec![
-                    ("kind".to_string(), Y::s(dp.kind)),
-                    ("resourceName".to_string(), Y::s(dp.resource_name.clone())),
-                ];
-                if dp.kind == "rdma-shared"
-                    && let Some(h) = dp.hca_max
-                {
-                    d.push(("hcaMax".into(), Y::Scalar(json!(h))));
-                }
-                if !dp.if_names.is_empty() {
-                    d.push((
-                        "ifNames".into(),
-                        Y::List(dp.if_names.iter().map(|s| Y::s(s.clone())).collect()),
-                    ));
-                }
-                out.rdma_resource = Some(if dp.kind == "sriov" {
-                    format!("nvidia.com/{}", dp.resource_name)
-                } else {
-                    format!("rdma/{}", dp.resource_name)
-                });
-                if_names = dp.if_names.clone();
-                if dp
-                    .link_types
+            None => {
+                draft.comment(
+                    &format!("{p}.install"),
+                    "`none`: no Helm release of the Network Operator was found, so gpuctl leaves its installation alone",
+                );
+                let namespaces: BTreeSet<String> = of(self.all, "", "Namespace")
                     .iter()
-                    .any(|l| l.eq_ignore_ascii_case("infiniband"))
-                {
-                    fabric = Some(("infiniband", true));
-                } else if dp
-                    .link_types
-                    .iter()
-                    .any(|l| l.eq_ignore_ascii_case("ether"))
-                {
-                    fabric = Some(("roce", true));
-                }
-                m.push(("devicePlugin".into(), Y::Map(d)));
-            }
-            // Secondary network.
-            if let Some((kind, sn)) = networks.first().copied() {
-                for (_, o) in &networks[1..] {
+                    .map(|n| name(n))
+                    .collect();
+                if !namespaces.contains(default_ns) {
                     draft.warn(
-                        &format!("{p}.secondaryNetwork"),
-                        format!("{} `{}` is a second secondary network; gpuctl renders one, and leaves this one alone", o["kind"].as_str().unwrap_or_default(), name(o)),
+                        &format!("{p}.namespace"),
+                        format!("the Network Operator's namespace is not recorded without its Helm release; `{default_ns}` is a guess"),
                     );
                 }
-                let s = &sn["spec"];
-                let sname = name(sn);
-                let mut n = vec![
-                    ("kind".to_string(), Y::s(kind)),
-                    ("name".to_string(), Y::s(sname.clone())),
-                ];
-                if kind != "host-device"
-                    && let Some(master) = s["master"].as_str()
-                {
-                    n.push(("master".into(), Y::s(master)));
-                }
-                if let Some(nn) = s["networkNamespace"].as_str().filter(|n| *n != "default") {
-                    n.push(("networkNamespace".into(), Y::s(nn)));
-                }
-                let ipam: Value = s["ipam"]
-                    .as_str()
-                    .and_then(|t| serde_json::from_str(t).ok())
-                    .unwrap_or(Value::Null);
-                let pool_name = ipam["poolName"].as_str().unwrap_or(&sname).to_string();
-                if ipam["type"] != "nv-ipam" || pool_name != sname {
-                    draft.warn(
-                        &format!("{p}.secondaryNetwork"),
-                        format!("{} `{sname}` uses IPAM {}; gpuctl renders NVIDIA IPAM with pool `{sname}`", sn["kind"].as_str().unwrap_or_default(), s["ipam"].as_str().unwrap_or("(none)")),
-                    );
-                }
-                let ippool = of(all, "nv-ipam.nvidia.com", "IPPool")
-                    .into_iter()
-                    .find(|o| name(o) == pool_name);
-                let range = ippool
-                    .and_then(|o| o["spec"]["subnet"].as_str().map(str::to_string))
-                    .or_else(|| ipam["range"].as_str().map(str::to_string));
-                match range {
-                    Some(r) => n.push(("range".into(), Y::s(r))),
-                    None => {
-                        draft.warn(
-                            &format!("{p}.secondaryNetwork.range"),
-                            format!("the pods' address range is in NVIDIA IPAM's IPPool `{pool_name}`, which was not found (its CRD is installed by the Network Operator); `192.168.0.0/16` is a placeholder: set the range the pool uses"),
-                        );
-                        n.push(("range".into(), Y::s("192.168.0.0/16")));
-                    }
-                }
-                if let Some(b) = ippool.and_then(|o| o["spec"]["perNodeBlockSize"].as_u64()) {
-                    n.push(("perNodeBlockSize".into(), Y::Scalar(json!(b))));
-                }
-                if kind == "macvlan" {
-                    mtu = s["mtu"].as_u64().filter(|m| *m > 0);
-                    if let Some(v) = mtu {
-                        n.push(("mtu".into(), Y::Scalar(json!(v))));
-                    }
-                    if s["mode"].as_str().is_some_and(|m| m != "bridge") {
-                        draft.warn(
-                            &format!("{p}.secondaryNetwork"),
-                            format!(
-                                "MacvlanNetwork `{sname}` uses mode `{}`; gpuctl renders `bridge`",
-                                s["mode"].as_str().unwrap_or_default()
-                            ),
-                        );
-                    }
-                }
-                m.push(("secondaryNetwork".into(), Y::Map(n)));
-                match kind {
-                    "ipoib" => fabric = Some(("infiniband", true)),
-                    "macvlan" => fabric = fabric.or(Some(("roce", true))),
-                    _ => {}
-                }
-            } else if spec["secondaryNetwork"].is_object() {
+                (default_ns.to_string(), "none")
+            }
+        }
+    }
+
+    /// `nicDriver`: the policy's OFED driver, else the hosts'.
+    fn nic_driver(&self, draft: &mut Draft) -> Y {
+        let ofed = &self.spec["ofedDriver"];
+        if ofed.is_object() {
+            let mut d = vec![("source".to_string(), Y::s("operator"))];
+            if let Some(v) = ofed["version"].as_str() {
+                d.push(("version".into(), Y::s(v)));
+            }
+            return Y::Map(d);
+        }
+        draft.comment(
+            &format!("{}.nicDriver", self.p),
+            "the NicClusterPolicy installs no NIC driver: the hosts carry it",
+        );
+        Y::Map(vec![("source".into(), Y::s("host"))])
+    }
+
+    /// `secondaryNetwork`: the first of the cluster's IPoIB, macvlan and host-device networks
+    /// (the others are warned about), with its NVIDIA IPAM pool's range.
+    fn secondary_network(
+        &self,
+        networks: &[(&str, &Value)],
+        fabric: &mut Fabric,
+        draft: &mut Draft,
+    ) -> Option<Y> {
+        let p = self.p;
+        let Some((kind, sn)) = networks.first().copied() else {
+            if self.spec["secondaryNetwork"].is_object() {
                 draft.warn(
                     &format!("{p}.secondaryNetwork"),
                     "the NicClusterPolicy deploys secondary-network components (Multus, CNI plugins) but the cluster has no IPoIB, macvlan or host-device network; gpuctl renders them only with a secondary network",
                 );
             }
-            let extra: Vec<&String> = spec
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, _)| k)
-                .filter(|k| !RENDERED_POLICY_KEYS.contains(&k.as_str()))
-                .collect();
-            if !extra.is_empty() {
+            return None;
+        };
+        for (_, o) in &networks[1..] {
+            draft.warn(
+                &format!("{p}.secondaryNetwork"),
+                format!("{} `{}` is a second secondary network; gpuctl renders one, and leaves this one alone", o["kind"].as_str().unwrap_or_default(), name(o)),
+            );
+        }
+        let s = &sn["spec"];
+        let sname = name(sn);
+        let mut n = vec![
+            ("kind".to_string(), Y::s(kind)),
+            ("name".to_string(), Y::s(sname.clone())),
+        ];
+        if kind != "host-device"
+            && let Some(master) = s["master"].as_str()
+        {
+            n.push(("master".into(), Y::s(master)));
+        }
+        if let Some(nn) = s["networkNamespace"].as_str().filter(|n| *n != "default") {
+            n.push(("networkNamespace".into(), Y::s(nn)));
+        }
+        self.address_range(sn, &mut n, draft);
+        if kind == "macvlan" {
+            fabric.mtu = s["mtu"].as_u64().filter(|m| *m > 0);
+            if let Some(v) = fabric.mtu {
+                n.push(("mtu".into(), Y::Scalar(json!(v))));
+            }
+            if s["mode"].as_str().is_some_and(|m| m != "bridge") {
                 draft.warn(
-                    p,
-                    format!("the NicClusterPolicy also sets {extra:?}, which gpuctl does not render; they stay as their manager wrote them"),
+                    &format!("{p}.secondaryNetwork"),
+                    format!(
+                        "MacvlanNetwork `{sname}` uses mode `{}`; gpuctl renders `bridge`",
+                        s["mode"].as_str().unwrap_or_default()
+                    ),
                 );
             }
-            // The pools the policy's node affinity selects carry the RDMA fabric.
-            let terms = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-                ["nodeSelectorTerms"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if terms.is_empty() {
+        }
+        match kind {
+            "ipoib" => fabric.kind = Some(("infiniband", true)),
+            "macvlan" => fabric.kind = fabric.kind.or(Some(("roce", true))),
+            _ => {}
+        }
+        Some(Y::Map(n))
+    }
+
+    /// The secondary network `sn`'s `range` and `perNodeBlockSize`, from its NVIDIA IPAM IPPool
+    /// (a placeholder range when the pool is not found).
+    fn address_range(&self, sn: &Value, n: &mut Vec<(String, Y)>, draft: &mut Draft) {
+        let p = self.p;
+        let s = &sn["spec"];
+        let sname = name(sn);
+        let ipam: Value = s["ipam"]
+            .as_str()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or(Value::Null);
+        let pool_name = ipam["poolName"].as_str().unwrap_or(&sname).to_string();
+        if ipam["type"] != "nv-ipam" || pool_name != sname {
+            draft.warn(
+                &format!("{p}.secondaryNetwork"),
+                format!(
+                    "{} `{sname}` uses IPAM {}; gpuctl renders NVIDIA IPAM with pool `{sname}`",
+                    sn["kind"].as_str().unwrap_or_default(),
+                    s["ipam"].as_str().unwrap_or("(none)")
+                ),
+            );
+        }
+        let ippool = of(self.all, "nv-ipam.nvidia.com", "IPPool")
+            .into_iter()
+            .find(|o| name(o) == pool_name);
+        let range = ippool
+            .and_then(|o| o["spec"]["subnet"].as_str().map(str::to_string))
+            .or_else(|| ipam["range"].as_str().map(str::to_string));
+        match range {
+            Some(r) => n.push(("range".into(), Y::s(r))),
+            None => {
                 draft.warn(
-                    p,
-                    "the NicClusterPolicy has no node affinity: its components run on every node. gpuctl runs them only on the pools that declare an InfiniBand or RoCE `topology.network`; no pool was given one, so declare it on the RDMA pools (the first apply then adds the node affinity)",
+                    &format!("{p}.secondaryNetwork.range"),
+                    format!("the pods' address range is in NVIDIA IPAM's IPPool `{pool_name}`, which was not found (its CRD is installed by the Network Operator); `192.168.0.0/16` is a placeholder: set the range the pool uses"),
                 );
-            } else {
-                for g in groups.iter().filter(|g| selected(g, &terms)) {
-                    rdma_pools.insert(g.name.clone());
-                }
+                n.push(("range".into(), Y::s("192.168.0.0/16")));
             }
-            out.operator = Some(Y::Map(m));
+        }
+        if let Some(b) = ippool.and_then(|o| o["spec"]["perNodeBlockSize"].as_u64()) {
+            n.push(("perNodeBlockSize".into(), Y::Scalar(json!(b))));
         }
     }
-    // GPUDirect RDMA without a Network Operator (host MOFED): every GPU pool.
-    if policy.is_none() && rdma.is_some() {
-        rdma_pools = groups.iter().map(|g| g.name.clone()).collect();
-        if !rdma_pools.is_empty() {
+
+    /// Warns about the policy's `spec` keys render does not write.
+    fn warn_unrendered_keys(&self, draft: &mut Draft) {
+        let extra: Vec<&String> = self
+            .spec
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .filter(|k| !RENDERED_POLICY_KEYS.contains(&k.as_str()))
+            .collect();
+        if !extra.is_empty() {
             draft.warn(
-                "spec.nodePools",
-                "the GPU Operator is set up for GPUDirect RDMA but no NicClusterPolicy says which nodes have RDMA NICs; every pool was given `topology.network.gpuDirectRDMA: true`: remove it from pools without RDMA NICs",
+                self.p,
+                format!("the NicClusterPolicy also sets {extra:?}, which gpuctl does not render; they stay as their manager wrote them"),
             );
         }
     }
-    let (fabric, fabric_known) = fabric.unwrap_or(("infiniband", false));
+
+    /// The pools the policy's node affinity selects carry the RDMA fabric.
+    fn selected_pools(&self, groups: &[Group], fabric: &mut Fabric, draft: &mut Draft) {
+        let terms = self.spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if terms.is_empty() {
+            draft.warn(
+                self.p,
+                "the NicClusterPolicy has no node affinity: its components run on every node. gpuctl runs them only on the pools that declare an InfiniBand or RoCE `topology.network`; no pool was given one, so declare it on the RDMA pools (the first apply then adds the node affinity)",
+            );
+        } else {
+            for g in groups.iter().filter(|g| selected(g, &terms)) {
+                fabric.pools.insert(g.name.clone());
+            }
+        }
+    }
+}
+
+/// `devicePlugin` from the policy's device plugin; the resource it advertises, its interfaces and
+/// the fabric its link types name go to `fabric` and `rdma_resource`.
+fn device_plugin(dp: &Plugin, fabric: &mut Fabric, rdma_resource: &mut Option<String>) -> Y {
+    let mut d = vec![
+        ("kind".to_string(), Y::s(dp.kind)),
+        ("resourceName".to_string(), Y::s(dp.resource_name.clone())),
+    ];
+    if dp.kind == "rdma-shared"
+        && let Some(h) = dp.hca_max
+    {
+        d.push(("hcaMax".into(), Y::Scalar(json!(h))));
+    }
+    if !dp.if_names.is_empty() {
+        d.push((
+            "ifNames".into(),
+            Y::List(dp.if_names.iter().map(|s| Y::s(s.clone())).collect()),
+        ));
+    }
+    *rdma_resource = Some(if dp.kind == "sriov" {
+        format!("nvidia.com/{}", dp.resource_name)
+    } else {
+        format!("rdma/{}", dp.resource_name)
+    });
+    fabric.if_names = dp.if_names.clone();
+    if dp
+        .link_types
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case("infiniband"))
+    {
+        fabric.kind = Some(("infiniband", true));
+    } else if dp
+        .link_types
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case("ether"))
+    {
+        fabric.kind = Some(("roce", true));
+    }
+    Y::Map(d)
+}
+
+/// `topology.network` of each pool `fabric` names: the fabric, with GPUDirect RDMA its NICs per
+/// node, the MTU.
+fn pool_networks(
+    groups: &[Group],
+    fabric: &Fabric,
+    rdma: Option<RdmaLive>,
+    gpu_counts: &BTreeMap<String, u32>,
+    draft: &mut Draft,
+) -> BTreeMap<String, Y> {
+    let mut pools = BTreeMap::new();
+    let (kind, known) = fabric.kind.unwrap_or(("infiniband", false));
     for (i, g) in groups
         .iter()
         .enumerate()
-        .filter(|(_, g)| rdma_pools.contains(&g.name))
+        .filter(|(_, g)| fabric.pools.contains(&g.name))
     {
         let np = format!("spec.nodePools[{i}].topology");
         let np = np.as_str();
-        let mut n = vec![("fabric".to_string(), Y::s(fabric))];
-        if !fabric_known {
+        let mut n = vec![("fabric".to_string(), Y::s(kind))];
+        if !known {
             draft.warn(
                 np,
                 "the fabric is not recorded in the objects gpuctl reads (an IPoIB network means InfiniBand, a macvlan one RoCE); `infiniband` is a guess",
             );
         }
         if rdma.is_some() {
-            let count = if if_names.is_empty() {
+            let count = if fabric.if_names.is_empty() {
                 let c = gpu_counts.get(&g.name).copied().unwrap_or(1);
                 draft.warn(
                     np,
@@ -572,38 +684,40 @@ pub(super) fn network(
                 );
                 c as u64
             } else {
-                if_names.len() as u64
+                fabric.if_names.len() as u64
             };
             n.push(("nicsPerNode".into(), Y::Scalar(json!(count))));
             n.push(("gpuDirectRDMA".into(), Y::Scalar(json!(true))));
         }
-        if let Some(v) = mtu {
+        if let Some(v) = fabric.mtu {
             n.push(("mtu".into(), Y::Scalar(json!(v))));
         }
-        out.pools.insert(g.name.clone(), Y::Map(n));
+        pools.insert(g.name.clone(), Y::Map(n));
     }
-    if let Some(r) = rdma {
-        if out.pools.is_empty() {
-            draft.warn(
-                "spec.gpuOperator",
-                "the GPU Operator is set up for GPUDirect RDMA, but no pool could be given an RDMA network, so `gpuOperator.rdma` would do nothing; the settings are kept as the release has them",
-            );
+    pools
+}
+
+/// `gpuOperator.rdma` from the GPU Operator's settings, when some pool got an RDMA network.
+fn gpu_operator_rdma(r: RdmaLive, no_pools: bool, draft: &mut Draft) -> Option<Y> {
+    if no_pools {
+        draft.warn(
+            "spec.gpuOperator",
+            "the GPU Operator is set up for GPUDirect RDMA, but no pool could be given an RDMA network, so `gpuOperator.rdma` would do nothing; the settings are kept as the release has them",
+        );
+        return None;
+    }
+    let mut m = vec![(
+        "mechanism".to_string(),
+        Y::s(if r.peermem {
+            "nvidia-peermem"
         } else {
-            let mut m = vec![(
-                "mechanism".to_string(),
-                Y::s(if r.peermem {
-                    "nvidia-peermem"
-                } else {
-                    "dma-buf"
-                }),
-            )];
-            if r.host_mofed {
-                m.push(("useHostMofed".into(), Y::Scalar(json!(true))));
-            }
-            out.rdma = Some(Y::Map(m));
-        }
+            "dma-buf"
+        }),
+    )];
+    if r.host_mofed {
+        m.push(("useHostMofed".into(), Y::Scalar(json!(true))));
     }
-    out
+    Some(Y::Map(m))
 }
 
 /// `topology.levels` per pool: the levels of the Kueue Topology its ResourceFlavor names. Every

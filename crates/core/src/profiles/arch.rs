@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{ComputeCapability, PartialDate, TextList, text_list};
 use super::gpu::KernelModuleSupport;
+use super::{ARCHITECTURES_FILE, FactRow};
+use super::{ProfileError, RowLog, inconsistent, sourced};
 use crate::version::{CudaVersion, DriverVersion};
 
 /// One GPU architecture.
@@ -85,4 +87,85 @@ pub(super) struct ArchitecturesFile {
     #[serde(default)]
     pub(super) read: Option<PartialDate>,
     pub(super) architectures: BTreeMap<String, Architecture>,
+}
+
+pub(super) fn load_architectures(
+    file: ArchitecturesFile,
+    sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
+) -> Result<BTreeMap<String, Architecture>, ProfileError> {
+    const F: &str = ARCHITECTURES_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    let mut seen_cc = BTreeMap::new();
+    let mut seen_major: BTreeMap<u32, String> = BTreeMap::new();
+    let mut architectures = BTreeMap::new();
+    // An architecture known by its compute-capability major alone must not share it with one
+    // that lists full compute capabilities.
+    for (name, a) in &file.architectures {
+        if let Some(major) = a.compute_major
+            && let Some(other) = file.architectures.iter().find(|(o, oa)| {
+                *o != name && oa.compute_capabilities.iter().any(|cc| cc.major == major)
+            })
+        {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "compute-capability major {major} belongs to both `{}` and `{name}`",
+                    other.0
+                ),
+            ));
+        }
+    }
+    for (name, mut architecture) in file.architectures {
+        if architecture.compute_capabilities.is_empty() && architecture.compute_major.is_none() {
+            return Err(inconsistent(
+                F,
+                format!("architecture `{name}` lists no compute capability and no compute_major"),
+            ));
+        }
+        for cc in &architecture.compute_capabilities {
+            if let Some(other) = seen_cc.insert(*cc, name.clone()) {
+                return Err(inconsistent(
+                    F,
+                    format!("compute capability {cc} is listed by both `{other}` and `{name}`"),
+                ));
+            }
+        }
+        if let Some(major) = architecture.compute_major
+            && let Some(other) = seen_major.insert(major, name.clone())
+        {
+            return Err(inconsistent(
+                F,
+                format!("compute-capability major {major} belongs to both `{other}` and `{name}`"),
+            ));
+        }
+        if let (Some(min), Some(last)) = (&architecture.min_driver, architecture.last_driver_branch)
+            && min.branch() > last
+        {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "architecture `{name}`: min_driver {min} is newer than last_driver_branch {last}"
+                ),
+            ));
+        }
+        if architecture
+            .kernel_modules
+            .is_some_and(|k| !k.open && !k.proprietary)
+        {
+            return Err(inconsistent(
+                F,
+                format!("architecture `{name}` supports no kernel-module flavour"),
+            ));
+        }
+        log.row(
+            format!("architectures.{name}"),
+            &architecture.source,
+            architecture.read,
+        );
+        architecture.name = name.clone();
+        architectures.insert(name, architecture);
+    }
+    Ok(architectures)
 }

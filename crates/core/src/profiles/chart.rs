@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::object::set_path;
 use crate::version::OperatorVersion;
 
 /// Leaf kinds of a key tree.
@@ -243,10 +244,10 @@ fn load(trees: &[&str], releases: &str) -> Result<Vec<ChartRelease>, String> {
             .clone();
         let mut keys = file.keys;
         for (path, kind) in &facts.commented_keys {
-            insert_path(&mut keys, path, Value::String(kind.clone()));
+            set_path(&mut keys, path, Value::String(kind.clone()));
         }
         for path in &facts.open {
-            insert_path(&mut keys, path, Value::String(MAP.to_string()));
+            set_path(&mut keys, path, Value::String(MAP.to_string()));
         }
         let mut defaults = file.defaults;
         for (path, repo) in &facts.subchart_images {
@@ -261,24 +262,6 @@ fn load(trees: &[&str], releases: &str) -> Result<Vec<ChartRelease>, String> {
     }
     out.sort_by_key(|r| r.version.parse::<OperatorVersion>().ok());
     Ok(out)
-}
-
-fn insert_path(tree: &mut Map<String, Value>, path: &str, leaf: Value) {
-    let mut node = tree;
-    let mut parts = path.split('.').peekable();
-    while let Some(part) = parts.next() {
-        if parts.peek().is_none() {
-            node.insert(part.to_string(), leaf);
-            return;
-        }
-        let entry = node
-            .entry(part.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !entry.is_object() {
-            *entry = Value::Object(Map::new());
-        }
-        node = entry.as_object_mut().expect("just made an object");
-    }
 }
 
 fn join(prefix: &str, key: &str) -> String {

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::common::{PartialDate, TextList, text_list};
+use super::{CUDA_FILE, FactRow};
+use super::{ProfileError, RowLog, inconsistent, push_sources, require_source, sourced};
 use crate::version::{CudaVersion, DriverVersion};
 
 /// What a CUDA toolkit version needs from the driver.
@@ -153,4 +155,183 @@ pub(super) struct MvcMajorFile {
     pub(super) max_driver_exclusive: Option<DriverVersion>,
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub(super) notes: Vec<String>,
+}
+
+pub(super) type CudaTables = (BTreeMap<CudaVersion, CudaRequirement>, ForwardCompatibility);
+
+pub(super) fn load_cuda(
+    file: CudaFile,
+    sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
+) -> Result<CudaTables, ProfileError> {
+    const F: &str = CUDA_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    let mvc_file = file.minor_version_compatibility;
+    sourced(
+        sources,
+        F,
+        Some("minor_version_compatibility"),
+        &mvc_file.source.0,
+    )?;
+    log.row("minor_version_compatibility", &mvc_file.source.0, None);
+    log.row(
+        "forward_compatibility",
+        &file.forward_compatibility.source,
+        None,
+    );
+    require_source(
+        F,
+        "forward_compatibility",
+        &file.forward_compatibility.source,
+    )?;
+    push_sources(
+        sources,
+        F,
+        Some("forward_compatibility"),
+        &file.forward_compatibility.source,
+    );
+
+    let mvc = minor_version_compat(mvc_file)?;
+    let mut table = releases(file.releases, &mvc, &mut log)?;
+    add_major_entries(&mut table, &mvc);
+    Ok((table, file.forward_compatibility))
+}
+
+/// Minor-version compatibility per CUDA major: each key a major, each driver range not empty.
+fn minor_version_compat(
+    mvc_file: MvcFile,
+) -> Result<BTreeMap<u32, MinorVersionCompat>, ProfileError> {
+    const F: &str = CUDA_FILE;
+    let mut mvc = BTreeMap::new();
+    for (major, entry) in mvc_file.majors {
+        let number: u32 = major.parse().map_err(|_| {
+            inconsistent(
+                F,
+                format!("minor_version_compatibility key `{major}` is not a CUDA major"),
+            )
+        })?;
+        if let Some(max) = &entry.max_driver_exclusive
+            && *max <= entry.min_driver
+        {
+            return Err(inconsistent(
+                F,
+                format!("CUDA {major}: max_driver_exclusive {max} <= min_driver"),
+            ));
+        }
+        mvc.insert(
+            number,
+            MinorVersionCompat {
+                major: number,
+                min_driver: entry.min_driver,
+                max_driver_exclusive: entry.max_driver_exclusive,
+                limits: mvc_file.limits.clone(),
+                notes: entry.notes,
+                sources: mvc_file.source.0.clone(),
+            },
+        );
+    }
+    Ok(mvc)
+}
+
+/// The CUDA minor releases in order, each needing at least the driver of the one before and its
+/// updates at least its GA's; every major of `mvc` has a release.
+fn releases(
+    releases: Vec<CudaReleaseFile>,
+    mvc: &BTreeMap<u32, MinorVersionCompat>,
+    log: &mut RowLog<'_>,
+) -> Result<BTreeMap<CudaVersion, CudaRequirement>, ProfileError> {
+    const F: &str = CUDA_FILE;
+    let mut table: BTreeMap<CudaVersion, CudaRequirement> = BTreeMap::new();
+    let mut previous: Option<(CudaVersion, DriverVersion)> = None;
+    for release in releases {
+        log.row(format!("releases.{}", release.cuda), &[], release.read);
+        let cuda = release.cuda;
+        if cuda.minor().is_none() || cuda.patch().is_some() {
+            return Err(inconsistent(
+                F,
+                format!("release `{cuda}` must be `<major>.<minor>`"),
+            ));
+        }
+        if let Some((prev_cuda, prev_driver)) = &previous {
+            if cuda <= *prev_cuda {
+                return Err(inconsistent(
+                    F,
+                    format!("release `{cuda}` is out of order or repeated"),
+                ));
+            }
+            if release.min_driver < *prev_driver {
+                return Err(inconsistent(
+                    F,
+                    format!(
+                        "CUDA {cuda} needs {} but the older {prev_cuda} needs {prev_driver}",
+                        release.min_driver
+                    ),
+                ));
+            }
+        }
+        for update in &release.updates {
+            if update.min_driver < release.min_driver {
+                return Err(inconsistent(
+                    F,
+                    format!("CUDA {cuda} {} needs less than its GA", update.name),
+                ));
+            }
+        }
+        previous = Some((cuda.clone(), release.min_driver.clone()));
+        let major = cuda.major();
+        table.insert(
+            cuda.clone(),
+            CudaRequirement {
+                cuda,
+                min_driver: release.min_driver,
+                released: release.released,
+                updates: release.updates,
+                minor_version_compat: mvc.get(&major).cloned(),
+                notes: release.notes,
+            },
+        );
+    }
+    if table.is_empty() {
+        return Err(inconsistent(F, "no releases"));
+    }
+    for major in mvc.keys() {
+        if !table.keys().any(|v| v.major() == *major) {
+            return Err(inconsistent(
+                F,
+                format!("minor_version_compatibility names CUDA {major}, which has no release"),
+            ));
+        }
+    }
+    Ok(table)
+}
+
+/// Adds one entry per major, standing for "some <major>.x".
+fn add_major_entries(
+    table: &mut BTreeMap<CudaVersion, CudaRequirement>,
+    mvc: &BTreeMap<u32, MinorVersionCompat>,
+) {
+    // One entry per major, standing for "some <major>.x": full support from the newest known minor's
+    // driver on. Releases are in order, so the last one of each major wins.
+    let mut majors: BTreeMap<u32, (CudaVersion, DriverVersion)> = BTreeMap::new();
+    for req in table.values() {
+        majors.insert(req.cuda.major(), (req.cuda.clone(), req.min_driver.clone()));
+    }
+    for (major, (newest, driver)) in majors {
+        let key = newest.major_only();
+        table.insert(
+            key.clone(),
+            CudaRequirement {
+                cuda: key,
+                min_driver: driver,
+                released: None,
+                updates: Vec::new(),
+                minor_version_compat: mvc.get(&major).cloned(),
+                notes: vec![format!(
+                    "any CUDA {major}.x application: every feature works from the driver of the newest known \
+                     {major}.x release ({newest}) on"
+                )],
+            },
+        );
+    }
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::DCGM_FILE;
 use super::common::{TextList, text_list};
+use super::{ProfileError, inconsistent, sourced};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -638,6 +640,91 @@ pub(super) fn is_prometheus_name(name: &str, metric: bool) -> bool {
     let first_ok = |c: char| c.is_ascii_alphabetic() || c == '_' || (metric && c == ':');
     chars.next().is_some_and(first_ok)
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (metric && c == ':'))
+}
+
+pub(super) fn load_dcgm(
+    file: DcgmFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<DcgmFacts, ProfileError> {
+    const F: &str = DCGM_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    sourced(sources, F, Some("exporter"), &file.exporter.source)?;
+    sourced(sources, F, Some("clock_events"), &file.clock_events.source)?;
+    sourced(sources, F, Some("xid"), &file.xid.source)?;
+    sourced(
+        sources,
+        F,
+        Some("recovery_action"),
+        &file.recovery_action.source,
+    )?;
+    sourced(sources, F, Some("thresholds"), &file.thresholds.source)?;
+    sourced(sources, F, Some("alert_bounds"), &file.alert_bounds.source)?;
+    for (what, names) in file.exporter.labels.all() {
+        if names.is_empty() {
+            return Err(inconsistent(
+                F,
+                format!("exporter.labels.{what} names no label"),
+            ));
+        }
+        if let Some(bad) = names.iter().find(|n| !is_prometheus_name(n, false)) {
+            return Err(inconsistent(
+                F,
+                format!("exporter.labels.{what}: `{bad}` is not a Prometheus label name"),
+            ));
+        }
+    }
+    if let Some(bad) = file
+        .exporter
+        .metrics
+        .all()
+        .into_iter()
+        .find(|n| !is_prometheus_name(n, true))
+    {
+        return Err(inconsistent(
+            F,
+            format!("exporter.metrics: `{bad}` is not a Prometheus metric name"),
+        ));
+    }
+    let mut mask = 0u64;
+    for r in &file.clock_events.reasons {
+        if !r.bit.is_power_of_two() || mask & r.bit != 0 {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "clock_events `{}`: bit {} is not a single bit or is listed twice",
+                    r.name, r.bit
+                ),
+            ));
+        }
+        mask |= r.bit;
+    }
+    file.check().map_err(|m| inconsistent(F, m))?;
+    let t = &file.thresholds;
+    for (what, text) in [
+        ("idle_window", &t.idle_window),
+        ("error_window", &t.error_window),
+        ("temperature_for", &t.temperature_for),
+    ] {
+        match crate::quantity::parse_duration_ms(text) {
+            Ok(ms) if ms > 0 => {}
+            Ok(_) => return Err(inconsistent(F, format!("thresholds.{what} is zero"))),
+            Err(e) => return Err(inconsistent(F, format!("thresholds.{what}: {e}"))),
+        }
+    }
+    if !(0.0..=1.0).contains(&t.idle_engine_active)
+        || !(0.0..=100.0).contains(&t.idle_gpu_util_percent)
+        || !t.temperature_c.is_finite()
+    {
+        return Err(inconsistent(F, "thresholds are out of range"));
+    }
+    Ok(DcgmFacts {
+        exporter: file.exporter,
+        clock_events: file.clock_events,
+        xid: file.xid,
+        recovery_action: file.recovery_action,
+        thresholds: file.thresholds,
+        alert_bounds: file.alert_bounds,
+    })
 }
 
 #[cfg(test)]

@@ -1,12 +1,15 @@
 //! Data center driver branches (`profiles/drivers.yaml`): type, first release, end of life, and
 //! which kernel-module flavours each branch ships.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::common::{PartialDate, TextList, text_list};
+use super::{DRIVERS_FILE, FactRow};
+use super::{ProfileError, RowLog, inconsistent, sourced};
 use crate::version::{CudaVersion, DriverVersion};
 
 /// One driver branch, e.g. R580.
@@ -166,4 +169,49 @@ pub(super) struct DriversFile {
     pub(super) read: Option<PartialDate>,
     pub(super) kernel_modules: KernelModuleFlavors,
     pub(super) branches: Vec<DriverBranch>,
+}
+
+pub(super) type DriverTables = (BTreeMap<u32, DriverBranch>, KernelModuleFlavors);
+
+pub(super) fn load_drivers(
+    file: DriversFile,
+    sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
+) -> Result<DriverTables, ProfileError> {
+    const F: &str = DRIVERS_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row("kernel_modules", &file.kernel_modules.source, None);
+    sourced(
+        sources,
+        F,
+        Some("kernel_modules"),
+        &file.kernel_modules.source,
+    )?;
+    let mut branches = BTreeMap::new();
+    for branch in file.branches {
+        let number = branch.branch;
+        log.row(format!("branches.R{number}"), &[], branch.read);
+        if let Some(first) = &branch.first_release
+            && first.branch() != number
+        {
+            return Err(inconsistent(
+                F,
+                format!("R{number}: first_release {first} belongs to another branch"),
+            ));
+        }
+        if let (EndOfLife::Month(eol), Some(first)) =
+            (&branch.end_of_life, &branch.first_release_date)
+            && eol.last_day() < first.first_day()
+        {
+            return Err(inconsistent(
+                F,
+                format!("R{number}: end of life {eol} is before its first release {first}"),
+            ));
+        }
+        if branches.insert(number, branch).is_some() {
+            return Err(inconsistent(F, format!("R{number} is listed twice")));
+        }
+    }
+    Ok((branches, file.kernel_modules))
 }

@@ -2,11 +2,14 @@
 //! `nodePools[].gpu.model`.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::common::{ComputeCapability, PartialDate, TextList, text_list};
 use super::mig::MigProfile;
+use super::{Architecture, FactRow, GPUS_FILE, MigSupport};
+use super::{ProfileError, RowLog, inconsistent, push_sources, require_source, sourced};
 use crate::version::{DriverVersion, OperatorVersion};
 
 /// A GPU model of the catalog.
@@ -205,4 +208,301 @@ pub(super) struct OperatorSinceFile {
 pub(super) struct MigRefFile {
     pub(super) profile_set: String,
     pub(super) min_driver: DriverVersion,
+}
+
+pub(super) type GpuTables = (BTreeMap<String, GpuModel>, BTreeMap<String, String>);
+
+pub(super) fn load_gpus(
+    file: GpusFile,
+    architectures: &BTreeMap<String, Architecture>,
+    sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
+) -> Result<GpuTables, ProfileError> {
+    const F: &str = GPUS_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    for (name, set) in &file.mig_profile_sets {
+        require_source(F, &format!("MIG profile set `{name}`"), &set.source.0)?;
+        log.row(format!("mig_profile_sets.{name}"), &set.source.0, set.read);
+        push_sources(
+            sources,
+            F,
+            Some(&format!("mig_profile_sets.{name}")),
+            &set.source.0,
+        );
+        check_profile_set(name, set)?;
+    }
+
+    let mut used_sets = BTreeSet::new();
+    let mut gpus = BTreeMap::new();
+    let mut products: BTreeMap<String, String> = BTreeMap::new();
+    for (key, entry) in file.gpus {
+        let architecture = architectures.get(&entry.architecture).ok_or_else(|| {
+            inconsistent(
+                F,
+                format!(
+                    "GPU `{key}` names unknown architecture `{}`",
+                    entry.architecture
+                ),
+            )
+        })?;
+        check_gpu_entry(&key, &entry, architecture)?;
+        let kernel_modules = entry
+            .kernel_modules
+            .or(architecture.kernel_modules)
+            .ok_or_else(|| {
+                inconsistent(
+                    F,
+                    format!(
+                        "GPU `{key}`: neither it nor architecture `{}` states its kernel modules",
+                        architecture.name
+                    ),
+                )
+            })?;
+        log.row(format!("gpus.{key}"), &entry.source.0, entry.read);
+        register_products(&key, &entry.gfd_products, &mut products)?;
+        let mig = mig_support(&key, &entry, &file.mig_profile_sets, &mut used_sets)?;
+        let model = GpuModel {
+            key: key.clone(),
+            display_name: entry.display_name,
+            architecture: entry.architecture,
+            compute_capability: entry.compute_capability,
+            memory_gb: entry.memory_gb,
+            memory_type: entry.memory_type,
+            form_factor: entry.form_factor,
+            nvlink: entry.nvlink,
+            segment: entry.segment,
+            gfd_products: entry.gfd_products,
+            min_driver: entry.min_driver.or_else(|| architecture.min_driver.clone()),
+            kernel_modules,
+            cuda_forward_compat: entry.cuda_forward_compat,
+            mig,
+            operator_since: entry.operator_since.as_ref().and_then(|o| o.gpu.clone()),
+            operator_since_source: entry.operator_since.map(|o| o.source),
+            sources: entry.source.0,
+            weak: entry.weak,
+            notes: entry.notes,
+        };
+        gpus.insert(key, model);
+    }
+    if let Some(unused) = file
+        .mig_profile_sets
+        .keys()
+        .find(|name| !used_sets.contains(*name))
+    {
+        return Err(inconsistent(
+            F,
+            format!("MIG profile set `{unused}` is used by no GPU"),
+        ));
+    }
+    Ok((gpus, products))
+}
+
+/// Checks a GPU entry against its architecture and itself: the architecture lists its compute
+/// capability, an unknown product label and weak facts are explained.
+fn check_gpu_entry(
+    key: &str,
+    entry: &GpuFile,
+    architecture: &Architecture,
+) -> Result<(), ProfileError> {
+    const F: &str = GPUS_FILE;
+    if !architecture
+        .compute_capabilities
+        .contains(&entry.compute_capability)
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "GPU `{key}` has compute capability {}, which architecture `{}` does not list",
+                entry.compute_capability, architecture.name
+            ),
+        ));
+    }
+    // A GPU whose label value is unknown must say so.
+    if entry.gfd_products.is_empty()
+        && !(entry.notes.iter().any(|n| n.contains("gpu.product"))
+            && entry.weak.iter().any(|w| w == "gfd_products"))
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "GPU `{key}` lists no gfd_products (an unknown label needs `weak: [gfd_products]` and a note on nvidia.com/gpu.product)"
+            ),
+        ));
+    }
+    if let Some(bad) = entry
+        .weak
+        .iter()
+        .find(|w| !WEAK_FIELDS.contains(&w.as_str()))
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "GPU `{key}`: `weak` names `{bad}`, not one of {}",
+                WEAK_FIELDS.join(", ")
+            ),
+        ));
+    }
+    if !entry.weak.is_empty() && entry.notes.is_empty() {
+        return Err(inconsistent(
+            F,
+            format!("GPU `{key}` marks weak facts but has no note saying why"),
+        ));
+    }
+    Ok(())
+}
+
+/// Records which GPU each `nvidia.com/gpu.product` value names: a value is a valid label value
+/// and names one GPU only.
+fn register_products(
+    key: &str,
+    gfd_products: &[String],
+    products: &mut BTreeMap<String, String>,
+) -> Result<(), ProfileError> {
+    const F: &str = GPUS_FILE;
+    for product in gfd_products {
+        // GFD replaces spaces, and a label value cannot hold them.
+        if product.is_empty() || product.contains(char::is_whitespace) {
+            return Err(inconsistent(
+                F,
+                format!("GPU `{key}` has an invalid gfd_products value `{product}`"),
+            ));
+        }
+        if let Some(other) = products.insert(product.clone(), key.to_string()) {
+            return Err(inconsistent(
+                F,
+                format!("gfd_products value `{product}` is listed by `{other}` and `{key}`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A GPU's MIG support from the profile set it names (recorded in `used_sets`); MIG needs compute
+/// capability 8.0 or newer.
+fn mig_support(
+    key: &str,
+    entry: &GpuFile,
+    sets: &BTreeMap<String, MigProfileSetFile>,
+    used_sets: &mut BTreeSet<String>,
+) -> Result<Option<MigSupport>, ProfileError> {
+    let Some(reference) = &entry.mig else {
+        return Ok(None);
+    };
+    // MIG needs compute capability 8.0 or newer (MIG user guide, Supported GPUs).
+    if entry.compute_capability.major < 8 {
+        return Err(inconsistent(
+            GPUS_FILE,
+            format!(
+                "GPU `{key}` has MIG but compute capability {}",
+                entry.compute_capability
+            ),
+        ));
+    }
+    let set = sets.get(&reference.profile_set).ok_or_else(|| {
+        inconsistent(
+            GPUS_FILE,
+            format!(
+                "GPU `{key}` names unknown MIG profile set `{}`",
+                reference.profile_set
+            ),
+        )
+    })?;
+    used_sets.insert(reference.profile_set.clone());
+    Ok(Some(MigSupport {
+        min_driver: reference.min_driver.clone(),
+        operator_since: entry.operator_since.as_ref().and_then(|o| o.mig.clone()),
+        compute_slices: set.compute_slices,
+        memory_slices: set.memory_slices,
+        max_instances: set.max_instances,
+        profile_set: reference.profile_set.clone(),
+        profiles: set.profiles.clone(),
+        notes: set.notes.clone(),
+        sources: set.source.0.clone(),
+    }))
+}
+
+/// Checks one MIG profile table: every profile fits the GPU's axes, names match their compute
+/// slices and media-extension flag, and the set's instance maximum agrees with its profiles.
+fn check_profile_set(name: &str, set: &MigProfileSetFile) -> Result<(), ProfileError> {
+    const F: &str = GPUS_FILE;
+    let bad = |message: String| inconsistent(F, format!("MIG profile set `{name}`: {message}"));
+    if set.compute_slices == 0 || set.memory_slices == 0 || set.memory_slices > 32 {
+        return Err(bad(format!(
+            "compute_slices {} / memory_slices {} out of range",
+            set.compute_slices, set.memory_slices
+        )));
+    }
+    if set.profiles.is_empty() {
+        return Err(bad("no profiles".into()));
+    }
+    let mut names = BTreeSet::new();
+    for p in &set.profiles {
+        if !names.insert(p.name.as_str()) {
+            return Err(bad(format!("profile `{}` is listed twice", p.name)));
+        }
+        // `<N>g.<M>gb[suffix]`: N is the compute-slice count.
+        let compute_in_name = p
+            .name
+            .split_once("g.")
+            .and_then(|(n, _)| n.parse::<u32>().ok());
+        if compute_in_name != Some(p.compute_slices) {
+            return Err(bad(format!(
+                "profile `{}` has compute_slices {}",
+                p.name, p.compute_slices
+            )));
+        }
+        let me_in_name = p.name.contains("+me");
+        if me_in_name != p.media_extension {
+            return Err(bad(format!(
+                "profile `{}` has media_extension {}",
+                p.name, p.media_extension
+            )));
+        }
+        if p.compute_slices > set.compute_slices
+            || p.memory_slices == 0
+            || p.memory_slices > set.memory_slices
+        {
+            return Err(bad(format!(
+                "profile `{}` does not fit the GPU's slices",
+                p.name
+            )));
+        }
+        if p.max_instances == 0 || p.max_instances > set.max_instances {
+            return Err(bad(format!(
+                "profile `{}` has max_instances {}",
+                p.name, p.max_instances
+            )));
+        }
+        if p.placement_starts.is_empty() || !p.placement_starts.windows(2).all(|w| w[0] < w[1]) {
+            return Err(bad(format!(
+                "profile `{}` needs strictly increasing placement_starts",
+                p.name
+            )));
+        }
+        for start in &p.placement_starts {
+            if start
+                .checked_add(p.memory_slices)
+                .is_none_or(|end| end > set.memory_slices)
+            {
+                return Err(bad(format!(
+                    "profile `{}` starting at {start} runs past the last slot",
+                    p.name
+                )));
+            }
+        }
+    }
+    let widest = set
+        .profiles
+        .iter()
+        .map(|p| p.max_instances)
+        .max()
+        .unwrap_or(0);
+    if widest != set.max_instances {
+        return Err(bad(format!(
+            "max_instances {} but the profiles allow at most {widest}",
+            set.max_instances
+        )));
+    }
+    Ok(())
 }

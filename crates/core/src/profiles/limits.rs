@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::LIMITS_FILE;
 use super::common::text_list;
+use super::{ProfileError, inconsistent, push_sources, require_source};
 
 /// All limits, by the component that enforces them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -294,4 +296,41 @@ pub struct DcgmExporterLimits {
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,
+}
+
+pub(super) fn load_limits(
+    limits: &Limits,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<(), ProfileError> {
+    const F: &str = LIMITS_FILE;
+    let sections: [(&str, &[String]); 10] = [
+        ("the file", &limits.source),
+        ("kubernetes_names", &limits.kubernetes_names.source),
+        ("priority_class", &limits.priority_class.source),
+        ("resource_quota", &limits.resource_quota.source),
+        ("node_labels", &limits.node_labels.source),
+        ("kueue", &limits.kueue.source),
+        ("volcano", &limits.volcano.source),
+        ("device_plugin", &limits.device_plugin.source),
+        ("dcgm_exporter", &limits.dcgm_exporter.source),
+        ("immutable_fields", &limits.immutable_fields.source),
+    ];
+    for (name, list) in sections {
+        require_source(F, name, list)?;
+        push_sources(sources, F, (name != "the file").then_some(name), list);
+    }
+    let volcano = &limits.volcano;
+    if volcano.min_queue_weight > volcano.max_queue_weight
+        || !(volcano.min_queue_weight..=volcano.max_queue_weight)
+            .contains(&volcano.default_queue_weight)
+    {
+        return Err(inconsistent(F, "volcano queue weights are out of order"));
+    }
+    if limits.priority_class.min_value > limits.priority_class.max_user_value {
+        return Err(inconsistent(
+            F,
+            "priority_class min_value is above max_user_value",
+        ));
+    }
+    Ok(())
 }

@@ -2,8 +2,12 @@
 //! Operator releases, kubelet NUMA limits.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use super::common::{PartialDate, TextList, text_list};
+use super::{Architecture, CudaRequirement, FactRow, NETWORK_FILE};
+use super::{ProfileError, RowLog, inconsistent, sourced};
+use crate::version::CudaVersion;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -269,6 +273,80 @@ impl NetworkFile {
         }
         Ok(())
     }
+}
+
+pub(super) fn load_network(
+    file: NetworkFile,
+    architectures: &BTreeMap<String, Architecture>,
+    cuda: &BTreeMap<CudaVersion, CudaRequirement>,
+    sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
+) -> Result<NetworkFacts, ProfileError> {
+    const F: &str = NETWORK_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row(
+        "gpudirect_rdma",
+        &file.gpudirect_rdma.source,
+        file.gpudirect_rdma.read,
+    );
+    log.row(
+        "network_operator",
+        &file.network_operator.source,
+        file.network_operator.read,
+    );
+    for r in &file.network_operator.releases {
+        log.row(
+            format!("network_operator.releases.{}", r.version),
+            &r.source,
+            r.read,
+        );
+    }
+    log.row("kubelet", &file.kubelet.source, file.kubelet.read);
+    let dma_buf = &file.gpudirect_rdma.dma_buf;
+    if !architectures.contains_key(&dma_buf.min_architecture) {
+        return Err(inconsistent(
+            F,
+            format!(
+                "gpudirect_rdma.dma_buf.min_architecture `{}` is not in architectures.yaml",
+                dma_buf.min_architecture
+            ),
+        ));
+    }
+    if dma_buf
+        .min_cuda
+        .parse::<CudaVersion>()
+        .ok()
+        .and_then(|v| cuda.get(&v.without_patch()))
+        .is_none()
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "gpudirect_rdma.dma_buf.min_cuda `{}` is not a CUDA release of cuda.yaml",
+                dma_buf.min_cuda
+            ),
+        ));
+    }
+    sourced(
+        sources,
+        F,
+        Some("gpudirect_rdma"),
+        &file.gpudirect_rdma.source,
+    )?;
+    sourced(
+        sources,
+        F,
+        Some("network_operator"),
+        &file.network_operator.source,
+    )?;
+    sourced(sources, F, Some("kubelet"), &file.kubelet.source)?;
+    file.check().map_err(|m| inconsistent(F, m))?;
+    Ok(NetworkFacts {
+        gpudirect_rdma: file.gpudirect_rdma,
+        network_operator: file.network_operator,
+        kubelet: file.kubelet,
+    })
 }
 
 #[cfg(test)]

@@ -2,9 +2,12 @@
 //! drivers each release defaults to, recommends and validates.
 
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::common::kernel_major_minor as major_minor;
 use super::common::{PartialDate, TextList, text_list};
+use super::{DriverBranch, FactRow, OPERATOR_FILE};
+use super::{ProfileError, RowLog, inconsistent, require_source, sourced};
 use crate::version::{DriverVersion, KubeVersion, OperatorVersion};
 
 /// One GPU Operator chart release.
@@ -326,4 +329,214 @@ pub(super) struct OperatorFile {
     pub(super) kernel_module_type: KernelModuleTypeFacts,
     pub(super) releases: Vec<OperatorRelease>,
     pub(super) os_support: Vec<OsSupport>,
+}
+
+pub(super) type OperatorTables = (BTreeMap<OperatorVersion, OperatorRelease>, OperatorFacts);
+
+pub(super) fn load_operator(
+    file: OperatorFile,
+    drivers: &BTreeMap<u32, DriverBranch>,
+    sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
+) -> Result<OperatorTables, ProfileError> {
+    const F: &str = OPERATOR_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    sourced(
+        sources,
+        F,
+        Some("kernel_module_type"),
+        &file.kernel_module_type.source,
+    )?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row(
+        "kernel_module_type",
+        &file.kernel_module_type.source,
+        file.kernel_module_type.read,
+    );
+    let releases = releases(file.releases, &mut log)?;
+    check_not_captured(&file.not_captured, &releases, &mut log)?;
+    check_os_coverage(&file.os_support, &releases, drivers, sources, &mut log)?;
+    let facts = OperatorFacts {
+        support_as_of: file.support_as_of,
+        support_note: file.support_note,
+        kernel_module_type: file.kernel_module_type,
+        not_captured: file.not_captured,
+        os_support: file.os_support,
+    };
+    Ok((releases, facts))
+}
+
+/// The releases by version: each listed once, its Kubernetes range in order, its unconfirmed
+/// drivers not validated ones and explained.
+fn releases(
+    list: Vec<OperatorRelease>,
+    log: &mut RowLog<'_>,
+) -> Result<BTreeMap<OperatorVersion, OperatorRelease>, ProfileError> {
+    const F: &str = OPERATOR_FILE;
+    let mut releases = BTreeMap::new();
+    for release in list {
+        let version = release.version.clone();
+        if release.kubernetes.min > release.kubernetes.max {
+            return Err(inconsistent(
+                F,
+                format!("{version}: kubernetes min is above max"),
+            ));
+        }
+        if let Some(d) = release
+            .unconfirmed_drivers
+            .iter()
+            .find(|d| release.supports_driver(d))
+        {
+            return Err(inconsistent(
+                F,
+                format!("{version}: {d} is both validated and unconfirmed"),
+            ));
+        }
+        if !release.unconfirmed_drivers.is_empty() && release.notes.is_empty() {
+            return Err(inconsistent(
+                F,
+                format!("{version}: unconfirmed_drivers need a note saying why"),
+            ));
+        }
+        log.row(format!("releases.{version}"), &release.source, release.read);
+        if releases.insert(version.clone(), release).is_some() {
+            return Err(inconsistent(F, format!("{version} is listed twice")));
+        }
+    }
+    if releases.is_empty() {
+        return Err(inconsistent(F, "no releases"));
+    }
+    Ok(releases)
+}
+
+/// The releases whose support was not captured: sourced, and none of them a release.
+fn check_not_captured(
+    not_captured: &[NotCaptured],
+    releases: &BTreeMap<OperatorVersion, OperatorRelease>,
+    log: &mut RowLog<'_>,
+) -> Result<(), ProfileError> {
+    const F: &str = OPERATOR_FILE;
+    for missing in not_captured {
+        require_source(F, "a not_captured entry", &missing.source)?;
+        if let Some(v) = missing.versions.iter().find(|v| releases.contains_key(*v)) {
+            return Err(inconsistent(
+                F,
+                format!("{v} is both a release and not_captured"),
+            ));
+        }
+        let names: Vec<String> = missing.versions.iter().map(ToString::to_string).collect();
+        log.row(
+            format!("not_captured.{}", names.join(",")),
+            &missing.source,
+            missing.read,
+        );
+    }
+    Ok(())
+}
+
+/// The operating-system lists: each sourced and consistent ([`check_os_support`]), and every
+/// release's major covered by exactly one, which names no major without a release.
+fn check_os_coverage(
+    os_support: &[OsSupport],
+    releases: &BTreeMap<OperatorVersion, OperatorRelease>,
+    drivers: &BTreeMap<u32, DriverBranch>,
+    sources: &mut Vec<(&'static str, String)>,
+    log: &mut RowLog<'_>,
+) -> Result<(), ProfileError> {
+    const F: &str = OPERATOR_FILE;
+    for os in os_support {
+        let majors: Vec<String> = os
+            .majors
+            .iter()
+            .map(|m| format!("{}.{}", m.major(), m.minor()))
+            .collect();
+        let what = format!("os_support {}", majors.join(","));
+        sourced(sources, F, Some(&what), &os.source)?;
+        log.row(
+            format!("os_support.{}", majors.join(",")),
+            &os.source,
+            os.read,
+        );
+        check_os_support(&what, os, drivers).map_err(|m| inconsistent(F, m))?;
+    }
+    for version in releases.keys() {
+        let covering = os_support
+            .iter()
+            .filter(|o| {
+                o.majors
+                    .iter()
+                    .any(|m| m.minor_version() == version.minor_version())
+            })
+            .count();
+        if covering != 1 {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "{version}: {covering} os_support entries cover its major (need exactly one)"
+                ),
+            ));
+        }
+    }
+    for os in os_support {
+        for m in &os.majors {
+            if !releases
+                .keys()
+                .any(|v| v.minor_version() == m.minor_version())
+            {
+                return Err(inconsistent(
+                    F,
+                    format!("os_support names major {m}, which has no release"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One major's operating-system list: each system named once, with a version (or, for Red Hat
+/// CoreOS, an OpenShift range), kernels and precompiled rows that parse, precompiled rows that
+/// name a listed system and known driver branches.
+fn check_os_support(
+    what: &str,
+    os: &OsSupport,
+    drivers: &BTreeMap<u32, DriverBranch>,
+) -> Result<(), String> {
+    use super::common::kernel_major_minor as mm;
+    if os.systems.is_empty() {
+        return Err(format!("{what} lists no system"));
+    }
+    let mut seen = BTreeSet::new();
+    for s in &os.systems {
+        let label = s.label();
+        match (&s.version, &s.openshift) {
+            (Some(v), None) if mm(v).is_some() => {}
+            (None, Some(r))
+                if mm(&r.min).is_some_and(|min| mm(&r.max).is_some_and(|max| min <= max)) => {}
+            _ => {
+                return Err(format!(
+                    "{what}: `{label}` needs either a major.minor `version` or an `openshift` range"
+                ));
+            }
+        }
+        if !seen.insert(label.clone()) {
+            return Err(format!("{what}: `{label}` is listed twice"));
+        }
+        if let Some(k) = s.kernels.iter().find(|k| mm(k).is_none()) {
+            return Err(format!("{what}: `{label}` kernel `{k}` is not major.minor"));
+        }
+    }
+    for p in &os.precompiled {
+        if os.system(&p.id, &p.version).is_none() || mm(&p.kernel).is_none() {
+            return Err(format!(
+                "{what}: precompiled `{} {}` kernel `{}` names no listed system or no kernel series",
+                p.id, p.version, p.kernel
+            ));
+        }
+        if let Some(b) = p.branches.iter().find(|b| !drivers.contains_key(b)) {
+            return Err(format!(
+                "{what}: precompiled branch R{b} is not in drivers.yaml"
+            ));
+        }
+    }
+    Ok(())
 }

@@ -8,6 +8,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::common::{PartialDate, TextList, text_list};
+use super::{ProfileError, inconsistent, sourced};
+use super::{QUEUEING_FILE, Queueing};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -504,6 +506,52 @@ fn parse(v: &str) -> Option<semver::Version> {
 fn parse_line(line: &str) -> Option<(u64, u64)> {
     let (major, minor) = line.strip_prefix('v')?.split_once('.')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+pub(super) fn load_queueing(
+    file: QueueingFile,
+    sources: &mut Vec<(&'static str, String)>,
+) -> Result<Queueing, ProfileError> {
+    const F: &str = QUEUEING_FILE;
+    sourced(sources, F, None, &file.source.0)?;
+    for (name, system) in [("kueue", &file.kueue), ("volcano", &file.volcano)] {
+        sourced(sources, F, Some(name), &system.source)?;
+        system.check().map_err(|m| inconsistent(F, m))?;
+    }
+    sourced(
+        sources,
+        F,
+        Some("kueue_configuration"),
+        &file.kueue_configuration.source,
+    )?;
+    file.kueue_configuration
+        .check()
+        .map_err(|m| inconsistent(F, m))?;
+    sourced(sources, F, Some("composition"), &file.composition.source)?;
+    sourced(
+        sources,
+        F,
+        Some("volcano_hierarchy"),
+        &file.volcano_hierarchy.source,
+    )?;
+    sourced(
+        sources,
+        F,
+        Some("scheduling_messages"),
+        &file.scheduling_messages.source,
+    )?;
+    file.scheduling_messages
+        .kueue
+        .check()
+        .map_err(|m| inconsistent(F, m))?;
+    Ok(Queueing {
+        kueue: file.kueue,
+        volcano: file.volcano,
+        kueue_configuration: file.kueue_configuration,
+        composition: file.composition,
+        volcano_hierarchy: file.volcano_hierarchy,
+        messages: file.scheduling_messages,
+    })
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::{
     RenderError, Templates,
 };
 use crate::blueprint::{Blueprint, Images, KernelModuleType};
+use crate::object::set_path;
 use crate::profiles::chart::ChartRelease;
 use crate::quantity::parse_duration_ms;
 
@@ -137,7 +138,7 @@ fn mirror(values: &mut Map<String, Value>, chart: &ChartRelease, images: &Images
         if current.is_empty() {
             continue;
         }
-        set_at(values, path, json!(mirrored(&current, &images.registry)));
+        set_path(values, path, json!(mirrored(&current, &images.registry)));
     }
     if images.pull_secrets.is_empty() {
         return;
@@ -163,7 +164,7 @@ fn mirror(values: &mut Map<String, Value>, chart: &ChartRelease, images: &Images
                 list.push(entry);
             }
         }
-        set_at(values, &path, Value::Array(list));
+        set_path(values, &path, Value::Array(list));
     }
 }
 
@@ -174,24 +175,6 @@ fn value_at<'a>(values: &'a Map<String, Value>, path: &str) -> Option<&'a Value>
         node = node.as_object()?.get(part)?;
     }
     Some(node)
-}
-
-fn set_at(values: &mut Map<String, Value>, path: &str, value: Value) {
-    let mut node = values;
-    let mut parts = path.split('.').peekable();
-    while let Some(part) = parts.next() {
-        if parts.peek().is_none() {
-            node.insert(part.to_string(), value);
-            return;
-        }
-        let entry = node
-            .entry(part.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !entry.is_object() {
-            *entry = Value::Object(Map::new());
-        }
-        node = entry.as_object_mut().expect("just made an object");
-    }
 }
 
 #[cfg(test)]

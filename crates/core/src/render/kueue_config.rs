@@ -167,6 +167,30 @@ pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, S
         return Err("its configuration is not a YAML mapping".into());
     }
     let mut out = Vec::new();
+    fair_sharing(config, &live, &mut out);
+    resources(config, &live, &mut out);
+    if let Some(i) = &config.integrations {
+        let mut want: Vec<&str> = i.frameworks.iter().map(String::as_str).collect();
+        let mut have: Vec<&str> = live["integrations"]["frameworks"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        want.sort_unstable();
+        have.sort_unstable();
+        if want != have {
+            out.push(format!(
+                "integrated frameworks: the blueprint says [{}], the running Kueue [{}]",
+                want.join(", "),
+                have.join(", ")
+            ));
+        }
+    }
+    wait_for_pods_ready(config, &live, &mut out);
+    Ok(out)
+}
+
+/// Fair sharing: on in both or neither, with the same preemption strategies.
+fn fair_sharing(config: &KueueConfig, live: &Value, out: &mut Vec<String>) {
     let live_fs = live.get("fairSharing").filter(|v| !v.is_null());
     match (&config.fair_sharing, live_fs) {
         (Some(_), None) => out.push(
@@ -190,6 +214,10 @@ pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, S
         }
         _ => {}
     }
+}
+
+/// The quota check strategy, excluded resource prefixes and resource transformations.
+fn resources(config: &KueueConfig, live: &Value, out: &mut Vec<String>) {
     let res = &live["resources"];
     let live_strategy = res["quotaCheckStrategy"]
         .as_str()
@@ -218,49 +246,14 @@ pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, S
             live_prefixes.join(", ")
         ));
     }
-    let norm = |v: &Value| -> Vec<Transformation> {
-        let mut list: Vec<_> = v
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|t| {
-                        let mut outs: Vec<(String, String)> = t["outputs"]
-                            .as_object()
-                            .map(|o| {
-                                o.iter()
-                                    .map(|(k, q)| {
-                                        let q = match q {
-                                            Value::String(s) => s.clone(),
-                                            other => other.to_string(),
-                                        };
-                                        // By value: `1Gi` in the running Kueue's file is the
-                                        // blueprint's `1024Mi`.
-                                        (k.clone(), crate::quantity::canonical(&q))
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        outs.sort();
-                        (
-                            t["input"].as_str().unwrap_or_default().to_string(),
-                            t["strategy"].as_str().unwrap_or("Retain").to_string(),
-                            outs,
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        list.sort();
-        list
-    };
     let declared_res = declared(config);
-    let want_t = norm(
+    let want_t = transformations(
         &declared_res
             .get("resources")
             .map(|r| r["transformations"].clone())
             .unwrap_or(Value::Null),
     );
-    let live_t = norm(&res["transformations"]);
+    let live_t = transformations(&res["transformations"]);
     if want_t != live_t {
         let show = |l: &[Transformation]| {
             l.iter()
@@ -274,22 +267,47 @@ pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, S
             show(&live_t)
         ));
     }
-    if let Some(i) = &config.integrations {
-        let mut want: Vec<&str> = i.frameworks.iter().map(String::as_str).collect();
-        let mut have: Vec<&str> = live["integrations"]["frameworks"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        want.sort_unstable();
-        have.sort_unstable();
-        if want != have {
-            out.push(format!(
-                "integrated frameworks: the blueprint says [{}], the running Kueue [{}]",
-                want.join(", "),
-                have.join(", ")
-            ));
-        }
-    }
+}
+
+/// Resource transformations compared by value: input, strategy and sorted canonical outputs.
+fn transformations(v: &Value) -> Vec<Transformation> {
+    let mut list: Vec<_> = v
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    let mut outs: Vec<(String, String)> = t["outputs"]
+                        .as_object()
+                        .map(|o| {
+                            o.iter()
+                                .map(|(k, q)| {
+                                    let q = match q {
+                                        Value::String(s) => s.clone(),
+                                        other => other.to_string(),
+                                    };
+                                    // By value: `1Gi` in the running Kueue's file is the
+                                    // blueprint's `1024Mi`.
+                                    (k.clone(), crate::quantity::canonical(&q))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    outs.sort();
+                    (
+                        t["input"].as_str().unwrap_or_default().to_string(),
+                        t["strategy"].as_str().unwrap_or("Retain").to_string(),
+                        outs,
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    list.sort();
+    list
+}
+
+/// Waiting for pods ready: on in both or neither, with the same timeout and blocking.
+fn wait_for_pods_ready(config: &KueueConfig, live: &Value, out: &mut Vec<String>) {
     let live_w = live.get("waitForPodsReady").filter(|v| !v.is_null());
     match (&config.wait_for_pods_ready, live_w) {
         (Some(_), None) => out.push(
@@ -320,7 +338,6 @@ pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, S
         }
         (None, None) => {}
     }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -10,10 +10,11 @@ use serde_json::{Map, Value, json};
 use super::nodes::Toleration;
 use super::{Builder, HelmRelease, Phase, RenderError, Templates};
 use crate::blueprint::{
-    Blueprint, DevicePluginKind, Fabric, InstallMode, NetworkOperator, NicDriverSource,
-    RdmaMechanism, SecondaryNetworkKind,
+    Blueprint, DevicePlugin, DevicePluginKind, Fabric, InstallMode, NetworkOperator,
+    NicDriverSource, NodePool, RdmaMechanism, SecondaryNetwork, SecondaryNetworkKind,
 };
 use crate::profiles::Catalog;
+use crate::profiles::network::NetworkOperatorRelease;
 
 /// The only NicClusterPolicy name the Network Operator reconciles.
 pub const NIC_CLUSTER_POLICY: &str = "nic-cluster-policy";
@@ -84,7 +85,7 @@ pub(crate) fn objects(
         json!({ "namespace": no.namespace }),
     )?;
     let pools = rdma_pools(bp);
-    let image = |name: &str| json!({ "image": name, "repository": release.repository, "version": release.tag });
+    let image = |name: &str| image(release, name);
     let mut spec = Map::new();
     if no.nic_driver.source == NicDriverSource::Operator {
         spec.insert(
@@ -98,34 +99,7 @@ pub(crate) fn objects(
         );
     }
     let dp = &no.device_plugin;
-    let mut selectors = Map::new();
-    selectors.insert("vendors".into(), json!([facts.nic_vendor]));
-    if !dp.if_names.is_empty() {
-        selectors.insert("ifNames".into(), json!(dp.if_names));
-    }
-    match dp.kind {
-        DevicePluginKind::RdmaShared => {
-            let config = json!({ "configList": [{
-                "resourceName": dp.resource_name,
-                "rdmaHcaMax": dp.hca_max,
-                "selectors": selectors,
-            }]});
-            let mut plugin = image(&release.images.rdma_shared_device_plugin);
-            plugin["config"] = Value::String(config.to_string());
-            spec.insert("rdmaSharedDevicePlugin".into(), plugin);
-        }
-        DevicePluginKind::Sriov => {
-            selectors.insert("isRdma".into(), Value::Bool(true));
-            let config = json!({ "resourceList": [{
-                "resourcePrefix": "nvidia.com",
-                "resourceName": dp.resource_name,
-                "selectors": selectors,
-            }]});
-            let mut plugin = image(&release.images.sriov_device_plugin);
-            plugin["config"] = Value::String(config.to_string());
-            spec.insert("sriovDevicePlugin".into(), plugin);
-        }
-    }
+    device_plugin(&mut spec, dp, release, &facts.nic_vendor);
     if let Some(sn) = &no.secondary_network {
         let mut secondary = Map::new();
         secondary.insert("multus".into(), image(&release.images.multus));
@@ -136,7 +110,75 @@ pub(crate) fn objects(
         spec.insert("secondaryNetwork".into(), Value::Object(secondary));
         spec.insert("nvIpam".into(), image(&release.images.nv_ipam));
     }
-    // Run the NIC components only on the RDMA pools' nodes, and through their taints.
+    placement(&mut spec, &pools);
+    let policy = json!({
+        "apiVersion": facts.api_version,
+        "kind": "NicClusterPolicy",
+        "metadata": { "name": NIC_CLUSTER_POLICY },
+        "spec": spec,
+    });
+    out.push(
+        Phase::Operator,
+        "network/nicclusterpolicy",
+        "spec.networkOperator".to_string(),
+        policy,
+    )?;
+    if let Some(sn) = &no.secondary_network {
+        out.push(
+            Phase::Operator,
+            "network/secondary-network",
+            "spec.networkOperator.secondaryNetwork".to_string(),
+            secondary_network(sn, dp, &facts.api_version),
+        )?;
+    }
+    Ok(())
+}
+
+/// A NicClusterPolicy component's image: `name` from the release's repository at its tag.
+fn image(release: &NetworkOperatorRelease, name: &str) -> Value {
+    json!({ "image": name, "repository": release.repository, "version": release.tag })
+}
+
+/// The device plugin of the NicClusterPolicy `spec`: the RDMA shared one or SR-IOV, with its
+/// resource and the NICs it selects.
+fn device_plugin(
+    spec: &mut Map<String, Value>,
+    dp: &DevicePlugin,
+    release: &NetworkOperatorRelease,
+    nic_vendor: &str,
+) {
+    let mut selectors = Map::new();
+    selectors.insert("vendors".into(), json!([nic_vendor]));
+    if !dp.if_names.is_empty() {
+        selectors.insert("ifNames".into(), json!(dp.if_names));
+    }
+    match dp.kind {
+        DevicePluginKind::RdmaShared => {
+            let config = json!({ "configList": [{
+                "resourceName": dp.resource_name,
+                "rdmaHcaMax": dp.hca_max,
+                "selectors": selectors,
+            }]});
+            let mut plugin = image(release, &release.images.rdma_shared_device_plugin);
+            plugin["config"] = Value::String(config.to_string());
+            spec.insert("rdmaSharedDevicePlugin".into(), plugin);
+        }
+        DevicePluginKind::Sriov => {
+            selectors.insert("isRdma".into(), Value::Bool(true));
+            let config = json!({ "resourceList": [{
+                "resourcePrefix": "nvidia.com",
+                "resourceName": dp.resource_name,
+                "selectors": selectors,
+            }]});
+            let mut plugin = image(release, &release.images.sriov_device_plugin);
+            plugin["config"] = Value::String(config.to_string());
+            spec.insert("sriovDevicePlugin".into(), plugin);
+        }
+    }
+}
+
+/// Runs the NIC components only on the RDMA pools' nodes (node affinity), through their taints.
+fn placement(spec: &mut Map<String, Value>, pools: &[&NodePool]) {
     let terms: Vec<Value> = pools
         .iter()
         .map(|p| {
@@ -155,7 +197,7 @@ pub(crate) fn objects(
         );
     }
     let mut tolerations: Vec<Toleration> = Vec::new();
-    for p in &pools {
+    for p in pools {
         for t in &p.taints {
             let tol = Toleration::exact(t);
             if !tolerations.contains(&tol) {
@@ -169,68 +211,52 @@ pub(crate) fn objects(
             serde_json::to_value(&tolerations).expect("serialises"),
         );
     }
-    let policy = json!({
-        "apiVersion": facts.api_version,
-        "kind": "NicClusterPolicy",
-        "metadata": { "name": NIC_CLUSTER_POLICY },
-        "spec": spec,
-    });
-    out.push(
-        Phase::Operator,
-        "network/nicclusterpolicy",
-        "spec.networkOperator".to_string(),
-        policy,
-    )?;
-    if let Some(sn) = &no.secondary_network {
-        let ipam = json!({ "type": "nv-ipam", "poolName": sn.name }).to_string();
-        let mut nspec = Map::new();
-        nspec.insert("ipam".into(), Value::String(ipam));
-        nspec.insert(
-            "networkNamespace".into(),
-            Value::String(
-                sn.network_namespace
-                    .clone()
-                    .unwrap_or_else(|| "default".into()),
-            ),
-        );
-        let kind = match sn.kind {
-            SecondaryNetworkKind::Ipoib => "IPoIBNetwork",
-            SecondaryNetworkKind::Macvlan => "MacvlanNetwork",
-            SecondaryNetworkKind::HostDevice => "HostDeviceNetwork",
-        };
-        match sn.kind {
-            SecondaryNetworkKind::Ipoib => {
-                nspec.insert(
-                    "master".into(),
-                    json!(sn.master.clone().unwrap_or_default()),
-                );
-            }
-            SecondaryNetworkKind::Macvlan => {
-                nspec.insert(
-                    "master".into(),
-                    json!(sn.master.clone().unwrap_or_default()),
-                );
-                nspec.insert("mode".into(), json!("bridge"));
-                nspec.insert("mtu".into(), json!(sn.mtu));
-            }
-            SecondaryNetworkKind::HostDevice => {
-                // The device plugin's resource name without its prefix, as the operator's samples write it.
-                nspec.insert("resourceName".into(), json!(dp.resource_name));
-            }
+}
+
+/// The secondary network object (IPoIB, macvlan or host-device) with its NVIDIA IPAM pool.
+fn secondary_network(sn: &SecondaryNetwork, dp: &DevicePlugin, api_version: &str) -> Value {
+    let ipam = json!({ "type": "nv-ipam", "poolName": sn.name }).to_string();
+    let mut nspec = Map::new();
+    nspec.insert("ipam".into(), Value::String(ipam));
+    nspec.insert(
+        "networkNamespace".into(),
+        Value::String(
+            sn.network_namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+        ),
+    );
+    let kind = match sn.kind {
+        SecondaryNetworkKind::Ipoib => "IPoIBNetwork",
+        SecondaryNetworkKind::Macvlan => "MacvlanNetwork",
+        SecondaryNetworkKind::HostDevice => "HostDeviceNetwork",
+    };
+    match sn.kind {
+        SecondaryNetworkKind::Ipoib => {
+            nspec.insert(
+                "master".into(),
+                json!(sn.master.clone().unwrap_or_default()),
+            );
         }
-        out.push(
-            Phase::Operator,
-            "network/secondary-network",
-            "spec.networkOperator.secondaryNetwork".to_string(),
-            json!({
-                "apiVersion": facts.api_version,
-                "kind": kind,
-                "metadata": { "name": sn.name },
-                "spec": nspec,
-            }),
-        )?;
+        SecondaryNetworkKind::Macvlan => {
+            nspec.insert(
+                "master".into(),
+                json!(sn.master.clone().unwrap_or_default()),
+            );
+            nspec.insert("mode".into(), json!("bridge"));
+            nspec.insert("mtu".into(), json!(sn.mtu));
+        }
+        SecondaryNetworkKind::HostDevice => {
+            // The device plugin's resource name without its prefix, as the operator's samples write it.
+            nspec.insert("resourceName".into(), json!(dp.resource_name));
+        }
     }
-    Ok(())
+    json!({
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": { "name": sn.name },
+        "spec": nspec,
+    })
 }
 
 /// The Network Operator's Helm release: chart values (checked against the chart's key tree, with

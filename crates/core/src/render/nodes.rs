@@ -236,6 +236,64 @@ pub fn plan(
         .iter()
         .filter(|p| p.partitioning.mode == PartitionMode::Mig)
         .collect();
+    let mig_strategy = mig_strategy(&mig_pools)?;
+
+    let mig_configs: BTreeMap<String, Vec<MigEntry>> = if mig_pools.is_empty() {
+        BTreeMap::new()
+    } else {
+        let mut m = BTreeMap::new();
+        m.insert(
+            MIG_DISABLED.to_string(),
+            vec![MigEntry {
+                devices: None,
+                layout: None,
+            }],
+        );
+        for p in &mig_pools {
+            m.insert(p.name.clone(), mig_entries(p));
+        }
+        m
+    };
+
+    // Only sharing needs per-node device-plugin configs: the MIG strategy is cluster-wide anyway.
+    let wants_device_plugin_config = pools.iter().any(|p| {
+        matches!(
+            p.partitioning.mode,
+            PartitionMode::TimeSlicing | PartitionMode::Mps
+        )
+    });
+    let device_plugin = if wants_device_plugin_config {
+        device_plugin_configs(pools, &mig_strategy)
+    } else {
+        Vec::new()
+    };
+
+    let default_tolerations = release_tolerations(release, "daemonsets.tolerations");
+    let nfd_defaults = release_tolerations(release, "node-feature-discovery.worker.tolerations");
+    let all_taints: Vec<NodeTaint> = pools.iter().flat_map(node_taints).collect();
+
+    let mut driver_cr = BTreeMap::new();
+    let mut node_patches = Vec::new();
+    for p in pools {
+        let (cr, patch) = node_patch(bp, catalog, p, wants_device_plugin_config)?;
+        driver_cr.insert(p.name.clone(), cr);
+        node_patches.push(patch);
+    }
+
+    Ok(PoolPlan {
+        node_patches,
+        mig_strategy,
+        mig_configs,
+        device_plugin,
+        daemonset_tolerations: tolerations_for(&default_tolerations, &all_taints),
+        nfd_tolerations: tolerations_for(&nfd_defaults, &all_taints),
+        default_tolerations,
+        driver_cr,
+    })
+}
+
+/// The one MIG strategy of the MIG pools (`none` without them); pools that disagree are an error.
+fn mig_strategy(mig_pools: &[&NodePool]) -> Result<String, RenderError> {
     let strategies: BTreeMap<&str, Vec<&str>> =
         mig_pools.iter().fold(BTreeMap::new(), |mut acc, p| {
             let s = strategy_name(
@@ -262,142 +320,112 @@ pub fn plan(
         .copied()
         .unwrap_or("none")
         .to_string();
+    Ok(mig_strategy)
+}
 
-    let mig_configs: BTreeMap<String, Vec<MigEntry>> = if mig_pools.is_empty() {
-        BTreeMap::new()
-    } else {
-        let mut m = BTreeMap::new();
-        m.insert(
-            MIG_DISABLED.to_string(),
-            vec![MigEntry {
-                devices: None,
-                layout: None,
-            }],
-        );
-        for p in &mig_pools {
-            m.insert(p.name.clone(), mig_entries(p));
-        }
-        m
-    };
-
-    // Only sharing needs per-node device-plugin configs: the MIG strategy is cluster-wide anyway.
-    let wants_device_plugin_config = pools.iter().any(|p| {
-        matches!(
-            p.partitioning.mode,
-            PartitionMode::TimeSlicing | PartitionMode::Mps
-        )
-    });
+/// The device plugin's configs: the default one and one per pool (its sharing, if any).
+fn device_plugin_configs(pools: &[NodePool], mig_strategy: &str) -> Vec<DevicePluginConfig> {
+    let mig_strategy = mig_strategy.to_string();
     let mut device_plugin = Vec::new();
-    if wants_device_plugin_config {
-        device_plugin.push(DevicePluginConfig {
-            key: DEVICE_PLUGIN_DEFAULT.to_string(),
-            mig_strategy: mig_strategy.clone(),
-            sharing: None,
-            resource: GPU.to_string(),
-            replicas: 1,
-            rename_by_default: false,
-            fail_requests_greater_than_one: false,
-        });
-        for p in pools {
-            let part = &p.partitioning;
-            let (sharing, replicas, rename, fail) = match part.mode {
-                PartitionMode::TimeSlicing => {
-                    part.time_slicing
-                        .as_ref()
-                        .map_or((None, 1, false, false), |t| {
-                            (
-                                Some("timeSlicing"),
-                                t.replicas,
-                                t.rename_by_default,
-                                t.fail_requests_greater_than_one,
-                            )
-                        })
-                }
-                PartitionMode::Mps => part.mps.as_ref().map_or((None, 1, false, false), |m| {
-                    (Some("mps"), m.replicas, m.rename_by_default, false)
-                }),
-                _ => (None, 1, false, false),
-            };
-            device_plugin.push(DevicePluginConfig {
-                key: p.name.clone(),
-                mig_strategy: mig_strategy.clone(),
-                sharing: sharing.map(str::to_string),
-                resource: GPU.to_string(),
-                replicas,
-                rename_by_default: rename,
-                fail_requests_greater_than_one: fail,
-            });
-        }
-    }
-
-    let default_tolerations = release_tolerations(release, "daemonsets.tolerations");
-    let nfd_defaults = release_tolerations(release, "node-feature-discovery.worker.tolerations");
-    let all_taints: Vec<NodeTaint> = pools.iter().flat_map(node_taints).collect();
-
-    let mut driver_cr = BTreeMap::new();
-    let mut node_patches = Vec::new();
+    device_plugin.push(DevicePluginConfig {
+        key: DEVICE_PLUGIN_DEFAULT.to_string(),
+        mig_strategy: mig_strategy.clone(),
+        sharing: None,
+        resource: GPU.to_string(),
+        replicas: 1,
+        rename_by_default: false,
+        fail_requests_greater_than_one: false,
+    });
     for p in pools {
-        let gpu = catalog
-            .gpu(&p.gpu.model)
-            .ok_or_else(|| RenderError::UnknownGpu {
-                pool: p.name.clone(),
-                model: p.gpu.model.clone(),
-            })?;
-        let cr = match &p.driver {
-            Some(d) => {
-                crate::names::pool_driver_cr_name(&p.name, &d.version, bp.spec.upgrades.strategy)
+        let part = &p.partitioning;
+        let (sharing, replicas, rename, fail) = match part.mode {
+            PartitionMode::TimeSlicing => {
+                part.time_slicing
+                    .as_ref()
+                    .map_or((None, 1, false, false), |t| {
+                        (
+                            Some("timeSlicing"),
+                            t.replicas,
+                            t.rename_by_default,
+                            t.fail_requests_greater_than_one,
+                        )
+                    })
             }
-            None => crate::names::DEFAULT_DRIVER_CR.to_string(),
+            PartitionMode::Mps => part.mps.as_ref().map_or((None, 1, false, false), |m| {
+                (Some("mps"), m.replicas, m.rename_by_default, false)
+            }),
+            _ => (None, 1, false, false),
         };
-        driver_cr.insert(p.name.clone(), cr.clone());
-        let mut labels = p.labels.clone();
-        labels.insert(DRIVER_LABEL.to_string(), cr);
-        if p.partitioning.mode == PartitionMode::Mig {
-            labels.insert(MIG_CONFIG_LABEL.to_string(), p.name.clone());
-        } else if gpu.mig.is_some() {
-            labels.insert(MIG_CONFIG_LABEL.to_string(), MIG_DISABLED.to_string());
-        }
-        if wants_device_plugin_config {
-            labels.insert(DEVICE_PLUGIN_CONFIG_LABEL.to_string(), p.name.clone());
-        }
-        for (operand, on) in p.operands.switches() {
-            labels.insert(
-                format!("{OPERAND_DEPLOY_LABEL_PREFIX}{operand}"),
-                on.to_string(),
-            );
-        }
-        let expected_driver = p
-            .driver
-            .as_ref()
-            .map_or(&bp.spec.gpu_operator.driver.version, |d| &d.version)
-            .clone();
-        node_patches.push(NodePatch {
-            pool: p.name.clone(),
-            selector: p.selector.clone(),
-            expected_nodes: p.nodes,
-            labels,
-            taints: node_taints(p),
-            expected_products: gpu.gfd_products.clone(),
-            expected_driver,
-            blue_green: bp.spec.upgrades.strategy == crate::blueprint::UpgradeStrategy::BlueGreen,
-            topology_levels: p
-                .topology
-                .as_ref()
-                .map(|t| t.levels.clone())
-                .unwrap_or_default(),
+        device_plugin.push(DevicePluginConfig {
+            key: p.name.clone(),
+            mig_strategy: mig_strategy.clone(),
+            sharing: sharing.map(str::to_string),
+            resource: GPU.to_string(),
+            replicas,
+            rename_by_default: rename,
+            fail_requests_greater_than_one: fail,
         });
     }
+    device_plugin
+}
 
-    Ok(PoolPlan {
-        node_patches,
-        mig_strategy,
-        mig_configs,
-        device_plugin,
-        daemonset_tolerations: tolerations_for(&default_tolerations, &all_taints),
-        nfd_tolerations: tolerations_for(&nfd_defaults, &all_taints),
-        default_tolerations,
-        driver_cr,
-    })
+/// Pool `p`'s driver CR name and node patch: its labels (driver CR, MIG and device-plugin config,
+/// operand switches), taints and what its nodes are expected to report.
+fn node_patch(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    p: &NodePool,
+    wants_device_plugin_config: bool,
+) -> Result<(String, NodePatch), RenderError> {
+    let gpu = catalog
+        .gpu(&p.gpu.model)
+        .ok_or_else(|| RenderError::UnknownGpu {
+            pool: p.name.clone(),
+            model: p.gpu.model.clone(),
+        })?;
+    let cr = match &p.driver {
+        Some(d) => {
+            crate::names::pool_driver_cr_name(&p.name, &d.version, bp.spec.upgrades.strategy)
+        }
+        None => crate::names::DEFAULT_DRIVER_CR.to_string(),
+    };
+    let mut labels = p.labels.clone();
+    labels.insert(DRIVER_LABEL.to_string(), cr.clone());
+    if p.partitioning.mode == PartitionMode::Mig {
+        labels.insert(MIG_CONFIG_LABEL.to_string(), p.name.clone());
+    } else if gpu.mig.is_some() {
+        labels.insert(MIG_CONFIG_LABEL.to_string(), MIG_DISABLED.to_string());
+    }
+    if wants_device_plugin_config {
+        labels.insert(DEVICE_PLUGIN_CONFIG_LABEL.to_string(), p.name.clone());
+    }
+    for (operand, on) in p.operands.switches() {
+        labels.insert(
+            format!("{OPERAND_DEPLOY_LABEL_PREFIX}{operand}"),
+            on.to_string(),
+        );
+    }
+    let expected_driver = p
+        .driver
+        .as_ref()
+        .map_or(&bp.spec.gpu_operator.driver.version, |d| &d.version)
+        .clone();
+    let patch = NodePatch {
+        pool: p.name.clone(),
+        selector: p.selector.clone(),
+        expected_nodes: p.nodes,
+        labels,
+        taints: node_taints(p),
+        expected_products: gpu.gfd_products.clone(),
+        expected_driver,
+        blue_green: bp.spec.upgrades.strategy == crate::blueprint::UpgradeStrategy::BlueGreen,
+        topology_levels: p
+            .topology
+            .as_ref()
+            .map(|t| t.levels.clone())
+            .unwrap_or_default(),
+    };
+    Ok((cr, patch))
 }
 
 /// Taints of the pools owned by driver CR `cr`.

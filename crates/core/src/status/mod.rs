@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::blueprint::model::{Blueprint, PartitionMode};
+use crate::blueprint::model::{Blueprint, NodePool, PartitionMode};
 use crate::blueprint::resources::{GPU, GPU_SHARED, per_node};
 pub use input::{NodeFacts, PodFacts, QuotaFacts, StatusInput};
 pub use queues::{ClusterQueueStatus, FlavorUse, VolcanoQueueStatus, VolcanoResource};
@@ -321,182 +321,14 @@ pub fn compute(bp: &Blueprint, input: &StatusInput, source: &str) -> StatusRepor
         .iter()
         .flat_map(|t| t.namespaces.iter().map(|n| (n.as_str(), t.name.as_str())))
         .collect();
-
-    // Nodes to pools: the first pool (blueprint order) whose selector matches.
-    let mut pool_nodes: Vec<Vec<&NodeFacts>> = vec![Vec::new(); bp.spec.node_pools.len()];
-    let mut unpooled: Vec<&str> = Vec::new();
-    for n in &input.nodes {
-        let pool = bp.spec.node_pools.iter().position(|p| {
-            !p.selector.is_empty()
-                && p.selector
-                    .iter()
-                    .all(|(k, v)| n.labels.get(k).is_some_and(|x| x == v))
-        });
-        match pool {
-            Some(i) => pool_nodes[i].push(n),
-            None if !n.capacity.is_empty() || !n.allocatable.is_empty() => unpooled.push(&n.name),
-            None => {}
-        }
-    }
-
-    // Pods to nodes.
-    let mut pods_on: BTreeMap<&str, Vec<&PodFacts>> = BTreeMap::new();
-    let mut pending = 0u64;
-    for p in &input.pods {
-        if p.node.is_empty() {
-            if p.phase == "Pending" {
-                pending += 1;
-            }
-        } else if p.holds_devices() {
-            pods_on.entry(p.node.as_str()).or_default().push(p);
-        }
-    }
-    for v in pods_on.values_mut() {
-        v.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    }
-
+    let (pool_nodes, mut unpooled) = nodes_by_pool(bp, input);
+    let (pods_on, pending) = pods_by_node(input);
     let pools = bp
         .spec
         .node_pools
         .iter()
         .zip(pool_nodes)
-        .map(|(pool, mut nodes)| {
-            nodes.sort_by(|a, b| a.name.cmp(&b.name));
-            let mode = pool.partitioning.mode;
-            let expected_per_node = per_node(pool);
-            let mut names: BTreeSet<String> = expected_per_node.keys().cloned().collect();
-            let mut counts = NodeCounts {
-                expected: u64::from(pool.nodes),
-                ..NodeCounts::default()
-            };
-            let mut node_list = Vec::with_capacity(nodes.len());
-            for n in &nodes {
-                names.extend(n.capacity.keys().cloned());
-                names.extend(n.allocatable.keys().cloned());
-                for p in pods_on.get(n.name.as_str()).into_iter().flatten() {
-                    names.extend(p.gpus.keys().cloned());
-                }
-            }
-            let mut tallies: BTreeMap<&str, Tally> = names
-                .iter()
-                .map(|r| (r.as_str(), Tally::default()))
-                .collect();
-            let mut free_lists: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-            for n in &nodes {
-                counts.total += 1;
-                if n.ready {
-                    counts.ready += 1;
-                    if n.unschedulable {
-                        counts.cordoned += 1;
-                    }
-                } else {
-                    counts.not_ready += 1;
-                }
-                let pods = pods_on
-                    .get(n.name.as_str())
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]);
-                let mut resources = BTreeMap::new();
-                for r in &names {
-                    let alloc = n.allocatable.get(r).copied().unwrap_or(0);
-                    let cap = n.capacity.get(r).copied().unwrap_or(0).max(alloc);
-                    let holders: Vec<Holder> = pods
-                        .iter()
-                        .filter_map(|p| {
-                            p.gpus.get(r).filter(|a| **a > 0).map(|a| Holder {
-                                namespace: p.namespace.clone(),
-                                pod: p.name.clone(),
-                                tenant: tenant_of.get(p.namespace.as_str()).map(|t| t.to_string()),
-                                amount: *a,
-                            })
-                        })
-                        .collect();
-                    let requested = holders.iter().fold(0u64, |a, h| a.saturating_add(h.amount));
-                    let t = tallies.get_mut(r.as_str()).expect("every name has a tally");
-                    t.capacity = t.capacity.saturating_add(cap);
-                    if n.ready {
-                        let used = requested.min(alloc);
-                        let left = alloc - used;
-                        t.allocatable = t.allocatable.saturating_add(alloc);
-                        t.unhealthy = t.unhealthy.saturating_add(cap - alloc);
-                        t.allocated = t.allocated.saturating_add(used);
-                        if n.unschedulable {
-                            t.cordoned = t.cordoned.saturating_add(left);
-                        } else {
-                            t.free = t.free.saturating_add(left);
-                            t.largest_allocatable = t.largest_allocatable.max(alloc);
-                            free_lists.entry(r.as_str()).or_default().push(left);
-                        }
-                    } else {
-                        t.unhealthy = t.unhealthy.saturating_add(cap);
-                    }
-                    if cap > 0 || !holders.is_empty() {
-                        resources.insert(
-                            r.clone(),
-                            NodeResource {
-                                capacity: cap,
-                                allocatable: alloc,
-                                holders,
-                            },
-                        );
-                    }
-                }
-                node_list.push(NodeStatus {
-                    name: n.name.clone(),
-                    ready: n.ready,
-                    cordoned: n.unschedulable,
-                    resources,
-                });
-            }
-            let resources: Vec<ResourceStatus> = tallies
-                .iter()
-                .map(|(r, t)| {
-                    let free = free_lists.get(r).map(Vec::as_slice).unwrap_or(&[]);
-                    let (largest_placeable, largest_packed, fragmentation) =
-                        fragmentation(free, t.largest_allocatable);
-                    let (kind, profile) = unit_kind(r, mode);
-                    ResourceStatus {
-                        resource: r.to_string(),
-                        kind,
-                        profile,
-                        expected: expected_per_node
-                            .get(*r)
-                            .copied()
-                            .unwrap_or(0)
-                            .saturating_mul(u64::from(pool.nodes)),
-                        capacity: t.capacity,
-                        allocatable: t.allocatable,
-                        allocated: t.allocated,
-                        free: t.free,
-                        cordoned: t.cordoned,
-                        unhealthy: t.unhealthy,
-                        largest_placeable,
-                        largest_packed,
-                        fragmentation,
-                    }
-                })
-                .collect();
-            let fragmentation = resources
-                .iter()
-                .map(|r| r.fragmentation)
-                .fold(0.0, f64::max);
-            PoolStatus {
-                name: pool.name.clone(),
-                model: pool.gpu.model.clone(),
-                gpus_per_node: pool.gpu.count,
-                partitioning: mode_name(mode).to_string(),
-                mig_layout: if mode == PartitionMode::Mig {
-                    crate::blueprint::resources::mig_layout_per_gpu(pool)
-                } else {
-                    Vec::new()
-                },
-                nodes: counts,
-                gpus: counts.total.saturating_mul(u64::from(pool.gpu.count)),
-                resources,
-                fragmentation,
-                node_list,
-            }
-        })
+        .map(|(pool, nodes)| pool_status(pool, nodes, &pods_on, &tenant_of))
         .collect();
 
     unpooled.sort_unstable();
@@ -529,6 +361,225 @@ pub fn compute(bp: &Blueprint, input: &StatusInput, source: &str) -> StatusRepor
             .as_ref()
             .map(|qs| queues::volcano_queues(bp, qs)),
     }
+}
+
+/// Nodes to pools: the first pool (blueprint order) whose selector matches; the GPU nodes no pool
+/// selects.
+fn nodes_by_pool<'a>(
+    bp: &Blueprint,
+    input: &'a StatusInput,
+) -> (Vec<Vec<&'a NodeFacts>>, Vec<&'a str>) {
+    // Nodes to pools: the first pool (blueprint order) whose selector matches.
+    let mut pool_nodes: Vec<Vec<&NodeFacts>> = vec![Vec::new(); bp.spec.node_pools.len()];
+    let mut unpooled: Vec<&str> = Vec::new();
+    for n in &input.nodes {
+        let pool = bp.spec.node_pools.iter().position(|p| {
+            !p.selector.is_empty()
+                && p.selector
+                    .iter()
+                    .all(|(k, v)| n.labels.get(k).is_some_and(|x| x == v))
+        });
+        match pool {
+            Some(i) => pool_nodes[i].push(n),
+            None if !n.capacity.is_empty() || !n.allocatable.is_empty() => unpooled.push(&n.name),
+            None => {}
+        }
+    }
+
+    (pool_nodes, unpooled)
+}
+
+/// The pods holding devices on each node (sorted by namespace and name), and how many GPU pods
+/// wait for a node.
+fn pods_by_node(input: &StatusInput) -> (BTreeMap<&str, Vec<&PodFacts>>, u64) {
+    let mut pods_on: BTreeMap<&str, Vec<&PodFacts>> = BTreeMap::new();
+    let mut pending = 0u64;
+    for p in &input.pods {
+        if p.node.is_empty() {
+            if p.phase == "Pending" {
+                pending += 1;
+            }
+        } else if p.holds_devices() {
+            pods_on.entry(p.node.as_str()).or_default().push(p);
+        }
+    }
+    for v in pods_on.values_mut() {
+        v.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    }
+
+    (pods_on, pending)
+}
+
+/// The pods of each node, by node name.
+type PodsOn<'a> = BTreeMap<&'a str, Vec<&'a PodFacts>>;
+
+/// One pool's nodes, resources and fragmentation.
+fn pool_status(
+    pool: &NodePool,
+    mut nodes: Vec<&NodeFacts>,
+    pods_on: &PodsOn<'_>,
+    tenant_of: &BTreeMap<&str, &str>,
+) -> PoolStatus {
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mode = pool.partitioning.mode;
+    let expected_per_node = per_node(pool);
+    let mut names: BTreeSet<String> = expected_per_node.keys().cloned().collect();
+    let mut counts = NodeCounts {
+        expected: u64::from(pool.nodes),
+        ..NodeCounts::default()
+    };
+    let mut node_list = Vec::with_capacity(nodes.len());
+    for n in &nodes {
+        names.extend(n.capacity.keys().cloned());
+        names.extend(n.allocatable.keys().cloned());
+        for p in pods_on.get(n.name.as_str()).into_iter().flatten() {
+            names.extend(p.gpus.keys().cloned());
+        }
+    }
+    let mut tallies: BTreeMap<&str, Tally> = names
+        .iter()
+        .map(|r| (r.as_str(), Tally::default()))
+        .collect();
+    let mut free_lists: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for n in &nodes {
+        counts.total += 1;
+        if n.ready {
+            counts.ready += 1;
+            if n.unschedulable {
+                counts.cordoned += 1;
+            }
+        } else {
+            counts.not_ready += 1;
+        }
+        let pods = pods_on
+            .get(n.name.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let resources = node_resources(n, pods, &names, tenant_of, &mut tallies, &mut free_lists);
+        node_list.push(NodeStatus {
+            name: n.name.clone(),
+            ready: n.ready,
+            cordoned: n.unschedulable,
+            resources,
+        });
+    }
+    let resources = resource_statuses(pool, &expected_per_node, &tallies, &free_lists);
+    let fragmentation = resources
+        .iter()
+        .map(|r| r.fragmentation)
+        .fold(0.0, f64::max);
+    PoolStatus {
+        name: pool.name.clone(),
+        model: pool.gpu.model.clone(),
+        gpus_per_node: pool.gpu.count,
+        partitioning: mode_name(mode).to_string(),
+        mig_layout: if mode == PartitionMode::Mig {
+            crate::blueprint::resources::mig_layout_per_gpu(pool)
+        } else {
+            Vec::new()
+        },
+        nodes: counts,
+        gpus: counts.total.saturating_mul(u64::from(pool.gpu.count)),
+        resources,
+        fragmentation,
+        node_list,
+    }
+}
+
+/// What each resource of `names` on node `n` is: its capacity, what it can allocate and who holds
+/// it; the pool's tallies and free lists count it.
+fn node_resources<'n>(
+    n: &NodeFacts,
+    pods: &[&PodFacts],
+    names: &'n BTreeSet<String>,
+    tenant_of: &BTreeMap<&str, &str>,
+    tallies: &mut BTreeMap<&'n str, Tally>,
+    free_lists: &mut BTreeMap<&'n str, Vec<u64>>,
+) -> BTreeMap<String, NodeResource> {
+    let mut resources = BTreeMap::new();
+    for r in names {
+        let alloc = n.allocatable.get(r).copied().unwrap_or(0);
+        let cap = n.capacity.get(r).copied().unwrap_or(0).max(alloc);
+        let holders: Vec<Holder> = pods
+            .iter()
+            .filter_map(|p| {
+                p.gpus.get(r).filter(|a| **a > 0).map(|a| Holder {
+                    namespace: p.namespace.clone(),
+                    pod: p.name.clone(),
+                    tenant: tenant_of.get(p.namespace.as_str()).map(|t| t.to_string()),
+                    amount: *a,
+                })
+            })
+            .collect();
+        let requested = holders.iter().fold(0u64, |a, h| a.saturating_add(h.amount));
+        let t = tallies.get_mut(r.as_str()).expect("every name has a tally");
+        t.capacity = t.capacity.saturating_add(cap);
+        if n.ready {
+            let used = requested.min(alloc);
+            let left = alloc - used;
+            t.allocatable = t.allocatable.saturating_add(alloc);
+            t.unhealthy = t.unhealthy.saturating_add(cap - alloc);
+            t.allocated = t.allocated.saturating_add(used);
+            if n.unschedulable {
+                t.cordoned = t.cordoned.saturating_add(left);
+            } else {
+                t.free = t.free.saturating_add(left);
+                t.largest_allocatable = t.largest_allocatable.max(alloc);
+                free_lists.entry(r.as_str()).or_default().push(left);
+            }
+        } else {
+            t.unhealthy = t.unhealthy.saturating_add(cap);
+        }
+        if cap > 0 || !holders.is_empty() {
+            resources.insert(
+                r.clone(),
+                NodeResource {
+                    capacity: cap,
+                    allocatable: alloc,
+                    holders,
+                },
+            );
+        }
+    }
+    resources
+}
+
+/// Each resource's totals, what one pod can place and the fragmentation, from the tallies.
+fn resource_statuses(
+    pool: &NodePool,
+    expected_per_node: &BTreeMap<String, u64>,
+    tallies: &BTreeMap<&str, Tally>,
+    free_lists: &BTreeMap<&str, Vec<u64>>,
+) -> Vec<ResourceStatus> {
+    let mode = pool.partitioning.mode;
+    tallies
+        .iter()
+        .map(|(r, t)| {
+            let free = free_lists.get(r).map(Vec::as_slice).unwrap_or(&[]);
+            let (largest_placeable, largest_packed, fragmentation) =
+                fragmentation(free, t.largest_allocatable);
+            let (kind, profile) = unit_kind(r, mode);
+            ResourceStatus {
+                resource: r.to_string(),
+                kind,
+                profile,
+                expected: expected_per_node
+                    .get(*r)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_mul(u64::from(pool.nodes)),
+                capacity: t.capacity,
+                allocatable: t.allocatable,
+                allocated: t.allocated,
+                free: t.free,
+                cordoned: t.cordoned,
+                unhealthy: t.unhealthy,
+                largest_placeable,
+                largest_packed,
+                fragmentation,
+            }
+        })
+        .collect()
 }
 
 /// used / hard, when both are quantities and hard is not 0.

@@ -207,55 +207,20 @@ pub(crate) fn cluster_queues(bp: &Blueprint, live: &[Value]) -> Vec<ClusterQueue
     let names: BTreeSet<&str> = declared.keys().chain(by_name.keys()).copied().collect();
 
     // Per queue, (flavor, resource) -> quota and use.
-    let mut rows: BTreeMap<&str, BTreeMap<(String, String), Quota>> = BTreeMap::new();
+    let mut rows: BTreeMap<&str, Table> = BTreeMap::new();
     let mut out: Vec<ClusterQueueStatus> = Vec::new();
     for name in &names {
         let q = by_name.get(name).copied();
-        let mut table: BTreeMap<(String, String), Quota> = BTreeMap::new();
+        let table: Table;
         let cohort;
         if let Some(q) = q {
             cohort = q["spec"]["cohortName"].as_str().map(str::to_string);
-            for g in q["spec"]["resourceGroups"].as_array().into_iter().flatten() {
-                for f in g["flavors"].as_array().into_iter().flatten() {
-                    let flavor = f["name"].as_str().unwrap_or_default();
-                    for r in f["resources"].as_array().into_iter().flatten() {
-                        let res = r["name"].as_str().unwrap_or_default();
-                        let e = table
-                            .entry((flavor.to_string(), res.to_string()))
-                            .or_default();
-                        e.nominal = qtext(&r["nominalQuota"]);
-                        e.borrowing = qtext(&r["borrowingLimit"]);
-                        e.lending = qtext(&r["lendingLimit"]);
-                    }
-                }
-            }
-            for f in q["status"]["flavorsReservation"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                let flavor = f["name"].as_str().unwrap_or_default();
-                for r in f["resources"].as_array().into_iter().flatten() {
-                    let res = r["name"].as_str().unwrap_or_default();
-                    let e = table
-                        .entry((flavor.to_string(), res.to_string()))
-                        .or_default();
-                    e.used = qtext(&r["total"]);
-                    e.borrowed = qtext(&r["borrowed"]);
-                }
-            }
+            table = live_table(q);
         } else {
             // Declared but absent: the blueprint's quota, nothing used.
             let d = declared[name];
             cohort = d.cohort.clone();
-            for fq in &d.resources {
-                for (res, n) in &fq.quota {
-                    let e = table.entry((fq.pool.clone(), res.clone())).or_default();
-                    e.nominal = Some(n.0.clone());
-                    e.borrowing = fq.borrowing_limit.get(res).map(|q| q.0.clone());
-                    e.lending = fq.lending_limit.get(res).map(|q| q.0.clone());
-                }
-            }
+            table = declared_table(d);
         }
         let status = q.map(|q| &q["status"]);
         let active = status.is_some_and(|s| {
@@ -279,9 +244,74 @@ pub(crate) fn cluster_queues(bp: &Blueprint, live: &[Value]) -> Vec<ClusterQueue
     }
 
     // Lent: per cohort and (flavor, resource), the cohort's borrowed total shared by lendable quota.
+    let lent = lent_in_cohorts(&out, &rows);
+    for q in &mut out {
+        let table = &rows[q.name.as_str()];
+        q.flavors = flavor_uses(&q.name, table, &lent);
+    }
+    out
+}
+
+/// A queue's quota and use per `(flavor, resource)`.
+type Table = BTreeMap<(String, String), Quota>;
+
+/// A live ClusterQueue's quotas (spec) and reservations (status).
+fn live_table(q: &Value) -> Table {
+    let mut table = Table::new();
+    for g in q["spec"]["resourceGroups"].as_array().into_iter().flatten() {
+        for f in g["flavors"].as_array().into_iter().flatten() {
+            let flavor = f["name"].as_str().unwrap_or_default();
+            for r in f["resources"].as_array().into_iter().flatten() {
+                let res = r["name"].as_str().unwrap_or_default();
+                let e = table
+                    .entry((flavor.to_string(), res.to_string()))
+                    .or_default();
+                e.nominal = qtext(&r["nominalQuota"]);
+                e.borrowing = qtext(&r["borrowingLimit"]);
+                e.lending = qtext(&r["lendingLimit"]);
+            }
+        }
+    }
+    for f in q["status"]["flavorsReservation"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let flavor = f["name"].as_str().unwrap_or_default();
+        for r in f["resources"].as_array().into_iter().flatten() {
+            let res = r["name"].as_str().unwrap_or_default();
+            let e = table
+                .entry((flavor.to_string(), res.to_string()))
+                .or_default();
+            e.used = qtext(&r["total"]);
+            e.borrowed = qtext(&r["borrowed"]);
+        }
+    }
+    table
+}
+
+/// A declared ClusterQueue absent from the cluster: the blueprint's quota, nothing used.
+fn declared_table(d: &crate::blueprint::model::ClusterQueue) -> Table {
+    let mut table = Table::new();
+    for fq in &d.resources {
+        for (res, n) in &fq.quota {
+            let e = table.entry((fq.pool.clone(), res.clone())).or_default();
+            e.nominal = Some(n.0.clone());
+            e.borrowing = fq.borrowing_limit.get(res).map(|q| q.0.clone());
+            e.lending = fq.lending_limit.get(res).map(|q| q.0.clone());
+        }
+    }
+    table
+}
+
+/// Lent: per cohort and (flavor, resource), the cohort's borrowed total shared by lendable quota.
+fn lent_in_cohorts(
+    out: &[ClusterQueueStatus],
+    rows: &BTreeMap<&str, Table>,
+) -> BTreeMap<(String, (String, String)), i128> {
     let mut lent: BTreeMap<(String, (String, String)), i128> = BTreeMap::new();
     let mut cohorts: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for q in &out {
+    for q in out {
         if let Some(c) = &q.cohort
             && let Some((name, _)) = rows.get_key_value(q.name.as_str())
         {
@@ -316,33 +346,37 @@ pub(crate) fn cluster_queues(bp: &Blueprint, live: &[Value]) -> Vec<ClusterQueue
             }
         }
     }
+    lent
+}
 
-    for q in &mut out {
-        let table = &rows[q.name.as_str()];
-        q.flavors = table
-            .iter()
-            .map(|((flavor, resource), u)| {
-                let nominal = u.nominal.clone().unwrap_or_else(|| "0".into());
-                let used = u.used.clone().unwrap_or_else(|| "0".into());
-                FlavorUse {
-                    flavor: flavor.clone(),
-                    resource: resource.clone(),
-                    ratio: ratio(&used, &nominal),
-                    nominal,
-                    borrowing_limit: u.borrowing.clone(),
-                    lending_limit: u.lending.clone(),
-                    used,
-                    borrowed: u.borrowed.clone().unwrap_or_else(|| "0".into()),
-                    lent: format_milli(
-                        lent.get(&(q.name.clone(), (flavor.clone(), resource.clone())))
-                            .copied()
-                            .unwrap_or(0),
-                    ),
-                }
-            })
-            .collect();
-    }
-    out
+/// A queue's rows: quota, limits, use, borrowed and lent per (flavor, resource).
+fn flavor_uses(
+    name: &str,
+    table: &Table,
+    lent: &BTreeMap<(String, (String, String)), i128>,
+) -> Vec<FlavorUse> {
+    table
+        .iter()
+        .map(|((flavor, resource), u)| {
+            let nominal = u.nominal.clone().unwrap_or_else(|| "0".into());
+            let used = u.used.clone().unwrap_or_else(|| "0".into());
+            FlavorUse {
+                flavor: flavor.clone(),
+                resource: resource.clone(),
+                ratio: ratio(&used, &nominal),
+                nominal,
+                borrowing_limit: u.borrowing.clone(),
+                lending_limit: u.lending.clone(),
+                used,
+                borrowed: u.borrowed.clone().unwrap_or_else(|| "0".into()),
+                lent: format_milli(
+                    lent.get(&(name.to_string(), (flavor.clone(), resource.clone())))
+                        .copied()
+                        .unwrap_or(0),
+                ),
+            }
+        })
+        .collect()
 }
 
 /// The Volcano Queues of the cluster and of the blueprint.

@@ -133,18 +133,47 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The timeline's geometry: the time axis starts at `LEFT` and is `WIDTH` wide, one row of `ROW`
+/// per batch below `TOP`.
+const LEFT: u64 = 170;
+const WIDTH: u64 = 640;
+const ROW: u64 = 34;
+const TOP: u64 = 56;
+
 /// The batches on a time axis: one row per batch, drain and driver swap as bars, at their expected
 /// start; the drain bar is hatched when it stands for the drain timeout (jobs are waited for).
 pub fn timeline_svg(plan: &UpgradePlan) -> String {
-    const LEFT: u64 = 170;
-    const WIDTH: u64 = 640;
-    const ROW: u64 = 34;
-    const TOP: u64 = 56;
     let total = plan.total_s.max(1);
     let x = |s: u64| LEFT + s * WIDTH / total;
     let rows = plan.batches.len() as u64;
-    let height = TOP + rows * ROW + 64;
     let mut s = String::new();
+    timeline_header(&mut s, plan, TOP + rows * ROW + 64);
+    // Time grid: five ticks.
+    for i in 0..=4u64 {
+        let t = total * i / 4;
+        let gx = x(t);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{gx}" y1="{TOP}" x2="{gx}" y2="{}" stroke="#dddddd"/>"##,
+            TOP + rows * ROW
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{gx}" y="{}" text-anchor="middle" fill="#555555">+{}</text>"##,
+            TOP + rows * ROW + 16,
+            esc(&dur(t))
+        );
+    }
+    for (i, b) in plan.batches.iter().enumerate() {
+        timeline_batch(&mut s, b, TOP + i as u64 * ROW, &x);
+    }
+    timeline_legend(&mut s, TOP + rows * ROW + 36);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The picture's opening: its size, title, the hatch pattern, the heading and the summary line.
+fn timeline_header(s: &mut String, plan: &UpgradePlan, height: u64) {
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" font-family="sans-serif" font-size="12">"#,
@@ -183,59 +212,48 @@ pub fn timeline_svg(plan: &UpgradePlan) -> String {
         if bounded { "up to about" } else { "about" },
         esc(&dur(plan.total_s))
     );
-    // Time grid: five ticks.
-    for i in 0..=4u64 {
-        let t = total * i / 4;
-        let gx = x(t);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{gx}" y1="{TOP}" x2="{gx}" y2="{}" stroke="#dddddd"/>"##,
-            TOP + rows * ROW
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="{gx}" y="{}" text-anchor="middle" fill="#555555">+{}</text>"##,
-            TOP + rows * ROW + 16,
-            esc(&dur(t))
-        );
-    }
-    for (i, b) in plan.batches.iter().enumerate() {
-        let y = TOP + i as u64 * ROW;
-        let first = b.nodes.first().map(String::as_str).unwrap_or("");
-        let label = if b.nodes.len() > 1 {
-            format!("batch {} ({} nodes)", b.index, b.nodes.len())
+}
+
+/// One batch's row at height `y`: its label, the drain bar (hatched when it is the drain bound),
+/// the driver swap bar.
+fn timeline_batch(s: &mut String, b: &PlanBatch, y: u64, x: &dyn Fn(u64) -> u64) {
+    let first = b.nodes.first().map(String::as_str).unwrap_or("");
+    let label = if b.nodes.len() > 1 {
+        format!("batch {} ({} nodes)", b.index, b.nodes.len())
+    } else {
+        format!("batch {} ({first})", b.index)
+    };
+    let _ = writeln!(s, r#"<text x="10" y="{}">{}</text>"#, y + 21, esc(&label));
+    let drain_end = b.start_s + b.drain_s;
+    if b.drain_s > 0 {
+        let fill = if b.wait_for.is_empty() {
+            "#f3d9a4"
         } else {
-            format!("batch {} ({first})", b.index)
+            "url(#bound)"
         };
-        let _ = writeln!(s, r#"<text x="10" y="{}">{}</text>"#, y + 21, esc(&label));
-        let drain_end = b.start_s + b.drain_s;
-        if b.drain_s > 0 {
-            let fill = if b.wait_for.is_empty() {
-                "#f3d9a4"
-            } else {
-                "url(#bound)"
-            };
-            let _ = writeln!(
-                s,
-                r#"<rect x="{}" y="{}" width="{}" height="20" fill="{fill}"><title>batch {}: drain {}</title></rect>"#,
-                x(b.start_s),
-                y + 7,
-                (x(drain_end) - x(b.start_s)).max(1),
-                b.index,
-                esc(&dur(b.drain_s))
-            );
-        }
         let _ = writeln!(
             s,
-            r##"<rect x="{}" y="{}" width="{}" height="20" fill="#4f8fd6"><title>batch {}: driver swap and validation {}</title></rect>"##,
-            x(drain_end),
+            r#"<rect x="{}" y="{}" width="{}" height="20" fill="{fill}"><title>batch {}: drain {}</title></rect>"#,
+            x(b.start_s),
             y + 7,
-            (x(b.end_s) - x(drain_end)).max(1),
+            (x(drain_end) - x(b.start_s)).max(1),
             b.index,
-            esc(&dur(b.upgrade_s))
+            esc(&dur(b.drain_s))
         );
     }
-    let ly = TOP + rows * ROW + 36;
+    let _ = writeln!(
+        s,
+        r##"<rect x="{}" y="{}" width="{}" height="20" fill="#4f8fd6"><title>batch {}: driver swap and validation {}</title></rect>"##,
+        x(drain_end),
+        y + 7,
+        (x(b.end_s) - x(drain_end)).max(1),
+        b.index,
+        esc(&dur(b.upgrade_s))
+    );
+}
+
+/// The legend at height `ly`: what the three bars mean.
+fn timeline_legend(s: &mut String, ly: u64) {
     let _ = writeln!(
         s,
         r##"<rect x="10" y="{}" width="14" height="12" fill="#f3d9a4"/><text x="30" y="{}">drain (eviction)</text>"##,
@@ -254,8 +272,6 @@ pub fn timeline_svg(plan: &UpgradePlan) -> String {
         ly,
         ly + 10
     );
-    s.push_str("</svg>\n");
-    s
 }
 
 #[cfg(test)]

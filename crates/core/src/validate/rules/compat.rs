@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::blueprint::{KernelModuleType, NodePool, PartitionMode, Queueing};
-use crate::profiles::{CudaSupport, Segment};
+use crate::profiles::{Architecture, CudaSupport, GpuModel, OperatorRelease, Segment};
 use crate::validate::Ctx;
 use crate::version::{CudaVersion, DriverVersion, KubeVersion, OperatorVersion};
 
@@ -151,73 +151,7 @@ fn pool_against_driver(ctx: &mut Ctx<'_>, i: usize, pool: &NodePool, d: &PoolDri
                 format!("give pool `{}` its own `driver.version` on R{last} or older", pool.name),
             );
         }
-        let flavors = ctx.catalog.kernel_module_flavors();
-        let auto_min = &ctx
-            .catalog
-            .operator_facts()
-            .kernel_module_type
-            .auto_min_driver;
-        // The settings that work for this GPU with this driver, so a hint never offers one the
-        // next run rejects (Volta has no open modules, R620 no proprietary ones, ...).
-        let open_ok = gpu.kernel_modules.open && flavors.open_available(branch);
-        let proprietary_ok =
-            gpu.kernel_modules.proprietary && flavors.proprietary_available(branch);
-        let auto_ok = d.version >= *auto_min && (open_ok || proprietary_ok);
-        let choices = |except: KernelModuleType| -> String {
-            let valid: Vec<&str> = [
-                (KernelModuleType::Proprietary, proprietary_ok, "proprietary"),
-                (KernelModuleType::Open, open_ok, "open"),
-                (KernelModuleType::Auto, auto_ok, "auto"),
-            ]
-            .into_iter()
-            .filter(|(t, ok, _)| *ok && *t != except)
-            .map(|(_, _, name)| name)
-            .collect();
-            match valid.as_slice() {
-                [] => format!(
-                    "no `kernelModuleType` works for {model} with driver {}: give pool `{}` a driver that {} GPUs support",
-                    d.version, pool.name, arch.name
-                ),
-                [one] => format!("use `kernelModuleType: {one}` for this pool"),
-                [first, rest @ ..] => format!(
-                    "use `kernelModuleType: {first}` (or `{}`) for this pool",
-                    rest.join("` or `")
-                ),
-            }
-        };
-        let message = match d.kernel_modules {
-            KernelModuleType::Open if !gpu.kernel_modules.open => Some(format!(
-                "open kernel modules do not support {} GPUs (pool `{}`, {model})",
-                arch.name, pool.name
-            )),
-            KernelModuleType::Open if !flavors.open_available(branch) => Some(format!(
-                "open kernel modules exist from R{} on; driver {} (pool `{}`) has none",
-                flavors.open_available_from_branch, d.version, pool.name
-            )),
-            KernelModuleType::Proprietary if !flavors.proprietary_available(branch) => {
-                Some(format!(
-                    "driver {} (pool `{}`) ships no proprietary kernel modules",
-                    d.version, pool.name
-                ))
-            }
-            KernelModuleType::Proprietary if !gpu.kernel_modules.proprietary => Some(format!(
-                "{} GPUs require the open kernel modules (pool `{}`, {model})",
-                arch.name, pool.name
-            )),
-            KernelModuleType::Auto if d.version < *auto_min => Some(format!(
-                "`kernelModuleType: auto` needs driver {auto_min} or newer; pool `{}` gets {}",
-                pool.name, d.version
-            )),
-            _ => None,
-        };
-        if let Some(message) = message {
-            ctx.emit(
-                "GPU024",
-                d.kernel_path.clone(),
-                message,
-                choices(d.kernel_modules),
-            );
-        }
+        kernel_modules(ctx, pool, d, gpu, arch);
     }
     if let Some(min) = &gpu.min_driver
         && d.version < *min
@@ -252,6 +186,83 @@ fn pool_against_driver(ctx: &mut Ctx<'_>, i: usize, pool: &NodePool, d: &PoolDri
             format!("spec.nodePools[{i}].gpu.model"),
             format!("{model} is a consumer GPU: the GPU Operator's driver containers do not support it"),
             format!("install the driver on these hosts and set `spec.nodePools[{i}].operands: {{driver: false}}` so the operator leaves the driver to them; no MIG, no data center support"),
+        );
+    }
+}
+
+/// GPU024: the pool's `kernelModuleType` exists for its GPU's architecture and driver branch; the
+/// hint offers only settings that work.
+fn kernel_modules(
+    ctx: &mut Ctx<'_>,
+    pool: &NodePool,
+    d: &PoolDriver,
+    gpu: &GpuModel,
+    arch: &Architecture,
+) {
+    let model = &gpu.key;
+    let branch = d.version.branch();
+    let flavors = ctx.catalog.kernel_module_flavors();
+    let auto_min = &ctx
+        .catalog
+        .operator_facts()
+        .kernel_module_type
+        .auto_min_driver;
+    // The settings that work for this GPU with this driver, so a hint never offers one the
+    // next run rejects (Volta has no open modules, R620 no proprietary ones, ...).
+    let open_ok = gpu.kernel_modules.open && flavors.open_available(branch);
+    let proprietary_ok = gpu.kernel_modules.proprietary && flavors.proprietary_available(branch);
+    let auto_ok = d.version >= *auto_min && (open_ok || proprietary_ok);
+    let choices = |except: KernelModuleType| -> String {
+        let valid: Vec<&str> = [
+            (KernelModuleType::Proprietary, proprietary_ok, "proprietary"),
+            (KernelModuleType::Open, open_ok, "open"),
+            (KernelModuleType::Auto, auto_ok, "auto"),
+        ]
+        .into_iter()
+        .filter(|(t, ok, _)| *ok && *t != except)
+        .map(|(_, _, name)| name)
+        .collect();
+        match valid.as_slice() {
+            [] => format!(
+                "no `kernelModuleType` works for {model} with driver {}: give pool `{}` a driver that {} GPUs support",
+                d.version, pool.name, arch.name
+            ),
+            [one] => format!("use `kernelModuleType: {one}` for this pool"),
+            [first, rest @ ..] => format!(
+                "use `kernelModuleType: {first}` (or `{}`) for this pool",
+                rest.join("` or `")
+            ),
+        }
+    };
+    let message = match d.kernel_modules {
+        KernelModuleType::Open if !gpu.kernel_modules.open => Some(format!(
+            "open kernel modules do not support {} GPUs (pool `{}`, {model})",
+            arch.name, pool.name
+        )),
+        KernelModuleType::Open if !flavors.open_available(branch) => Some(format!(
+            "open kernel modules exist from R{} on; driver {} (pool `{}`) has none",
+            flavors.open_available_from_branch, d.version, pool.name
+        )),
+        KernelModuleType::Proprietary if !flavors.proprietary_available(branch) => Some(format!(
+            "driver {} (pool `{}`) ships no proprietary kernel modules",
+            d.version, pool.name
+        )),
+        KernelModuleType::Proprietary if !gpu.kernel_modules.proprietary => Some(format!(
+            "{} GPUs require the open kernel modules (pool `{}`, {model})",
+            arch.name, pool.name
+        )),
+        KernelModuleType::Auto if d.version < *auto_min => Some(format!(
+            "`kernelModuleType: auto` needs driver {auto_min} or newer; pool `{}` gets {}",
+            pool.name, d.version
+        )),
+        _ => None,
+    };
+    if let Some(message) = message {
+        ctx.emit(
+            "GPU024",
+            d.kernel_path.clone(),
+            message,
+            choices(d.kernel_modules),
         );
     }
 }
@@ -528,73 +539,84 @@ fn operator(ctx: &mut Ctx<'_>, drivers: &[Option<PoolDriver>]) {
             continue;
         }
         if !release.supports_driver(&d.version) {
-            // Offer only validated drivers every pool on this driver can run.
-            let pools: Vec<&NodePool> = ctx
-                .bp
-                .spec
-                .node_pools
-                .iter()
-                .zip(drivers)
-                .filter(|(_, pd)| pd.as_ref().is_some_and(|pd| pd.path == d.path))
-                .map(|(p, _)| p)
-                .collect();
-            let fits = |v: &DriverVersion| {
-                pools.iter().all(|p| {
-                    let Some(gpu) = ctx.catalog.gpu(&p.gpu.model) else {
-                        return true;
-                    };
-                    let arch = ctx.catalog.architecture(&gpu.architecture);
-                    gpu.min_driver.as_ref().is_none_or(|m| v >= m)
-                        && arch.is_none_or(|a| {
-                            a.min_driver.as_ref().is_none_or(|m| v >= m)
-                                && a.last_driver_branch.is_none_or(|l| v.branch() <= l)
-                        })
-                })
-            };
-            let usable: Vec<String> = release
-                .drivers()
-                .into_iter()
-                .filter(|v| fits(v))
-                .map(ToString::to_string)
-                .collect();
-            let names = format!(
-                "pool{} {}",
-                if pools.len() == 1 { "" } else { "s" },
-                pools
-                    .iter()
-                    .map(|p| format!("`{}`", p.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            let hint = if usable.is_empty() {
-                format!(
-                    "none of the drivers GPU Operator {} validates runs on {}: choose another operator release (`gpuctl profiles` lists each release's validated drivers)",
-                    release.version, names
-                )
-            } else {
-                format!(
-                    "use one GPU Operator {} validates that {} can run: {} (`gpuctl profiles` lists each release's validated drivers)",
-                    release.version,
-                    names,
-                    usable.join(", ")
-                )
-            };
-            // A driver the final matrix may list without a source confirming it: say so rather
-            // than call it unvalidated outright.
-            let maybe = if release.maybe_supports_driver(&d.version) {
-                "; the release's final matrix may list it, but that page could not be read (`gpuctl profiles` shows the unconfirmed drivers)"
-            } else {
-                ""
-            };
-            ctx.emit(
-                "GPU028",
-                d.path.clone(),
-                format!(
-                    "driver {} is not one GPU Operator {} was validated with (default {}){maybe}",
-                    d.version, release.version, release.default_driver
-                ),
-                hint,
-            );
+            unvalidated_driver(ctx, release, d, drivers);
         }
     }
+}
+
+/// GPU028: driver `d` is not one the operator `release` was validated with; the hint offers the
+/// validated drivers every pool on it can run.
+fn unvalidated_driver(
+    ctx: &mut Ctx<'_>,
+    release: &OperatorRelease,
+    d: &PoolDriver,
+    drivers: &[Option<PoolDriver>],
+) {
+    // Offer only validated drivers every pool on this driver can run.
+    let pools: Vec<&NodePool> = ctx
+        .bp
+        .spec
+        .node_pools
+        .iter()
+        .zip(drivers)
+        .filter(|(_, pd)| pd.as_ref().is_some_and(|pd| pd.path == d.path))
+        .map(|(p, _)| p)
+        .collect();
+    let fits = |v: &DriverVersion| {
+        pools.iter().all(|p| {
+            let Some(gpu) = ctx.catalog.gpu(&p.gpu.model) else {
+                return true;
+            };
+            let arch = ctx.catalog.architecture(&gpu.architecture);
+            gpu.min_driver.as_ref().is_none_or(|m| v >= m)
+                && arch.is_none_or(|a| {
+                    a.min_driver.as_ref().is_none_or(|m| v >= m)
+                        && a.last_driver_branch.is_none_or(|l| v.branch() <= l)
+                })
+        })
+    };
+    let usable: Vec<String> = release
+        .drivers()
+        .into_iter()
+        .filter(|v| fits(v))
+        .map(ToString::to_string)
+        .collect();
+    let names = format!(
+        "pool{} {}",
+        if pools.len() == 1 { "" } else { "s" },
+        pools
+            .iter()
+            .map(|p| format!("`{}`", p.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let hint = if usable.is_empty() {
+        format!(
+            "none of the drivers GPU Operator {} validates runs on {}: choose another operator release (`gpuctl profiles` lists each release's validated drivers)",
+            release.version, names
+        )
+    } else {
+        format!(
+            "use one GPU Operator {} validates that {} can run: {} (`gpuctl profiles` lists each release's validated drivers)",
+            release.version,
+            names,
+            usable.join(", ")
+        )
+    };
+    // A driver the final matrix may list without a source confirming it: say so rather
+    // than call it unvalidated outright.
+    let maybe = if release.maybe_supports_driver(&d.version) {
+        "; the release's final matrix may list it, but that page could not be read (`gpuctl profiles` shows the unconfirmed drivers)"
+    } else {
+        ""
+    };
+    ctx.emit(
+        "GPU028",
+        d.path.clone(),
+        format!(
+            "driver {} is not one GPU Operator {} was validated with (default {}){maybe}",
+            d.version, release.version, release.default_driver
+        ),
+        hint,
+    );
 }

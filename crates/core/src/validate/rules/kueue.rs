@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::blueprint::resources::{is_gpu_resource, pool_capacity};
 use crate::blueprint::{
-    BorrowWithinCohort, ClusterQueue, Queueing, QuotaCheckStrategy, ReclaimWithinCohort,
+    BorrowWithinCohort, ClusterQueue, FlavorQuota, Queueing, QuotaCheckStrategy,
+    ReclaimWithinCohort,
 };
 use crate::quantity::{parse_count, parse_nonneg_milli};
 use crate::validate::Ctx;
@@ -20,116 +21,151 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     release(ctx, kueue);
     weights(ctx, kueue);
     // pool -> resource -> (nominal total, path of last contributor)
-    let mut nominal: BTreeMap<String, BTreeMap<String, (u64, String)>> = BTreeMap::new();
+    let mut nominal = Nominal::new();
     for (qi, q) in kueue.cluster_queues.iter().enumerate() {
         let base = format!("spec.scheduling.kueue.clusterQueues[{qi}]");
         resource_groups(ctx, &base, q);
         crd_rules(ctx, &base, q);
         for (ri, r) in q.resources.iter().enumerate() {
             let rbase = format!("{base}.resources[{ri}]");
-            // A pool whose counts are out of bounds (GPU018) has no capacity to compare with.
-            let pool = ctx
-                .bp
-                .spec
-                .node_pools
-                .iter()
-                .find(|p| p.name == r.pool)
-                .filter(|p| ctx.pool_in_bounds(p));
-            let cap = pool.map(pool_capacity).unwrap_or_default();
-            let mut nominal_milli: BTreeMap<&str, i128> = BTreeMap::new();
-            for (res, amount) in &r.quota {
-                let path = crate::blueprint::yaml::join(&format!("{rbase}.quota"), res);
-                match parse_nonneg_milli(&amount.0) {
-                    Err(e) => ctx.emit(
-                        "GPU051",
-                        path.clone(),
-                        e,
-                        "write a quantity such as `8`, `1500` or `12Ti`",
-                    ),
-                    Ok(m) => {
-                        nominal_milli.insert(res, m);
-                    }
-                }
-                if is_gpu_resource(res) {
-                    match parse_count(&amount.0) {
-                        Err(e) => ctx.emit(
-                            "GPU052",
-                            path.clone(),
-                            format!("GPU amount {e}"),
-                            "GPUs are whole devices",
-                        ),
-                        Ok(n) => {
-                            if pool.is_some() && !cap.contains_key(res.as_str()) {
-                                let offered: Vec<&str> = cap.keys().map(String::as_str).collect();
-                                ctx.emit_at_key(
-                                    "GPU053",
-                                    path.clone(),
-                                    format!("pool `{}` does not provide `{res}`, so this quota admits nothing", r.pool),
-                                    format!("pool `{}` provides: {}", r.pool, offered.join(", ")),
-                                );
-                            }
-                            let e = nominal
-                                .entry(r.pool.clone())
-                                .or_default()
-                                .entry(res.clone())
-                                .or_insert((0, path.clone()));
-                            e.0 = e.0.saturating_add(n);
-                            e.1 = path;
-                        }
-                    }
-                }
+            let nominal_milli = flavor_quota(ctx, &rbase, r, &mut nominal);
+            flavor_limits(ctx, &rbase, q, r, &nominal_milli);
+        }
+    }
+    nominal_within_pools(ctx, nominal);
+    cohort_cycles(ctx);
+    tenants(ctx);
+}
+
+/// Pool -> resource -> (nominal total, path of the last contributor).
+type Nominal = BTreeMap<String, BTreeMap<String, (u64, String)>>;
+
+/// GPU051-GPU053 for one flavor's nominal quota: quantities, whole GPUs, resources the pool
+/// provides; its GPUs count towards `nominal`. The quota in milli-units.
+fn flavor_quota<'r>(
+    ctx: &mut Ctx<'_>,
+    rbase: &str,
+    r: &'r FlavorQuota,
+    nominal: &mut Nominal,
+) -> BTreeMap<&'r str, i128> {
+    // A pool whose counts are out of bounds (GPU018) has no capacity to compare with.
+    let pool = ctx
+        .bp
+        .spec
+        .node_pools
+        .iter()
+        .find(|p| p.name == r.pool)
+        .filter(|p| ctx.pool_in_bounds(p));
+    let cap = pool.map(pool_capacity).unwrap_or_default();
+    let mut nominal_milli: BTreeMap<&str, i128> = BTreeMap::new();
+    for (res, amount) in &r.quota {
+        let path = crate::blueprint::yaml::join(&format!("{rbase}.quota"), res);
+        match parse_nonneg_milli(&amount.0) {
+            Err(e) => ctx.emit(
+                "GPU051",
+                path.clone(),
+                e,
+                "write a quantity such as `8`, `1500` or `12Ti`",
+            ),
+            Ok(m) => {
+                nominal_milli.insert(res, m);
             }
-            for (field, limits) in [
-                ("borrowingLimit", &r.borrowing_limit),
-                ("lendingLimit", &r.lending_limit),
-            ] {
-                if limits.is_empty() {
-                    continue;
-                }
-                if q.cohort.is_none() {
-                    ctx.emit(
-                        "GPU071",
-                        format!("{rbase}.{field}"),
-                        format!(
-                            "`{field}` needs the cluster queue `{}` to be in a cohort",
-                            q.name
-                        ),
-                        "set `cohort` on the cluster queue, or remove the limit",
-                    );
-                }
-                for (res, amount) in limits {
-                    let path = crate::blueprint::yaml::join(&format!("{rbase}.{field}"), res);
-                    let limit = match parse_nonneg_milli(&amount.0) {
-                        Ok(m) => m,
-                        Err(e) => {
-                            ctx.emit("GPU051", path, e, "write a quantity");
-                            continue;
-                        }
-                    };
-                    match nominal_milli.get(res.as_str()) {
-                        None => ctx.emit_at_key(
-                            "GPU072",
-                            path,
+        }
+        if is_gpu_resource(res) {
+            match parse_count(&amount.0) {
+                Err(e) => ctx.emit(
+                    "GPU052",
+                    path.clone(),
+                    format!("GPU amount {e}"),
+                    "GPUs are whole devices",
+                ),
+                Ok(n) => {
+                    if pool.is_some() && !cap.contains_key(res.as_str()) {
+                        let offered: Vec<&str> = cap.keys().map(String::as_str).collect();
+                        ctx.emit_at_key(
+                            "GPU053",
+                            path.clone(),
                             format!(
-                                "`{field}` names `{res}`, which has no nominal quota on this flavor"
+                                "pool `{}` does not provide `{res}`, so this quota admits nothing",
+                                r.pool
                             ),
-                            format!("add `{res}` to `quota`, or remove it from `{field}`"),
-                        ),
-                        Some(n) if field == "lendingLimit" && limit > *n => ctx.emit(
-                            "GPU072",
-                            path,
-                            format!(
-                                "lending limit {amount} for `{res}` exceeds the nominal quota {}",
-                                r.quota[res]
-                            ),
-                            "lend at most the nominal quota",
-                        ),
-                        _ => {}
+                            format!("pool `{}` provides: {}", r.pool, offered.join(", ")),
+                        );
                     }
+                    let e = nominal
+                        .entry(r.pool.clone())
+                        .or_default()
+                        .entry(res.clone())
+                        .or_insert((0, path.clone()));
+                    e.0 = e.0.saturating_add(n);
+                    e.1 = path;
                 }
             }
         }
     }
+    nominal_milli
+}
+
+/// GPU071 and GPU072 for one flavor's borrowing and lending limits: in a cohort, on resources
+/// with a nominal quota, lending at most that quota.
+fn flavor_limits(
+    ctx: &mut Ctx<'_>,
+    rbase: &str,
+    q: &ClusterQueue,
+    r: &FlavorQuota,
+    nominal_milli: &BTreeMap<&str, i128>,
+) {
+    for (field, limits) in [
+        ("borrowingLimit", &r.borrowing_limit),
+        ("lendingLimit", &r.lending_limit),
+    ] {
+        if limits.is_empty() {
+            continue;
+        }
+        if q.cohort.is_none() {
+            ctx.emit(
+                "GPU071",
+                format!("{rbase}.{field}"),
+                format!(
+                    "`{field}` needs the cluster queue `{}` to be in a cohort",
+                    q.name
+                ),
+                "set `cohort` on the cluster queue, or remove the limit",
+            );
+        }
+        for (res, amount) in limits {
+            let path = crate::blueprint::yaml::join(&format!("{rbase}.{field}"), res);
+            let limit = match parse_nonneg_milli(&amount.0) {
+                Ok(m) => m,
+                Err(e) => {
+                    ctx.emit("GPU051", path, e, "write a quantity");
+                    continue;
+                }
+            };
+            match nominal_milli.get(res.as_str()) {
+                None => ctx.emit_at_key(
+                    "GPU072",
+                    path,
+                    format!("`{field}` names `{res}`, which has no nominal quota on this flavor"),
+                    format!("add `{res}` to `quota`, or remove it from `{field}`"),
+                ),
+                Some(n) if field == "lendingLimit" && limit > *n => ctx.emit(
+                    "GPU072",
+                    path,
+                    format!(
+                        "lending limit {amount} for `{res}` exceeds the nominal quota {}",
+                        r.quota[res]
+                    ),
+                    "lend at most the nominal quota",
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// GPU055: the cluster queues' nominal quotas on each pool fit its capacity.
+fn nominal_within_pools(ctx: &mut Ctx<'_>, nominal: Nominal) {
     for (pool_name, resources) in nominal {
         let Some(pool) = ctx.bp.spec.node_pools.iter().find(|p| p.name == pool_name) else {
             continue;
@@ -151,8 +187,6 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             }
         }
     }
-    cohort_cycles(ctx);
-    tenants(ctx);
 }
 
 /// gpuctl puts flavors that cover the same resources into one resource group, as Kueue requires;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::blueprint::{InstallMode, Queueing};
+use crate::blueprint::{InstallMode, Queueing, ResourceTransformation};
 use crate::quantity::{parse_duration_ms, parse_nonneg_milli};
 use crate::validate::Ctx;
 
@@ -70,8 +70,44 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             );
         }
     }
+    transformations(ctx, &res.transformations);
+    if let Some(integrations) = &cfg.integrations {
+        frameworks(ctx, &k.version, &integrations.frameworks, &facts.frameworks);
+    }
+    if let Some(w) = &cfg.wait_for_pods_ready
+        && let Err(e) = parse_duration_ms(&w.timeout)
+    {
+        ctx.emit(
+            "GPU116",
+            format!("{BASE}.config.waitForPodsReady.timeout"),
+            format!("waitForPodsReady timeout: {e}"),
+            "write a duration such as `5m` or `10m`",
+        );
+    }
+    if k.install != InstallMode::None
+        && releases.renderable(&k.version).is_ok()
+        && !facts
+            .charts
+            .iter()
+            .any(|c| c.trim_start_matches('v') == k.version.trim().trim_start_matches('v'))
+    {
+        ctx.emit(
+            "GPU116",
+            format!("{BASE}.install"),
+            format!(
+                "gpuctl cannot render the Kueue chart's `managerConfig` for {}: it knows the chart of {}",
+                k.version,
+                facts.charts.join(", ")
+            ),
+            "use one of those releases, or `install: none` when Kueue is installed by someone else",
+        );
+    }
+}
+
+/// GPU116 for resource transformations: each has an input, transformed once, and quantities.
+fn transformations(ctx: &mut Ctx<'_>, transformations: &[ResourceTransformation]) {
     let mut inputs = BTreeSet::new();
-    for (i, t) in res.transformations.iter().enumerate() {
+    for (i, t) in transformations.iter().enumerate() {
         let tbase = format!("{BASE}.config.resources.transformations[{i}]");
         if t.input.trim().is_empty() {
             ctx.emit(
@@ -102,65 +138,34 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             }
         }
     }
-    if let Some(integrations) = &cfg.integrations {
-        let mut seen = BTreeSet::new();
-        for (i, f) in integrations.frameworks.iter().enumerate() {
-            let path = format!("{BASE}.config.integrations.frameworks[{i}]");
-            if !facts.frameworks.iter().any(|k| k == f) {
-                let hint =
-                    match crate::suggest::closest(f, facts.frameworks.iter().map(String::as_str)) {
-                        Some(c) => format!("did you mean `{c}`?"),
-                        None => format!(
-                            "Kueue {} integrates: {}",
-                            k.version,
-                            facts.frameworks.join(", ")
-                        ),
-                    };
-                ctx.emit(
-                    "GPU116",
-                    path,
-                    format!(
-                        "Kueue does not know the framework `{}` and refuses to start with it",
-                        crate::blueprint::yaml::shorten(f)
-                    ),
-                    hint,
-                );
-            } else if !seen.insert(f.as_str()) {
-                ctx.emit(
-                    "GPU116",
-                    path,
-                    format!("framework `{f}` is listed twice; Kueue refuses duplicates"),
-                    "list it once",
-                );
-            }
+}
+
+/// GPU116 for the integrated frameworks: each one Kueue `version` knows, listed once.
+fn frameworks(ctx: &mut Ctx<'_>, version: &str, frameworks: &[String], known: &[String]) {
+    let mut seen = BTreeSet::new();
+    for (i, f) in frameworks.iter().enumerate() {
+        let path = format!("{BASE}.config.integrations.frameworks[{i}]");
+        if !known.iter().any(|k| k == f) {
+            let hint = match crate::suggest::closest(f, known.iter().map(String::as_str)) {
+                Some(c) => format!("did you mean `{c}`?"),
+                None => format!("Kueue {} integrates: {}", version, known.join(", ")),
+            };
+            ctx.emit(
+                "GPU116",
+                path,
+                format!(
+                    "Kueue does not know the framework `{}` and refuses to start with it",
+                    crate::blueprint::yaml::shorten(f)
+                ),
+                hint,
+            );
+        } else if !seen.insert(f.as_str()) {
+            ctx.emit(
+                "GPU116",
+                path,
+                format!("framework `{f}` is listed twice; Kueue refuses duplicates"),
+                "list it once",
+            );
         }
-    }
-    if let Some(w) = &cfg.wait_for_pods_ready
-        && let Err(e) = parse_duration_ms(&w.timeout)
-    {
-        ctx.emit(
-            "GPU116",
-            format!("{BASE}.config.waitForPodsReady.timeout"),
-            format!("waitForPodsReady timeout: {e}"),
-            "write a duration such as `5m` or `10m`",
-        );
-    }
-    if k.install != InstallMode::None
-        && releases.renderable(&k.version).is_ok()
-        && !facts
-            .charts
-            .iter()
-            .any(|c| c.trim_start_matches('v') == k.version.trim().trim_start_matches('v'))
-    {
-        ctx.emit(
-            "GPU116",
-            format!("{BASE}.install"),
-            format!(
-                "gpuctl cannot render the Kueue chart's `managerConfig` for {}: it knows the chart of {}",
-                k.version,
-                facts.charts.join(", ")
-            ),
-            "use one of those releases, or `install: none` when Kueue is installed by someone else",
-        );
     }
 }

@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::blueprint::{MigStrategy, PartitionMode};
-use crate::profiles::MigFitError;
+use crate::blueprint::{Mig, MigDevices, MigStrategy, NodePool, PartitionMode};
+use crate::profiles::{GpuModel, MigFitError, MigSupport};
 use crate::validate::Ctx;
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
@@ -51,49 +51,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 );
             }
             (Some(l), None) => layouts.push((format!("{base}.mig.layout"), l)),
-            (None, Some(groups)) => {
-                let mut seen = BTreeSet::new();
-                for (g, group) in groups.iter().enumerate() {
-                    for (k, idx) in group.gpus.iter().enumerate() {
-                        let path = format!("{base}.mig.devices[{g}].gpus[{k}]");
-                        if *idx >= pool.gpu.count {
-                            ctx.emit(
-                                "GPU034",
-                                path,
-                                format!(
-                                    "GPU index {idx} does not exist on a node with {} GPUs",
-                                    pool.gpu.count
-                                ),
-                                format!("use indices 0..{}", pool.gpu.count.saturating_sub(1)),
-                            );
-                        } else if !seen.insert(*idx) {
-                            ctx.emit(
-                                "GPU034",
-                                path,
-                                format!("GPU index {idx} appears in two device groups"),
-                                "list each GPU index once",
-                            );
-                        }
-                    }
-                    if group.gpus.is_empty() {
-                        ctx.emit(
-                            "GPU034",
-                            format!("{base}.mig.devices[{g}].gpus"),
-                            "device group lists no GPUs",
-                            "list the GPU indices this layout applies to",
-                        );
-                    }
-                    layouts.push((format!("{base}.mig.devices[{g}].layout"), &group.layout));
-                }
-                if mig.strategy == MigStrategy::Single && (seen.len() as u32) < pool.gpu.count {
-                    ctx.emit(
-                        "GPU033",
-                        format!("{base}.mig.devices"),
-                        format!("`single` strategy needs MIG on every GPU, but {} of {} GPUs have no layout", pool.gpu.count - seen.len() as u32, pool.gpu.count),
-                        "cover every GPU index, or use `strategy: mixed`",
-                    );
-                }
-            }
+            (None, Some(groups)) => device_groups(ctx, &base, pool, mig, groups, &mut layouts),
         }
         if mig.strategy == MigStrategy::Single {
             let profiles: BTreeSet<&str> = layouts
@@ -132,49 +90,117 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             continue;
         };
         for (path, layout) in layouts {
-            if layout.values().all(|n| *n == 0) {
+            fits(ctx, path, layout, gpu, support);
+        }
+    }
+}
+
+/// GPU033 and GPU034 for per-GPU `devices`: each GPU index exists and appears once, each group
+/// lists GPUs, and `single` covers every GPU; each group's layout goes to `layouts`.
+fn device_groups<'a>(
+    ctx: &mut Ctx<'_>,
+    base: &str,
+    pool: &NodePool,
+    mig: &Mig,
+    groups: &'a [MigDevices],
+    layouts: &mut Vec<(String, &'a BTreeMap<String, u32>)>,
+) {
+    let mut seen = BTreeSet::new();
+    for (g, group) in groups.iter().enumerate() {
+        for (k, idx) in group.gpus.iter().enumerate() {
+            let path = format!("{base}.mig.devices[{g}].gpus[{k}]");
+            if *idx >= pool.gpu.count {
                 ctx.emit(
                     "GPU034",
                     path,
-                    "the layout has no instances",
-                    "give at least one profile a count above zero",
+                    format!(
+                        "GPU index {idx} does not exist on a node with {} GPUs",
+                        pool.gpu.count
+                    ),
+                    format!("use indices 0..{}", pool.gpu.count.saturating_sub(1)),
                 );
-                continue;
-            }
-            let request: Vec<(String, u32)> = layout
-                .iter()
-                .filter(|(_, n)| **n > 0)
-                .map(|(k, n)| (k.clone(), *n))
-                .collect();
-            match support.fit(&request) {
-                Ok(_) => {}
-                Err(MigFitError::UnknownProfile { profile, .. }) => {
-                    let names: Vec<&str> =
-                        support.profiles.iter().map(|p| p.name.as_str()).collect();
-                    let hint = match crate::suggest::closest(&profile, names.iter().copied()) {
-                        Some(c) => format!(
-                            "did you mean `{c}`? {} profiles: {}",
-                            gpu.key,
-                            names.join(", ")
-                        ),
-                        None => format!("{} profiles: {}", gpu.key, names.join(", ")),
-                    };
-                    let key_path = crate::blueprint::yaml::join(&path, &profile);
-                    ctx.emit_at_key(
-                        "GPU031",
-                        key_path,
-                        format!("MIG profile `{profile}` does not exist on {}", gpu.key),
-                        hint,
-                    );
-                }
-                Err(e) => ctx.emit(
-                    "GPU032",
+            } else if !seen.insert(*idx) {
+                ctx.emit(
+                    "GPU034",
                     path,
-                    format!("this layout does not fit one {} GPU: {e}", gpu.key),
-                    "reduce the instances or use smaller profiles",
-                ),
+                    format!("GPU index {idx} appears in two device groups"),
+                    "list each GPU index once",
+                );
             }
         }
+        if group.gpus.is_empty() {
+            ctx.emit(
+                "GPU034",
+                format!("{base}.mig.devices[{g}].gpus"),
+                "device group lists no GPUs",
+                "list the GPU indices this layout applies to",
+            );
+        }
+        layouts.push((format!("{base}.mig.devices[{g}].layout"), &group.layout));
+    }
+    if mig.strategy == MigStrategy::Single && (seen.len() as u32) < pool.gpu.count {
+        ctx.emit(
+            "GPU033",
+            format!("{base}.mig.devices"),
+            format!(
+                "`single` strategy needs MIG on every GPU, but {} of {} GPUs have no layout",
+                pool.gpu.count - seen.len() as u32,
+                pool.gpu.count
+            ),
+            "cover every GPU index, or use `strategy: mixed`",
+        );
+    }
+}
+
+/// GPU031, GPU032 and GPU034 for one layout: it has instances, its profiles exist on the GPU and
+/// they fit one GPU.
+fn fits(
+    ctx: &mut Ctx<'_>,
+    path: String,
+    layout: &BTreeMap<String, u32>,
+    gpu: &GpuModel,
+    support: &MigSupport,
+) {
+    if layout.values().all(|n| *n == 0) {
+        ctx.emit(
+            "GPU034",
+            path,
+            "the layout has no instances",
+            "give at least one profile a count above zero",
+        );
+        return;
+    }
+    let request: Vec<(String, u32)> = layout
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| (k.clone(), *n))
+        .collect();
+    match support.fit(&request) {
+        Ok(_) => {}
+        Err(MigFitError::UnknownProfile { profile, .. }) => {
+            let names: Vec<&str> = support.profiles.iter().map(|p| p.name.as_str()).collect();
+            let hint = match crate::suggest::closest(&profile, names.iter().copied()) {
+                Some(c) => format!(
+                    "did you mean `{c}`? {} profiles: {}",
+                    gpu.key,
+                    names.join(", ")
+                ),
+                None => format!("{} profiles: {}", gpu.key, names.join(", ")),
+            };
+            let key_path = crate::blueprint::yaml::join(&path, &profile);
+            ctx.emit_at_key(
+                "GPU031",
+                key_path,
+                format!("MIG profile `{profile}` does not exist on {}", gpu.key),
+                hint,
+            );
+        }
+        Err(e) => ctx.emit(
+            "GPU032",
+            path,
+            format!("this layout does not fit one {} GPU: {e}", gpu.key),
+            "reduce the instances or use smaller profiles",
+        ),
     }
 }
 

@@ -35,15 +35,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     network::check(ctx);
 }
 
-/// DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, 1..=max chars.
-pub(crate) fn is_dns_label(s: &str, max: usize) -> bool {
-    !s.is_empty()
-        && s.len() <= max
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
+pub(crate) use crate::names::is_dns_label;
 
 /// DNS-1123 subdomain as the API server checks it (apimachinery `IsDNS1123Subdomain`):
 /// dot-separated parts of the label alphabet, at most the catalog's length in all. The parts have no

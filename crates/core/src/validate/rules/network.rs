@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use super::compat::{PoolDriver, pool_drivers};
 use super::{is_dns_label, is_label_key};
 use crate::blueprint::{
-    CpuManagerPolicy, DevicePluginKind, Fabric, KernelModuleType, MemoryManagerPolicy,
-    NicDriverSource, NodePool, Queueing, RdmaMechanism, SecondaryNetworkKind,
-    TopologyManagerPolicy,
+    CpuManagerPolicy, DevicePlugin, DevicePluginKind, Fabric, KernelModuleType,
+    MemoryManagerPolicy, NetworkOperator, NicDriverSource, NodePool, Queueing, Rdma, RdmaMechanism,
+    SecondaryNetwork, SecondaryNetworkKind, TopologyManagerPolicy,
 };
-use crate::profiles::network::kernel_major_minor;
+use crate::profiles::network::{GpuDirectRdma, NetworkOperatorFacts, kernel_major_minor};
 use crate::validate::Ctx;
 use crate::version::{DriverVersion, KubeVersion, OperatorVersion};
 
@@ -70,13 +70,58 @@ fn rdma(ctx: &mut Ctx<'_>) {
         }
         return;
     }
-    let operator = ctx
+    let needs = mechanism_needs(ctx, &settings, &facts);
+    operator_floor(ctx, &needs, &settings, &facts);
+    let kernel_min = kernel_major_minor(&facts.dma_buf.min_kernel);
+    let mut reported_driver = BTreeSet::new();
+    let bp = ctx.bp;
+    for (i, pool) in bp.spec.node_pools.iter().enumerate() {
+        let pool_rdma = PoolRdma {
+            i,
+            pool,
+            driver: drivers[i].as_ref(),
+            kernel_min,
+        };
+        pool_rdma.check(ctx, &needs, &settings, &facts, &mut reported_driver);
+    }
+    // nvidia-peermem needs the MOFED/DOCA NIC driver: from the Network Operator or the host.
+    let net_op_driver = ctx
         .bp
         .spec
-        .gpu_operator
-        .version
-        .parse::<OperatorVersion>()
-        .ok();
+        .network_operator
+        .as_ref()
+        .map(|n| n.nic_driver.source);
+    if settings.mechanism == RdmaMechanism::NvidiaPeermem
+        && !settings.use_host_mofed
+        && net_op_driver != Some(NicDriverSource::Operator)
+    {
+        ctx.emit(
+            "GPU136",
+            format!("{rdma_path}.mechanism"),
+            "nvidia-peermem needs the MOFED/DOCA-OFED NIC driver, and neither the Network Operator installs it nor `useHostMofed` says the hosts carry it: the driver pods wait for it forever",
+            "declare `networkOperator` (its `nicDriver.source: operator`), or set `gpuOperator.rdma.useHostMofed: true` when the hosts carry the driver",
+        );
+    }
+    if settings.use_host_mofed && net_op_driver == Some(NicDriverSource::Operator) {
+        ctx.emit(
+            "GPU136",
+            format!("{rdma_path}.useHostMofed"),
+            "`useHostMofed: true` says the hosts carry the NIC driver, but the Network Operator is told to install it (`nicDriver.source: operator`)",
+            "set `networkOperator.nicDriver.source: host`, or `useHostMofed: false`",
+        );
+    }
+}
+
+/// What the chosen RDMA mechanism needs: its name, the first operator release that has it, and
+/// the oldest driver it runs on with how the catalog words why.
+struct MechanismNeeds {
+    name: &'static str,
+    min_operator: Option<String>,
+    /// `(driver, why, what to use)`.
+    min_driver: Option<(DriverVersion, String, String)>,
+}
+
+fn mechanism_needs(ctx: &Ctx<'_>, settings: &Rdma, facts: &GpuDirectRdma) -> MechanismNeeds {
     // The oldest driver the mechanism runs on, and how the catalog words why: DMA-BUF needs the
     // CUDA version NVIDIA's page names (its driver from cuda.yaml), nvidia-peermem a branch.
     // DMA-BUF has no documented first operator release, so only nvidia-peermem is checked there.
@@ -86,7 +131,7 @@ fn rdma(ctx: &mut Ctx<'_>) {
         .parse::<crate::version::CudaVersion>()
         .ok()
         .and_then(|c| ctx.catalog.cuda(&c).map(|req| (c, req.min_driver.clone())));
-    let (mech_name, min_operator, min_driver) = match settings.mechanism {
+    let (name, min_operator, min_driver) = match settings.mechanism {
         RdmaMechanism::DmaBuf => (
             "DMA-BUF",
             None,
@@ -113,6 +158,28 @@ fn rdma(ctx: &mut Ctx<'_>) {
             )
         }
     };
+    MechanismNeeds {
+        name,
+        min_operator,
+        min_driver,
+    }
+}
+
+/// GPU134: the GPU Operator release has the mechanism and `useHostMofed`.
+fn operator_floor(
+    ctx: &mut Ctx<'_>,
+    needs: &MechanismNeeds,
+    settings: &Rdma,
+    facts: &GpuDirectRdma,
+) {
+    let operator = ctx
+        .bp
+        .spec
+        .gpu_operator
+        .version
+        .parse::<OperatorVersion>()
+        .ok();
+    let (mech_name, min_operator) = (needs.name, &needs.min_operator);
     if let Some(op) = &operator {
         let mut needs: Vec<(&str, String, &str)> = min_operator
             .iter()
@@ -138,14 +205,39 @@ fn rdma(ctx: &mut Ctx<'_>) {
             }
         }
     }
-    let kernel_min = kernel_major_minor(&facts.dma_buf.min_kernel);
-    let mut reported_driver = BTreeSet::new();
-    for (i, pool) in ctx.bp.spec.node_pools.iter().enumerate() {
+}
+
+/// One pool that asks for GPUDirect RDMA, with its driver.
+struct PoolRdma<'a> {
+    i: usize,
+    pool: &'a NodePool,
+    driver: Option<&'a PoolDriver>,
+    kernel_min: Option<(u32, u32)>,
+}
+
+impl PoolRdma<'_> {
+    /// GPU130-GPU133 for the pool: an RDMA fabric, its NICs, a driver new enough, and for DMA-BUF
+    /// the open kernel modules, the GPU and the kernel.
+    fn check(
+        &self,
+        ctx: &mut Ctx<'_>,
+        needs: &MechanismNeeds,
+        settings: &Rdma,
+        facts: &GpuDirectRdma,
+        reported_driver: &mut BTreeSet<String>,
+    ) {
+        let PoolRdma {
+            i,
+            pool,
+            driver,
+            kernel_min,
+        } = *self;
+        let (mech_name, min_driver) = (needs.name, &needs.min_driver);
         let Some(net) = pool.topology.as_ref().and_then(|t| t.network.as_ref()) else {
-            continue;
+            return;
         };
         if !net.gpu_direct_rdma {
-            continue;
+            return;
         }
         let base = format!("spec.nodePools[{i}].topology.network");
         if net.fabric == Fabric::Ethernet {
@@ -164,7 +256,7 @@ fn rdma(ctx: &mut Ctx<'_>) {
                 "set `nicsPerNode` to the RDMA NICs per node (DGX H100: 8, one per GPU), which the runbook and the device plugin use",
             );
         }
-        let Some(d) = &drivers[i] else { continue };
+        let Some(d) = driver else { return };
         if let Some((min, needs, want)) = &min_driver
             && d.version < *min
             && reported_driver.insert(d.path.clone())
@@ -217,32 +309,6 @@ fn rdma(ctx: &mut Ctx<'_>) {
                 );
             }
         }
-    }
-    // nvidia-peermem needs the MOFED/DOCA NIC driver: from the Network Operator or the host.
-    let net_op_driver = ctx
-        .bp
-        .spec
-        .network_operator
-        .as_ref()
-        .map(|n| n.nic_driver.source);
-    if settings.mechanism == RdmaMechanism::NvidiaPeermem
-        && !settings.use_host_mofed
-        && net_op_driver != Some(NicDriverSource::Operator)
-    {
-        ctx.emit(
-            "GPU136",
-            format!("{rdma_path}.mechanism"),
-            "nvidia-peermem needs the MOFED/DOCA-OFED NIC driver, and neither the Network Operator installs it nor `useHostMofed` says the hosts carry it: the driver pods wait for it forever",
-            "declare `networkOperator` (its `nicDriver.source: operator`), or set `gpuOperator.rdma.useHostMofed: true` when the hosts carry the driver",
-        );
-    }
-    if settings.use_host_mofed && net_op_driver == Some(NicDriverSource::Operator) {
-        ctx.emit(
-            "GPU136",
-            format!("{rdma_path}.useHostMofed"),
-            "`useHostMofed: true` says the hosts carry the NIC driver, but the Network Operator is told to install it (`nicDriver.source: operator`)",
-            "set `networkOperator.nicDriver.source: host`, or `useHostMofed: false`",
-        );
     }
 }
 
@@ -479,6 +545,26 @@ fn network_operator(ctx: &mut Ctx<'_>) {
     };
     let facts = ctx.catalog.network().network_operator.clone();
     let base = "spec.networkOperator";
+    release(ctx, &no, &facts);
+    nic_driver(ctx, &no, &facts);
+    if rdma_fabrics.is_empty() {
+        ctx.emit(
+            "GPU153",
+            base,
+            "the Network Operator is declared but no pool has an InfiniBand or RoCE network (`topology.network.fabric`)",
+            "declare the pools' fabric, or remove `networkOperator`",
+        );
+    }
+    names(ctx, &no);
+    if let Some(sn) = &no.secondary_network {
+        secondary_network(ctx, sn, &no.device_plugin, &rdma_fabrics);
+    }
+}
+
+/// GPU150 and GPU156: the release is in the catalog, supports the cluster's Kubernetes, and its
+/// chart has the keys `values` sets.
+fn release(ctx: &mut Ctx<'_>, no: &NetworkOperator, facts: &NetworkOperatorFacts) {
+    let base = "spec.networkOperator";
     match facts.release(&no.version) {
         None => ctx.emit(
             "GPU150",
@@ -542,6 +628,11 @@ fn network_operator(ctx: &mut Ctx<'_>) {
             }
         }
     }
+}
+
+/// GPU151: the NIC driver's source and version agree.
+fn nic_driver(ctx: &mut Ctx<'_>, no: &NetworkOperator, facts: &NetworkOperatorFacts) {
+    let base = "spec.networkOperator";
     // With `source: operator` and no version, the release's own DOCA-OFED driver is rendered
     // (profiles/network.yaml); only a release gpuctl does not know leaves nothing to render, and
     // GPU150 already names that.
@@ -561,14 +652,12 @@ fn network_operator(ctx: &mut Ctx<'_>) {
         ),
         _ => {}
     }
-    if rdma_fabrics.is_empty() {
-        ctx.emit(
-            "GPU153",
-            base,
-            "the Network Operator is declared but no pool has an InfiniBand or RoCE network (`topology.network.fabric`)",
-            "declare the pools' fabric, or remove `networkOperator`",
-        );
-    }
+}
+
+/// GPU155: the namespace is a free DNS-1123 label, the device plugin's resource name is valid and
+/// its `hcaMax` lets pods in.
+fn names(ctx: &mut Ctx<'_>, no: &NetworkOperator) {
+    let base = "spec.networkOperator";
     let limits = ctx.catalog.limits().kubernetes_names.clone();
     let label_max = limits.dns1123_label_max_length;
     if !is_dns_label(&no.namespace, label_max) {
@@ -620,78 +709,92 @@ fn network_operator(ctx: &mut Ctx<'_>) {
             "set `hcaMax` to the pods per node that may share the HCAs (the plugin's samples use 63)",
         );
     }
-    if let Some(sn) = &no.secondary_network {
-        let sbase = format!("{base}.secondaryNetwork");
-        if !is_dns_label(&sn.name, label_max) {
-            ctx.emit(
-                "GPU155",
-                format!("{sbase}.name"),
-                format!(
-                    "`{}` is not a DNS-1123 label",
-                    crate::blueprint::yaml::shorten(&sn.name)
-                ),
-                "use lower-case letters, digits and `-`",
-            );
-        }
-        if let Some(ns) = &sn.network_namespace
-            && !is_dns_label(ns, label_max)
-        {
-            ctx.emit(
-                "GPU155",
-                format!("{sbase}.networkNamespace"),
-                format!(
-                    "`{}` is not a DNS-1123 label",
-                    crate::blueprint::yaml::shorten(ns)
-                ),
-                "use lower-case letters, digits and `-`",
-            );
-        }
-        if !is_cidr(&sn.range) {
-            ctx.emit(
-                "GPU155",
-                format!("{sbase}.range"),
-                format!(
-                    "`{}` is not an IPv4 or IPv6 CIDR",
-                    crate::blueprint::yaml::shorten(&sn.range)
-                ),
-                "write the pod address range as a CIDR, e.g. `192.168.100.0/24`",
-            );
-        }
-        let has_ib = rdma_fabrics.contains(&Fabric::Infiniband);
-        let has_roce = rdma_fabrics.contains(&Fabric::Roce);
-        match sn.kind {
-            SecondaryNetworkKind::Ipoib if !has_ib => ctx.emit(
-                "GPU152",
-                format!("{sbase}.kind"),
-                "an IPoIB network needs InfiniBand, and no pool has `fabric: infiniband`",
-                "use `kind: macvlan` (or `host-device` with SR-IOV) on RoCE",
+}
+
+/// GPU152 and GPU155: the secondary network's names and range are valid and its kind fits the
+/// pools' fabric and the device plugin.
+fn secondary_network(
+    ctx: &mut Ctx<'_>,
+    sn: &SecondaryNetwork,
+    dp: &DevicePlugin,
+    rdma_fabrics: &[Fabric],
+) {
+    let base = "spec.networkOperator";
+    let label_max = ctx
+        .catalog
+        .limits()
+        .kubernetes_names
+        .dns1123_label_max_length;
+    let sbase = format!("{base}.secondaryNetwork");
+    if !is_dns_label(&sn.name, label_max) {
+        ctx.emit(
+            "GPU155",
+            format!("{sbase}.name"),
+            format!(
+                "`{}` is not a DNS-1123 label",
+                crate::blueprint::yaml::shorten(&sn.name)
             ),
-            SecondaryNetworkKind::Macvlan if !has_roce => ctx.emit(
-                "GPU152",
-                format!("{sbase}.kind"),
-                "macvlan needs an Ethernet (RoCE) interface, and no pool has `fabric: roce`; InfiniBand ports cannot carry macvlan",
-                "use `kind: ipoib` on InfiniBand",
+            "use lower-case letters, digits and `-`",
+        );
+    }
+    if let Some(ns) = &sn.network_namespace
+        && !is_dns_label(ns, label_max)
+    {
+        ctx.emit(
+            "GPU155",
+            format!("{sbase}.networkNamespace"),
+            format!(
+                "`{}` is not a DNS-1123 label",
+                crate::blueprint::yaml::shorten(ns)
             ),
-            SecondaryNetworkKind::HostDevice if dp.kind != DevicePluginKind::Sriov => ctx.emit(
-                "GPU152",
-                format!("{sbase}.kind"),
-                "a host-device network moves whole devices into pods, which only the SR-IOV device plugin hands out",
-                "set `devicePlugin.kind: sriov`, or use `ipoib` / `macvlan`",
+            "use lower-case letters, digits and `-`",
+        );
+    }
+    if !is_cidr(&sn.range) {
+        ctx.emit(
+            "GPU155",
+            format!("{sbase}.range"),
+            format!(
+                "`{}` is not an IPv4 or IPv6 CIDR",
+                crate::blueprint::yaml::shorten(&sn.range)
             ),
-            _ => {}
-        }
-        if matches!(
-            sn.kind,
-            SecondaryNetworkKind::Ipoib | SecondaryNetworkKind::Macvlan
-        ) && sn.master.as_deref().is_none_or(|m| m.trim().is_empty())
-        {
-            ctx.emit(
-                "GPU155",
-                format!("{sbase}.master"),
-                "an IPoIB or macvlan network needs the host interface to attach to (`master`)",
-                "set `master` to the interface name on the nodes, e.g. `ibp12s0`",
-            );
-        }
+            "write the pod address range as a CIDR, e.g. `192.168.100.0/24`",
+        );
+    }
+    let has_ib = rdma_fabrics.contains(&Fabric::Infiniband);
+    let has_roce = rdma_fabrics.contains(&Fabric::Roce);
+    match sn.kind {
+        SecondaryNetworkKind::Ipoib if !has_ib => ctx.emit(
+            "GPU152",
+            format!("{sbase}.kind"),
+            "an IPoIB network needs InfiniBand, and no pool has `fabric: infiniband`",
+            "use `kind: macvlan` (or `host-device` with SR-IOV) on RoCE",
+        ),
+        SecondaryNetworkKind::Macvlan if !has_roce => ctx.emit(
+            "GPU152",
+            format!("{sbase}.kind"),
+            "macvlan needs an Ethernet (RoCE) interface, and no pool has `fabric: roce`; InfiniBand ports cannot carry macvlan",
+            "use `kind: ipoib` on InfiniBand",
+        ),
+        SecondaryNetworkKind::HostDevice if dp.kind != DevicePluginKind::Sriov => ctx.emit(
+            "GPU152",
+            format!("{sbase}.kind"),
+            "a host-device network moves whole devices into pods, which only the SR-IOV device plugin hands out",
+            "set `devicePlugin.kind: sriov`, or use `ipoib` / `macvlan`",
+        ),
+        _ => {}
+    }
+    if matches!(
+        sn.kind,
+        SecondaryNetworkKind::Ipoib | SecondaryNetworkKind::Macvlan
+    ) && sn.master.as_deref().is_none_or(|m| m.trim().is_empty())
+    {
+        ctx.emit(
+            "GPU155",
+            format!("{sbase}.master"),
+            "an IPoIB or macvlan network needs the host interface to attach to (`master`)",
+            "set `master` to the interface name on the nodes, e.g. `ibp12s0`",
+        );
     }
 }
 

@@ -32,151 +32,32 @@ pub(crate) fn gpu_resource_of_key(key: &str) -> Option<&str> {
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
     let capacity = cluster_capacity(ctx);
-    // With a pool out of bounds (GPU018) the cluster's capacity is unknown: say nothing about it.
-    let bounded = ctx.bp.spec.node_pools.iter().all(|p| ctx.pool_in_bounds(p));
-    let provided: Vec<String> = capacity.keys().cloned().collect();
     let limits = ctx.catalog.limits();
-    let standard = limits.resource_quota.standard_keys.clone();
-    let standard_prefixes = limits.resource_quota.standard_key_prefixes.clone();
+    let q = Quotas {
+        // With a pool out of bounds (GPU018) the cluster's capacity is unknown: say nothing
+        // about it.
+        bounded: ctx.bp.spec.node_pools.iter().all(|p| ctx.pool_in_bounds(p)),
+        provided: capacity.keys().cloned().collect(),
+        standard: limits.resource_quota.standard_keys.clone(),
+        standard_prefixes: limits.resource_quota.standard_key_prefixes.clone(),
+        capacity,
+    };
     // resource -> (total promised, path of the biggest contributor)
-    let mut promised: BTreeMap<String, (u64, String, u64)> = BTreeMap::new();
-
-    for (ti, t) in ctx.bp.spec.tenants.iter().enumerate() {
+    let mut promised: Promised = BTreeMap::new();
+    let bp = ctx.bp;
+    for (ti, t) in bp.spec.tenants.iter().enumerate() {
         let base = format!("spec.tenants[{ti}]");
         let mut tenant_gpu: BTreeMap<String, u64> = BTreeMap::new();
         for (key, amount) in &t.quota {
-            let path = crate::blueprint::yaml::join(&format!("{base}.quota"), key);
-            if let Some(rest) = key.strip_prefix("limits.")
-                && is_extended_resource(rest)
-            {
-                ctx.emit_at_key(
-                    "GPU050",
-                    path,
-                    format!("`{key}` is accepted but never enforced by the API server"),
-                    format!("write `{rest}: {amount}` and gpuctl renders `requests.{rest}`"),
-                );
-                continue;
-            }
-            let resource = key.strip_prefix("requests.").unwrap_or(key);
-            let is_ext = is_extended_resource(resource);
-            if !is_ext
-                && !standard.iter().any(|s| s == key)
-                && !standard_prefixes
-                    .iter()
-                    .any(|p| key.starts_with(p.as_str()))
-            {
-                let hint = match crate::suggest::closest(key, standard.iter().map(String::as_str)) {
-                    Some(c) => format!("did you mean `{c}`?"),
-                    None => "use a ResourceQuota key such as `pods`, `requests.cpu`, `limits.memory`, or an extended resource name".into(),
-                };
-                ctx.emit_at_key(
-                    "GPU051",
-                    path,
-                    format!("`{key}` is not a ResourceQuota key"),
-                    hint,
-                );
-                continue;
-            }
-            if let Err(e) = parse_nonneg_milli(&amount.0) {
-                ctx.emit(
-                    "GPU051",
-                    path.clone(),
-                    e,
-                    "write a quantity such as `200`, `500m` or `12Ti`",
-                );
-                continue;
-            }
-            if misspelt_gpu_resource(ctx, &path, resource, &provided) {
-                continue;
-            }
-            if let Some(r) = gpu_resource_of_key(key) {
-                match parse_count(&amount.0) {
-                    Err(e) => ctx.emit(
-                        "GPU052",
-                        path.clone(),
-                        format!("GPU amount {e}"),
-                        "GPUs are whole devices; share them with MIG or time-slicing",
-                    ),
-                    Ok(n) => {
-                        if bounded && !capacity.contains_key(r) {
-                            ctx.emit_at_key(
-                                "GPU053",
-                                path.clone(),
-                                format!("no pool provides `{r}`, so this quota admits nothing"),
-                                format!(
-                                    "pools provide: {}",
-                                    if provided.is_empty() {
-                                        "nothing".into()
-                                    } else {
-                                        provided.join(", ")
-                                    }
-                                ),
-                            );
-                        }
-                        tenant_gpu.insert(r.to_string(), n);
-                        if kueue_governs(ctx, t, r) {
-                            continue;
-                        }
-                        let total = n.saturating_mul(t.namespaces.len() as u64);
-                        let e = promised
-                            .entry(r.to_string())
-                            .or_insert((0, path.clone(), 0));
-                        e.0 = e.0.saturating_add(total);
-                        if total > e.2 {
-                            e.1 = path.clone();
-                            e.2 = total;
-                        }
-                    }
-                }
-            }
+            q.quota_key(ctx, t, &base, (key, amount), &mut tenant_gpu, &mut promised);
         }
         for (res, amount) in &t.defaults {
-            let path = crate::blueprint::yaml::join(&format!("{base}.defaults"), res);
-            if let Err(e) = parse_nonneg_milli(&amount.0) {
-                ctx.emit(
-                    "GPU051",
-                    path,
-                    e,
-                    "write a quantity such as `1`, `500m` or `4Gi`",
-                );
-                continue;
-            }
-            if misspelt_gpu_resource(ctx, &path, res, &provided) || !is_gpu_resource(res) {
-                continue;
-            }
-            match parse_count(&amount.0) {
-                Err(e) => ctx.emit(
-                    "GPU052",
-                    path,
-                    format!("GPU default {e}"),
-                    "GPUs are whole devices",
-                ),
-                Ok(n) => {
-                    if bounded && !capacity.contains_key(res.as_str()) {
-                        ctx.emit_at_key(
-                            "GPU053",
-                            path.clone(),
-                            format!("no pool provides `{res}`, so every pod given this default stays Pending"),
-                            format!("pools provide: {}", if provided.is_empty() { "nothing".into() } else { provided.join(", ") }),
-                        );
-                    }
-                    if let Some(q) = tenant_gpu.get(res.as_str())
-                        && n > *q
-                    {
-                        ctx.emit(
-                            "GPU054",
-                            path,
-                            format!("default {res} of {n} per container exceeds the tenant's quota of {q}; every pod using the default is rejected"),
-                            format!("lower the default to at most {q}, or raise the quota"),
-                        );
-                    }
-                }
-            }
+            q.default_amount(ctx, &base, (res, amount), &tenant_gpu);
         }
     }
     for (r, (total, path, _)) in promised {
-        let cap = if bounded {
-            capacity.get(&r).copied().unwrap_or(0)
+        let cap = if q.bounded {
+            q.capacity.get(&r).copied().unwrap_or(0)
         } else {
             0
         };
@@ -187,6 +68,175 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 format!("tenant quotas promise {total} `{r}` in total (quota x namespaces) but the pools have {cap}"),
                 "lower quotas or add nodes; over-commit is fine only when tenants rarely peak together",
             );
+        }
+    }
+}
+
+/// Per GPU resource: the tenants' quotas in total (quota x namespaces), the path of the biggest
+/// contributor and its amount.
+type Promised = BTreeMap<String, (u64, String, u64)>;
+
+/// What every tenant's quota is checked against: the pools' capacity (when every pool is in
+/// bounds) and the ResourceQuota keys the API server knows.
+struct Quotas {
+    capacity: BTreeMap<String, u64>,
+    bounded: bool,
+    provided: Vec<String>,
+    standard: Vec<String>,
+    standard_prefixes: Vec<String>,
+}
+
+impl Quotas {
+    /// GPU050-GPU053 for one quota key of tenant `t`: enforced, known, a quantity, a GPU resource
+    /// spelt right that some pool provides; its GPU amount counts towards `promised` unless
+    /// Kueue admits the tenant's use of it.
+    fn quota_key(
+        &self,
+        ctx: &mut Ctx<'_>,
+        t: &crate::blueprint::Tenant,
+        base: &str,
+        (key, amount): (&String, &crate::blueprint::Quantity),
+        tenant_gpu: &mut BTreeMap<String, u64>,
+        promised: &mut Promised,
+    ) {
+        let q = self;
+        let path = crate::blueprint::yaml::join(&format!("{base}.quota"), key);
+        if let Some(rest) = key.strip_prefix("limits.")
+            && is_extended_resource(rest)
+        {
+            ctx.emit_at_key(
+                "GPU050",
+                path,
+                format!("`{key}` is accepted but never enforced by the API server"),
+                format!("write `{rest}: {amount}` and gpuctl renders `requests.{rest}`"),
+            );
+            return;
+        }
+        let resource = key.strip_prefix("requests.").unwrap_or(key);
+        let is_ext = is_extended_resource(resource);
+        if !is_ext
+            && !q.standard.iter().any(|s| s == key)
+            && !q
+                .standard_prefixes
+                .iter()
+                .any(|p| key.starts_with(p.as_str()))
+        {
+            let hint = match crate::suggest::closest(key, q.standard.iter().map(String::as_str)) {
+                Some(c) => format!("did you mean `{c}`?"),
+                None => "use a ResourceQuota key such as `pods`, `requests.cpu`, `limits.memory`, or an extended resource name".into(),
+            };
+            ctx.emit_at_key(
+                "GPU051",
+                path,
+                format!("`{key}` is not a ResourceQuota key"),
+                hint,
+            );
+            return;
+        }
+        if let Err(e) = parse_nonneg_milli(&amount.0) {
+            ctx.emit(
+                "GPU051",
+                path.clone(),
+                e,
+                "write a quantity such as `200`, `500m` or `12Ti`",
+            );
+            return;
+        }
+        if misspelt_gpu_resource(ctx, &path, resource, &q.provided) {
+            return;
+        }
+        if let Some(r) = gpu_resource_of_key(key) {
+            match parse_count(&amount.0) {
+                Err(e) => ctx.emit(
+                    "GPU052",
+                    path.clone(),
+                    format!("GPU amount {e}"),
+                    "GPUs are whole devices; share them with MIG or time-slicing",
+                ),
+                Ok(n) => {
+                    if q.bounded && !q.capacity.contains_key(r) {
+                        ctx.emit_at_key(
+                            "GPU053",
+                            path.clone(),
+                            format!("no pool provides `{r}`, so this quota admits nothing"),
+                            format!(
+                                "pools provide: {}",
+                                if q.provided.is_empty() {
+                                    "nothing".into()
+                                } else {
+                                    q.provided.join(", ")
+                                }
+                            ),
+                        );
+                    }
+                    tenant_gpu.insert(r.to_string(), n);
+                    if kueue_governs(ctx, t, r) {
+                        return;
+                    }
+                    let total = n.saturating_mul(t.namespaces.len() as u64);
+                    let e = promised
+                        .entry(r.to_string())
+                        .or_insert((0, path.clone(), 0));
+                    e.0 = e.0.saturating_add(total);
+                    if total > e.2 {
+                        e.1 = path.clone();
+                        e.2 = total;
+                    }
+                }
+            }
+        }
+    }
+
+    /// GPU051-GPU054 for one default of tenant `base`: a quantity, a GPU resource some pool
+    /// provides, within the tenant's quota.
+    fn default_amount(
+        &self,
+        ctx: &mut Ctx<'_>,
+        base: &str,
+        (res, amount): (&String, &crate::blueprint::Quantity),
+        tenant_gpu: &BTreeMap<String, u64>,
+    ) {
+        let q = self;
+        let path = crate::blueprint::yaml::join(&format!("{base}.defaults"), res);
+        if let Err(e) = parse_nonneg_milli(&amount.0) {
+            ctx.emit(
+                "GPU051",
+                path,
+                e,
+                "write a quantity such as `1`, `500m` or `4Gi`",
+            );
+            return;
+        }
+        if misspelt_gpu_resource(ctx, &path, res, &q.provided) || !is_gpu_resource(res) {
+            return;
+        }
+        match parse_count(&amount.0) {
+            Err(e) => ctx.emit(
+                "GPU052",
+                path,
+                format!("GPU default {e}"),
+                "GPUs are whole devices",
+            ),
+            Ok(n) => {
+                if q.bounded && !q.capacity.contains_key(res.as_str()) {
+                    ctx.emit_at_key(
+                        "GPU053",
+                        path.clone(),
+                        format!("no pool provides `{res}`, so every pod given this default stays Pending"),
+                        format!("pools provide: {}", if q.provided.is_empty() { "nothing".into() } else { q.provided.join(", ") }),
+                    );
+                }
+                if let Some(q) = tenant_gpu.get(res.as_str())
+                    && n > *q
+                {
+                    ctx.emit(
+                        "GPU054",
+                        path,
+                        format!("default {res} of {n} per container exceeds the tenant's quota of {q}; every pod using the default is rejected"),
+                        format!("lower the default to at most {q}, or raise the quota"),
+                    );
+                }
+            }
         }
     }
 }

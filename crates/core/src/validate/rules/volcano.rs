@@ -29,7 +29,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
         i64::from(limits.volcano.max_queue_weight),
         limits.volcano.max_queue_depth,
     );
-    let by_name: BTreeMap<&str, (usize, &VolcanoQueue)> = v
+    let by_name: ByName<'_> = v
         .queues
         .iter()
         .enumerate()
@@ -47,50 +47,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 format!("use a weight from {wmin} to {wmax}"),
             );
         }
-        let amounts = |m: &BTreeMap<String, crate::blueprint::Quantity>,
-                       field: &str,
-                       ctx: &mut Ctx<'_>|
-         -> BTreeMap<String, i128> {
-            let mut out = BTreeMap::new();
-            for (k, a) in m {
-                match parse_nonneg_milli(&a.0) {
-                    Ok(x) => {
-                        out.insert(k.clone(), x);
-                    }
-                    Err(e) => ctx.emit(
-                        "GPU051",
-                        crate::blueprint::yaml::join(&format!("{base}.{field}"), k),
-                        e,
-                        "write a quantity",
-                    ),
-                }
-            }
-            out
-        };
-        let guarantee = amounts(&q.guarantee, "guarantee", ctx);
-        let deserved = amounts(&q.deserved, "deserved", ctx);
-        let capability = amounts(&q.capability, "capability", ctx);
-        for (lower, lname, upper, uname) in [
-            (&guarantee, "guarantee", &deserved, "deserved"),
-            (&deserved, "deserved", &capability, "capability"),
-            (&guarantee, "guarantee", &capability, "capability"),
-        ] {
-            for (res, lo) in lower {
-                if let Some(hi) = upper.get(res)
-                    && lo > hi
-                {
-                    ctx.emit(
-                        "GPU081",
-                        crate::blueprint::yaml::join(&format!("{base}.{lname}"), res),
-                        format!(
-                            "{lname} of `{res}` in queue `{}` exceeds its {uname}",
-                            q.name
-                        ),
-                        "keep guarantee <= deserved <= capability for every resource",
-                    );
-                }
-            }
-        }
+        amounts_in_order(ctx, &base, q);
         // Volcano's webhook: every guaranteed resource needs a deserved amount at least as large.
         for (res, g) in &q.guarantee {
             if !q.deserved.contains_key(res) {
@@ -105,76 +62,152 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
                 );
             }
         }
-        // A queue may not be capable of more than the nearest ancestor that caps the resource.
-        for (res, amount) in &q.capability {
-            let Ok(c) = parse_nonneg_milli(&amount.0) else {
-                continue;
-            };
-            let mut cur = q;
-            let mut hops = 0;
-            while let Some((_, pq)) = cur
-                .parent
-                .as_deref()
-                .filter(|p| *p != "root")
-                .and_then(|p| by_name.get(p))
+        capability_within_ancestors(ctx, &base, q, &by_name, v.queues.len());
+        depth(ctx, &base, q, &by_name, max_depth);
+    }
+    sums(ctx, v);
+    leaf_binding(ctx, v);
+}
+
+/// The queues by name, with their index.
+type ByName<'a> = BTreeMap<&'a str, (usize, &'a VolcanoQueue)>;
+
+/// A queue's amounts of `field` in milli-units; one that is not a quantity is GPU051.
+fn amounts(
+    ctx: &mut Ctx<'_>,
+    base: &str,
+    m: &BTreeMap<String, crate::blueprint::Quantity>,
+    field: &str,
+) -> BTreeMap<String, i128> {
+    let mut out = BTreeMap::new();
+    for (k, a) in m {
+        match parse_nonneg_milli(&a.0) {
+            Ok(x) => {
+                out.insert(k.clone(), x);
+            }
+            Err(e) => ctx.emit(
+                "GPU051",
+                crate::blueprint::yaml::join(&format!("{base}.{field}"), k),
+                e,
+                "write a quantity",
+            ),
+        }
+    }
+    out
+}
+
+/// GPU081: guarantee <= deserved <= capability for every resource of the queue.
+fn amounts_in_order(ctx: &mut Ctx<'_>, base: &str, q: &VolcanoQueue) {
+    let guarantee = amounts(ctx, base, &q.guarantee, "guarantee");
+    let deserved = amounts(ctx, base, &q.deserved, "deserved");
+    let capability = amounts(ctx, base, &q.capability, "capability");
+    for (lower, lname, upper, uname) in [
+        (&guarantee, "guarantee", &deserved, "deserved"),
+        (&deserved, "deserved", &capability, "capability"),
+        (&guarantee, "guarantee", &capability, "capability"),
+    ] {
+        for (res, lo) in lower {
+            if let Some(hi) = upper.get(res)
+                && lo > hi
             {
-                hops += 1;
-                if hops > v.queues.len() {
-                    break; // a cycle (GPU082)
-                }
-                let cap = pq
-                    .capability
-                    .get(res)
-                    .and_then(|a| parse_nonneg_milli(&a.0).ok())
-                    .filter(|x| *x > 0);
-                if let Some(p) = cap {
-                    if c > p {
-                        ctx.emit(
-                            "GPU081",
-                            crate::blueprint::yaml::join(&format!("{base}.capability"), res),
-                            format!(
-                                "capability of `{res}` ({amount}) exceeds ancestor queue `{}` ({}): Volcano's webhook refuses the queue (`capability[{res}]=... exceeds its ancestor's capability`)",
-                                pq.name, pq.capability[res]
-                            ),
-                            "lower the queue's capability to at most its ancestor's",
-                        );
-                    }
-                    break;
-                }
-                cur = *pq;
+                ctx.emit(
+                    "GPU081",
+                    crate::blueprint::yaml::join(&format!("{base}.{lname}"), res),
+                    format!(
+                        "{lname} of `{res}` in queue `{}` exceeds its {uname}",
+                        q.name
+                    ),
+                    "keep guarantee <= deserved <= capability for every resource",
+                );
             }
         }
-        // Depth below the implicit root, with cycle detection.
-        let mut depth = 1;
-        let mut seen = BTreeSet::from([q.name.as_str()]);
+    }
+}
+
+/// GPU081: a queue may not be capable of more than the nearest ancestor that caps the resource.
+fn capability_within_ancestors(
+    ctx: &mut Ctx<'_>,
+    base: &str,
+    q: &VolcanoQueue,
+    by_name: &ByName<'_>,
+    queues: usize,
+) {
+    // A queue may not be capable of more than the nearest ancestor that caps the resource.
+    for (res, amount) in &q.capability {
+        let Ok(c) = parse_nonneg_milli(&amount.0) else {
+            continue;
+        };
         let mut cur = q;
-        while let Some(p) = cur.parent.as_deref().filter(|p| *p != "root") {
-            let Some((_, pq)) = by_name.get(p) else { break };
-            if !seen.insert(p) {
-                ctx.emit(
-                    "GPU082",
-                    format!("{base}.parent"),
-                    format!("queue `{}` is its own ancestor", q.name),
-                    "make the parents form a tree under `root`",
-                );
+        let mut hops = 0;
+        while let Some((_, pq)) = cur
+            .parent
+            .as_deref()
+            .filter(|p| *p != "root")
+            .and_then(|p| by_name.get(p))
+        {
+            hops += 1;
+            if hops > queues {
+                break; // a cycle (GPU082)
+            }
+            let cap = pq
+                .capability
+                .get(res)
+                .and_then(|a| parse_nonneg_milli(&a.0).ok())
+                .filter(|x| *x > 0);
+            if let Some(p) = cap {
+                if c > p {
+                    ctx.emit(
+                        "GPU081",
+                        crate::blueprint::yaml::join(&format!("{base}.capability"), res),
+                        format!(
+                            "capability of `{res}` ({amount}) exceeds ancestor queue `{}` ({}): Volcano's webhook refuses the queue (`capability[{res}]=... exceeds its ancestor's capability`)",
+                            pq.name, pq.capability[res]
+                        ),
+                        "lower the queue's capability to at most its ancestor's",
+                    );
+                }
                 break;
             }
-            depth += 1;
-            cur = pq;
+            cur = *pq;
         }
-        if depth > max_depth {
+    }
+}
+
+/// GPU082: the queue's depth below the implicit root, with cycle detection.
+fn depth(ctx: &mut Ctx<'_>, base: &str, q: &VolcanoQueue, by_name: &ByName<'_>, max_depth: usize) {
+    // Depth below the implicit root, with cycle detection.
+    let mut depth = 1;
+    let mut seen = BTreeSet::from([q.name.as_str()]);
+    let mut cur = q;
+    while let Some(p) = cur.parent.as_deref().filter(|p| *p != "root") {
+        let Some((_, pq)) = by_name.get(p) else { break };
+        if !seen.insert(p) {
             ctx.emit(
                 "GPU082",
                 format!("{base}.parent"),
-                format!(
-                    "queue `{}` is {depth} levels below root; Volcano supports {max_depth}",
-                    q.name
-                ),
-                "flatten the hierarchy",
+                format!("queue `{}` is its own ancestor", q.name),
+                "make the parents form a tree under `root`",
             );
+            break;
         }
+        depth += 1;
+        cur = pq;
     }
-    sums(ctx, v);
+    if depth > max_depth {
+        ctx.emit(
+            "GPU082",
+            format!("{base}.parent"),
+            format!(
+                "queue `{}` is {depth} levels below root; Volcano supports {max_depth}",
+                q.name
+            ),
+            "flatten the hierarchy",
+        );
+    }
+}
+
+/// GPU083: tenants are bound to leaf queues.
+fn leaf_binding(ctx: &mut Ctx<'_>, v: &crate::blueprint::Volcano) {
     let parents: BTreeSet<&str> = v
         .queues
         .iter()
