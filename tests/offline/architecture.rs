@@ -513,8 +513,6 @@ const MAX_FUNCTION_LINES: usize = 120;
 const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     // The Day-2 example cluster's generator (waits for the diag/diagnostics/daytwo renaming).
     ("crates/core/src/daytwo.rs", "diagnostics"),
-    // The metric checks' plan.
-    ("crates/core/src/metrics/mod.rs", "plan"),
 ];
 
 /// A function found in a source file: its name, first line and length in lines.

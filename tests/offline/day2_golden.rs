@@ -121,3 +121,24 @@ fn import_of_the_all_snapshot() {
         insta::assert_snapshot!("dgx-h100-training.import.warnings", warnings);
     });
 }
+
+/// The PromQL `gpuctl doctor --prometheus` runs with the profile's default windows and
+/// thresholds, one query per line: a change to a query is a reviewed change here (the real
+/// Prometheus runs them in `tests/external/doctor_metrics.rs`).
+#[test]
+fn doctor_metric_queries() {
+    use gpuctl_core::metrics::{MetricSettings, plan};
+    let facts = Catalog::embedded().dcgm();
+    let settings = MetricSettings::new(facts, None, None).expect("profile defaults are valid");
+    let text: String = plan(facts, &settings)
+        .iter()
+        .map(|q| format!("{:?} {:?}: {}\n", q.check, q.part, q.promql))
+        .collect();
+    insta::with_settings!({
+        snapshot_path => root().join("golden/day2"),
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!("doctor.metric-queries", text);
+    });
+}

@@ -304,30 +304,62 @@ fn dur(ms: u64) -> String {
 
 /// The queries doctor runs, in a fixed order.
 pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
-    let m = &facts.exporter.metrics;
-    let xid_label = &facts.exporter.labels.xid[0];
-    let w = dur(settings.error_window_ms);
-    let r = format!("{}s", resolution_s(settings.error_window_ms));
-    // A counter "increased" at a step when it grew over the last few steps (at least a minute, so
-    // two scrapes of the default 30 s interval fall in it).
-    let inc_window = format!("{}s", (resolution_s(settings.error_window_ms) * 4).max(60));
-    let iw = dur(settings.idle_window_ms);
-    let ir = format!("{}s", resolution_s(settings.idle_window_ms));
-
+    let win = Windows::of(settings);
     let mut out = Vec::new();
-    fn push(out: &mut Vec<Query>, check: Check, part: Part, promql: String) {
-        out.push(Query {
-            check,
-            part,
-            promql,
-        });
+    fault_queries(facts, settings, &win, &mut out);
+    idle_queries(facts, &win, &mut out);
+    let m = &facts.exporter.metrics;
+    push(
+        &mut out,
+        Check::Inventory,
+        Part::Value,
+        format!(
+            "count(last_over_time({}[5m])) or count(last_over_time({}[5m]))",
+            m.gpu_temp, m.gpu_util
+        ),
+    );
+    out
+}
+
+fn push(out: &mut Vec<Query>, check: Check, part: Part, promql: String) {
+    out.push(Query {
+        check,
+        part,
+        promql,
+    });
+}
+
+/// The windows and subquery steps of the queries, as PromQL durations.
+struct Windows {
+    /// The error window and its subquery step.
+    w: String,
+    r: String,
+    /// A counter "increased" at a step when it grew over the last few steps (at least a minute,
+    /// so two scrapes of the default 30 s interval fall in it).
+    inc: String,
+    /// The idle window and its subquery step.
+    iw: String,
+    ir: String,
+}
+
+impl Windows {
+    fn of(settings: &MetricSettings) -> Windows {
+        Windows {
+            w: dur(settings.error_window_ms),
+            r: format!("{}s", resolution_s(settings.error_window_ms)),
+            inc: format!("{}s", (resolution_s(settings.error_window_ms) * 4).max(60)),
+            iw: dur(settings.idle_window_ms),
+            ir: format!("{}s", resolution_s(settings.idle_window_ms)),
+        }
     }
-    // `cond` is an instant-vector condition; its first and last time in the window come from a
-    // subquery over `timestamp(cond)`. A subquery is evaluated at multiples of its step (`r`), so
-    // a condition that began after the last multiple (up to a minute ago for a 1h window) is in
-    // none of its steps: each part falls back to the condition at the evaluation time itself, or a
-    // fault seen by the latest scrapes would go unreported.
-    let timed = |out: &mut Vec<Query>, check: Check, value: String, cond: String| {
+
+    /// `cond` is an instant-vector condition; its first and last time in the window come from a
+    /// subquery over `timestamp(cond)`. A subquery is evaluated at multiples of its step (`r`),
+    /// so a condition that began after the last multiple (up to a minute ago for a 1h window) is
+    /// in none of its steps: each part falls back to the condition at the evaluation time
+    /// itself, or a fault seen by the latest scrapes would go unreported.
+    fn timed(&self, out: &mut Vec<Query>, check: Check, value: String, cond: String) {
+        let (w, r) = (&self.w, &self.r);
         push(out, check, Part::Value, value);
         push(
             out,
@@ -341,41 +373,59 @@ pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
             Part::LastSeen,
             format!("timestamp({cond}) or max_over_time(timestamp({cond})[{w}:{r}])"),
         );
-    };
-    // The peak of a gauge condition over the window, or its value now (see `timed`).
-    let peak = |cond: &str| format!("max_over_time(({cond})[{w}:{r}]) or ({cond})");
+    }
 
+    /// The peak of a gauge condition over the window, or its value now (see `timed`).
+    fn peak(&self, cond: &str) -> String {
+        format!("max_over_time(({cond})[{}:{}]) or ({cond})", self.w, self.r)
+    }
+
+    /// A counter's growth over the window (the value) and its recent increase (the condition).
+    fn counter(&self, name: &str) -> (String, String) {
+        (
+            format!(
+                "(max_over_time({name}[{w}]) - min_over_time({name}[{w}])) > 0",
+                w = self.w
+            ),
+            format!("increase({name}[{}]) > 0", self.inc),
+        )
+    }
+}
+
+/// The fault checks: Xids, recovery action, ECC, row remapping, temperature, throttling, NVLink.
+fn fault_queries(
+    facts: &DcgmFacts,
+    settings: &MetricSettings,
+    win: &Windows,
+    out: &mut Vec<Query>,
+) {
+    let m = &facts.exporter.metrics;
+    let xid_label = &facts.exporter.labels.xid[0];
     let xid_cond = format!("{}{{{xid_label}!=\"0\"}} > 0", m.xid_count);
-    timed(&mut out, Check::XidCount, peak(&xid_cond), xid_cond);
+    win.timed(out, Check::XidCount, win.peak(&xid_cond), xid_cond);
     let last_cond = format!("{} > 0", m.xid_last);
-    timed(&mut out, Check::XidLast, peak(&last_cond), last_cond);
+    win.timed(out, Check::XidLast, win.peak(&last_cond), last_cond);
     // The recovery the GPU needs now (a reset clears it): its value at the evaluation time, under
     // either of the field's names.
     let recovery = format!(
         "{{__name__=~\"{}\"}} > 0",
         facts.recovery_action.metrics.join("|")
     );
-    timed(&mut out, Check::RecoveryAction, recovery.clone(), recovery);
-    let counter = |name: &str| {
-        (
-            format!("(max_over_time({name}[{w}]) - min_over_time({name}[{w}])) > 0"),
-            format!("increase({name}[{inc_window}]) > 0"),
-        )
-    };
-    let (v, c) = counter(&m.ecc_dbe_volatile);
-    timed(&mut out, Check::EccUncorrectable, v, c);
+    win.timed(out, Check::RecoveryAction, recovery.clone(), recovery);
+    let (v, c) = win.counter(&m.ecc_dbe_volatile);
+    win.timed(out, Check::EccUncorrectable, v, c);
     let remap_cond = format!("{} > 0", m.row_remap_failure);
-    timed(
-        &mut out,
+    win.timed(
+        out,
         Check::RowRemapFailure,
-        peak(&remap_cond),
+        win.peak(&remap_cond),
         remap_cond,
     );
-    let (v, c) = counter(&m.uncorrectable_remapped_rows);
-    timed(&mut out, Check::RowRemapPending, v, c);
+    let (v, c) = win.counter(&m.uncorrectable_remapped_rows);
+    win.timed(out, Check::RowRemapPending, v, c);
     let hot = format!("{} > {}", m.gpu_temp, settings.temperature_c);
-    timed(
-        &mut out,
+    win.timed(
+        out,
         Check::Temperature,
         format!(
             "min_over_time({}[{}]) > {}",
@@ -395,39 +445,34 @@ pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
         .collect();
     if !bits.is_empty() {
         let cond = format!("{} and ({})", m.clock_event_reasons, bits.join(" or "));
-        timed(&mut out, Check::Throttle, peak(&cond), cond);
+        win.timed(out, Check::Throttle, win.peak(&cond), cond);
     }
     for (i, name) in m.nvlink_errors.iter().enumerate() {
-        let (v, c) = counter(name);
-        timed(&mut out, Check::NvLink(i), v, c);
+        let (v, c) = win.counter(name);
+        win.timed(out, Check::NvLink(i), v, c);
     }
+}
+
+/// The idle checks: the peak activity over the idle window, and when each series first appeared
+/// in it (an allocation younger than the window is not reported).
+fn idle_queries(facts: &DcgmFacts, win: &Windows, out: &mut Vec<Query>) {
+    let m = &facts.exporter.metrics;
+    let (iw, ir) = (&win.iw, &win.ir);
     for (check, name) in [
         (Check::IdleEngine, &m.gr_engine_active),
         (Check::IdleUtil, &m.gpu_util),
     ] {
         push(
-            &mut out,
+            out,
             check,
             Part::Value,
             format!("max_over_time({name}[{iw}])"),
         );
-        // When each series (GPU and pod) first appears in the window: an allocation younger than
-        // the window is not reported.
         push(
-            &mut out,
+            out,
             check,
             Part::FirstSeen,
             format!("min_over_time(timestamp({name})[{iw}:{ir}])"),
         );
     }
-    push(
-        &mut out,
-        Check::Inventory,
-        Part::Value,
-        format!(
-            "count(last_over_time({}[5m])) or count(last_over_time({}[5m]))",
-            m.gpu_temp, m.gpu_util
-        ),
-    );
-    out
 }
