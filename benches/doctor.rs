@@ -1,5 +1,5 @@
 //! `gpuctl doctor` over a generated snapshot of 1,000 GPU nodes (800 training, 200 MIG inference),
-//! 20,000 pods and 5,000 events (`gpuctl_core::daytwo::Size::BENCH`: the shipped Day-2 example's
+//! 20,000 pods and 5,000 events (`gpuctl_core::testgen::day2::Size::BENCH`: the shipped Day-2 example's
 //! stories, plus finished and Pending pods and scheduler events at scale). Target: reading the
 //! snapshot and diagnosing under 1 s on a 2-core machine, under 300 MB resident. Criterion measures
 //! the time; the peak resident set (VmHWM) of the whole run is printed at the end.
@@ -12,10 +12,10 @@ use std::time::Instant;
 
 use common::peak_rss_mib;
 use criterion::{Criterion, criterion_group, criterion_main};
-use gpuctl_core::daytwo::{self, Size};
 use gpuctl_core::doctor;
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::snapshot::Snapshot;
+use gpuctl_core::testgen::day2::{self, Size};
 
 fn bench(c: &mut Criterion) {
     let bp_path = concat!(
@@ -28,7 +28,7 @@ fn bench(c: &mut Criterion) {
         .blueprint;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("day2.json");
-    let generated = daytwo::snapshot(Size::BENCH);
+    let generated = day2::snapshot(Size::BENCH);
     let g = generated.diagnostics.as_ref().expect("diagnostics");
     let counts = (g.nodes.len(), g.pods.len(), g.events.len());
     std::fs::write(&path, generated.to_json()).unwrap();

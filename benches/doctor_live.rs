@@ -1,5 +1,5 @@
 //! `gpuctl doctor` live at issue 16's scale: loads the generated Day-2 cluster of the doctor and
-//! status benchmarks (`gpuctl_core::daytwo::Size::BENCH`: 1,000 GPU nodes, 20,000 pods, 5,000
+//! status benchmarks (`gpuctl_core::testgen::day2::Size::BENCH`: 1,000 GPU nodes, 20,000 pods, 5,000
 //! events, plus the quota, PriorityClasses and Kueue queues of the shipped Day-2 example) into the
 //! test API server of `GPUCTL_TEST_KUBECONFIG`, then times the release binary's
 //! `gpuctl doctor blueprints/dgx-h100-training.yaml --kubeconfig ...` (`RUNS` times, default 5) and
@@ -31,7 +31,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use gpuctl_core::daytwo::{self, Size};
+use gpuctl_core::testgen::day2::{self, Size};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -196,7 +196,7 @@ async fn load(kubeconfig: &std::path::Path) {
         return;
     }
     let start = Instant::now();
-    let d = serde_json::to_value(daytwo::diagnostics(Size::BENCH)).expect("serialises");
+    let d = serde_json::to_value(day2::diagnostics(Size::BENCH)).expect("serialises");
     let list = |k: &str| d[k].as_array().cloned().unwrap_or_default();
     let (pods, events) = (list("pods"), list("events"));
 

@@ -1,5 +1,5 @@
 //! `gpuctl status` speed on the generated Day-2 cluster of the DGX example scaled to 1,000 GPU nodes,
-//! 20,000 pods and 5,000 events (`gpuctl_core::daytwo::Size::BENCH`, the same cluster the doctor
+//! 20,000 pods and 5,000 events (`gpuctl_core::testgen::day2::Size::BENCH`, the same cluster the doctor
 //! benchmark reads). Target (issue 16): from a diagnostics snapshot (read the file, load and
 //! validate the blueprint, compute, print the table, JSON and the SVG) under 1 s and 300 MB
 //! resident. Run: `cargo bench --bench status`.
@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use common::peak_rss_mib;
 use criterion::{Criterion, criterion_group, criterion_main};
-use gpuctl_core::daytwo::{Size, snapshot};
 use gpuctl_core::snapshot::Snapshot;
 use gpuctl_core::status::{StatusInput, compute};
+use gpuctl_core::testgen::day2::{Size, snapshot};
 
 fn today() -> jiff::civil::Date {
     jiff::civil::date(2026, 11, 30)

@@ -6,13 +6,13 @@
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (path, size) = match args.as_slice() {
-        [p] => (p, gpuctl_core::daytwo::Size::BENCH),
-        [p, s] if s == "example" => (p, gpuctl_core::daytwo::Size::EXAMPLE),
+        [p] => (p, gpuctl_core::testgen::day2::Size::BENCH),
+        [p, s] if s == "example" => (p, gpuctl_core::testgen::day2::Size::EXAMPLE),
         _ => {
             eprintln!("usage: day2_snapshot FILE [example]");
             std::process::exit(64);
         }
     };
-    let json = gpuctl_core::daytwo::snapshot(size).to_json();
+    let json = gpuctl_core::testgen::day2::snapshot(size).to_json();
     std::fs::write(path, json).expect("writes the snapshot");
 }

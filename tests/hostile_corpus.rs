@@ -39,8 +39,8 @@ use std::time::{Duration, Instant};
 
 use gpuctl::settings::Style;
 use gpuctl_core::blueprint::yaml::SourceTree;
-use gpuctl_core::diag::{FileReport, Severity};
 use gpuctl_core::live::LiveView;
+use gpuctl_core::located::{FileReport, Severity};
 use gpuctl_core::plan::{Plan, PlanOptions};
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::{RenderedSet, Templates};
@@ -456,7 +456,7 @@ fn message_shape(message: &str) -> String {
 
 /// Problems of the whole file have no position: the size limit, an unreadable file, a file that
 /// is not a regular file (messages of `gpuctl_core::input` and the loader's own size check).
-fn whole_file(f: &gpuctl_core::diag::Finding) -> bool {
+fn whole_file(f: &gpuctl_core::located::Finding) -> bool {
     f.rule == "GPU001"
         && (f.message.contains(" bytes; over ")
             || f.message.contains(" bytes is refused")

@@ -9,8 +9,8 @@ use gpuctl_cluster::Kube;
 use gpuctl_cluster::apply::{self, ApplyOptions};
 use gpuctl_cluster::read;
 use gpuctl_core::blueprint::{self, Loaded};
-use gpuctl_core::diag::{FileReport, Severity};
 use gpuctl_core::input;
+use gpuctl_core::located::{FileReport, Severity};
 use gpuctl_core::plan::{Plan, PlanOptions, is_saved_plan};
 use gpuctl_core::render::RenderedSet;
 

@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpuctl_core::diag::Severity;
 use gpuctl_core::diagnostics::Diagnostics;
+use gpuctl_core::located::Severity;
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::snapshot::Snapshot;
 use gpuctl_core::{blueprint, doctor, input, validate};

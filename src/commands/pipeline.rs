@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use gpuctl_core::blueprint::{self, Loaded};
-use gpuctl_core::diag::{FileReport, Severity};
 use gpuctl_core::input::{self, InputError};
+use gpuctl_core::located::{FileReport, Severity};
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::{self, ChartSource, RenderedSet, Templates};
 use gpuctl_core::validate;

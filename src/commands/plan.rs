@@ -6,9 +6,9 @@ use std::path::Path;
 
 use gpuctl_cluster::read::{self, Reads};
 use gpuctl_core::blueprint::InstallMode;
-use gpuctl_core::diag::Severity;
 use gpuctl_core::input;
 use gpuctl_core::live::LiveView;
+use gpuctl_core::located::Severity;
 use gpuctl_core::plan::{self, Plan, PlanOptions, parent_of};
 use gpuctl_core::render::RenderedSet;
 use gpuctl_core::snapshot::Snapshot;

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use gpuctl_core::diag::Severity;
 use gpuctl_core::doctor::{Finding, Layer, Report};
+use gpuctl_core::located::Severity;
 
 use crate::settings::Style;
 

@@ -6,7 +6,7 @@ use miette::{
 };
 
 use crate::settings::Style;
-use gpuctl_core::diag::{FileReport, Severity};
+use gpuctl_core::located::{FileReport, Severity};
 
 /// Width used for plain output, so snapshots and CI logs do not depend on the terminal.
 const PLAIN_WIDTH: usize = 100;
@@ -196,7 +196,7 @@ fn token_len(rest: &str) -> usize {
 mod tests {
     use super::*;
     use gpuctl_core::blueprint::yaml::Pos;
-    use gpuctl_core::diag::Finding;
+    use gpuctl_core::located::Finding;
 
     fn report(source: &str, line: usize, column: usize) -> FileReport {
         FileReport {

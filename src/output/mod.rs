@@ -17,7 +17,7 @@ pub use sarif::sarif;
 
 use serde::Serialize;
 
-use gpuctl_core::diag::{FileReport, Severity};
+use gpuctl_core::located::{FileReport, Severity};
 
 /// Version of the JSON findings format; bumped on incompatible changes.
 pub const FINDINGS_FORMAT_VERSION: u32 = 1;

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::settings::Style;
 use gpuctl_core::blueprint::InstallMode;
-use gpuctl_core::diag::Severity;
+use gpuctl_core::located::Severity;
 use gpuctl_core::names::DEFAULT_DRIVER_CR;
 use gpuctl_core::plan::{
     Action, ActionKind, DriverRollout, HelmAction, HelmPlan, Mode, Plan, diff::Change, redact,

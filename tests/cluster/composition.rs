@@ -32,7 +32,7 @@ use gpuctl_cluster::read;
 use gpuctl_core::blueprint::{
     self, Blueprint, DevicePluginKind, Fabric, MigStrategy, NodePool, PartitionMode, Queueing,
 };
-use gpuctl_core::diag::Severity;
+use gpuctl_core::located::Severity;
 use gpuctl_core::plan::PlanOptions;
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::{self, LOCAL_QUEUE, Templates};

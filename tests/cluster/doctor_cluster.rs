@@ -24,7 +24,7 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use gpuctl_core::diag::Severity;
+use gpuctl_core::located::Severity;
 use k8s_openapi::api::core::v1::{Event, ResourceQuota};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};

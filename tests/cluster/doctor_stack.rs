@@ -43,8 +43,8 @@ use crate::support::operator_driver;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use gpuctl_core::diag::Severity;
 use gpuctl_core::doctor::Finding;
+use gpuctl_core::located::Severity;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use operator_driver::{DriverConfig, MIG_CONFIG, MIG_STATE, OperatorDriver};

@@ -13,7 +13,7 @@ use gpuctl_cluster::read;
 use gpuctl_cluster::{ConnectOptions, Kube};
 use gpuctl_core::applyset::{self, ApplySetParent};
 use gpuctl_core::blueprint::InstallMode;
-use gpuctl_core::diag::Severity;
+use gpuctl_core::located::Severity;
 use gpuctl_core::lock::Holder;
 use gpuctl_core::plan::{self, ActionKind, Plan, PlanFinding, PlanOptions};
 use gpuctl_core::render::{

@@ -617,7 +617,7 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
         again
             .checks
             .iter()
-            .any(|c| c.level == gpuctl_core::diag::Severity::Error
+            .any(|c| c.level == gpuctl_core::located::Severity::Error
                 && c.message
                     .contains(&format!("are on NVIDIADriver `{}` already", plan.green_cr))),
         "{}",

@@ -11,7 +11,7 @@ use crate::support::prometheus;
 use std::time::{Duration, Instant};
 
 use gpuctl_cluster::prometheus::{MetricRun, PrometheusConfig, metric_findings};
-use gpuctl_core::diag::Severity;
+use gpuctl_core::located::Severity;
 use gpuctl_core::metrics::{Finding, MetricSettings, SubjectKind};
 use gpuctl_core::profiles::Catalog;
 use prometheus::{Gpu, History, Scrape, TestPrometheus, WAIT};

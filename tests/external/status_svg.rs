@@ -349,7 +349,7 @@ fn gpuctl(args: &[&std::ffi::OsStr]) -> std::process::Output {
 
 fn example_snapshot(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("day2.json");
-    let snap = gpuctl_core::daytwo::snapshot(gpuctl_core::daytwo::Size::EXAMPLE);
+    let snap = gpuctl_core::testgen::day2::snapshot(gpuctl_core::testgen::day2::Size::EXAMPLE);
     std::fs::write(&path, snap.to_json()).unwrap();
     path
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use gpuctl_core::daytwo::{self, Size};
+use gpuctl_core::testgen::day2::{self, Size};
 
 const BLUEPRINT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -28,7 +28,7 @@ fn gpuctl(args: &[&str]) -> Output {
 
 #[test]
 fn the_shipped_example_is_what_the_generator_makes() {
-    let want = daytwo::snapshot(Size::EXAMPLE).to_json();
+    let want = day2::snapshot(Size::EXAMPLE).to_json();
     if std::env::var_os("GPUCTL_UPDATE_EXAMPLES").is_some() {
         std::fs::write(SNAPSHOT, &want).expect("write the example");
     }
@@ -39,7 +39,7 @@ fn the_shipped_example_is_what_the_generator_makes() {
     );
     assert_eq!(
         want,
-        daytwo::snapshot(Size::EXAMPLE).to_json(),
+        day2::snapshot(Size::EXAMPLE).to_json(),
         "deterministic"
     );
     assert!(

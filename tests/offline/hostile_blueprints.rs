@@ -4,7 +4,7 @@
 
 use crate::render_common;
 
-use gpuctl_core::diag::Severity;
+use gpuctl_core::located::Severity;
 use gpuctl_core::render::{RenderError, Templates};
 use render_common::{opts, root};
 

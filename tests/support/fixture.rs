@@ -5,8 +5,8 @@
 
 use gpuctl::output::progress::{Progress, ProgressMode};
 use gpuctl_cluster::{Kube, read};
-use gpuctl_core::diag::Severity;
 use gpuctl_core::live::LiveView;
+use gpuctl_core::located::Severity;
 use gpuctl_core::plan::{self, Plan, PlanOptions};
 use gpuctl_core::render::RenderedSet;
 use gpuctl_core::snapshot::Snapshot;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use gpuctl_core::applyset::{self, ApplySetParent};
-use gpuctl_core::diag::Severity;
+use gpuctl_core::located::Severity;
 use gpuctl_core::names::{self, UPGRADE_POOL_LABEL};
 use gpuctl_core::object::{ObjectRef, TypeRef, group_kind};
 use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};

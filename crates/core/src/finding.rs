@@ -15,7 +15,7 @@
 //! | import | GPU300–GPU349 | `import/rules.rs` | `import/` (through `Draft::warn`) |
 //!
 //! Where a finding points decides its shape: validation findings point into the blueprint file
-//! ([`crate::diag::Finding`]: path, line and column); doctor's and metrics' findings point at
+//! ([`crate::located::Finding`]: path, line and column); doctor's and metrics' findings point at
 //! objects of the cluster and are a [`Finding`] (merged into one doctor report; metrics first build
 //! their structured `metrics::Finding` and convert it); import's warnings point at a path of the
 //! blueprint it writes (`import::Note`). All carry a registered id and the one [`Severity`].
@@ -28,7 +28,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-use crate::diag::Severity;
+use crate::located::Severity;
 
 /// Which part of gpuctl reports a finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -9,9 +9,6 @@
 
 pub mod applyset;
 pub mod blueprint;
-#[doc(hidden)]
-pub mod daytwo;
-pub mod diag;
 pub mod diagnostics;
 pub mod doctor;
 pub mod finding;
@@ -19,6 +16,7 @@ pub mod import;
 pub mod input;
 pub mod journal;
 pub mod live;
+pub mod located;
 pub mod lock;
 pub mod metrics;
 pub mod names;

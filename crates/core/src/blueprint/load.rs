@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::model::{API_VERSION, Blueprint, KIND};
 use super::yaml::{Pos, Segment, SourceTree, split_path};
-use crate::diag::{FileReport, Finding, Severity};
+use crate::located::{FileReport, Finding, Severity};
 use crate::suggest;
 
 /// Structural findings collected before giving up on a badly broken file.

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 
-pub use crate::diag::Pos;
+pub use crate::located::Pos;
 
 impl Pos {
     fn from_span(span: &Span) -> Pos {

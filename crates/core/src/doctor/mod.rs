@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::blueprint::Blueprint;
-use crate::diag::Severity;
 use crate::diagnostics::{DiagKind, Diagnostics, Unread, UnreadWhy};
+use crate::located::Severity;
 use crate::profiles::Catalog;
 
 /// Version of the `gpuctl doctor -o json` document. Readers must check it: fields are only added
@@ -62,10 +62,10 @@ pub struct PoolRoom {
     pub free: BTreeMap<String, (u64, u64)>,
 }
 
-/// `s` bounded to [`crate::diag::MAX_MESSAGE`], with line breaks and tabs as spaces and any other
+/// `s` bounded to [`crate::located::MAX_MESSAGE`], with line breaks and tabs as spaces and any other
 /// control character (an ANSI escape from an event message) as `?`.
 fn tidy(s: &mut String) {
-    if s.len() > crate::diag::MAX_MESSAGE || s.chars().any(char::is_control) {
+    if s.len() > crate::located::MAX_MESSAGE || s.chars().any(char::is_control) {
         let clean: String = s
             .chars()
             .map(|c| match c {
@@ -74,7 +74,7 @@ fn tidy(s: &mut String) {
                 c => c,
             })
             .collect();
-        *s = crate::diag::bounded(clean);
+        *s = crate::located::bounded(clean);
     }
 }
 

@@ -2,8 +2,8 @@
 //! come from. Registered in [`crate::finding`]; `gpuctl explain GPU2xx` prints an entry and
 //! docs/rules.md lists them (docs/doctor.md shows each with an example).
 
-use crate::diag::Severity::{Error, Warning};
 use crate::finding::{Family, Rule};
+use crate::located::Severity::{Error, Warning};
 
 macro_rules! rules {
     ($($id:literal $name:literal $area:literal $sev:ident {

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::fit::{NodeRoom, selects, taint_text, untolerated};
 use super::{Ctx, Evidence, Findings, Layer, clean, finding, subject};
-use crate::diag::Severity;
 use crate::diagnostics::{event_time, pod_condition};
+use crate::located::Severity;
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Findings) {
     pending_pods(ctx, out);

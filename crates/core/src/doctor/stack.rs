@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::Pod;
 use super::fit::NodeRoom;
 use super::scheduling::cr_condition;
 use super::{Ctx, Evidence, Findings, Layer, clean, finding};
-use crate::diag::Severity;
 use crate::diagnostics::pod_condition;
+use crate::located::Severity;
 use crate::names::{
     DRIVER_VERSION_LABEL, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, OPERAND_APPS,
     UPGRADE_POOL_LABEL,

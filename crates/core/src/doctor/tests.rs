@@ -867,7 +867,7 @@ fn cluster_text_in_findings_is_bounded_and_carries_no_control_characters() {
     ] {
         assert!(!s.chars().any(char::is_control), "{s:?}");
         assert!(
-            s.len() <= crate::diag::MAX_MESSAGE + 32,
+            s.len() <= crate::located::MAX_MESSAGE + 32,
             "{} bytes",
             s.len()
         );

@@ -116,7 +116,7 @@ impl Draft {
         crate::finding::debug_check(
             crate::finding::Family::Import,
             id,
-            crate::diag::Severity::Warning,
+            crate::located::Severity::Warning,
         );
         self.warnings.push(Note {
             path: path.to_string(),
@@ -522,7 +522,7 @@ fn render(
         report
             .findings
             .into_iter()
-            .filter(|f| f.severity == crate::diag::Severity::Error)
+            .filter(|f| f.severity == crate::located::Severity::Error)
             .map(|f| (f.path, format!("{} {}", f.rule, f.message)))
             .collect::<Vec<_>>()
     })?;

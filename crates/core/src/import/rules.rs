@@ -2,8 +2,8 @@
 //! [`crate::finding`]; `gpuctl explain GPU30x` prints an entry and docs/rules.md lists them
 //! (docs/import.md describes the mapping).
 
-use crate::diag::Severity::Warning;
 use crate::finding::{Family, Rule};
+use crate::located::Severity::Warning;
 
 macro_rules! rules {
     ($($id:literal $name:literal $area:literal $sev:ident {

@@ -6,7 +6,7 @@ use super::{
     Check, Evidence, Finding, Layer, MetricSettings, Part, Results, Sample, Subject, SubjectKind,
     resolution_s,
 };
-use crate::diag::Severity;
+use crate::located::Severity;
 use crate::profiles::dcgm::{DcgmFacts, LabelNames, RecoveryAct, XidClass, XidCode, XidResponse};
 
 /// Every metric finding for `results`, sorted by id, then subjects.

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::diag::Severity;
+use crate::located::Severity;
 use crate::profiles::dcgm::DcgmFacts;
 use crate::quantity::parse_duration_ms;
 

@@ -3,8 +3,8 @@
 //! docs/rules.md lists them (docs/doctor-metrics.md shows each with an example). The metric and
 //! label names, Xid actions and thresholds themselves are data in `profiles/dcgm.yaml`.
 
-use crate::diag::Severity::{Error, Info, Warning};
 use crate::finding::{Family, Rule};
+use crate::located::Severity::{Error, Info, Warning};
 
 macro_rules! rules {
     ($($id:literal $name:literal $area:literal $sev:ident {

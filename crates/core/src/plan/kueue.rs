@@ -35,7 +35,7 @@ pub fn kueue_config_findings(
         ))],
         Some(KueueConfigReading::Failed(e)) => vec![PlanFinding::warning(format!(
             "could not read the running Kueue's configuration ({at}): {}; the queue rules assumed the blueprint's `config`",
-            crate::diag::bounded(e.clone())
+            crate::located::bounded(e.clone())
         ))],
         Some(KueueConfigReading::Read(text)) => {
             match crate::render::kueue_config::contradictions(config, text) {

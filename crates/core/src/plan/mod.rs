@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::applyset::ApplySetParent;
-use crate::diag::Severity;
 use crate::live::{LiveView, Source};
+use crate::located::Severity;
 use crate::names::DRIVER_LABEL;
 use crate::object::ObjectRef;
 use crate::render::{NodePatch, Phase, RenderedSet};

@@ -441,7 +441,7 @@ fn the_day_two_example_shows_its_spread_out_gpus_and_its_silent_inference_node()
     )
     .expect("the example loads")
     .blueprint;
-    let d = crate::daytwo::diagnostics(crate::daytwo::Size::EXAMPLE);
+    let d = crate::testgen::day2::diagnostics(crate::testgen::day2::Size::EXAMPLE);
     let r = compute(&bp, &StatusInput::from_diagnostics(&d), "example");
     // Eight free GPUs, two on each of four nodes: a 4-GPU pod waits while they idle.
     let g = res(&r, "h100-train", G);

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::applyset::PART_OF;
 use crate::blueprint::{self, Blueprint, Loaded, PoolDriver, UpgradeStrategy};
-use crate::diag::{FileReport, Severity};
+use crate::located::{FileReport, Severity};
 use crate::profiles::Catalog;
 use crate::render::{self, DRIVER_LABEL, NodePatch, RenderedSet, Templates, pool_driver_cr_name};
 use crate::validate::{self, ValidatedBlueprint};

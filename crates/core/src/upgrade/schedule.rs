@@ -13,9 +13,9 @@ use super::{
     PENDING_TAINT_VALUE, Timing, UPGRADE_DONE, UPGRADE_POOL_LABEL, UPGRADE_STATE_LABEL,
 };
 use crate::blueprint::{Blueprint, IntOrString, NodePool, UpgradeStrategy};
-use crate::diag::Severity;
 use crate::journal::Journal;
 use crate::live::workloads::{LiveDriverCr, LiveNode, LivePod, PodRole, Workloads, selector_text};
+use crate::located::Severity;
 use crate::quantity::parse_duration_ms;
 use crate::render::{
     DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, TENANT_LABEL, pool_driver_cr_name,

@@ -12,7 +12,7 @@ pub(crate) use rules::{is_dns_label, is_dns_subdomain, wants_rdma};
 use jiff::civil::Date;
 
 use crate::blueprint::{Blueprint, Broken, Loaded, yaml::SourceTree};
-use crate::diag::{FileReport, Finding, Severity};
+use crate::located::{FileReport, Finding, Severity};
 use crate::profiles::Catalog;
 
 /// Settings that change what validation concludes.
@@ -152,13 +152,13 @@ impl Ctx<'_> {
         let path = path.into();
         let severity = registry::rule(rule).map_or(Severity::Error, |r| r.severity);
         crate::finding::debug_check(crate::finding::Family::Validation, rule, severity);
-        let hint = crate::diag::bounded(hint.into());
+        let hint = crate::located::bounded(hint.into());
         self.findings.push(Finding {
             rule,
             severity,
             pos: self.tree.pos(&path),
             path,
-            message: crate::diag::bounded(message.into()),
+            message: crate::located::bounded(message.into()),
             hint: (!hint.is_empty()).then_some(hint),
         });
     }

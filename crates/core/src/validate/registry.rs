@@ -2,8 +2,8 @@
 //! from. One of the finding families of [`crate::finding`]: `gpuctl explain` prints from there and
 //! docs/rules.md is generated from it (a test keeps it current).
 
-use crate::diag::Severity;
 use crate::finding::Family;
+use crate::located::Severity;
 
 pub use crate::finding::Rule;
 

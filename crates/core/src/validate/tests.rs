@@ -7,7 +7,7 @@ use jiff::civil::date;
 mod network;
 
 use super::Options;
-use crate::diag::{FileReport, Severity};
+use crate::located::{FileReport, Severity};
 use crate::profiles::Catalog;
 
 const KUEUE_BASE: &str = r#"apiVersion: gpuctl.dev/v1alpha1

@@ -1,4 +1,5 @@
-//! Findings: what validation (and loading) says about a blueprint, with where and what to do.
+//! Findings located in a blueprint file (validation and loading): the position, the severity
+//! (shared with plan findings and pre-flight checks), the finding with what to do, a file's report.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,8 @@
-//! Generated blueprints for benchmarks and scale tests (render, plan and apply of ~5,000 objects).
-//! Not part of the public interface.
+//! Generated inputs for benchmarks and scale tests: blueprints (render, plan and apply of ~5,000
+//! objects, here) and the Day-2 cluster of the shipped example ([`day2`]). Not part of the public
+//! interface.
+
+pub mod day2;
 
 use std::fmt::Write;
 
