@@ -283,18 +283,6 @@ impl Kube {
         Ok(obj.map(to_value))
     }
 
-    /// Lists objects of a kind carrying `label_selector`, in every namespace: the paged LIST every
-    /// command reads through ([`crate::lists`]), decoded straight into JSON values.
-    pub async fn list(
-        &self,
-        r: &Resolved,
-        label_selector: &str,
-    ) -> Result<Vec<Value>, ClusterError> {
-        let mut query = crate::lists::Query::all(r.clone(), "");
-        query.labels = label_selector.to_string();
-        crate::lists::all_pages(self, &query).await
-    }
-
     /// Server-side applies `manifest` (dry-run when asked) and returns what the server stored.
     pub async fn apply(
         &self,

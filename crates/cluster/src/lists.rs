@@ -191,6 +191,20 @@ pub async fn each_page(
     sent.into_inner()
 }
 
+impl Kube {
+    /// Lists objects of a kind carrying `label_selector`, in every namespace (plan and apply's
+    /// reads): the same paged LIST as every other command's, decoded straight into JSON values.
+    pub async fn list(
+        &self,
+        r: &Resolved,
+        label_selector: &str,
+    ) -> Result<Vec<Value>, ClusterError> {
+        let mut query = Query::all(r.clone(), "");
+        query.labels = label_selector.to_string();
+        all_pages(self, &query).await
+    }
+}
+
 /// Every object `query` lists, all pages (items carry no apiVersion or kind).
 pub async fn all_pages(k: &Kube, query: &Query) -> Result<Vec<Value>, ClusterError> {
     let mut items = Vec::new();
