@@ -14,6 +14,10 @@
 //! cargo bench --bench doctor_live
 //! ```
 //!
+//! `tools/bench-day2-live` loads the cluster through this benchmark, then times doctor, status,
+//! the snapshot path and `kubectl get` of the same kinds side by side, with the API server's own
+//! request counts (docs/testing.md, "Benchmarks").
+//!
 //! Without `GPUCTL_TEST_KUBECONFIG` it prints "skipped: no test cluster" and exits 0; outside
 //! `cargo bench` (e.g. `cargo test --all-targets`, which runs benchmarks once as tests) it does
 //! nothing, so the normal test run never loads 26,000 objects.

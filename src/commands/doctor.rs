@@ -103,7 +103,13 @@ fn diagnostics(
             Some("or run it on a snapshot: `gpuctl snapshot BLUEPRINT --diagnostics --out FILE` where the cluster is reachable, then `gpuctl doctor BLUEPRINT --snapshot FILE`"),
         )
         .await?;
-        let reading = gpuctl_cluster::diagnostics::read(&k, operator_namespace, Some(now)).await?;
+        let reading = gpuctl_cluster::diagnostics::read(
+            &k,
+            gpuctl_core::diagnostics::DOCTOR_READS,
+            operator_namespace,
+            Some(now),
+        )
+        .await?;
         Ok::<_, CommandError>((reading.diagnostics, Some(reading.list_requests)))
     })
 }

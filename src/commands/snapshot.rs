@@ -27,9 +27,13 @@ pub fn run(
         let k = connect(cluster, None).await?;
         let mut snap = read::snapshot(&k, &set).await?;
         if diagnostics {
-            let reading =
-                gpuctl_cluster::diagnostics::read(&k, &set.helm.namespace, Some(now.clone()))
-                    .await?;
+            let reading = gpuctl_cluster::diagnostics::read(
+                &k,
+                gpuctl_core::diagnostics::DOCTOR_READS,
+                &set.helm.namespace,
+                Some(now.clone()),
+            )
+            .await?;
             snap.diagnostics = Some(reading.diagnostics);
         }
         Ok::<_, CommandError>(snap)

@@ -112,7 +112,12 @@ fn read_live(cluster: &ClusterArgs, bp: &Blueprint) -> Result<(StatusInput, Stri
         )
         .await?;
         let reading =
-            gpuctl_cluster::diagnostics::read(&k, &bp.spec.gpu_operator.namespace, Some(now))
+            gpuctl_cluster::diagnostics::read(
+            &k,
+            gpuctl_core::diagnostics::STATUS_READS,
+            &bp.spec.gpu_operator.namespace,
+            Some(now),
+        )
                 .await?;
         let source = format!("cluster {}", k.server);
         Ok::<_, CommandError>((StatusInput::from_diagnostics(&reading.diagnostics), source))

@@ -575,9 +575,10 @@ async fn kind_the_credentials_may_not_list() {
     })
     .await
     .expect("connect as the reader");
-    let reading = gpuctl_cluster::diagnostics::read(&k, &op, None)
-        .await
-        .expect("a reading despite the forbidden kind");
+    let reading =
+        gpuctl_cluster::diagnostics::read(&k, gpuctl_core::diagnostics::DOCTOR_READS, &op, None)
+            .await
+            .expect("a reading despite the forbidden kind");
     let r = gpuctl_core::doctor::diagnose(
         &bp,
         gpuctl_core::profiles::Catalog::embedded(),

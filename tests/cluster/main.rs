@@ -19,6 +19,7 @@ mod doctor_scheduling;
 mod doctor_stack;
 mod import_cluster;
 mod kueue_release;
+mod lists_cluster;
 mod network_cluster;
 mod plan_apply;
 mod status_cluster;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use gpuctl_core::object::TypeRef;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, ValidationDirective,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
+    ValidationDirective,
 };
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::discovery::Scope;
@@ -281,34 +281,6 @@ impl Kube {
             .await
             .map_err(|e| classify(&id, e))?;
         Ok(obj.map(to_value))
-    }
-
-    /// Lists objects of a kind carrying `label_selector`, in every namespace.
-    pub async fn list(
-        &self,
-        r: &Resolved,
-        label_selector: &str,
-    ) -> Result<Vec<Value>, ClusterError> {
-        // Decoded straight into JSON values, as everything that reads them wants them: through
-        // `DynamicObject` each item was decoded, then converted again (`to_value`), which was a
-        // tenth of a 64-pool plan's CPU time.
-        #[derive(serde::Deserialize)]
-        struct Items {
-            #[serde(default)]
-            items: Vec<Value>,
-        }
-        let lp = ListParams::default().labels(label_selector);
-        let path = <DynamicObject as kube::Resource>::url_path(&r.resource, None);
-        let list = retry(|| async {
-            let mut req = kube::core::Request::new(path.as_str())
-                .list(&lp)
-                .map_err(kube::Error::BuildRequest)?;
-            req.extensions_mut().insert("list");
-            self.client.request::<Items>(req).await
-        })
-        .await
-        .map_err(|e| classify(&format!("list {}", r.resource.kind), e))?;
-        Ok(list.items)
     }
 
     /// Server-side applies `manifest` (dry-run when asked) and returns what the server stored.

@@ -1,111 +1,90 @@
-//! Reads the Day-2 state `gpuctl doctor` and `gpuctl status` decide with into the core's
-//! [`Diagnostics`]: one paged LIST per kind of [`DIAGNOSTIC_KINDS`] (never a per-object GET), in
-//! one pass, pods before events (events are kept only for the pods kept). A kind the cluster does
+//! Reads the Day-2 state `gpuctl doctor`, `gpuctl status` and `gpuctl snapshot --diagnostics`
+//! decide with into the core's [`Diagnostics`]: exactly the kinds the command needs
+//! ([`gpuctl_core::diagnostics::DOCTOR_READS`], [`gpuctl_core::diagnostics::STATUS_READS`]), listed
+//! at once through the crate's one bulk read ([`crate::lists`]: one aggregated discovery, paged
+//! LISTs, never a per-object GET), pods before events (events are kept only for the pods kept),
+//! Pods without those that have `Succeeded` (the table's field selector). A kind the cluster does
 //! not serve or the credentials may not list is recorded as such, not an error: doctor says what
 //! it could not see.
 
-use futures::StreamExt;
 use gpuctl_core::diagnostics::{DIAGNOSTIC_KINDS, DiagKind, Diagnostics, UnreadWhy};
-use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
-use crate::client::{ClusterError, Kube, Resolved, retry};
-
-/// Objects per page: a page of 500 pods is a few MB at most, so memory stays bounded however
-/// large the cluster is.
-pub const PAGE: u32 = 500;
-
-/// Kinds resolved through discovery at once.
-const PARALLELISM: usize = 8;
+use crate::client::{ClusterError, Kube};
+use crate::lists::{self, Listing, Query, Want};
 
 /// What one pass read, and what it cost.
 #[derive(Debug, Clone)]
 pub struct DiagnosticsReading {
     /// The state read.
     pub diagnostics: Diagnostics,
-    /// LIST requests sent (pages included; discovery requests not counted).
+    /// LIST requests sent (pages included; discovery not counted).
     pub list_requests: u64,
 }
 
-/// Reads every kind doctor and status use. `operator_namespace`: the GPU Operator's namespace
-/// (all of its pods are kept). `read_at`: the time to record (RFC 3339).
+/// Reads the kinds of `needs` (in the order of [`DIAGNOSTIC_KINDS`], whatever the order of
+/// `needs`). `operator_namespace`: the GPU Operator's namespace (all of its pods are kept).
+/// `read_at`: the time to record (RFC 3339).
 pub async fn read(
     k: &Kube,
+    needs: &[DiagKind],
     operator_namespace: &str,
     read_at: Option<String>,
 ) -> Result<DiagnosticsReading, ClusterError> {
     let mut d = Diagnostics::new(operator_namespace, read_at);
-    // Discovery for every kind at once (cached by the client), then the lists in table order.
-    let resolved: Vec<(DiagKind, Result<Option<Resolved>, ClusterError>)> =
-        futures::stream::iter(DIAGNOSTIC_KINDS.iter().copied())
-            .map(|(kind, group, name, versions)| async move {
-                (kind, k.resolve_in(group, name, versions).await)
-            })
-            .buffered(PARALLELISM)
-            .collect()
-            .await;
-    let mut requests = 0u64;
-    for (kind, r) in resolved {
-        let r = match r {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                d.mark_unread(kind, UnreadWhy::NotServed, "");
-                continue;
+    let rows: Vec<_> = DIAGNOSTIC_KINDS
+        .iter()
+        .filter(|row| needs.contains(&row.0))
+        .collect();
+    let wants: Vec<Want<'_>> = rows
+        .iter()
+        .map(|row| Want {
+            group: row.1,
+            kind: row.2,
+            versions: row.3,
+            fields: row.4,
+        })
+        .collect();
+    let mut kinds = Vec::new();
+    let mut queries = Vec::new();
+    for (row, resolved) in rows.iter().zip(lists::resolve(k, &wants).await) {
+        match resolved {
+            Ok(Some(r)) => {
+                kinds.push(row.0);
+                queries.push(Query::all(r, row.4));
             }
+            Ok(None) => d.mark_unread(row.0, UnreadWhy::NotServed, ""),
             Err(ClusterError::Forbidden { message, .. }) => {
-                d.mark_unread(kind, UnreadWhy::Forbidden, message);
-                continue;
+                d.mark_unread(row.0, UnreadWhy::Forbidden, message);
             }
             Err(e) => return Err(e),
-        };
-        let api: Api<DynamicObject> = Api::all_with(k.client(), &r.resource);
-        let mut token: Option<String> = None;
-        loop {
-            let mut lp = ListParams::default().limit(PAGE);
-            if let Some(t) = &token {
-                lp = lp.continue_token(t);
-            }
-            requests += 1;
-            let page = match retry(|| api.list(&lp)).await {
-                Ok(p) => p,
-                Err(kube::Error::Api(s)) if s.code == 403 => {
-                    d.mark_unread(kind, UnreadWhy::Forbidden, s.message);
-                    break;
-                }
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    d.mark_unread(kind, UnreadWhy::NotServed, "");
-                    break;
-                }
-                // An expired continue token (410) or anything else: what was read stays, and the
-                // kind says it is incomplete.
-                Err(e) => {
-                    d.mark_unread(kind, UnreadWhy::Failed, e.to_string());
-                    break;
-                }
-            };
-            let items: Vec<Value> = page
-                .items
-                .into_iter()
-                .map(|o| {
-                    let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
-                    v["apiVersion"] = Value::from(r.resource.api_version.as_str());
-                    v["kind"] = Value::from(r.resource.kind.as_str());
-                    v
-                })
-                .collect();
-            d.ingest(kind, items);
-            token = page.metadata.continue_.filter(|t| !t.is_empty());
-            let cut = kind != DiagKind::Event
-                && d.unread(kind)
-                    .is_some_and(|u| u.why == UnreadWhy::Truncated);
-            if token.is_none() || cut {
-                break;
-            }
         }
     }
+    let list_requests = lists::each_page(k, &queries, |i, listing| {
+        let kind = kinds[i];
+        match listing {
+            Listing::Page(mut items) => {
+                let r = &queries[i].resolved.resource;
+                for v in &mut items {
+                    v["apiVersion"] = Value::from(r.api_version.as_str());
+                    v["kind"] = Value::from(r.kind.as_str());
+                }
+                d.ingest(kind, items);
+                // Past a kind's bound the rest is not read (events keep the newest, so they are
+                // read whole).
+                kind == DiagKind::Event
+                    || d.unread(kind).is_none_or(|u| u.why != UnreadWhy::Truncated)
+            }
+            Listing::Stopped(s) => {
+                d.mark_unread(kind, s.why, s.message());
+                false
+            }
+        }
+    })
+    .await;
     d.finish();
     Ok(DiagnosticsReading {
         diagnostics: d,
-        list_requests: requests,
+        list_requests,
     })
 }

@@ -2,22 +2,22 @@
 //! ResourceQuota, LimitRange and PriorityClass, the GPU Operator's ConfigMaps and CRs, the Helm
 //! releases of the GPU Operator, Network Operator and Kueue charts (found by chart, under any
 //! name), the Kueue (Topology included) and Volcano queue objects, the Network Operator's
-//! objects, and the monitoring objects. One LIST per kind, all at
-//! once (a bounded number at a time); kinds the cluster does not serve are skipped.
+//! objects, and the monitoring objects. One paged LIST per kind, all at once (a bounded number at a
+//! time, [`crate::lists`]); kinds the cluster does not serve are skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::StreamExt;
+use gpuctl_core::diagnostics::UnreadWhy;
 use gpuctl_core::import::ImportContext;
 use gpuctl_core::import::releases::{Chart, choose};
 use gpuctl_core::live::{LiveView, Reading, Source};
 use gpuctl_core::object::{ObjectRef, TypeRef};
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::RELEASE_NAME;
-use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 
-use crate::client::{ClusterError, Kube, classify, retry};
+use crate::client::{ClusterError, Kube};
+use crate::lists::{self, Listing, Query, Want};
 
 /// `(group, kind, versions)` of every kind import reads (in every namespace, except ConfigMaps):
 /// the versions gpuctl maps are tried first, then the group's preferred version (a group can serve
@@ -57,83 +57,45 @@ pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
     ("monitoring.coreos.com", "PrometheusRule", &["v1"]),
 ];
 
-/// One kind's objects.
-type KindList = (TypeRef, Vec<Value>);
+/// The kinds import reads besides [`IMPORT_KINDS`]: every Node (the pools), and the ConfigMaps of
+/// the GPU Operator's namespace (the operator's own configuration), listed only there.
+const NODES: Want<'static> = Want {
+    group: "",
+    kind: "Node",
+    versions: &["v1"],
+    fields: "",
+};
+const CONFIG_MAPS: Want<'static> = Want {
+    group: "",
+    kind: "ConfigMap",
+    versions: &["v1"],
+    fields: "",
+};
 
-/// Kinds listed at once.
-const PARALLELISM: usize = 8;
-
-/// The live view import maps, and what it needs besides.
+/// The live view import maps, and what it needs besides: the Helm releases of the charts it maps
+/// first (where the operator's release lives decides which namespace's ConfigMaps are read), then
+/// every kind at once through the crate's one bulk read ([`crate::lists`]).
 pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterError> {
-    let fingerprint = k.fingerprint().await?;
+    let catalog = Catalog::embedded();
+    let charts: Vec<String> = Chart::ALL.iter().map(|c| c.chart_name(catalog)).collect();
+    let version = async { Ok::<_, ClusterError>(k.client().apiserver_version().await.ok()) };
+    let (fingerprint, kubernetes_version, (releases, releases_unread)) = futures::try_join!(
+        k.fingerprint(),
+        version,
+        crate::release::releases_by_chart(k, &charts)
+    )?;
     let mut view = LiveView::empty(Source::Cluster {
         server: k.server.clone(),
         fingerprint,
     });
-    let kubernetes_version = k
-        .client()
-        .apiserver_version()
-        .await
-        .ok()
-        .map(|v| v.git_version);
-    // The releases of the charts import maps, by chart; where the operator's release lives
-    // decides which namespace's ConfigMaps are read.
-    let catalog = Catalog::embedded();
-    let charts: Vec<String> = Chart::ALL.iter().map(|c| c.chart_name(catalog)).collect();
-    let (releases, releases_unread) = crate::release::releases_by_chart(k, &charts).await?;
     let operator = choose(&releases, catalog).gpu_operator.cloned();
     let operator_namespace = operator.as_ref().map(|r| r.namespace.clone());
-    let lists: Vec<Result<Option<KindList>, ClusterError>> =
-        futures::stream::iter(IMPORT_KINDS.iter().copied())
-            .map(|(group, kind, versions)| async move {
-                let Some(r) = k.resolve_in(group, kind, versions).await? else {
-                    return Ok(None);
-                };
-                let t = TypeRef::new(&r.resource.api_version, &r.resource.kind);
-                Ok(Some((t, k.list(&r, "").await?)))
-            })
-            .buffered(PARALLELISM)
-            .collect()
-            .await;
-    let mut served = BTreeSet::new();
-    for list in lists {
-        let Some((t, items)) = list? else { continue };
-        for v in items {
-            insert(&mut view.objects, with_type(v, &t));
-        }
-        served.insert(t);
-    }
     let ns = operator_namespace
         .clone()
         .unwrap_or_else(|| "gpu-operator".into());
-    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(k.client(), &ns);
-    let lp = ListParams::default();
-    let list = retry(|| cms.list(&lp))
-        .await
-        .map_err(|e| classify(&format!("list ConfigMaps in {ns}"), e))?;
-    for cm in list.items {
-        let v = serde_json::to_value(cm).unwrap_or(Value::Null);
-        insert(
-            &mut view.objects,
-            with_type(v, &TypeRef::new("v1", "ConfigMap")),
-        );
-    }
-    served.insert(TypeRef::new("v1", "ConfigMap"));
-    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
-    let list = retry(|| nodes.list(&lp))
-        .await
-        .map_err(|e| classify("list Nodes", e))?;
-    view.nodes = Some(
-        list.items
-            .into_iter()
-            .map(|n| {
-                let mut v = serde_json::to_value(n).unwrap_or(Value::Null);
-                v["apiVersion"] = json!("v1");
-                v["kind"] = json!("Node");
-                v
-            })
-            .collect(),
-    );
+    let (objects, nodes, served) = read_kinds(k, &ns).await?;
+    view.objects = objects;
+    view.nodes = Some(nodes);
     // What a plan reads: the release gpuctl's helm mode manages (named `gpu-operator`).
     view.helm_release = Reading::Read(
         operator
@@ -147,11 +109,75 @@ pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterEr
         view,
         ImportContext {
             operator_namespace,
-            kubernetes_version,
+            kubernetes_version: kubernetes_version.map(|v| v.git_version),
             releases: Some(releases),
             releases_unread,
         },
     ))
+}
+
+/// Objects by identity, the nodes, and the kinds served.
+type Read = (BTreeMap<ObjectRef, Value>, Vec<Value>, BTreeSet<TypeRef>);
+
+/// Every kind of [`IMPORT_KINDS`], the ConfigMaps of `operator_namespace` and the Nodes. A kind
+/// the cluster does not serve is skipped; any other failure stops the import (an import that
+/// silently missed a kind would write a blueprint that deletes it).
+async fn read_kinds(k: &Kube, operator_namespace: &str) -> Result<Read, ClusterError> {
+    let wants: Vec<Want<'_>> = IMPORT_KINDS
+        .iter()
+        .map(|&(group, kind, versions)| Want {
+            group,
+            kind,
+            versions,
+            fields: "",
+        })
+        .chain([CONFIG_MAPS, NODES])
+        .collect();
+    let mut queries = Vec::new();
+    for (w, r) in wants.iter().zip(lists::resolve(k, &wants).await) {
+        let Some(r) = r? else { continue };
+        let mut q = Query::all(r, w.fields);
+        if w == &CONFIG_MAPS {
+            q.namespace = Some(operator_namespace.to_string());
+        }
+        queries.push(q);
+    }
+    let types: Vec<TypeRef> = queries
+        .iter()
+        .map(|q| TypeRef::new(&q.resolved.resource.api_version, &q.resolved.resource.kind))
+        .collect();
+    let mut objects = BTreeMap::new();
+    let mut nodes = Vec::new();
+    let mut served: BTreeSet<TypeRef> = types.iter().cloned().collect();
+    let mut failed = None;
+    lists::each_page(k, &queries, |i, listing| match listing {
+        Listing::Page(items) => {
+            for v in items {
+                let v = with_type(v, &types[i]);
+                if types[i].kind == NODES.kind && types[i].api_version == "v1" {
+                    nodes.push(v);
+                } else {
+                    insert(&mut objects, v);
+                }
+            }
+            true
+        }
+        Listing::Stopped(s) if s.why == UnreadWhy::NotServed => {
+            served.remove(&types[i]);
+            false
+        }
+        Listing::Stopped(s) => {
+            failed.get_or_insert(s.error);
+            false
+        }
+    })
+    .await;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // The nodes are the pools' (`view.nodes`), not objects the blueprint owns.
+    served.remove(&TypeRef::new("v1", NODES.kind));
+    Ok((objects, nodes, served))
 }
 
 fn insert(objects: &mut BTreeMap<ObjectRef, Value>, v: Value) {

@@ -1,5 +1,6 @@
 //! gpuctl's cluster layer: the only crate that talks to an API server (and to Prometheus). It
-//! connects ([`client::connect`]), reads a cluster into the core's one
+//! connects ([`client::connect`]), reads kinds in bulk the one way every command shares
+//! ([`lists`]: aggregated discovery, concurrent paged LISTs), reads a cluster into the core's one
 //! [`gpuctl_core::live::LiveView`] ([`read`]), applies plans ([`apply`]), runs driver upgrades with
 //! their journal and Lease ([`upgrade`], [`nodeops`]), reads Helm's release storage ([`release`])
 //! and runs doctor's metric queries against Prometheus ([`prometheus`]). Everything it decides with
@@ -10,6 +11,7 @@ pub mod apply;
 pub mod client;
 pub mod diagnostics;
 pub mod import;
+pub mod lists;
 pub mod lock;
 pub mod nodeops;
 pub mod prometheus;

@@ -62,78 +62,120 @@ pub enum DiagKind {
     NvidiaDriver,
 }
 
-/// One kind to list: `(kind, group, Kind, versions tried in order)`; the cluster crate falls back
-/// to the group's preferred version when none of `versions` is served.
-pub const DIAGNOSTIC_KINDS: &[(DiagKind, &str, &str, &[&str])] = &[
-    (DiagKind::Node, "", "Node", &["v1"]),
-    (DiagKind::Pod, "", "Pod", &["v1"]),
-    (DiagKind::Event, "", "Event", &["v1"]),
-    (DiagKind::ResourceQuota, "", "ResourceQuota", &["v1"]),
-    (DiagKind::LimitRange, "", "LimitRange", &["v1"]),
+/// One kind to list: `(kind, group, Kind, versions tried in order, field selector)`; the cluster
+/// crate falls back to the group's preferred version when none of `versions` is served. The field
+/// selector is sent with the LIST: Pods that have `Succeeded` are left on the server, since they
+/// hold no devices and no check of doctor or status reads them (see [`unfinished_pods`]; `Failed`
+/// pods are read: doctor explains them).
+pub const DIAGNOSTIC_KINDS: &[(DiagKind, &str, &str, &[&str], &str)] = &[
+    (DiagKind::Node, "", "Node", &["v1"], ""),
+    (DiagKind::Pod, "", "Pod", &["v1"], "status.phase!=Succeeded"),
+    (DiagKind::Event, "", "Event", &["v1"], ""),
+    (DiagKind::ResourceQuota, "", "ResourceQuota", &["v1"], ""),
+    (DiagKind::LimitRange, "", "LimitRange", &["v1"], ""),
     (
         DiagKind::PriorityClass,
         "scheduling.k8s.io",
         "PriorityClass",
         &["v1"],
+        "",
     ),
     (
         DiagKind::Workload,
         "kueue.x-k8s.io",
         "Workload",
         &["v1beta2", "v1beta1"],
+        "",
     ),
     (
         DiagKind::ClusterQueue,
         "kueue.x-k8s.io",
         "ClusterQueue",
         &["v1beta2", "v1beta1"],
+        "",
     ),
     (
         DiagKind::LocalQueue,
         "kueue.x-k8s.io",
         "LocalQueue",
         &["v1beta2", "v1beta1"],
+        "",
     ),
     (
         DiagKind::Cohort,
         "kueue.x-k8s.io",
         "Cohort",
         &["v1beta2", "v1beta1", "v1alpha1"],
+        "",
     ),
     (
         DiagKind::PodGroup,
         "scheduling.volcano.sh",
         "PodGroup",
         &["v1beta1"],
+        "",
     ),
     (
         DiagKind::VolcanoQueue,
         "scheduling.volcano.sh",
         "Queue",
         &["v1beta1"],
+        "",
     ),
     (
         DiagKind::ClusterPolicy,
         "nvidia.com",
         "ClusterPolicy",
         &["v1"],
+        "",
     ),
     (
         DiagKind::NvidiaDriver,
         "nvidia.com",
         "NVIDIADriver",
         &["v1alpha1"],
+        "",
     ),
+];
+
+/// The kinds each Day-2 command reads, and nothing else: a kind a command leaves out is neither
+/// listed nor reported as unread. `gpuctl doctor` (and `gpuctl snapshot --diagnostics`, which
+/// serves both doctor and status) reads every kind; `gpuctl status` draws nodes, GPU pods,
+/// ResourceQuotas, ClusterQueues and Volcano Queues (`status::StatusInput::from_diagnostics`).
+pub const DOCTOR_READS: &[DiagKind] = &[
+    DiagKind::Node,
+    DiagKind::Pod,
+    DiagKind::Event,
+    DiagKind::ResourceQuota,
+    DiagKind::LimitRange,
+    DiagKind::PriorityClass,
+    DiagKind::Workload,
+    DiagKind::ClusterQueue,
+    DiagKind::LocalQueue,
+    DiagKind::Cohort,
+    DiagKind::PodGroup,
+    DiagKind::VolcanoQueue,
+    DiagKind::ClusterPolicy,
+    DiagKind::NvidiaDriver,
+];
+
+/// What `gpuctl status` reads (see [`DOCTOR_READS`]).
+pub const STATUS_READS: &[DiagKind] = &[
+    DiagKind::Node,
+    DiagKind::Pod,
+    DiagKind::ResourceQuota,
+    DiagKind::ClusterQueue,
+    DiagKind::VolcanoQueue,
 ];
 
 impl DiagKind {
     /// `Kind.group` (`Workload.kueue.x-k8s.io`, `Pod`), as messages and [`Unread::kind`] name it.
     pub fn name(self) -> String {
-        let (_, group, kind, _) = DIAGNOSTIC_KINDS
+        let (_, group, kind, _, _) = DIAGNOSTIC_KINDS
             .iter()
             .find(|(k, ..)| *k == self)
             .copied()
-            .unwrap_or((self, "", "?", &[]));
+            .unwrap_or((self, "", "?", &[], ""));
         if group.is_empty() {
             kind.to_string()
         } else {
@@ -205,8 +247,9 @@ pub struct Diagnostics {
     /// `Unschedulable` message, container states and restart counts). Environment values are
     /// replaced by `(sensitive)`; credentials anywhere else are masked.
     ///
-    /// Reading a snapshot skips the pods that have `Succeeded` (see [`unfinished_pods`]): a capture
-    /// keeps them, but they hold no devices and no check of doctor or status reads them.
+    /// Pods that have `Succeeded` are not listed (the Pod row of [`DIAGNOSTIC_KINDS`] has a field
+    /// selector), and reading a snapshot skips those an older capture kept (see
+    /// [`unfinished_pods`]): they hold no devices and no check of doctor or status reads them.
     #[serde(default, deserialize_with = "unfinished_pods")]
     pub pods: Vec<Pod>,
     /// core/v1 Events about kept Pods, Nodes, Workloads and PodGroups (`FailedScheduling`,
@@ -826,6 +869,24 @@ mod tests {
             "Cohort.kueue.x-k8s.io"
         );
         assert!(d.read(DiagKind::Pod));
+    }
+
+    #[test]
+    fn doctor_reads_every_kind_in_table_order_and_pods_before_events() {
+        let table: Vec<DiagKind> = DIAGNOSTIC_KINDS.iter().map(|row| row.0).collect();
+        assert_eq!(DOCTOR_READS, table.as_slice());
+        let at = |k| table.iter().position(|x| *x == k).unwrap();
+        assert!(
+            at(DiagKind::Pod) < at(DiagKind::Event),
+            "events follow kept pods"
+        );
+        for want in [DOCTOR_READS, STATUS_READS] {
+            let mut sorted = want.to_vec();
+            sorted.sort_by_key(|k| at(*k));
+            assert_eq!(sorted, want, "a reading lists in table order");
+        }
+        let pods = DIAGNOSTIC_KINDS.iter().find(|r| r.0 == DiagKind::Pod);
+        assert_eq!(pods.map(|r| r.4), Some("status.phase!=Succeeded"));
     }
 
     #[test]

@@ -466,3 +466,39 @@ fn the_day_two_example_shows_its_spread_out_gpus_and_its_silent_inference_node()
             .all(|x| x.resource.starts_with("nvidia.com/"))
     );
 }
+
+/// `gpuctl status` lists only the kinds of `STATUS_READS`: a reading that holds nothing else gives
+/// the same report as a whole one (a check of status that starts reading another kind fails here
+/// until the kind is added to the table).
+#[test]
+fn status_needs_only_the_kinds_it_lists() {
+    use crate::diagnostics::{DOCTOR_READS, DiagKind, Diagnostics, STATUS_READS};
+    let bp = crate::blueprint::load_str(
+        "dgx.yaml",
+        include_str!("../../../../blueprints/dgx-h100-training.yaml"),
+    )
+    .expect("the example loads")
+    .blueprint;
+    let whole = crate::daytwo::diagnostics(crate::daytwo::Size::EXAMPLE);
+    let mut only = Diagnostics::new(&whole.operator_namespace, whole.read_at.clone());
+    let json = serde_json::to_value(&whole).expect("serialises");
+    for kind in STATUS_READS {
+        let key = match kind {
+            DiagKind::Node => "nodes",
+            DiagKind::Pod => "pods",
+            DiagKind::ResourceQuota => "resource_quotas",
+            DiagKind::ClusterQueue => "cluster_queues",
+            DiagKind::VolcanoQueue => "volcano_queues",
+            other => panic!("add {other:?} here"),
+        };
+        only.ingest(*kind, json[key].as_array().cloned().unwrap_or_default());
+    }
+    only.unread = whole.unread.clone();
+    only.finish();
+    assert!(STATUS_READS.iter().all(|k| DOCTOR_READS.contains(k)));
+    assert!(only.events.is_empty() && only.workloads.is_empty());
+    assert_eq!(
+        compute(&bp, &StatusInput::from_diagnostics(&only), "example"),
+        compute(&bp, &StatusInput::from_diagnostics(&whole), "example"),
+    );
+}
