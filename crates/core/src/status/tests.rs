@@ -479,7 +479,7 @@ fn status_needs_only_the_kinds_it_lists() {
     )
     .expect("the example loads")
     .blueprint;
-    let whole = crate::daytwo::diagnostics(crate::daytwo::Size::EXAMPLE);
+    let whole = crate::testgen::day2::diagnostics(crate::testgen::day2::Size::EXAMPLE);
     let mut only = Diagnostics::new(&whole.operator_namespace, whole.read_at.clone());
     let json = serde_json::to_value(&whole).expect("serialises");
     for kind in STATUS_READS {
