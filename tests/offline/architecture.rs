@@ -820,3 +820,45 @@ mod tests {
         ]
     );
 }
+
+/// `docs/architecture.md` lists every module of the three crates in its "Every module" tables
+/// (the crate's heading, then a row per module: `plan/diff.rs`, `plan/` for `plan/mod.rs`), so
+/// the map a newcomer reads is whole; a module added without its row fails here. Test modules
+/// (`tests.rs`, `tests/`) are left out.
+#[test]
+fn docs_architecture_lists_every_module() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).expect("readable");
+    let map = doc
+        .split("## Every module")
+        .nth(1)
+        .expect("docs/architecture.md has a section `## Every module`");
+    let mut missing = Vec::new();
+    for src in ["crates/core/src", "crates/cluster/src", "src"] {
+        let heading = format!("(`{src}/`)");
+        let table = map
+            .split("\n### ")
+            .find(|section| section.lines().next().is_some_and(|h| h.contains(&heading)))
+            .unwrap_or_else(|| panic!("no `### ... {heading}` table in `## Every module`"));
+        let mut files = Vec::new();
+        source_files(&root().join(src), &mut files);
+        for f in files {
+            let rel = f
+                .strip_prefix(root().join(src))
+                .expect("under src")
+                .to_string_lossy()
+                .replace('\\', "/");
+            if rel.ends_with("tests.rs") || rel.contains("tests/") {
+                continue;
+            }
+            let name = rel.strip_suffix("mod.rs").unwrap_or(&rel).to_string();
+            if !table.contains(&format!("| `{name}` |")) {
+                missing.push(format!("{src}/{rel} (row `{name}`)"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "modules without a row in docs/architecture.md's `## Every module` tables:\n{}",
+        missing.join("\n")
+    );
+}
