@@ -167,6 +167,8 @@ fn every_id_the_repository_names_is_registered() {
             paths.push(e.path());
         }
     }
+    // Proposals (docs/proposals/) name the ids a design would add, before they exist.
+    paths.retain(|p| !p.starts_with(root.join("docs/proposals")));
     paths.sort();
     paths.dedup();
     assert!(
