@@ -32,20 +32,32 @@ pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
     (
         "kueue.x-k8s.io",
         "Cohort",
-        &["v1beta2", "v1beta1", "v1alpha1"],
+        gpuctl_core::profiles::KUEUE_API_VERSIONS_FROM_ALPHA,
     ),
-    ("kueue.x-k8s.io", "ClusterQueue", &["v1beta2", "v1beta1"]),
-    ("kueue.x-k8s.io", "LocalQueue", &["v1beta2", "v1beta1"]),
-    ("kueue.x-k8s.io", "ResourceFlavor", &["v1beta2", "v1beta1"]),
+    (
+        "kueue.x-k8s.io",
+        "ClusterQueue",
+        gpuctl_core::profiles::KUEUE_API_VERSIONS,
+    ),
+    (
+        "kueue.x-k8s.io",
+        "LocalQueue",
+        gpuctl_core::profiles::KUEUE_API_VERSIONS,
+    ),
+    (
+        "kueue.x-k8s.io",
+        "ResourceFlavor",
+        gpuctl_core::profiles::KUEUE_API_VERSIONS,
+    ),
     (
         "kueue.x-k8s.io",
         "WorkloadPriorityClass",
-        &["v1beta2", "v1beta1"],
+        gpuctl_core::profiles::KUEUE_API_VERSIONS,
     ),
     (
         "kueue.x-k8s.io",
         "Topology",
-        &["v1beta2", "v1beta1", "v1alpha1"],
+        gpuctl_core::profiles::KUEUE_API_VERSIONS_FROM_ALPHA,
     ),
     ("scheduling.volcano.sh", "Queue", &["v1beta1"]),
     ("mellanox.com", "NicClusterPolicy", &["v1alpha1"]),

@@ -48,9 +48,9 @@ pub use operator::{
     OperatorSupport, OsSupport, OsSystem, Precompiled,
 };
 pub use queueing::{
-    Affixes, Composition, ConfigMapKey, KueueConfiguration, KueueMessages, QueueSystem,
-    ReleaseLine, ReleaseProblem, RequiredValue, SchedulingMessages, VolcanoHierarchy,
-    VolcanoMessages,
+    Affixes, Composition, ConfigMapKey, KUEUE_API_VERSIONS, KUEUE_API_VERSIONS_FROM_ALPHA,
+    KueueConfiguration, KueueMessages, QueueSystem, ReleaseLine, ReleaseProblem, RequiredValue,
+    SchedulingMessages, VolcanoHierarchy, VolcanoMessages,
 };
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};

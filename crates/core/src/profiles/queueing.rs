@@ -11,6 +11,15 @@ use super::common::{PartialDate, TextList, text_list};
 use super::{ProfileError, inconsistent, sourced};
 use super::{QUEUEING_FILE, Queueing};
 
+/// The `kueue.x-k8s.io` versions gpuctl reads, newest first, for every command that lists Kueue's
+/// objects: v1beta2 (served from Kueue v0.15) and v1beta1 (still served, deprecated, in v0.19.2);
+/// the sources are `profiles/queueing.yaml`'s `kueue` section.
+pub const KUEUE_API_VERSIONS: &[&str] = &["v1beta2", "v1beta1"];
+
+/// [`KUEUE_API_VERSIONS`] for the kinds Kueue first served as v1alpha1 (Cohort, Topology), which a
+/// cluster on an older Kueue may still serve only that way.
+pub const KUEUE_API_VERSIONS_FROM_ALPHA: &[&str] = &["v1beta2", "v1beta1", "v1alpha1"];
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct QueueingFile {

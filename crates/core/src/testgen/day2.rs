@@ -180,6 +180,22 @@ pub fn diagnostics(size: Size) -> Diagnostics {
     let infer: Vec<String> = (0..size.infer_nodes.max(4))
         .map(|i| format!("dgx-infer-{i:04}"))
         .collect();
+    d.ingest(DiagKind::Node, nodes(&train, &infer));
+    let mut pods = Vec::new();
+    operand_pods(&train, &infer, &mut pods);
+    training_pods(&train, &mut pods);
+    inference_pods(&infer, &mut pods);
+    scale_pods(size, &train, &mut pods);
+    d.ingest(DiagKind::Pod, pods);
+    d.ingest(DiagKind::Event, events(size));
+    queues_and_operator(&mut d);
+    d.finish();
+    d
+}
+
+/// The GPU nodes: the last training node still on the old driver, the last inference node
+/// without slices (its device plugin crash-loops).
+fn nodes(train: &[String], infer: &[String]) -> Vec<Value> {
     let last_train = train.len() - 1;
     let last_infer = infer.len() - 1;
     let mut nodes = Vec::new();
@@ -212,11 +228,13 @@ pub fn diagnostics(size: Size) -> Diagnostics {
             ],
         ));
     }
-    d.ingest(DiagKind::Node, nodes);
+    nodes
+}
 
-    let mut pods = Vec::new();
+fn operand_pods(train: &[String], infer: &[String], pods: &mut Vec<Value>) {
+    let last_infer = infer.len() - 1;
     // Operands: device plugin everywhere (crash-looping on the last inference node).
-    for n in train.iter().chain(&infer) {
+    for n in train.iter().chain(infer) {
         let st = if *n == infer[last_infer] {
             crash_status(
                 "failed to initialize NVML: could not load NVML library: ERROR_LIBRARY_NOT_FOUND",
@@ -227,6 +245,10 @@ pub fn diagnostics(size: Size) -> Diagnostics {
         };
         pods.push(operand("nvidia-device-plugin-daemonset", n, st));
     }
+}
+
+fn training_pods(train: &[String], pods: &mut Vec<Value>) {
+    let last_train = train.len() - 1;
     // Training: nodes 0-3 hold 6 GPUs each (2 free each: 8 spread), the others are full; the old
     // node runs dev's CUDA 13.0 pod, crash-looping.
     for (i, n) in train.iter().enumerate() {
@@ -270,6 +292,10 @@ pub fn diagnostics(size: Size) -> Diagnostics {
         None,
         unschedulable(INSUFFICIENT),
     ));
+}
+
+fn inference_pods(infer: &[String], pods: &mut Vec<Value>) {
+    let last_infer = infer.len() - 1;
     // Inference: 12 of 16 slices used on the healthy nodes; a pod asks for a profile no pool has.
     for n in infer.iter().take(last_infer) {
         pods.push(pod(
@@ -284,6 +310,9 @@ pub fn diagnostics(size: Size) -> Diagnostics {
     }
     pods.push(pod("online-infer", "embed-0", "embed", json!({"nvidia.com/mig-2g.20gb": "1"}), "h100-infer", None,
         unschedulable("0/20 nodes are available: 4 Insufficient nvidia.com/mig-2g.20gb, 16 node(s) didn't match Pod's node affinity/selector. preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling.")));
+}
+
+fn scale_pods(size: Size, train: &[String], pods: &mut Vec<Value>) {
     // Scale: finished pods on the nodes, Pending 1-GPU pods in Jobs of 50.
     for i in 0..size.finished_pods {
         let n = &train[i % train.len()];
@@ -310,8 +339,10 @@ pub fn diagnostics(size: Size) -> Diagnostics {
             unschedulable(INSUFFICIENT),
         ));
     }
-    d.ingest(DiagKind::Pod, pods);
+}
 
+/// The events about the stuck pods and the Job refused by its quota, then the scale's.
+fn events(size: Size) -> Vec<Value> {
     let mut events = vec![
         event(
             "team-a-train",
@@ -364,8 +395,11 @@ pub fn diagnostics(size: Size) -> Diagnostics {
             ));
         }
     }
-    d.ingest(DiagKind::Event, events);
+    events
+}
 
+/// The quota, PriorityClasses, Kueue's objects, the operator's CRs; Volcano not installed.
+fn queues_and_operator(d: &mut Diagnostics) {
     d.ingest(DiagKind::ResourceQuota, vec![json!({
         "apiVersion": "v1", "kind": "ResourceQuota",
         "metadata": {"namespace": "dev-test", "name": "gpuctl-quota"},
@@ -429,8 +463,6 @@ pub fn diagnostics(size: Size) -> Diagnostics {
         crate::diagnostics::UnreadWhy::NotServed,
         "",
     );
-    d.finish();
-    d
 }
 
 /// A snapshot holding only [`diagnostics`] of `size` (what `gpuctl doctor --snapshot` reads).
