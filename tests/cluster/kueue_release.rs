@@ -164,16 +164,22 @@ async fn kueue_pod(client: Client, kueue: String, kubeconfig: PathBuf, dir: Path
     config["leaderElection"]["resourceNamespace"] = json!(NS);
     let path = dir.join("kueue-config.yaml");
     std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
-    let log = std::fs::File::create(dir.join("kueue.log")).unwrap();
-    let child = Command::new(kueue)
-        .arg(format!("--config={}", path.display()))
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .arg("--feature-gates=VisibilityOnDemand=false")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("the harness's Kueue binary starts");
-    let pod = KueuePod(child);
+    let start = || {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("kueue.log"))
+            .unwrap();
+        Command::new(&kueue)
+            .arg(format!("--config={}", path.display()))
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg("--feature-gates=VisibilityOnDemand=false")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the harness's Kueue binary starts")
+    };
+    let mut pod = KueuePod(start());
     // Ready once its readiness probe passes (certificates written, webhook server started) and
     // its certificate rotator put the CA into the chart's webhook configuration.
     let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
@@ -182,6 +188,11 @@ async fn kueue_pod(client: Client, kueue: String, kubeconfig: PathBuf, dir: Path
     let cert_dir = dir.join("certs");
     std::fs::create_dir_all(&cert_dir).unwrap();
     loop {
+        // The kubelet's part: a container that exits is started again (restartPolicy Always), as
+        // Kueue exits when it starts before the API server serves its CRDs.
+        if matches!(pod.0.try_wait(), Ok(Some(_))) {
+            pod.0 = start();
+        }
         // The kubelet's part: the pod mounts the webhook Secret (which Kueue's rotator fills) at
         // its certificate directory; the rotator waits until the mounted files match.
         if let Some(secret) = secrets.get_opt(WEBHOOK_SECRET).await.unwrap() {
