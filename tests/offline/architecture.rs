@@ -18,10 +18,12 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every package in `package`'s normal (non-dev) dependency tree, for this machine's platform.
-fn dependency_tree(package: &str) -> BTreeSet<String> {
+/// The packages `cargo tree` prints for `package`'s normal (non-dev) dependencies on this
+/// machine's platform, `extra` arguments added (`--depth 1`: the direct ones).
+fn cargo_tree(package: &str, extra: &[&str]) -> BTreeSet<String> {
     let out = Command::new(env!("CARGO"))
         .args(["tree", "--locked", "-p", package, "-e", "normal"])
+        .args(extra)
         .args(["--prefix", "none", "--format", "{p}"])
         .current_dir(root())
         .output()
@@ -38,27 +40,16 @@ fn dependency_tree(package: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Every package in `package`'s normal (non-dev) dependency tree, for this machine's platform.
+fn dependency_tree(package: &str) -> BTreeSet<String> {
+    cargo_tree(package, &[])
+}
+
 /// The direct normal dependencies of `package` (itself left out).
 fn direct_dependencies(package: &str) -> BTreeSet<String> {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "tree", "--locked", "-p", package, "-e", "normal", "--depth", "1",
-        ])
-        .args(["--prefix", "none", "--format", "{p}"])
-        .current_dir(root())
-        .output()
-        .expect("run cargo tree");
-    assert!(
-        out.status.success(),
-        "cargo tree -p {package} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|p| *p != package)
-        .map(str::to_string)
-        .collect()
+    let mut direct = cargo_tree(package, &["--depth", "1"]);
+    direct.remove(package);
+    direct
 }
 
 /// `have` is exactly `allowed`: what is not allowed, and what is allowed but no longer there (so

@@ -727,33 +727,37 @@ pub(super) fn load_dcgm(
     })
 }
 
+/// `profiles/dcgm.yaml` with one edit, loaded: the loader's error (for the tables' tests).
+#[cfg(test)]
+pub(super) fn broken_for_test(from: &str, to: &str) -> String {
+    use crate::profiles::{Catalog, ProfileSources};
+    assert!(
+        ProfileSources::EMBEDDED.dcgm.contains(from),
+        "the profile no longer contains `{from}`"
+    );
+    let text: &'static str = Box::leak(
+        ProfileSources::EMBEDDED
+            .dcgm
+            .replacen(from, to, 1)
+            .into_boxed_str(),
+    );
+    let src = ProfileSources {
+        dcgm: text,
+        ..ProfileSources::EMBEDDED
+    };
+    Catalog::from_sources(&src).unwrap_err().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profiles::{Catalog, ProfileSources};
+    use crate::profiles::Catalog;
 
     fn facts() -> &'static DcgmFacts {
         Catalog::embedded().dcgm()
     }
 
-    /// `profiles/dcgm.yaml` with one edit, loaded: the loader's error.
-    fn broken(from: &str, to: &str) -> String {
-        assert!(
-            ProfileSources::EMBEDDED.dcgm.contains(from),
-            "the profile no longer contains `{from}`"
-        );
-        let text: &'static str = Box::leak(
-            ProfileSources::EMBEDDED
-                .dcgm
-                .replacen(from, to, 1)
-                .into_boxed_str(),
-        );
-        let src = ProfileSources {
-            dcgm: text,
-            ..ProfileSources::EMBEDDED
-        };
-        Catalog::from_sources(&src).unwrap_err().to_string()
-    }
+    use super::broken_for_test as broken;
 
     /// Every Xid row against NVIDIA's Xid catalog (analyzing-xid-catalog.html, the revision with
     /// Xids 1 to 172, read 2026-12-03): immediate and investigatory action verbatim, and the products

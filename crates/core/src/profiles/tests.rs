@@ -1281,19 +1281,7 @@ fn dcgm_facts() {
     assert!(d.xid.of_class(XidClass::Application).contains(&13));
     assert!(d.xid.url().starts_with("https://docs.nvidia.com/"));
     assert_eq!(d.clock_events.faults_in(64 | 1), ["hw_thermal"]);
-    let broken = |from: &str, to: &str| {
-        let text: &'static str = Box::leak(
-            ProfileSources::EMBEDDED
-                .dcgm
-                .replacen(from, to, 1)
-                .into_boxed_str(),
-        );
-        let src = ProfileSources {
-            dcgm: text,
-            ..ProfileSources::EMBEDDED
-        };
-        Catalog::from_sources(&src).unwrap_err().to_string()
-    };
+    let broken = super::dcgm::broken_for_test;
     let e = broken("{ xid: 31,", "{ xid: 13,");
     assert!(e.contains("xid 13 is listed twice"), "{e}");
     let e = broken("bit: 64,", "bit: 65,");

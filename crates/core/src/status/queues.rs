@@ -255,6 +255,14 @@ pub(crate) fn cluster_queues(bp: &Blueprint, live: &[Value]) -> Vec<ClusterQueue
 /// A queue's quota and use per `(flavor, resource)`.
 type Table = BTreeMap<(String, String), Quota>;
 
+/// The row of `flavor` and the resource `r` names (its `name`).
+fn cell<'a>(table: &'a mut Table, flavor: &str, r: &Value) -> &'a mut Quota {
+    let res = r["name"].as_str().unwrap_or_default();
+    table
+        .entry((flavor.to_string(), res.to_string()))
+        .or_default()
+}
+
 /// A live ClusterQueue's quotas (spec) and reservations (status).
 fn live_table(q: &Value) -> Table {
     let mut table = Table::new();
@@ -262,10 +270,7 @@ fn live_table(q: &Value) -> Table {
         for f in g["flavors"].as_array().into_iter().flatten() {
             let flavor = f["name"].as_str().unwrap_or_default();
             for r in f["resources"].as_array().into_iter().flatten() {
-                let res = r["name"].as_str().unwrap_or_default();
-                let e = table
-                    .entry((flavor.to_string(), res.to_string()))
-                    .or_default();
+                let e = cell(&mut table, flavor, r);
                 e.nominal = qtext(&r["nominalQuota"]);
                 e.borrowing = qtext(&r["borrowingLimit"]);
                 e.lending = qtext(&r["lendingLimit"]);
@@ -279,10 +284,7 @@ fn live_table(q: &Value) -> Table {
     {
         let flavor = f["name"].as_str().unwrap_or_default();
         for r in f["resources"].as_array().into_iter().flatten() {
-            let res = r["name"].as_str().unwrap_or_default();
-            let e = table
-                .entry((flavor.to_string(), res.to_string()))
-                .or_default();
+            let e = cell(&mut table, flavor, r);
             e.used = qtext(&r["total"]);
             e.borrowed = qtext(&r["borrowed"]);
         }
