@@ -366,7 +366,28 @@ fn operator(
     let p = "spec.gpuOperator";
     let mut m: Vec<(String, Y)> = Vec::new();
     release_and_install(release, op_ns, cluster_policy, catalog, &mut m, draft);
-    let driver = driver(values, default_cr, cluster_policy, nodes, draft);
+    // Where the cluster records no driver version: the chart default of the imported release
+    // (profiles/gpu-operator.yaml), else of the newest release gpuctl knows; with a warning.
+    let chart_default = m
+        .iter()
+        .find_map(|(k, v)| match (k.as_str(), v) {
+            ("version", Y::Scalar(Value::String(s))) => {
+                s.parse::<crate::version::OperatorVersion>().ok()
+            }
+            _ => None,
+        })
+        .and_then(|v| catalog.operator_release(&v))
+        .or_else(|| catalog.operator_releases().last())
+        .map(|r| r.default_driver.to_string())
+        .unwrap_or_default();
+    let driver = driver(
+        values,
+        default_cr,
+        cluster_policy,
+        nodes,
+        &chart_default,
+        draft,
+    );
     m.push(("driver".into(), driver));
     if let Some(r) = rdma {
         m.push(("rdma".into(), r));
@@ -457,6 +478,7 @@ fn driver(
     default_cr: Option<&Value>,
     cluster_policy: Option<&Value>,
     nodes: &[NodeView],
+    chart_default: &str,
     draft: &mut Draft,
 ) -> Y {
     let p = "spec.gpuOperator";
@@ -482,7 +504,7 @@ fn driver(
                 &format!("{p}.driver.version"),
                 "no driver version was found (no Helm value, NVIDIADriver CR, ClusterPolicy or node label); set the driver you run",
             );
-            driver.push(("version".into(), Y::s("580.105.08")));
+            driver.push(("version".into(), Y::s(chart_default)));
         }
     }
     if let Some(k) = dv["kernelModuleType"]
