@@ -206,11 +206,11 @@ impl Catalog {
             driver::load_drivers(drivers_file, &mut sources, &mut rows)?;
         let (operator_releases, operator_facts) =
             operator::load_operator(operator_file, &drivers, &mut sources, &mut rows)?;
-        limits::load_limits(&limits, &mut sources)?;
-        let queueing = queueing::load_queueing(queueing_file, &mut sources)?;
+        limits::load_limits(&limits, &mut sources, &mut rows)?;
+        let queueing = queueing::load_queueing(queueing_file, &mut sources, &mut rows)?;
         let network =
             network::load_network(network_file, &architectures, &cuda, &mut sources, &mut rows)?;
-        let dcgm = dcgm::load_dcgm(dcgm_file, &mut sources)?;
+        let dcgm = dcgm::load_dcgm(dcgm_file, &mut sources, &mut rows)?;
 
         Ok(Catalog {
             gpus,
