@@ -621,3 +621,43 @@ fn kueues_release_gives_its_version_and_leaves_install_alone() {
     ));
     assert!(imported.yaml.contains("Helm release kueue-system/queues"));
 }
+
+/// A cluster that records no driver version anywhere (no Helm values, NVIDIADriver CR,
+/// ClusterPolicy or node label) imports with the chart default driver of the release it guesses
+/// (the newest release the catalog knows, since no Helm release was found), read from
+/// profiles/gpu-operator.yaml, and a warning at the field that says it is a guess.
+#[test]
+fn without_any_driver_version_the_guessed_releases_chart_default_is_written_and_flagged() {
+    let (mut live, ctx) = hand_made_cluster();
+    for node in live.nodes.as_mut().unwrap() {
+        node["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("nvidia.com/cuda.driver-version.full");
+    }
+    let imported = import(&live, &ctx, catalog(), &opts());
+    let v = parsed(&imported);
+    let version: crate::version::OperatorVersion = v["spec"]["gpuOperator"]["version"]
+        .as_str()
+        .expect("a version")
+        .parse()
+        .expect("an operator version");
+    let newest = catalog()
+        .operator_releases()
+        .last()
+        .expect("the catalog lists releases");
+    assert_eq!(
+        catalog().operator_release(&version).map(|r| &r.version),
+        Some(&newest.version),
+        "no release was found, so the guess is the newest the catalog knows"
+    );
+    assert_eq!(
+        v["spec"]["gpuOperator"]["driver"]["version"],
+        newest.default_driver.to_string().as_str()
+    );
+    assert!(
+        warned(&imported, "no driver version was found"),
+        "{:#?}",
+        imported.warnings
+    );
+}
