@@ -966,3 +966,31 @@ fn immutable_fields_follow_the_upstream_crd_rules() {
         missing.join("\n")
     );
 }
+
+/// profiles/dra.yaml's DeviceClasses are the DRA driver chart's own: every class name and CEL
+/// selector appears verbatim in the chart's templates (v25.12.0 in ../shared/upstream).
+#[test]
+fn dra_device_classes_are_the_driver_charts() {
+    let dir = shared().join("upstream/dra-driver-nvidia-gpu/v25.12.0/templates");
+    let text: String = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
+    let classes = &gpuctl_core::profiles::Catalog::embedded()
+        .dra()
+        .driver
+        .device_classes;
+    assert_eq!(classes.len(), text.matches("kind: DeviceClass").count());
+    for c in classes {
+        assert!(
+            text.contains(&format!("name: {}\n", c.name)),
+            "{} is not a class of the chart",
+            c.name
+        );
+        assert!(
+            text.contains(&format!("expression: \"{}\"", c.selector)),
+            "{}: the selector differs from the chart's",
+            c.name
+        );
+    }
+}
