@@ -352,6 +352,7 @@ async fn run(
     // queues): never a queue object before the Kueue that admits it.
     for phase in [
         Phase::Operator,
+        Phase::Network,
         Phase::Quotas,
         Phase::Queues,
         Phase::Monitoring,
@@ -812,6 +813,9 @@ fn providers(needed: &BTreeSet<TypeRef>) -> String {
             "nvidia.com" => "install the GPU Operator (gpuOperator.install: helm runs it)",
             "mellanox.com" => {
                 "install the Network Operator (networkOperator.install: helm runs it)"
+            }
+            "nv-ipam.nvidia.com" => {
+                "the Network Operator applies them once it reconciles the NicClusterPolicy's nvIpam: check that the operator runs"
             }
             "kueue.x-k8s.io" => "install Kueue (scheduling.kueue.install: helm runs it)",
             "scheduling.volcano.sh" => "install Volcano",

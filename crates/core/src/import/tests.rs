@@ -406,9 +406,20 @@ fn network_and_topology_are_imported_as_the_example_declares_them() {
         (&sn["kind"], &sn["name"], &sn["master"]),
         (&json!("ipoib"), &json!("ib-storage"), &json!("ibp3s0"))
     );
-    // The pods' range lives in the nv-ipam IPPool, which this cluster does not have: a
-    // placeholder, said so.
-    assert!(warned(&imported, "`192.168.0.0/16` is a placeholder"));
+    // The pods' addresses come from the nv-ipam IPPool the network names, read back whole.
+    assert_eq!(sn["ipPool"], "ib-storage", "{}", imported.yaml);
+    assert!(sn["range"].is_null(), "{}", imported.yaml);
+    assert_eq!(
+        no["ipPools"],
+        json!([{
+            "name": "ib-storage", "range": "10.200.0.0/16", "gateway": "10.200.0.1",
+            "perNodeBlockSize": 64,
+            "exclusions": [{"startIP": "10.200.0.2", "endIP": "10.200.0.31"}],
+            "nodePools": ["gb200"],
+        }]),
+        "{}",
+        imported.yaml
+    );
     // The chart values the release has are rendered from fields: nothing kept by hand.
     assert!(no["values"].is_null(), "{}", imported.yaml);
     let pool = &v["spec"]["nodePools"][0];

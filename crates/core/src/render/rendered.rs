@@ -12,8 +12,12 @@ use serde_json::Value;
 pub enum Phase {
     /// Namespaces and PriorityClasses (and the ApplySet parent).
     Foundation,
-    /// GPU Operator release values, NVIDIADriver CRs, MIG Manager and device-plugin ConfigMaps.
+    /// GPU Operator release values, NVIDIADriver CRs, MIG Manager and device-plugin ConfigMaps;
+    /// the Network Operator's NicClusterPolicy and secondary network.
     Operator,
+    /// NVIDIA IPAM pools (IPPool, CIDRPool): their CRDs are applied by the Network Operator once
+    /// the NicClusterPolicy of the operator phase enables `nvIpam`, so they come after it.
+    Network,
     /// ResourceQuotas and LimitRanges.
     Quotas,
     /// Kueue ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, WorkloadPriorityClasses;
@@ -25,9 +29,10 @@ pub enum Phase {
 
 impl Phase {
     /// All phases in apply order.
-    pub const ALL: [Phase; 5] = [
+    pub const ALL: [Phase; 6] = [
         Phase::Foundation,
         Phase::Operator,
+        Phase::Network,
         Phase::Quotas,
         Phase::Queues,
         Phase::Monitoring,
