@@ -41,6 +41,21 @@ pub struct NamedRelease {
     pub release: LiveRelease,
 }
 
+/// A Helm release gpuctl installed for a blueprint, as recorded on its storage Secrets
+/// ([`crate::applyset::BLUEPRINT_LABEL`] and [`crate::names::STACK_LABEL`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnedRelease {
+    /// Release name and namespace, and its newest revision.
+    #[serde(flatten)]
+    pub named: NamedRelease,
+    /// The stack the label names.
+    pub stack: crate::render::Stack,
+    /// The objects of the stack's API groups in the cluster (`Kind/ns/name`), read only for a
+    /// release whose stack the blueprint dropped: they keep its uninstall from running.
+    #[serde(skip)]
+    pub objects: super::Reading<Vec<String>>,
+}
+
 /// Helm's encoding, undone: base64 text of (optionally, for releases stored before Helm
 /// compressed them) gzip-compressed JSON.
 pub fn decode(data: &[u8]) -> Result<Value, String> {
