@@ -2,23 +2,21 @@
 //! blueprint dropped ([`gpuctl_core::plan::uninstall`]), refused while objects of the
 //! component's API groups exist unless `--force-uninstall`. CRDs are never deleted: helm keeps the
 //! CRDs a chart ships in `crds/` by design, and a CRD the chart templates (which helm would
-//! delete with the release) is annotated `helm.sh/resource-policy: keep` first, so helm leaves it.
+//! delete with the release) is marked `helm.sh/resource-policy: keep` in the release's stored
+//! manifest first (where helm looks when it uninstalls), so helm leaves it.
 
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde_json::json;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, PostParams};
 
+use gpuctl_core::live::release::{self, RESOURCE_POLICY};
 use gpuctl_core::plan::uninstall::{UninstallStep, blocked_message};
 use gpuctl_core::plan::{ActionKind, FIELD_MANAGER, Plan};
 
 use super::{ApplyError, ApplyOptions, HelmCtx, HelmFailure};
 use crate::client::{ClusterError, Kube, classify, retry};
-
-/// The annotation that makes helm keep a resource when it uninstalls the release.
-const RESOURCE_POLICY: &str = "helm.sh/resource-policy";
 
 /// Before anything changes (under the lock, after the stale check): each uninstall of the plan
 /// whose component still has objects is refused, unless `--force-uninstall` (or `--no-helm`,
@@ -108,7 +106,7 @@ pub(super) async fn uninstall(
     let kept = keep_crds(k, &step.namespace, &step.release).await?;
     if !kept.is_empty() {
         progress.note(&format!(
-            "{}: {RESOURCE_POLICY}=keep on CRD(s) {} (helm would delete templated CRDs with the release; gpuctl never deletes CRDs)",
+            "{}: {RESOURCE_POLICY}: keep set on CRD(s) {} in the release's stored manifest (helm would delete CRDs a chart templates with the release; gpuctl never deletes CRDs)",
             step.id(),
             kept.join(", ")
         ));
@@ -176,37 +174,53 @@ async fn remaining_objects(
     }
 }
 
-/// Marks the CRDs helm manages as part of the release (`meta.helm.sh/release-name` and
-/// `-namespace` annotations: templated CRDs) `helm.sh/resource-policy: keep`, so `helm uninstall`
-/// leaves them. CRDs from a chart's `crds/` folder are not part of the release and stay anyway.
-/// Returns the CRDs marked.
-async fn keep_crds(k: &Kube, namespace: &str, release: &str) -> Result<Vec<String>, ClusterError> {
-    let api: Api<CustomResourceDefinition> = Api::all(k.client());
-    let lp = ListParams::default();
-    let list = retry(|| api.list_metadata(&lp))
+/// Makes `helm uninstall` leave the CRDs a chart ships as templates (which helm would delete with
+/// the release; those in its `crds/` folder it never deletes): the release's newest stored
+/// revision gets `helm.sh/resource-policy: keep` on each CRD of its manifest, which is where helm
+/// looks when it uninstalls ([`gpuctl_core::live::release::keep_crds`]). The Secret is replaced
+/// under its resourceVersion. Returns the CRDs marked.
+async fn keep_crds(k: &Kube, namespace: &str, name: &str) -> Result<Vec<String>, ClusterError> {
+    let api: Api<Secret> = Api::namespaced(k.client(), namespace);
+    let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
+    let id = format!("Helm release {namespace}/{name}");
+    let list = retry(|| api.list(&lp))
         .await
-        .map_err(|e| classify("list CustomResourceDefinitions", e))?;
-    let mut kept = Vec::new();
-    for crd in &list.items {
-        let Some(a) = crd.metadata.annotations.as_ref() else {
-            continue;
-        };
-        let ours = a.get("meta.helm.sh/release-name").map(String::as_str) == Some(release)
-            && a.get("meta.helm.sh/release-namespace").map(String::as_str) == Some(namespace);
-        if !ours || a.get(RESOURCE_POLICY).map(String::as_str) == Some("keep") {
-            continue;
-        }
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        let body = json!({"metadata": {"annotations": {RESOURCE_POLICY: "keep"}}});
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
-            ..PatchParams::default()
-        };
-        let patch = Patch::Merge(&body);
-        retry(|| api.patch(&name, &params, &patch))
-            .await
-            .map_err(|e| classify(&format!("CustomResourceDefinition/{name}"), e))?;
-        kept.push(name);
+        .map_err(|e| classify(&id, e))?;
+    let newest = list.items.into_iter().max_by_key(|s| {
+        s.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("version"))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    });
+    let Some(mut secret) = newest else {
+        return Ok(vec![]);
+    };
+    let secret_name = secret.metadata.name.clone().unwrap_or_default();
+    let object = format!("Secret/{namespace}/{secret_name}");
+    let unreadable = |message: String| ClusterError::Unreadable {
+        object: object.clone(),
+        message,
+    };
+    let data = secret
+        .data
+        .as_mut()
+        .and_then(|d| d.get_mut("release"))
+        .ok_or_else(|| unreadable("it has no `release` key".into()))?;
+    let mut stored = release::decode(&data.0).map_err(unreadable)?;
+    let marked = release::keep_crds(&mut stored);
+    if marked.is_empty() {
+        return Ok(marked);
     }
-    Ok(kept)
+    data.0 = release::encode(&stored);
+    let pp = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..PostParams::default()
+    };
+    // Guarded by the resourceVersion just read: a helm run in between makes this fail, not race.
+    api.replace(&secret_name, &pp, &secret)
+        .await
+        .map_err(|e| classify(&object, e))?;
+    Ok(marked)
 }
