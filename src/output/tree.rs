@@ -988,6 +988,7 @@ mod tests {
     fn set(objects: Vec<RenderedObject>) -> RenderedSet {
         RenderedSet {
             releases: vec![],
+            undeclared: vec![],
             blueprint: "t".to_string(),
             objects,
             node_patches: Vec::new(),

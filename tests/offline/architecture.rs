@@ -175,6 +175,7 @@ const CLUSTER_DIRECT: &[&str] = &[
     "percent-encoding",
     "rustls",
     "rustls-native-certs",
+    "rustix", // SIGTERM to a helm run that outlives --wait-timeout (tokio only sends SIGKILL)
     "serde",
     "serde_json",
     "sha2",

@@ -332,6 +332,11 @@ pub struct RenderedSet {
     /// (Kueue, the Network Operator), in [`Stack`] order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub releases: Vec<HelmRelease>,
+    /// The stacks the blueprint does not declare at all (`install: none` and `gitops` count as
+    /// declared: something else installs them): a release gpuctl installed for one of these is
+    /// planned for uninstall. Empty when unknown, which plans no uninstall.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undeclared: Vec<Stack>,
     /// Documents (runbooks) by relative path, e.g. `runbooks/troubleshooting.md`.
     pub documents: BTreeMap<String, String>,
 }
