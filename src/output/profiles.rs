@@ -394,7 +394,7 @@ mod tests {
             "R580",
             "v26.7.0",
             "Kueue releases (gpuctl writes kueue.x-k8s.io/v1beta2)",
-            "v0.19.x, up to v0.19.2",
+            "v0.19.x, up to v0.19.3",
             "Volcano releases",
             "Sources",
         ] {

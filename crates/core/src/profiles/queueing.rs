@@ -350,7 +350,7 @@ impl QueueSystem {
         format!("{}/{}", self.group, self.renders)
     }
 
-    /// The release lines gpuctl can write for, for hints: `v0.15.x, ..., v0.19.x (up to v0.19.2)`.
+    /// The release lines gpuctl can write for, for hints: `v0.15.x, ..., v0.19.x (up to v0.19.3)`.
     pub fn known(&self) -> String {
         self.renderable_lines()
             .map(|r| match &r.newest_patch {
