@@ -461,7 +461,7 @@ fn capacity(ctx: &mut Ctx<'_>, path: &str, pool: &IpPool, net: IpNet, facts: &Nv
                     "GPU162",
                     at,
                     format!("pool `{}` serves {nodes} nodes{who} with {block} addresses each ({}), but {net} has {hosts} host addresses: only {fits} nodes get a block", shorten(&pool.name), u128::from(block) * nodes),
-                    format!("use a block of at most {} addresses, or a range of at least /{} ", hosts / nodes, prefix_for(u128::from(block) * nodes, net, facts)),
+                    format!("use a block of at most {} addresses, or a range of at least /{}", hosts / nodes, prefix_for(u128::from(block) * nodes, net, facts)),
                 );
             }
         }

@@ -884,12 +884,22 @@ fn overlaps_among_many_pools() {
             i % 256
         ));
     }
-    pools.push_str("      - { name: wide, range: 10.0.0.0/16, perNodeBlockSize: 2, nodePools: [train] }\n");
-    let text = edit(&net_base(), &[("  upgrades:\n", &format!("{pools}  upgrades:\n"))]);
+    pools.push_str(
+        "      - { name: wide, range: 10.0.0.0/16, perNodeBlockSize: 2, nodePools: [train] }\n",
+    );
+    let text = edit(
+        &net_base(),
+        &[("  upgrades:\n", &format!("{pools}  upgrades:\n"))],
+    );
     let started = std::time::Instant::now();
     let r = run(&text);
     let overlaps: Vec<_> = r.findings.iter().filter(|f| f.rule == "GPU163").collect();
-    assert_eq!(overlaps.len(), 256, "{:#?}", &overlaps[..overlaps.len().min(3)]);
+    assert_eq!(
+        overlaps.len(),
+        256,
+        "{:#?}",
+        &overlaps[..overlaps.len().min(3)]
+    );
     assert!(
         overlaps
             .iter()
