@@ -461,7 +461,7 @@ fn capacity(ctx: &mut Ctx<'_>, path: &str, pool: &IpPool, net: IpNet, facts: &Nv
                     "GPU162",
                     at,
                     format!("pool `{}` serves {nodes} nodes{who} with {block} addresses each ({}), but {net} has {hosts} host addresses: only {fits} nodes get a block", shorten(&pool.name), u128::from(block) * nodes),
-                    format!("use a block of at most {} addresses, or a range of at least /{} ", hosts / nodes, prefix_for(u128::from(block) * nodes, net, facts)),
+                    format!("use a block of at most {} addresses, or a range of at least /{}", hosts / nodes, prefix_for(u128::from(block) * nodes, net, facts)),
                 );
             }
         }
@@ -515,20 +515,40 @@ fn overlaps(
     cluster: &[(String, &'static str, IpNet)],
 ) {
     let overlap = |a: &IpNet, b: &IpNet| a.contains(&b.network()) || b.contains(&a.network());
+    // Two CIDRs either nest or are apart, so in address order (wider first at one address) a
+    // pool overlaps an earlier one exactly when one of the still-open earlier ranges contains it:
+    // one pass with a stack, not every pair (a hostile file may hold thousands of pools).
+    let mut order: Vec<usize> = (0..pools.len()).collect();
+    order.sort_by_key(|&i| (pools[i].2.network(), pools[i].2.prefix_len(), i));
+    let mut open: Vec<usize> = Vec::new();
+    // For each pool (the later one of a pair in blueprint order), the earlier pools it overlaps.
+    let mut earlier: Vec<Vec<usize>> = vec![Vec::new(); pools.len()];
+    for i in order {
+        while open
+            .last()
+            .is_some_and(|&o| !pools[o].2.contains(&pools[i].2))
+        {
+            open.pop();
+        }
+        if let Some(&o) = open.last() {
+            earlier[o.max(i)].push(o.min(i));
+        }
+        open.push(i);
+    }
     for (i, (path, name, net)) in pools.iter().enumerate() {
-        for (_, other, onet) in &pools[..i] {
-            if overlap(net, onet) {
-                ctx.emit(
-                    "GPU163",
-                    format!("{path}.range"),
-                    format!(
-                        "pool `{}` ({net}) overlaps pool `{}` ({onet})",
-                        shorten(name),
-                        shorten(other)
-                    ),
-                    "give each pool its own addresses: nv-ipam would hand one address to two pods",
-                );
-            }
+        earlier[i].sort_unstable();
+        for &j in &earlier[i] {
+            let (_, other, onet) = &pools[j];
+            ctx.emit(
+                "GPU163",
+                format!("{path}.range"),
+                format!(
+                    "pool `{}` ({net}) overlaps pool `{}` ({onet})",
+                    shorten(name),
+                    shorten(other)
+                ),
+                "give each pool its own addresses: nv-ipam would hand one address to two pods",
+            );
         }
         for (cpath, what, cnet) in cluster {
             if overlap(net, cnet) {

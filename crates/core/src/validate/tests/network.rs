@@ -871,3 +871,41 @@ fn network_findings_name_the_documented_facts() {
     );
     assert!(f.hint.as_deref().unwrap_or_default().contains("v26.7.0"));
 }
+
+/// Overlaps are found among many pools without comparing every pair: 3000 disjoint /24s and one
+/// /16 over the first 256 of them give exactly those 256 findings, each at the later pool.
+#[test]
+fn overlaps_among_many_pools() {
+    let mut pools = String::from("    ipPools:\n");
+    for i in 0..3000u32 {
+        pools.push_str(&format!(
+            "      - {{ name: p{i}, range: 10.{}.{}.0/24, perNodeBlockSize: 2, nodePools: [train] }}\n",
+            i / 256,
+            i % 256
+        ));
+    }
+    pools.push_str(
+        "      - { name: wide, range: 10.0.0.0/16, perNodeBlockSize: 2, nodePools: [train] }\n",
+    );
+    let text = edit(
+        &net_base(),
+        &[("  upgrades:\n", &format!("{pools}  upgrades:\n"))],
+    );
+    let started = std::time::Instant::now();
+    let r = run(&text);
+    let overlaps: Vec<_> = r.findings.iter().filter(|f| f.rule == "GPU163").collect();
+    assert_eq!(
+        overlaps.len(),
+        256,
+        "{:#?}",
+        &overlaps[..overlaps.len().min(3)]
+    );
+    assert!(
+        overlaps
+            .iter()
+            .all(|f| f.path == "spec.networkOperator.ipPools[3000].range"),
+        "{:#?}",
+        &overlaps[..3]
+    );
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}
