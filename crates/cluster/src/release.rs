@@ -23,28 +23,37 @@ use gpuctl_core::render::Stack;
 
 use crate::client::{ClusterError, Kube, classify, retry};
 
-/// Reads the newest revision of `release` in `namespace`; `None` when Helm stores none there.
-pub async fn read_release(
+/// The Secret of the newest revision Helm stores of `release` in `namespace`, with its revision
+/// number (from its `version` label; Secrets without a numeric one are not revisions); `None`
+/// when Helm stores none there.
+pub async fn newest_revision(
     k: &Kube,
     namespace: &str,
     release: &str,
-) -> Result<Option<LiveRelease>, ClusterError> {
+) -> Result<Option<(u64, Secret)>, ClusterError> {
     let api: Api<Secret> = Api::namespaced(k.client(), namespace);
     let lp = ListParams::default().labels(&format!("owner=helm,name={release}"));
     let id = format!("Helm release {namespace}/{release}");
     let list = retry(|| api.list(&lp))
         .await
         .map_err(|e| classify(&id, e))?;
-    let newest = list
+    Ok(list
         .items
-        .iter()
+        .into_iter()
         .filter_map(|s| {
-            let labels = s.metadata.labels.as_ref()?;
-            let revision: u64 = labels.get("version")?.parse().ok()?;
+            let revision: u64 = s.metadata.labels.as_ref()?.get("version")?.parse().ok()?;
             Some((revision, s))
         })
-        .max_by_key(|(revision, _)| *revision);
-    let Some((revision, secret)) = newest else {
+        .max_by_key(|(revision, _)| *revision))
+}
+
+/// Reads the newest revision of `release` in `namespace`; `None` when Helm stores none there.
+pub async fn read_release(
+    k: &Kube,
+    namespace: &str,
+    release: &str,
+) -> Result<Option<LiveRelease>, ClusterError> {
+    let Some((revision, secret)) = newest_revision(k, namespace, release).await? else {
         return Ok(None);
     };
     let name = secret.metadata.name.clone().unwrap_or_default();

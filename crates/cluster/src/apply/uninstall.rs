@@ -9,14 +9,14 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 
 use gpuctl_core::live::release::{self, RESOURCE_POLICY};
 use gpuctl_core::plan::uninstall::{UninstallStep, blocked_message};
 use gpuctl_core::plan::{ActionKind, FIELD_MANAGER, Plan};
 
 use super::{ApplyError, ApplyOptions, HelmCtx, HelmFailure};
-use crate::client::{ClusterError, Kube, classify, retry};
+use crate::client::{ClusterError, Kube, classify};
 
 /// Before anything changes (under the lock, after the stale check): each uninstall of the plan
 /// whose component still has objects is refused, unless `--force-uninstall` (or `--no-helm`,
@@ -180,21 +180,7 @@ async fn remaining_objects(
 /// looks when it uninstalls ([`gpuctl_core::live::release::keep_crds`]). The Secret is replaced
 /// under its resourceVersion. Returns the CRDs marked.
 async fn keep_crds(k: &Kube, namespace: &str, name: &str) -> Result<Vec<String>, ClusterError> {
-    let api: Api<Secret> = Api::namespaced(k.client(), namespace);
-    let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
-    let id = format!("Helm release {namespace}/{name}");
-    let list = retry(|| api.list(&lp))
-        .await
-        .map_err(|e| classify(&id, e))?;
-    let newest = list.items.into_iter().max_by_key(|s| {
-        s.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("version"))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    });
-    let Some(mut secret) = newest else {
+    let Some((_, mut secret)) = crate::release::newest_revision(k, namespace, name).await? else {
         return Ok(vec![]);
     };
     let secret_name = secret.metadata.name.clone().unwrap_or_default();
@@ -219,6 +205,7 @@ async fn keep_crds(k: &Kube, namespace: &str, name: &str) -> Result<Vec<String>,
         ..PostParams::default()
     };
     // Guarded by the resourceVersion just read: a helm run in between makes this fail, not race.
+    let api: Api<Secret> = Api::namespaced(k.client(), namespace);
     api.replace(&secret_name, &pp, &secret)
         .await
         .map_err(|e| classify(&object, e))?;

@@ -181,14 +181,7 @@ fn plugin(spec: &Value, catalog: &Catalog, p: &str, draft: &mut Draft) -> Option
             format!("the device plugin selects NIC vendors {:?}; gpuctl selects NVIDIA's (`{vendor}`) only", strings(&sel["vendors"])),
         );
     }
-    let known = ["vendors", "ifNames", "isRdma", "linkTypes"];
-    let other: Vec<&String> = sel
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, _)| k)
-        .filter(|k| !known.contains(&k.as_str()))
-        .collect();
+    let other = keys_outside(sel, &["vendors", "ifNames", "isRdma", "linkTypes"]);
     if !other.is_empty() {
         draft.warn(
             &format!("{p}.devicePlugin"),
@@ -705,24 +698,20 @@ fn ip_pool(o: &Value, groups: &[Group], p: &str, draft: &mut Draft) -> Y {
             m.push(("nodePools".into(), Y::List(picked)));
         }
     }
-    let known = [
-        "subnet",
-        "cidr",
-        "gateway",
-        "gatewayIndex",
-        "perNodeBlockSize",
-        "perNodeNetworkPrefix",
-        "defaultGateway",
-        "exclusions",
-        "nodeSelector",
-    ];
-    let extra: Vec<&String> = s
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, _)| k)
-        .filter(|k| !known.contains(&k.as_str()))
-        .collect();
+    let extra = keys_outside(
+        s,
+        &[
+            "subnet",
+            "cidr",
+            "gateway",
+            "gatewayIndex",
+            "perNodeBlockSize",
+            "perNodeNetworkPrefix",
+            "defaultGateway",
+            "exclusions",
+            "nodeSelector",
+        ],
+    );
     if !extra.is_empty() {
         draft.warn(
             p,
@@ -906,4 +895,14 @@ pub(super) fn levels(
         );
     }
     out
+}
+
+/// The keys of mapping `v` that are not in `known` (what gpuctl does not render), in map order.
+fn keys_outside<'a>(v: &'a Value, known: &[&str]) -> Vec<&'a String> {
+    v.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect()
 }

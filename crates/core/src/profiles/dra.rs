@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::DRA_FILE;
 use super::common::{PartialDate, TextList, text_list};
 use super::{FactRow, ProfileError, RowLog, inconsistent, sourced};
+use crate::version::KubeVersion;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -163,7 +164,7 @@ impl KubernetesDra {
 
     /// The minors the table knows, oldest first.
     pub fn minors(&self) -> Vec<String> {
-        let mut all: Vec<(u32, u32)> = self
+        let mut all: Vec<(u64, u64)> = self
             .gates
             .iter()
             .flat_map(|g| g.stages.keys().filter_map(|m| minor_of(m)))
@@ -174,12 +175,13 @@ impl KubernetesDra {
     }
 }
 
-/// `(major, minor)` of `1.35`, `1.35.4` or `v1.35.4`.
-fn minor_of(version: &str) -> Option<(u32, u32)> {
-    let mut parts = version.trim_start_matches('v').split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
+/// `(major, minor)` of `1.35`, `1.35.4` or `v1.35.4`, read as the blueprint reads a Kubernetes
+/// version ([`KubeVersion`]).
+fn minor_of(version: &str) -> Option<(u64, u64)> {
+    version
+        .parse::<KubeVersion>()
+        .ok()
+        .map(|v| v.minor_version())
 }
 
 /// NVIDIA's DRA driver.
