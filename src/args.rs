@@ -133,9 +133,14 @@ pub enum Command {
         /// Longest wait for a CRD to be served (e.g. 2m).
         #[arg(long, default_value = "2m", value_name = "DURATION")]
         crd_timeout: String,
-        /// Do not run helm even when `install: helm` and helm is on PATH.
+        /// Run no helm: apply the objects and print the helm command of each release to install,
+        /// upgrade or uninstall (without it, an apply that needs helm and finds none is refused).
         #[arg(long)]
         no_helm: bool,
+        /// Uninstall the release of a component the blueprint dropped even while objects of its
+        /// kinds (a NicClusterPolicy, ClusterQueues) exist.
+        #[arg(long)]
+        force_uninstall: bool,
         /// Wait this long for another apply of the same blueprint to finish (e.g. 5m; default:
         /// refuse at once, naming who holds the lock).
         #[arg(long, default_value = "0s", value_name = "DURATION")]

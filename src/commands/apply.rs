@@ -89,6 +89,9 @@ pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
         eprintln!("No changes. The cluster matches the blueprint.");
         return Ok(ExitStatus::Success);
     }
+    // A helm the apply needs and cannot run refuses it before the plan is shown for
+    // confirmation (apply checks again under its lock).
+    rt.block_on(apply::helm_ready(&plan, &cmd.options))?;
     // A blueprint is planned and applied in one go: show what is about to happen (saved plans
     // were reviewed when they were made). A person at a terminal confirms it; pipelines, which
     // have no terminal, proceed as `kubectl apply` does, and log the plan.

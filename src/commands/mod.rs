@@ -225,6 +225,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             wait_timeout,
             crd_timeout,
             no_helm,
+            force_uninstall,
             lock_timeout,
             lock_duration,
             webhook_timeout,
@@ -242,6 +243,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
                 crd_timeout: crate::settings::duration("crd-timeout", &crd_timeout)?,
                 wait_timeout: crate::settings::duration("wait-timeout", &wait_timeout)?,
                 run_helm: !no_helm,
+                force_uninstall,
                 lock_timeout: crate::settings::duration("lock-timeout", &lock_timeout)?,
                 lock_duration: crate::settings::at_least(
                     "lock-duration",

@@ -8,7 +8,8 @@ use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::located::Severity;
 use gpuctl_core::names::DEFAULT_DRIVER_CR;
 use gpuctl_core::plan::{
-    Action, ActionKind, DriverRollout, HelmAction, HelmPlan, Mode, Plan, diff::Change, redact,
+    Action, ActionKind, DriverRollout, HelmAction, HelmPlan, Mode, Plan, UninstallStep,
+    diff::Change, redact,
 };
 use gpuctl_core::render::HelmRelease;
 
@@ -229,6 +230,11 @@ fn totals(plan: &Plan) -> String {
             };
             Some(format!(" {label}: {word}."))
         })
+        .chain(
+            plan.uninstalls
+                .iter()
+                .map(|u| format!(" {} release: uninstall.", u.stack.title())),
+        )
         .collect();
     // Adoptions are named only when there are some, so plans of gpuctl-made clusters read as before.
     let adopt = if s.adopt > 0 {
@@ -282,6 +288,9 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
     }
     for (label, h, hp) in release_steps(plan) {
         out.push_str(&helm_block(&label, h, hp, style, verbose));
+    }
+    for u in &plan.uninstalls {
+        out.push_str(&uninstall_block(u, style));
     }
     out.push_str(&format!("\n{}\n", totals(plan)));
     if plan.summary.create > 0
@@ -352,6 +361,30 @@ fn helm_block(
         for c in &hp.changes {
             out.push_str(&format!("      {}\n", change_line(c)));
         }
+    }
+    out
+}
+
+/// A release of a component the blueprint dropped: `helm uninstall`, why gpuctl takes it for its
+/// own, and what keeps it from running.
+fn uninstall_block(u: &UninstallStep, style: Style) -> String {
+    let mut out = format!(
+        "\n{} release:\n  {} {}\n      # revision {} ({}), chart {} {}; runs `{}`\n      # {}\n",
+        u.stack.title(),
+        paint(style, "31", &format!("- {:<8}", "uninstall")),
+        u.id(),
+        u.revision,
+        u.status,
+        u.chart,
+        u.chart_version,
+        u.command(),
+        u.reason
+    );
+    if !u.blockers.is_empty() {
+        out.push_str(&format!(
+            "      # refused while these exist (apply --force-uninstall goes ahead): {}\n",
+            u.blockers.join(", ")
+        ));
     }
     out
 }
@@ -428,7 +461,11 @@ pub fn markdown(plan: &Plan) -> String {
             Some((word, *h, hp))
         })
         .collect();
-    if changed.is_empty() && plan.nodes.is_empty() && release_rows.is_empty() {
+    if changed.is_empty()
+        && plan.nodes.is_empty()
+        && release_rows.is_empty()
+        && plan.uninstalls.is_empty()
+    {
         out.push_str("No changes. The cluster matches the blueprint.\n");
     } else {
         out.push_str("| action | object | changes |\n|---|---|---|\n");
@@ -448,6 +485,14 @@ pub fn markdown(plan: &Plan) -> String {
                     fields(hp.changes.len())
                 )
             })
+            .chain(plan.uninstalls.iter().map(|u| {
+                format!(
+                    "| uninstall | `{}` (chart {}) | {} |\n",
+                    u.id(),
+                    u.chart_version,
+                    u.reason.replace('|', "\\|")
+                )
+            }))
             .chain(changed.iter().map(|a| {
                 let note = match (&a.reason, a.action) {
                     (_, ActionKind::Create) => String::new(),
@@ -622,6 +667,7 @@ mod tests {
         }
         Plan {
             releases: vec![],
+            uninstalls: vec![],
             format_version: 1,
             gpuctl_version: "0".into(),
             blueprint: "bp".into(),

@@ -242,6 +242,7 @@ pub fn phase_dir(p: Phase) -> &'static str {
     match p {
         Phase::Foundation => "10-foundation",
         Phase::Operator => "20-operator",
+        Phase::Network => "25-network",
         Phase::Quotas => "30-quotas",
         Phase::Queues => "40-queues",
         Phase::Monitoring => "50-monitoring",
@@ -987,6 +988,7 @@ mod tests {
     fn set(objects: Vec<RenderedObject>) -> RenderedSet {
         RenderedSet {
             releases: vec![],
+            undeclared: vec![],
             blueprint: "t".to_string(),
             objects,
             node_patches: Vec::new(),

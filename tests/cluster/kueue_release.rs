@@ -28,7 +28,8 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::Api;
+use kube::Client;
+use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 use support::fresh::FreshCluster;
@@ -394,4 +395,260 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(p["releases"][0]["plan"]["action"], "no-op", "{p}");
+}
+
+/// The test's blueprint without Kueue: no queueing, the tenant without a queue.
+fn without_kueue(text: &str) -> String {
+    let start = text
+        .find("  scheduling:\n")
+        .expect("the blueprint has scheduling");
+    let end = text
+        .find("  tenants:\n")
+        .expect("the blueprint has tenants");
+    let mut out = format!("{}{}", &text[..start], &text[end..]);
+    let queue = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("queue: "))
+        .expect("the tenant names its queue")
+        .to_string();
+    out = out.replace(&format!("{queue}\n"), "");
+    out
+}
+
+fn kueue_api(
+    client: &Client,
+    kind: &str,
+    plural: &str,
+    ns: Option<&str>,
+) -> Api<kube::api::DynamicObject> {
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", kind),
+        plural,
+    );
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// Removing Kueue from a blueprint whose Kueue gpuctl installed: the plan uninstalls the release
+/// (saying why it is gpuctl's), apply refuses while the queues exist (nothing changes), and once
+/// they are deleted apply uninstalls it with the real helm: `helm list` no longer has it, and the
+/// CRDs stay. Same fresh harness without Kueue and same stand-in pod as the test above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn removing_kueue_uninstalls_its_release_once_its_queues_are_gone_and_keeps_the_crds() {
+    let Some(_shared) = TestCluster::connect("kueue_removal").await else {
+        return;
+    };
+    let fresh = FreshCluster::up_with("kueue-removal", &["--without-kueue"]);
+    let kc = fresh.kubeconfig();
+    let tc = TestCluster::connect_kubeconfig(&kc, "kueue-removal")
+        .await
+        .expect("connects to the fresh cluster");
+    let helm = fresh.var("GPUCTL_HELM");
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(&helm)
+        .args(["package", &fresh.var("GPUCTL_KUEUE_CHART"), "-d"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "helm package: {}", text(&o));
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&helm, bin.join("helm")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut prefix = tc.prefix.clone();
+    prefix.truncate(30);
+    let prefix = prefix.trim_end_matches('-').to_string();
+    let with = BLUEPRINT.replace("@P@", &prefix);
+    let bp = dir.path().join("kueue.yaml");
+    std::fs::write(&bp, &with).unwrap();
+    let bps = bp.to_str().unwrap().to_string();
+    let kcs = kc.to_str().unwrap().to_string();
+    tc.create_gpu_node(
+        "h100-0",
+        &GpuNode::h100(8)
+            .driver("595.91.07", (13, 2))
+            .label("gpuctl.dev/pool", &format!("{prefix}-h100")),
+    )
+    .await
+    .unwrap();
+    let apply = [
+        "apply",
+        &bps,
+        "--kubeconfig",
+        &kcs,
+        "--yes",
+        "--crd-timeout",
+        "60s",
+        "--wait-timeout",
+        "60s",
+    ];
+    let pod = tokio::spawn(kueue_pod(
+        tc.client.clone(),
+        fresh.var("GPUCTL_KUEUE"),
+        kc.clone(),
+        dir.path().to_path_buf(),
+    ));
+    let o = tokio::task::spawn_blocking({
+        let (path, apply) = (path.clone(), apply.map(String::from));
+        move || gpuctl(&apply.iter().map(String::as_str).collect::<Vec<_>>(), &path)
+    })
+    .await
+    .unwrap();
+    let _pod = pod.await.expect("the Kueue stand-in started");
+    assert_eq!(o.status.code(), Some(0), "apply with Kueue: {}", text(&o));
+    assert_eq!(revisions(&tc.client).await, 1);
+
+    // Kueue dropped from the blueprint: the plan uninstalls the release, blocked by the queues
+    // (which it also prunes).
+    std::fs::write(&bp, without_kueue(&with)).unwrap();
+    let (o, p) = plan_json(&["plan", &bps, "--kubeconfig", &kcs, "-o", "json"], &path);
+    assert_eq!(o.status.code(), Some(0), "plan without Kueue: {}", text(&o));
+    let u = &p["uninstalls"][0];
+    assert_eq!(u["release"], "kueue", "{p}");
+    assert_eq!(u["namespace"], NS);
+    assert_eq!(u["chart"], "kueue");
+    let reason = u["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("gpuctl.dev/blueprint={prefix}"))
+            && reason.contains("no longer declares spec.scheduling.kueue"),
+        "{reason}"
+    );
+    let blockers: Vec<&str> = u["blockers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap())
+        .collect();
+    let cq = format!("ClusterQueue/{prefix}-cq");
+    assert!(blockers.contains(&cq.as_str()), "{blockers:?}");
+    assert_eq!(p["summary"]["uninstall"], 1);
+    let o = gpuctl(&["plan", &bps, "--kubeconfig", &kcs], &path);
+    let human = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        human.contains("- uninstall HelmRelease/kueue-system/kueue"),
+        "{human}"
+    );
+    assert!(human.contains("Kueue release: uninstall."), "{human}");
+
+    // Apply is refused while they exist: exit 1, the objects named, nothing changed.
+    let o = gpuctl(&apply, &path);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "apply while queues exist: {}",
+        text(&o)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("nothing was applied"), "{err}");
+    assert!(
+        err.contains("is not uninstalled while objects of its kinds exist"),
+        "{err}"
+    );
+    assert!(err.contains(&cq), "{err}");
+    assert!(err.contains("--force-uninstall"), "{err}");
+    let cqs = kueue_api(&tc.client, "ClusterQueue", "clusterqueues", None);
+    assert!(
+        cqs.get_opt(&format!("{prefix}-cq"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(revisions(&tc.client).await, 1, "the release was touched");
+
+    // The queues deleted (Kueue, still running, lets them go): apply uninstalls the release.
+    let dp = kube::api::DeleteParams::default();
+    for (kind, plural, ns) in [
+        ("LocalQueue", "localqueues", Some(format!("{prefix}-ns"))),
+        ("ClusterQueue", "clusterqueues", None),
+        ("ResourceFlavor", "resourceflavors", None),
+    ] {
+        let api = kueue_api(&tc.client, kind, plural, ns.as_deref());
+        for o in api.list(&ListParams::default()).await.unwrap() {
+            let _ = api.delete(&o.metadata.name.unwrap(), &dp).await;
+        }
+    }
+    let k = gpuctl_cluster::connect(&gpuctl_cluster::ConnectOptions {
+        kubeconfig: Some(kc.clone()),
+        context: None,
+    })
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = gpuctl_cluster::release::objects_in_groups(&k, &["kueue.x-k8s.io".to_string()])
+            .await
+            .unwrap();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Kueue objects stay: {left:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let o = gpuctl(&apply, &path);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "apply once the queues are gone: {}",
+        text(&o)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("helm release kueue-system/kueue (kueue 0.19.2) uninstalled; its CRDs stay"),
+        "{err}"
+    );
+    // Kueue's chart templates its CRDs, which helm deletes with the release unless kept.
+    assert!(
+        err.contains("helm.sh/resource-policy: keep set on CRD(s)")
+            && err.contains("clusterqueues.kueue.x-k8s.io"),
+        "{err}"
+    );
+    let o = Command::new(&helm)
+        .args(["list", "-A", "-a", "--kubeconfig", &kcs, "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "helm list: {}", text(&o));
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        !listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "kueue"),
+        "helm list still has kueue: {listed}"
+    );
+    assert_eq!(revisions(&tc.client).await, 0);
+    // Kueue's CRDs stay (served still), and the next plan is empty.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(tc.client.clone());
+    for crd in [
+        "clusterqueues.kueue.x-k8s.io",
+        "localqueues.kueue.x-k8s.io",
+        "resourceflavors.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+    ] {
+        assert!(
+            crds.get_opt(crd).await.unwrap().is_some(),
+            "CRD {crd} was deleted"
+        );
+    }
+    let o = gpuctl(
+        &["plan", &bps, "--kubeconfig", &kcs, "--detailed-exitcode"],
+        &path,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "plan after the uninstall: {}",
+        text(&o)
+    );
 }

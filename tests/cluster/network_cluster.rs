@@ -211,3 +211,179 @@ async fn plan_shows_network_objects_and_nodes_without_level_labels() {
     );
     assert!(!topo[0].contains(&tc.name("rack1-t1")), "{}", topo[0]);
 }
+
+/// The gb200 example with the installs left to someone else (this test is about the pools, not
+/// helm), its pool selector unique to this test, and two more nv-ipam pools: an IPv4 CIDRPool the
+/// secondary network uses (so its IPAM names `poolType: cidrpool`) and an IPv6 IPPool.
+fn ip_pools_blueprint(pool: &str) -> String {
+    let text =
+        std::fs::read_to_string(render_common::root().join("blueprints/gb200-nvl72-training.yaml"))
+            .unwrap();
+    let edits = [
+        ("    install: helm\n", "    install: none\n"),
+        (
+            "gpuctl.dev/pool: gb200",
+            &format!("gpuctl.dev/pool: {pool}"),
+        ),
+        ("ipPool: ib-storage }", "ipPool: rail-1 }"),
+        (
+            "        nodePools: [gb200]\n",
+            "        nodePools: [gb200]\n      - { name: rail-1, kind: cidrpool, range: 10.220.0.0/16, perNodeNetworkPrefix: 24, gatewayIndex: 1, defaultGateway: true, exclusions: [{ startIP: 10.220.0.1, endIP: 10.220.0.3 }] }\n      - { name: rail-v6, range: \"fd00:10:220::/48\", gateway: \"fd00:10:220::1\", perNodeBlockSize: 1024 }\n",
+        ),
+    ];
+    let mut text = text;
+    for (from, to) in edits {
+        assert!(text.contains(from), "not in the example: {from}");
+        text = text.replace(from, to);
+    }
+    text
+}
+
+/// Issue 30: a blueprint with IP pools applies, the API server (with nv-ipam's CRDs, which the
+/// harness installs from ../shared/upstream/nvidia-k8s-ipam) stores pools equal to what was
+/// rendered, and the next plan is empty. Stand-in, stated plainly: no Network Operator runs here,
+/// so nothing deploys nv-ipam or hands out addresses; the CRDs are the ones it would apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn ip_pools_apply_and_are_stored_as_rendered() {
+    let Some(_shared) = TestCluster::connect("ip_pools").await else {
+        return;
+    };
+    // A cluster of its own: the NicClusterPolicy and IPoIBNetwork are cluster-scoped singletons.
+    let fresh = support::fresh::FreshCluster::up("ip-pools");
+    let kc = fresh.kubeconfig();
+    let tc = TestCluster::connect_kubeconfig(&kc, "ip-pools")
+        .await
+        .expect("connects to the fresh cluster");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pools.yaml");
+    std::fs::write(&path, ip_pools_blueprint(&tc.name("gb200"))).unwrap();
+    let set = render_common::render_file(&path);
+    let pools: Vec<_> = set
+        .objects
+        .iter()
+        .filter(|o| o.api_version.starts_with("nv-ipam.nvidia.com/"))
+        .collect();
+    let kinds: Vec<String> = pools
+        .iter()
+        .map(|o| format!("{}/{}", o.kind, o.name))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["CIDRPool/rail-1", "IPPool/ib-storage", "IPPool/rail-v6"],
+        "rendered pools"
+    );
+
+    let kubeconfig = kc.to_str().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+            .args(args)
+            .args(["--kubeconfig", kubeconfig])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("GPUCTL_TODAY", "2026-11-30")
+            .output()
+            .expect("gpuctl runs")
+    };
+    let p = path.to_str().unwrap();
+    let o = run(&[
+        "apply",
+        p,
+        "--no-helm",
+        "--wait-timeout",
+        "60s",
+        "--crd-timeout",
+        "30s",
+    ]);
+    let out = format!(
+        "exit {:?}\n{}\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "apply failed: {out}");
+
+    for o in &pools {
+        let (group, version) = o.api_version.split_once('/').unwrap();
+        let ar = kube::discovery::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(group, version, &o.kind),
+            &format!("{}s", o.kind.to_ascii_lowercase()),
+        );
+        let ns = o.namespace.as_deref().expect("pools are namespaced");
+        assert_eq!(
+            ns, "nvidia-network-operator",
+            "nv-ipam reads the operator's namespace"
+        );
+        let api: kube::Api<kube::api::DynamicObject> =
+            kube::Api::namespaced_with(tc.client.clone(), ns, &ar);
+        let stored = api
+            .get(&o.name)
+            .await
+            .unwrap_or_else(|e| panic!("{}/{} was not stored: {e}\n{out}", o.kind, o.name));
+        let stored_spec = &stored.data["spec"];
+        let rendered = o.manifest["spec"].as_object().unwrap();
+        // Field by field, both ways: what was rendered is stored, and nothing else is.
+        for (k, v) in rendered {
+            assert_eq!(&stored_spec[k], v, "{}/{} spec.{k}", o.kind, o.name);
+        }
+        let stored_keys: Vec<&String> = stored_spec.as_object().unwrap().keys().collect();
+        let rendered_keys: Vec<&String> = rendered.keys().collect();
+        let mut a = stored_keys.clone();
+        let mut b = rendered_keys.clone();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{}/{}: spec keys", o.kind, o.name);
+        for (k, v) in o.manifest["metadata"]["labels"].as_object().unwrap() {
+            assert_eq!(
+                stored.metadata.labels.as_ref().and_then(|l| l.get(k)),
+                v.as_str().map(str::to_string).as_ref(),
+                "{}/{} label {k}",
+                o.kind,
+                o.name
+            );
+        }
+    }
+    // The stored network names the CIDRPool as nv-ipam's CNI reads it.
+    let net = tc
+        .dynamic(
+            "mellanox.com",
+            "v1alpha1",
+            "IPoIBNetwork",
+            "ipoibnetworks",
+            false,
+        )
+        .get("ib-storage")
+        .await
+        .expect("the secondary network is stored");
+    let ipam: Value = serde_json::from_str(net.data["spec"]["ipam"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        ipam,
+        json!({"type": "nv-ipam", "poolName": "rail-1", "poolType": "cidrpool"})
+    );
+    let policy = tc
+        .dynamic(
+            "mellanox.com",
+            "v1alpha1",
+            "NicClusterPolicy",
+            "nicclusterpolicies",
+            false,
+        )
+        .get("nic-cluster-policy")
+        .await
+        .unwrap();
+    assert_eq!(
+        policy.data["spec"]["nvIpam"]["image"], "nvidia-k8s-ipam",
+        "nv-ipam is on when pools are declared"
+    );
+
+    let o = run(&["plan", p, "--detailed-exitcode"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the plan after apply is not empty:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

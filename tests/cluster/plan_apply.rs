@@ -119,6 +119,7 @@ impl Fixture {
         objects.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         RenderedSet {
             releases: vec![],
+            undeclared: vec![],
             blueprint: p.clone(),
             objects,
             node_patches: vec![NodePatch {

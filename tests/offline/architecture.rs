@@ -73,6 +73,7 @@ fn assert_allowed(what: &str, have: &BTreeSet<String>, allowed: &[&str], advice:
 const CORE_DIRECT: &[&str] = &[
     "base64",              // Helm release payloads
     "flate2",              // Helm keeps releases gzip-compressed
+    "ipnet",               // IPv4/IPv6 CIDRs of the nv-ipam pools
     "jiff",                // dates of the facts catalog, journals
     "k8s-openapi",         // the Kubernetes types (no client)
     "minijinja",           // templates
@@ -115,6 +116,7 @@ const CORE_TREE: &[&str] = &[
     "hashbrown",
     "hybrid-array",
     "indexmap",
+    "ipnet",
     "itoa",
     "jiff",
     "jiff-core",
@@ -173,6 +175,7 @@ const CLUSTER_DIRECT: &[&str] = &[
     "percent-encoding",
     "rustls",
     "rustls-native-certs",
+    "rustix", // SIGTERM to a helm run that outlives --wait-timeout (tokio only sends SIGKILL)
     "serde",
     "serde_json",
     "sha2",

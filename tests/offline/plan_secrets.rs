@@ -65,6 +65,7 @@ fn set() -> RenderedSet {
         .remove("resourceVersion");
     RenderedSet {
         releases: vec![],
+        undeclared: vec![],
         blueprint: "secrets".into(),
         objects: vec![
             object(cr),

@@ -285,6 +285,19 @@ fn renders() -> Vec<(String, gpuctl_core::render::RenderedSet)> {
         "V25_BLUEPRINT".into(),
         render_common::render_text("v25.yaml", render_common::V25_BLUEPRINT),
     ));
+    // The gb200 example with a CIDRPool the secondary network uses and an IPv6 IPPool besides its
+    // own IPPool, so every nv-ipam kind and field gpuctl renders is checked.
+    let gb200 = std::fs::read_to_string(render_common::root().join("blueprints/gb200-nvl72-training.yaml"))
+        .unwrap()
+        .replace("ipPool: ib-storage }", "ipPool: rail-1 }")
+        .replace(
+            "        nodePools: [gb200]\n",
+            "        nodePools: [gb200]\n      - { name: rail-1, kind: cidrpool, range: 10.220.0.0/16, perNodeNetworkPrefix: 24, gatewayIndex: 1, defaultGateway: true, exclusions: [{ startIP: 10.220.0.1, endIP: 10.220.0.3 }] }\n      - { name: rail-v6, range: \"fd00:10:220::/48\", gateway: \"fd00:10:220::1\", perNodeBlockSize: 1024 }\n",
+        );
+    out.push((
+        "gb200 with nv-ipam pools".into(),
+        render_common::render_text("pools.yaml", &gb200),
+    ));
     out.push((
         "testgen".into(),
         render_common::render_text("gen.yaml", &gpuctl_core::testgen::blueprint(8, 12, 2)),
@@ -408,6 +421,10 @@ fn all_schemas() -> Vec<((String, String, String), Value, Value)> {
         all.extend(crd_schemas(
             &up.join(format!("network-operator/{version}/crds")),
         ));
+        // nv-ipam's IPPool and CIDRPool, as the Network Operator release applies them.
+        all.extend(crd_schemas(
+            &up.join(format!("nvidia-k8s-ipam/network-operator-{version}/crds")),
+        ));
     }
     all
 }
@@ -471,6 +488,8 @@ fn every_custom_resource_validates_against_its_upstream_crd() {
         "Topology",
         "NicClusterPolicy",
         "IPoIBNetwork",
+        "IPPool",
+        "CIDRPool",
     ] {
         assert!(checked.contains(kind), "no rendered {kind} was checked");
     }
@@ -1123,4 +1142,32 @@ fn immutable_fields_follow_the_upstream_crd_rules() {
         "add these to profiles/limits.yaml immutable_fields:\n{}",
         missing.join("\n")
     );
+}
+
+/// profiles/dra.yaml's DeviceClasses are the DRA driver chart's own: every class name and CEL
+/// selector appears verbatim in the chart's templates (v25.12.0 in ../shared/upstream).
+#[test]
+fn dra_device_classes_are_the_driver_charts() {
+    let dir = shared().join("upstream/dra-driver-nvidia-gpu/v25.12.0/templates");
+    let text: String = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
+    let classes = &gpuctl_core::profiles::Catalog::embedded()
+        .dra()
+        .driver
+        .device_classes;
+    assert_eq!(classes.len(), text.matches("kind: DeviceClass").count());
+    for c in classes {
+        assert!(
+            text.contains(&format!("name: {}\n", c.name)),
+            "{} is not a class of the chart",
+            c.name
+        );
+        assert!(
+            text.contains(&format!("expression: \"{}\"", c.selector)),
+            "{}: the selector differs from the chart's",
+            c.name
+        );
+    }
 }

@@ -18,6 +18,8 @@ use gpuctl_core::object::{ObjectRef, TypeRef, group_kind};
 use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
 use gpuctl_core::render::{ChartSource, HelmRelease, Phase};
 
+mod uninstall;
+
 use crate::client::{ClusterError, Kube};
 use crate::lock::{LeaseGuard, LockError, LockRef, Policy};
 use crate::report::Reporter;
@@ -37,8 +39,13 @@ pub struct ApplyOptions {
     pub wait_timeout: Duration,
     /// Poll interval of waits.
     pub poll: Duration,
-    /// Run `helm upgrade --install` when the blueprint says `install: helm` and helm is on PATH.
+    /// Run helm for the releases the blueprint has gpuctl install (`install: helm`) and for the
+    /// uninstalls; without helm on PATH such an apply is refused up front. `false` (`--no-helm`):
+    /// print each helm command instead.
     pub run_helm: bool,
+    /// Uninstall a release of a dropped component even while objects of its kinds exist
+    /// (`--force-uninstall`).
+    pub force_uninstall: bool,
     /// How long to wait for another run's apply lock (`--lock-timeout`; zero: refuse at once).
     pub lock_timeout: Duration,
     /// How long the apply lock outlives a run that stopped renewing it (`--lock-duration`).
@@ -55,6 +62,7 @@ impl Default for ApplyOptions {
             wait_timeout: Duration::from_secs(600),
             poll: Duration::from_secs(2),
             run_helm: true,
+            force_uninstall: false,
             lock_timeout: Duration::ZERO,
             lock_duration: Duration::from_secs(60),
         }
@@ -138,6 +146,16 @@ pub enum ApplyError {
     /// would undo.
     #[error("{}", .0.join("\n"))]
     Upgrade(Vec<String>),
+    /// apply would run helm, and helm is not on PATH or does not run; nothing was applied.
+    #[error("{0}")]
+    HelmUnavailable(String),
+    /// A helm run failed or outlived `--wait-timeout`: what was applied, and how to finish.
+    #[error("{0}")]
+    Helm(String),
+    /// A release to uninstall still has objects of its kinds (and `--force-uninstall` was not
+    /// given).
+    #[error("{0}")]
+    UninstallBlocked(String),
     /// The chart a saved plan pinned is not the one on disk.
     #[error("{0}; nothing more was applied")]
     Chart(String),
@@ -251,6 +269,8 @@ pub async fn apply(
             format!("{:?}", plan.mode).to_lowercase(),
         ));
     }
+    // Before anything changes (the lock's namespace included): the helm this apply runs runs.
+    let helm = helm_ready(plan, opts).await?;
     let lock = apply_lock(plan);
     let created = crate::lock::ensure_namespace(k, &lock.namespace).await?;
     let holder = crate::lock::this_run("apply", k.user.as_deref());
@@ -284,7 +304,15 @@ pub async fn apply(
         refuse_running_upgrades(k, plan).await?;
         let lock_ns = created.then_some(lock.namespace.as_str());
         check_stale_except(k, plan, opts.parallelism, lock_ns).await?;
-        run(k, plan, opts, progress, &guard, &lock.id()).await
+        uninstall::refuse_blocked(k, plan, opts).await?;
+        let ctx = HelmCtx {
+            k,
+            opts,
+            progress,
+            helm: helm.as_deref(),
+            blueprint: &plan.blueprint,
+        };
+        run(&ctx, plan, &guard, &lock.id()).await
     }
     .await;
     guard.release().await;
@@ -316,13 +344,12 @@ async fn refuse_running_upgrades(k: &Kube, plan: &Plan) -> Result<(), ApplyError
 
 /// Executes a plan against the cluster, phase by phase, while `guard` holds the apply lock.
 async fn run(
-    k: &Kube,
+    ctx: &HelmCtx<'_>,
     plan: &Plan,
-    opts: &ApplyOptions,
-    progress: &dyn Reporter,
     guard: &LeaseGuard,
     lease: &str,
 ) -> Result<ApplyReport, ApplyError> {
+    let (k, opts, progress) = (ctx.k, ctx.opts, ctx.progress);
     let held = |phase: &str| {
         if guard.is_lost() {
             Err(ApplyError::LockLost {
@@ -352,6 +379,7 @@ async fn run(
     // queues): never a queue object before the Kueue that admits it.
     for phase in [
         Phase::Operator,
+        Phase::Network,
         Phase::Quotas,
         Phase::Queues,
         Phase::Monitoring,
@@ -360,13 +388,13 @@ async fn run(
         if phase == Phase::Operator {
             held("operator release")?;
             report.helm = helm_step(
-                k,
+                ctx,
                 &plan.helm,
                 plan.helm_release.as_ref(),
-                opts,
-                progress,
+                &name,
                 report.applied,
-            )?;
+            )
+            .await?;
         }
         for step in plan
             .releases
@@ -375,13 +403,13 @@ async fn run(
         {
             held(&format!("{} release", step.release.stack.title()))?;
             let outcome = helm_step(
-                k,
+                ctx,
                 &step.release,
                 step.plan.as_ref(),
-                opts,
-                progress,
+                &name,
                 report.applied,
-            )?;
+            )
+            .await?;
             report.releases.push(outcome);
         }
         let steps = to_apply(plan, phase, None);
@@ -397,6 +425,12 @@ async fn run(
     prune(k, plan, progress, &mut report).await?;
     // The set now holds only current kinds.
     write_parent(k, &parent, &current, plan).await?;
+    // Releases of components the blueprint dropped: after their objects were pruned.
+    for step in &plan.uninstalls {
+        held("uninstall")?;
+        let outcome = uninstall::uninstall(ctx, plan, step, report.applied).await?;
+        report.releases.push(outcome);
+    }
 
     // Waits: MIG Manager must report success on nodes whose MIG config changed.
     if !changed_mig.is_empty() {
@@ -813,6 +847,9 @@ fn providers(needed: &BTreeSet<TypeRef>) -> String {
             "mellanox.com" => {
                 "install the Network Operator (networkOperator.install: helm runs it)"
             }
+            "nv-ipam.nvidia.com" => {
+                "the Network Operator applies them once it reconciles the NicClusterPolicy's nvIpam: check that the operator runs"
+            }
             "kueue.x-k8s.io" => "install Kueue (scheduling.kueue.install: helm runs it)",
             "scheduling.volcano.sh" => "install Volcano",
             "monitoring.coreos.com" => {
@@ -824,20 +861,73 @@ fn providers(needed: &BTreeSet<TypeRef>) -> String {
     names.into_iter().collect::<Vec<_>>().join("; ")
 }
 
+/// What a release step needs besides the release: the cluster, the options, where progress
+/// goes, the helm to run (`None`: `--no-helm`, or no helm run needed) and the blueprint whose
+/// releases these are (recorded on each release it installs).
+pub(crate) struct HelmCtx<'a> {
+    pub(crate) k: &'a Kube,
+    pub(crate) opts: &'a ApplyOptions,
+    pub(crate) progress: &'a dyn Reporter,
+    pub(crate) helm: Option<&'a std::path::Path>,
+    pub(crate) blueprint: &'a str,
+}
+
+/// Checks, before an apply changes anything, that the helm it runs runs: when the plan has helm
+/// runs ([`plan::helm_runs`]: an `install: helm` release not up to date, an uninstall), `helm`
+/// must be on PATH and `helm version` must succeed, or the apply is refused naming each release
+/// and the ways out. Returns the helm to run (`None`: none is needed, or `--no-helm`). The binary
+/// calls it before asking for confirmation too.
+pub async fn helm_ready(
+    plan: &Plan,
+    opts: &ApplyOptions,
+) -> Result<Option<std::path::PathBuf>, ApplyError> {
+    let runs = plan::helm_runs(plan);
+    if runs.is_empty() || !opts.run_helm {
+        return Ok(None);
+    }
+    let why = match crate::helm::on_path() {
+        None => "helm is not on PATH".to_string(),
+        Some(helm) => match crate::helm::check(&helm).await {
+            Ok(_) => return Ok(Some(helm)),
+            Err(e) => e,
+        },
+    };
+    let list: Vec<String> = runs
+        .iter()
+        .map(|r| format!("  - {} {}: {}", r.what, r.id, r.verb))
+        .collect();
+    Err(ApplyError::HelmUnavailable(format!(
+        "nothing was applied: the blueprint has gpuctl run helm for {} release(s), and {why}:\n{}\nInstall helm 3 (https://helm.sh/docs/intro/install/) on PATH and apply again; or apply with --no-helm to apply the objects and run these helm commands yourself (apply prints each one); or set `install: gitops` or `install: none` for a release something else installs",
+        runs.len(),
+        list.join("\n")
+    )))
+}
+
+/// The `--labels` gpuctl gives a release it installs: the blueprint and the stack, which is how
+/// a later plan knows the release is gpuctl's to uninstall when the blueprint drops the stack.
+fn release_labels(blueprint: &str, h: &HelmRelease) -> String {
+    format!(
+        "{}={blueprint},{}={}",
+        applyset::BLUEPRINT_LABEL,
+        names::STACK_LABEL,
+        plan::uninstall::stack_label(h.stack)
+    )
+}
+
 /// One Helm release: `helm upgrade --install` from its chart source with the rendered values,
 /// unless the plan found it unchanged or gpuctl does not install it. A chart archive pinned by the
-/// plan must still have the pinned digest. helm failing stops the apply before the phase that
-/// needs the release (its objects would wait for CRDs or webhooks that never arrive); what was
-/// applied before stays, and the error says how to finish.
-fn helm_step(
-    k: &Kube,
+/// plan must still have the pinned digest. helm runs as a child process the runtime awaits (the
+/// lock's Lease keeps renewing), bounded by `--wait-timeout`. helm failing stops the apply before
+/// `phase`, whose objects need the release (they would wait for CRDs or webhooks that never
+/// arrive); what was applied before stays, and the error says how to finish.
+async fn helm_step(
+    ctx: &HelmCtx<'_>,
     h: &HelmRelease,
     planned: Option<&plan::HelmPlan>,
-    opts: &ApplyOptions,
-    progress: &dyn Reporter,
+    phase: &str,
     applied: usize,
 ) -> Result<String, ApplyError> {
-    let what = h.stack.title();
+    let what = format!("{} release", h.stack.title());
     if h.install != gpuctl_core::blueprint::InstallMode::Helm {
         return Ok(format!("{what}: skipped (install: {})", h.install));
     }
@@ -852,33 +942,34 @@ fn helm_step(
             hp.revision.unwrap_or_default(),
             h.version
         );
-        progress.note(&msg);
+        ctx.progress.note(&msg);
         return Ok(msg);
     }
     let (chart, repo) = chart_argument(h)?;
+    let labels = release_labels(ctx.blueprint, h);
     let command = format!(
-        "helm upgrade --install {} {chart}{} --version {} --namespace {} --create-namespace --values <rendered values>{}",
+        "helm upgrade --install {} {chart}{} --version {} --namespace {} --create-namespace --labels {labels} --values <rendered values>{}",
         h.release,
         repo.as_deref()
             .map(|r| format!(" --repo {r}"))
             .unwrap_or_default(),
         h.version,
         h.namespace,
-        k.context
+        ctx.k
+            .context
             .as_deref()
             .map(|c| format!(" --kube-context {c}"))
             .unwrap_or_default()
     );
-    let helm = which("helm");
-    if !opts.run_helm || helm.is_none() {
+    let Some(helm) = ctx.helm else {
         let msg = format!(
-            "helm is not on PATH: install the {what} release yourself with `{command}` (write the values with `gpuctl render --output-dir DIR`)"
+            "--no-helm: install the {what} yourself with `{command}` (write the values with `gpuctl render --output-dir DIR`)"
         );
-        progress.note(&msg);
+        ctx.progress.note(&msg);
         return Ok(msg);
-    }
+    };
     let failed = |why: String| ApplyError::Failed {
-        phase: format!("{what} release"),
+        phase: what.clone(),
         failures: vec![why],
         applied,
     };
@@ -889,46 +980,122 @@ fn helm_step(
     let values = serde_json::to_string_pretty(&h.values).unwrap_or_default();
     write_private(&path, &values)
         .map_err(|e| failed(format!("cannot write the values file: {e}")))?;
-    let mut cmd = std::process::Command::new(helm.expect("checked above"));
-    cmd.args(["upgrade", "--install", &h.release, &chart]);
+    let mut args: Vec<std::ffi::OsString> =
+        ["upgrade", "--install", h.release.as_str(), chart.as_str()]
+            .into_iter()
+            .map(Into::into)
+            .collect();
     if let Some(r) = &repo {
-        cmd.args(["--repo", r]);
+        args.extend(["--repo".into(), r.into()]);
     }
-    let out = cmd
-        .args([
+    args.extend(
+        [
             "--version",
-            &h.version,
+            h.version.as_str(),
             "--namespace",
-            &h.namespace,
+            h.namespace.as_str(),
             "--create-namespace",
+            "--labels",
+            labels.as_str(),
             "--values",
-        ])
-        .arg(&path)
-        // The cluster gpuctl talks to, not whatever helm's own defaults would pick.
-        .args(
-            k.kubeconfig
-                .iter()
-                .flat_map(|p| [std::ffi::OsStr::new("--kubeconfig"), p.as_os_str()]),
-        )
-        .args(
-            k.context
-                .iter()
-                .flat_map(|c| ["--kube-context", c.as_str()]),
-        )
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let msg = installed(h, &String::from_utf8_lossy(&o.stdout));
-            progress.note(&msg);
+        ]
+        .into_iter()
+        .map(Into::into),
+    );
+    args.push(path.into_os_string());
+    args.extend(crate::helm::cluster_args(ctx.k));
+    ctx.progress.note(&format!(
+        "running helm upgrade --install for the {what} {}/{} (chart {}, at most {}s)",
+        h.namespace,
+        h.release,
+        h.version,
+        ctx.opts.wait_timeout.as_secs()
+    ));
+    let outcome = crate::helm::run(helm, &args, ctx.opts.wait_timeout).await;
+    let failure = HelmFailure {
+        what: &what,
+        namespace: &h.namespace,
+        release: &h.release,
+        verb: "upgrade --install",
+        phase,
+        command: &command,
+        applied,
+        wait_timeout: ctx.opts.wait_timeout,
+    };
+    match outcome {
+        crate::helm::Outcome::Done(stdout) => {
+            let msg = installed(h, &stdout);
+            ctx.progress.note(&msg);
             Ok(msg)
         }
-        Ok(o) => Err(failed(format!(
-            "`{command}` failed: {}; the {what} release is left as helm left it (`helm history {} -n {}`)",
-            String::from_utf8_lossy(&o.stderr).trim(),
-            h.release,
-            h.namespace
-        ))),
-        Err(e) => Err(failed(format!("helm could not run: {e}"))),
+        other => Err(failure.error(other)),
+    }
+}
+
+/// A helm run that did not succeed, and where the apply stands.
+pub(crate) struct HelmFailure<'a> {
+    pub(crate) what: &'a str,
+    pub(crate) namespace: &'a str,
+    pub(crate) release: &'a str,
+    /// `upgrade --install`, `uninstall`.
+    pub(crate) verb: &'a str,
+    /// The phase that did not run (its objects need the release), or `uninstall`.
+    pub(crate) phase: &'a str,
+    /// The helm command to run by hand.
+    pub(crate) command: &'a str,
+    pub(crate) applied: usize,
+    pub(crate) wait_timeout: Duration,
+}
+
+impl HelmFailure<'_> {
+    /// The error for `outcome`: what happened, what was applied and what was not, how to look at
+    /// the release, and how to finish.
+    pub(crate) fn error(&self, outcome: crate::helm::Outcome) -> ApplyError {
+        let (ns, r) = (self.namespace, self.release);
+        let what_happened = match outcome {
+            crate::helm::Outcome::TimedOut(err) => format!(
+                "`helm {}` of the {} {ns}/{r} ran longer than --wait-timeout ({}s) and was stopped (SIGTERM, on which helm records the release as `failed`; killed {}s later if still running){}",
+                self.verb,
+                self.what,
+                self.wait_timeout.as_secs(),
+                crate::helm::STOP_GRACE.as_secs(),
+                if err.is_empty() {
+                    String::new()
+                } else {
+                    format!("; it printed: {err}")
+                }
+            ),
+            crate::helm::Outcome::NotStarted(e) => {
+                format!(
+                    "helm could not be started for the {} {ns}/{r}: {e}",
+                    self.what
+                )
+            }
+            crate::helm::Outcome::Failed(err) | crate::helm::Outcome::Done(err) => {
+                format!(
+                    "`helm {}` of the {} {ns}/{r} failed: {err}",
+                    self.verb, self.what
+                )
+            }
+        };
+        let stopped = if self.phase == "uninstall" {
+            "everything else of the plan was applied".to_string()
+        } else {
+            format!(
+                "the {} phase (whose objects need this release) and every step after it were not run",
+                self.phase
+            )
+        };
+        ApplyError::Helm(format!(
+            "{what_happened}\n{} object(s) were applied before it; {stopped}.\nThe release is as helm left it: `helm status {r} -n {ns}`, `helm history {r} -n {ns}` (one left `pending-install`, `pending-upgrade` or `pending-uninstall` must be rolled back with `helm rollback {r} -n {ns}`, or uninstalled, before helm can change it again).\nTo finish: fix the cause and run `gpuctl apply` again (it runs helm again{}, then applies the rest); or run `{}` yourself, then `gpuctl apply`",
+            self.applied,
+            if self.verb == "uninstall" {
+                ""
+            } else {
+                "; raise --wait-timeout if the chart needs longer"
+            },
+            self.command
+        ))
     }
 }
 
@@ -1019,14 +1186,6 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
         .mode(0o600)
         .open(path)?;
     f.write_all(text.as_bytes())
-}
-
-fn which(cmd: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(cmd))
-            .find(|p| p.is_file())
-    })
 }
 
 /// Applies node labels and taints; returns nodes whose `nvidia.com/mig.config` changed.

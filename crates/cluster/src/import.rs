@@ -65,6 +65,7 @@ pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
     ("mellanox.com", "MacvlanNetwork", &["v1alpha1"]),
     ("mellanox.com", "HostDeviceNetwork", &["v1alpha1"]),
     ("nv-ipam.nvidia.com", "IPPool", &["v1alpha1"]),
+    ("nv-ipam.nvidia.com", "CIDRPool", &["v1alpha1"]),
     ("monitoring.coreos.com", "ServiceMonitor", &["v1"]),
     ("monitoring.coreos.com", "PrometheusRule", &["v1"]),
 ];

@@ -10,6 +10,7 @@
 pub mod apply;
 pub mod client;
 pub mod diagnostics;
+pub mod helm;
 pub mod import;
 pub mod lists;
 pub mod lock;

@@ -78,18 +78,20 @@ pub async fn rendered_set(
         let known = read_known(k, set, &kinds, &members).await?;
         Ok::<_, ClusterError>((members, known))
     };
-    let ((members, known), nodes, journals, helm_release, releases) = futures::try_join!(
+    let ((members, known), nodes, journals, helm_release, releases, owned) = futures::try_join!(
         members_and_known,
         pool_nodes(k, &set.node_patches),
         async { Ok(journals(k, &set.helm.namespace).await) },
         async { Ok(helm_release(k, &set.helm).await) },
         async { Ok(other_releases(k, &set.releases).await) },
+        async { Ok(owned_releases(k, set).await) },
     )?;
     view.members = Some(members);
     view.nodes = Some(nodes);
     view.journals = journals;
     view.helm_release = helm_release;
     view.releases = releases;
+    view.owned_releases = owned;
     read_objects(k, set, &kinds, &known, reads, &mut view).await?;
     Ok(view)
 }
@@ -189,6 +191,36 @@ async fn other_releases(
         );
     }
     out
+}
+
+/// The releases gpuctl installed for the set's blueprint (a failure is kept: the plan says it
+/// cannot tell), with the objects of their stack's API groups for those the blueprint dropped.
+async fn owned_releases(
+    k: &Kube,
+    set: &RenderedSet,
+) -> Reading<Vec<gpuctl_core::live::release::OwnedRelease>> {
+    let mut owned = match crate::release::owned_releases(k, &set.blueprint).await {
+        Ok(o) => o,
+        Err(e) => return Reading::Failed(e.to_string()),
+    };
+    let dropped: Vec<(String, String)> = gpuctl_core::plan::uninstall::candidates(set, &owned)
+        .into_iter()
+        .map(|r| (r.named.namespace.clone(), r.named.name.clone()))
+        .collect();
+    for r in owned
+        .iter_mut()
+        .filter(|r| dropped.contains(&(r.named.namespace.clone(), r.named.name.clone())))
+    {
+        let groups: Vec<String> = gpuctl_core::plan::uninstall::api_groups(r.stack)
+            .iter()
+            .map(|g| g.to_string())
+            .collect();
+        r.objects = match crate::release::objects_in_groups(k, &groups).await {
+            Ok(o) => Reading::Read(o),
+            Err(e) => Reading::Failed(e.to_string()),
+        };
+    }
+    Reading::Read(owned)
 }
 
 /// Each rendered object's live state (members and bulk reads first, single GETs for the rest) and,

@@ -14,7 +14,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 
 use futures::StreamExt;
-use gpuctl_core::live::release::{LiveRelease, NamedRelease, decode, from_release_json};
+use gpuctl_core::live::Reading;
+use gpuctl_core::live::release::{
+    LiveRelease, NamedRelease, OwnedRelease, decode, from_release_json,
+};
+use gpuctl_core::plan::uninstall;
+use gpuctl_core::render::Stack;
 
 use crate::client::{ClusterError, Kube, classify, retry};
 
@@ -160,4 +165,87 @@ pub async fn releases_by_chart(
             .collect(),
         unread,
     ))
+}
+
+/// The Helm releases gpuctl installed for `blueprint`: those whose storage Secrets carry its
+/// [`gpuctl_core::applyset::BLUEPRINT_LABEL`] and a [`gpuctl_core::names::STACK_LABEL`] gpuctl
+/// knows (`helm upgrade --install --labels` records both), in any namespace, each read at its
+/// newest revision. Their objects are not read here ([`objects_in_groups`]).
+pub async fn owned_releases(k: &Kube, blueprint: &str) -> Result<Vec<OwnedRelease>, ClusterError> {
+    let api: Api<Secret> = Api::all(k.client());
+    let lp = ListParams::default().labels(&format!(
+        "owner=helm,{}={blueprint},{}",
+        gpuctl_core::applyset::BLUEPRINT_LABEL,
+        gpuctl_core::names::STACK_LABEL
+    ));
+    let list = retry(|| api.list_metadata(&lp))
+        .await
+        .map_err(|e| classify("list Helm release Secrets", e))?;
+    let mut found: std::collections::BTreeMap<(String, String), Stack> =
+        std::collections::BTreeMap::new();
+    for s in &list.items {
+        let (Some(ns), Some(labels)) = (s.metadata.namespace.clone(), s.metadata.labels.as_ref())
+        else {
+            continue;
+        };
+        let (Some(name), Some(stack)) = (
+            labels.get("name"),
+            labels
+                .get(gpuctl_core::names::STACK_LABEL)
+                .and_then(|v| uninstall::stack_of_label(v)),
+        ) else {
+            continue;
+        };
+        found.insert((ns, name.clone()), stack);
+    }
+    let mut out = Vec::new();
+    for ((namespace, name), stack) in found {
+        // The newest revision, labelled or not (a later `helm upgrade` keeps the labels).
+        let Some(release) = read_release(k, &namespace, &name).await? else {
+            continue;
+        };
+        out.push(OwnedRelease {
+            named: NamedRelease {
+                name,
+                namespace,
+                release,
+            },
+            stack,
+            objects: Reading::NotRead,
+        });
+    }
+    Ok(out)
+}
+
+/// Every object of the kinds the cluster serves in `groups` (their preferred versions), as
+/// `Kind/ns/name`, sorted. A group the cluster does not serve has none.
+pub async fn objects_in_groups(k: &Kube, groups: &[String]) -> Result<Vec<String>, ClusterError> {
+    let allow: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let discovery = kube::discovery::Discovery::new(k.client())
+        .filter(&allow)
+        .run()
+        .await
+        .map_err(|e| classify(&format!("discovery of {}", allow.join(", ")), e))?;
+    let mut out = Vec::new();
+    for group in discovery.groups() {
+        for (ar, caps) in group.recommended_resources() {
+            if !caps.supports_operation(kube::discovery::verbs::LIST) {
+                continue;
+            }
+            let api: Api<kube::api::DynamicObject> = Api::all_with(k.client(), &ar);
+            let lp = ListParams::default();
+            let list = retry(|| api.list_metadata(&lp))
+                .await
+                .map_err(|e| classify(&format!("list {}", ar.kind), e))?;
+            out.extend(list.items.iter().map(|o| {
+                crate::client::display_id(
+                    &ar.kind,
+                    o.metadata.namespace.as_deref(),
+                    o.metadata.name.as_deref().unwrap_or_default(),
+                )
+            }));
+        }
+    }
+    out.sort();
+    Ok(out)
 }

@@ -31,6 +31,12 @@ pub const TENANT_LABEL: &str = "gpuctl.dev/tenant";
 /// Namespace annotation Volcano reads as the default queue of the namespace's pods and PodGroups.
 pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
 
+/// Label gpuctl gives a Helm release it installs (`helm upgrade --install --labels`, stored on
+/// the release's storage Secrets beside [`crate::applyset::BLUEPRINT_LABEL`]), naming the stack
+/// (`gpu-operator`, `network-operator`, `kueue`): how a plan knows which releases gpuctl installed
+/// for a blueprint, so that dropping a stack from it plans the release's uninstall.
+pub const STACK_LABEL: &str = "gpuctl.dev/stack";
+
 // Labels the GPU Operator, GPU Feature Discovery, MIG Manager and Kueue set, which gpuctl reads.
 
 /// The operator's driver-upgrade state label (gpu-operator.md §2.4).

@@ -520,6 +520,8 @@ impl LiveView {
                     )
                 })
                 .collect(),
+            // Snapshots do not record which releases gpuctl installed: no uninstall is planned.
+            owned_releases: Reading::NotRead,
             dry_run: BTreeMap::new(),
             workloads: None,
         }

@@ -14,6 +14,6 @@ pub use load::{
 };
 pub use model::*;
 pub use network::{
-    DevicePlugin, DevicePluginKind, NetworkOperator, NicDriver, NicDriverSource, SecondaryNetwork,
-    SecondaryNetworkKind,
+    DevicePlugin, DevicePluginKind, IpPool, IpPoolKind, IpRange, NetworkOperator, NicDriver,
+    NicDriverSource, SecondaryNetwork, SecondaryNetworkKind,
 };

@@ -75,6 +75,17 @@ pub struct Kubernetes {
     /// Control-plane version, e.g. `1.34.2`.
     #[serde(deserialize_with = "version_text")]
     pub version: String,
+    /// The cluster's pod address range (kube-controller-manager `--cluster-cidr`; one CIDR, or an
+    /// IPv4 and an IPv6 one separated by a comma). Optional: when given, no nv-ipam pool may
+    /// overlap it.
+    #[serde(default, rename = "podCIDR")]
+    #[schemars(example = &"10.244.0.0/16")]
+    pub pod_cidr: Option<String>,
+    /// The cluster's Service address range (kube-apiserver `--service-cluster-ip-range`, written
+    /// the same way). Optional: when given, no nv-ipam pool may overlap it.
+    #[serde(default, rename = "serviceCIDR")]
+    #[schemars(example = &"10.96.0.0/12")]
+    pub service_cidr: Option<String>,
 }
 
 pub use super::install::InstallMode;

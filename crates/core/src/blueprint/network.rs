@@ -30,6 +30,11 @@ pub struct NetworkOperator {
     /// A secondary network for pods (IPoIB on InfiniBand, macvlan or host-device on RoCE).
     #[serde(default)]
     pub secondary_network: Option<SecondaryNetwork>,
+    /// NVIDIA IPAM (nv-ipam) address pools: each becomes an `IPPool` or `CIDRPool` in the
+    /// operator's namespace, and declaring any turns on `nvIpam` in the NicClusterPolicy. A
+    /// secondary network takes its addresses from one of them (`secondaryNetwork.ipPool`).
+    #[serde(default)]
+    pub ip_pools: Vec<IpPool>,
     /// Where the chart comes from with `install: helm` (default: NVIDIA's Helm repository), as
     /// for `gpuOperator.chart`.
     #[serde(default)]
@@ -152,21 +157,162 @@ pub struct SecondaryNetwork {
     #[serde(default)]
     #[schemars(example = &"default")]
     pub network_namespace: Option<String>,
-    /// Pod address range of the whereabouts IPAM, a CIDR such as `192.168.100.0/24`.
+    /// Pod address range, a CIDR such as `192.168.100.0/24`: the shorthand of one nv-ipam
+    /// `IPPool` named after the network (with `perNodeBlockSize`). Give either `range` or
+    /// `ipPool`.
+    #[serde(default)]
     #[schemars(example = &"192.168.100.0/24")]
-    pub range: String,
+    pub range: Option<String>,
+    /// Name of the `networkOperator.ipPools` entry the network takes its addresses from (instead
+    /// of `range`).
+    #[serde(default)]
+    #[schemars(example = &"ib-pool")]
+    pub ip_pool: Option<String>,
     /// Interface MTU (macvlan only; 0: the master's).
     #[serde(default)]
     #[schemars(example = 9000)]
     pub mtu: u32,
-    /// Addresses NVIDIA IPAM hands each node from `range` at a time (`perNodeBlockSize` of the
-    /// nv-ipam IPPool).
-    #[serde(default = "default_block")]
-    pub per_node_block_size: u32,
+    /// With `range`: addresses NVIDIA IPAM hands each node from it at a time (`perNodeBlockSize`
+    /// of the IPPool). Default 32.
+    #[serde(default)]
+    #[schemars(example = 32)]
+    pub per_node_block_size: Option<u32>,
+}
+
+impl SecondaryNetwork {
+    /// The nv-ipam pool this network's IPAM names: `ipPool`, else the implicit pool of `range`
+    /// (named after the network).
+    pub fn pool_name(&self) -> &str {
+        self.ip_pool.as_deref().unwrap_or(&self.name)
+    }
 }
 
 fn default_block() -> u32 {
     32
+}
+
+/// Which nv-ipam pool kind a pool is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum IpPoolKind {
+    /// `IPPool`: each node gets `perNodeBlockSize` addresses of one shared subnet.
+    #[default]
+    Ippool,
+    /// `CIDRPool`: each node gets its own subnet of `perNodeNetworkPrefix` bits.
+    Cidrpool,
+}
+
+impl IpPoolKind {
+    /// The nv-ipam object kind.
+    pub fn object_kind(self) -> &'static str {
+        match self {
+            IpPoolKind::Ippool => "IPPool",
+            IpPoolKind::Cidrpool => "CIDRPool",
+        }
+    }
+}
+
+/// An NVIDIA IPAM address pool (nv-ipam `IPPool` or `CIDRPool`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IpPool {
+    /// Pool name (DNS-1123 label, unique): the object's name and the `poolName` networks use.
+    #[schemars(example = &"ib-pool")]
+    pub name: String,
+    /// `ippool` (a block of addresses per node from one subnet) or `cidrpool` (a subnet per
+    /// node).
+    #[serde(default)]
+    pub kind: IpPoolKind,
+    /// The pool's addresses, an IPv4 or IPv6 CIDR written at its network address (`subnet` of an
+    /// IPPool, `cidr` of a CIDRPool).
+    #[schemars(example = &"10.210.0.0/16")]
+    pub range: String,
+    /// `ippool`: the gateway handed to pods, an address inside `range`.
+    #[serde(default)]
+    #[schemars(example = &"10.210.0.1")]
+    pub gateway: Option<String>,
+    /// `cidrpool`: the gateway is this address index of each node's subnet (1: its first host).
+    #[serde(default)]
+    #[schemars(example = 1)]
+    pub gateway_index: Option<u32>,
+    /// Add the gateway as the pods' default route (needs `gateway` or `gatewayIndex`).
+    #[serde(default)]
+    pub default_gateway: bool,
+    /// `ippool`: addresses each node gets at a time. Default 32.
+    #[serde(default)]
+    #[schemars(example = 64)]
+    pub per_node_block_size: Option<u32>,
+    /// `cidrpool`: prefix length of each node's subnet, longer than the range's (e.g. 24 in a
+    /// /16). Required for `cidrpool`.
+    #[serde(default)]
+    #[schemars(example = 24)]
+    pub per_node_network_prefix: Option<u32>,
+    /// Addresses never handed out, as inclusive ranges inside `range`.
+    #[serde(default)]
+    pub exclusions: Vec<IpRange>,
+    /// Node pools (`spec.nodePools[].name`) whose nodes get addresses from this pool; empty: the
+    /// pools with an InfiniBand or RoCE network (where the NIC components run).
+    #[serde(default)]
+    pub node_pools: Vec<String>,
+}
+
+impl IpPool {
+    /// The implicit pool of a secondary network's `range` shorthand.
+    pub fn from_range(sn: &SecondaryNetwork, range: &str) -> IpPool {
+        IpPool {
+            name: sn.name.clone(),
+            kind: IpPoolKind::Ippool,
+            range: range.to_string(),
+            gateway: None,
+            gateway_index: None,
+            default_gateway: false,
+            per_node_block_size: sn.per_node_block_size,
+            per_node_network_prefix: None,
+            exclusions: Vec::new(),
+            node_pools: Vec::new(),
+        }
+    }
+
+    /// `perNodeBlockSize` with its default.
+    pub fn block_size(&self) -> u32 {
+        self.per_node_block_size.unwrap_or_else(default_block)
+    }
+}
+
+/// An inclusive range of addresses.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct IpRange {
+    /// First address of the range.
+    #[serde(rename = "startIP")]
+    #[schemars(example = &"10.210.0.1")]
+    pub start_ip: String,
+    /// Last address of the range (not before `startIP`).
+    #[serde(rename = "endIP")]
+    #[schemars(example = &"10.210.0.9")]
+    pub end_ip: String,
+}
+
+impl NetworkOperator {
+    /// Every nv-ipam pool gpuctl renders, each with the blueprint path it is declared at: the
+    /// `ipPools` in order, then the implicit pool of `secondaryNetwork.range`.
+    pub fn pools(&self) -> Vec<(String, IpPool)> {
+        let mut out: Vec<(String, IpPool)> = self
+            .ip_pools
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("spec.networkOperator.ipPools[{i}]"), p.clone()))
+            .collect();
+        if let Some(sn) = &self.secondary_network
+            && let Some(range) = &sn.range
+        {
+            out.push((
+                "spec.networkOperator.secondaryNetwork".to_string(),
+                IpPool::from_range(sn, range),
+            ));
+        }
+        out
+    }
 }
 
 fn default_network_name() -> String {

@@ -425,10 +425,15 @@ fn release_and_install(
     let version = match release {
         Some(r) => super::releases::blueprint_version(&r.release.chart_version),
         None => {
+            // The newest release whose chart gpuctl can render values for. The embedded key
+            // trees are never empty (profiles::chart's tests load them); were they, the empty
+            // version written here would fail validation rather than name an invented release.
             let newest = catalog
                 .chart_versions()
                 .last()
-                .map_or_else(|| "v26.7.0".to_string(), |v| (*v).to_string());
+                .copied()
+                .unwrap_or_default()
+                .to_string();
             draft.warn(
                 &format!("{p}.version"),
                 format!(

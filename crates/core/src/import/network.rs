@@ -345,7 +345,7 @@ impl Operator<'_> {
         let mut m: Vec<(String, Y)> = Vec::new();
         m.push(("version".into(), Y::s(self.version(draft))));
         let (namespace, install) = self.namespace_and_install(draft);
-        m.push(("namespace".into(), Y::s(namespace)));
+        m.push(("namespace".into(), Y::s(namespace.clone())));
         m.push(("install".into(), Y::s(install)));
         m.push(("nicDriver".into(), self.nic_driver(draft)));
         if let Some(dp) = plugin(self.spec, self.catalog, self.p, draft) {
@@ -354,8 +354,12 @@ impl Operator<'_> {
                 device_plugin(&dp, fabric, rdma_resource),
             ));
         }
-        if let Some(n) = self.secondary_network(networks, fabric, draft) {
+        let mut shorthand = None;
+        if let Some(n) = self.secondary_network(networks, fabric, &mut shorthand, draft) {
             m.push(("secondaryNetwork".into(), n));
+        }
+        if let Some(pools) = self.ip_pools(&namespace, shorthand.as_deref(), groups, draft) {
+            m.push(("ipPools".into(), pools));
         }
         self.warn_unrendered_keys(draft);
         self.selected_pools(groups, fabric, draft);
@@ -474,6 +478,7 @@ impl Operator<'_> {
         &self,
         networks: &[(&str, &Value)],
         fabric: &mut Fabric,
+        shorthand: &mut Option<String>,
         draft: &mut Draft,
     ) -> Option<Y> {
         let p = self.p;
@@ -506,7 +511,7 @@ impl Operator<'_> {
         if let Some(nn) = s["networkNamespace"].as_str().filter(|n| *n != "default") {
             n.push(("networkNamespace".into(), Y::s(nn)));
         }
-        self.address_range(sn, &mut n, draft);
+        *shorthand = self.address_range(sn, &mut n, draft);
         if kind == "macvlan" {
             fabric.mtu = s["mtu"].as_u64().filter(|m| *m > 0);
             if let Some(v) = fabric.mtu {
@@ -530,9 +535,16 @@ impl Operator<'_> {
         Some(Y::Map(n))
     }
 
-    /// The secondary network `sn`'s `range` and `perNodeBlockSize`, from its NVIDIA IPAM IPPool
-    /// (a placeholder range when the pool is not found).
-    fn address_range(&self, sn: &Value, n: &mut Vec<(String, Y)>, draft: &mut Draft) {
+    /// The secondary network `sn`'s addresses: `range` and `perNodeBlockSize` when its nv-ipam
+    /// pool is an IPPool named after it with nothing else set (the shorthand render writes; its
+    /// name is returned), else `ipPool` naming the pool (listed under `ipPools`); a placeholder
+    /// range when no pool is found.
+    fn address_range(
+        &self,
+        sn: &Value,
+        n: &mut Vec<(String, Y)>,
+        draft: &mut Draft,
+    ) -> Option<String> {
         let p = self.p;
         let s = &sn["spec"];
         let sname = name(sn);
@@ -541,20 +553,37 @@ impl Operator<'_> {
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or(Value::Null);
         let pool_name = ipam["poolName"].as_str().unwrap_or(&sname).to_string();
-        if ipam["type"] != "nv-ipam" || pool_name != sname {
+        let kind = match ipam["poolType"].as_str() {
+            Some(t) if t.eq_ignore_ascii_case("cidrpool") => "CIDRPool",
+            _ => "IPPool",
+        };
+        if ipam["type"] != "nv-ipam" {
             draft.warn(
                 &format!("{p}.secondaryNetwork"),
                 format!(
-                    "{} `{sname}` uses IPAM {}; gpuctl renders NVIDIA IPAM with pool `{sname}`",
+                    "{} `{sname}` uses IPAM {}; gpuctl renders NVIDIA IPAM",
                     sn["kind"].as_str().unwrap_or_default(),
                     s["ipam"].as_str().unwrap_or("(none)")
                 ),
             );
         }
-        let ippool = of(self.all, "nv-ipam.nvidia.com", "IPPool")
+        let pool = of(self.all, "nv-ipam.nvidia.com", kind)
             .into_iter()
             .find(|o| name(o) == pool_name);
-        let range = ippool
+        let shorthand = pool.is_some_and(|o| {
+            kind == "IPPool"
+                && pool_name == sname
+                && o["spec"].as_object().is_some_and(|m| {
+                    m.keys().all(|k| {
+                        ["subnet", "perNodeBlockSize", "nodeSelector"].contains(&k.as_str())
+                    })
+                })
+        });
+        if pool.is_some() && !shorthand {
+            n.push(("ipPool".into(), Y::s(pool_name)));
+            return None;
+        }
+        let range = pool
             .and_then(|o| o["spec"]["subnet"].as_str().map(str::to_string))
             .or_else(|| ipam["range"].as_str().map(str::to_string));
         match range {
@@ -562,14 +591,39 @@ impl Operator<'_> {
             None => {
                 draft.warn(
                     &format!("{p}.secondaryNetwork.range"),
-                    format!("the pods' address range is in NVIDIA IPAM's IPPool `{pool_name}`, which was not found (its CRD is installed by the Network Operator); `192.168.0.0/16` is a placeholder: set the range the pool uses"),
+                    format!("the pods' address range is in NVIDIA IPAM's {kind} `{pool_name}`, which was not found (its CRD is installed by the Network Operator); `192.168.0.0/16` is a placeholder: set the range the pool uses"),
                 );
                 n.push(("range".into(), Y::s("192.168.0.0/16")));
             }
         }
-        if let Some(b) = ippool.and_then(|o| o["spec"]["perNodeBlockSize"].as_u64()) {
+        if let Some(b) = pool.and_then(|o| o["spec"]["perNodeBlockSize"].as_u64()) {
             n.push(("perNodeBlockSize".into(), Y::Scalar(json!(b))));
         }
+        shorthand.then_some(pool_name)
+    }
+
+    /// `ipPools`: the IPPools and CIDRPools of the operator's namespace (the only ones nv-ipam
+    /// reads under the Network Operator), but the one the secondary network's `range` stands for.
+    fn ip_pools(
+        &self,
+        namespace: &str,
+        shorthand: Option<&str>,
+        groups: &[Group],
+        draft: &mut Draft,
+    ) -> Option<Y> {
+        let mut pools: Vec<&Value> = ["IPPool", "CIDRPool"]
+            .iter()
+            .flat_map(|k| of(self.all, "nv-ipam.nvidia.com", k))
+            .filter(|o| o["metadata"]["namespace"] == namespace)
+            .filter(|o| !(o["kind"] == "IPPool" && Some(name(o).as_str()) == shorthand))
+            .collect();
+        pools.sort_by_key(|o| name(o));
+        let list: Vec<Y> = pools
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| ip_pool(o, groups, &format!("{}.ipPools[{i}]", self.p), draft))
+            .collect();
+        (!list.is_empty()).then_some(Y::List(list))
     }
 
     /// Warns about the policy's `spec` keys render does not write.
@@ -608,6 +662,79 @@ impl Operator<'_> {
             }
         }
     }
+}
+
+/// One `ipPools` entry from an nv-ipam IPPool or CIDRPool; `nodePools` are the pools its node
+/// selector picks.
+fn ip_pool(o: &Value, groups: &[Group], p: &str, draft: &mut Draft) -> Y {
+    let s = &o["spec"];
+    let cidr = o["kind"] == "CIDRPool";
+    let mut m = vec![("name".to_string(), Y::s(name(o)))];
+    if cidr {
+        m.push(("kind".into(), Y::s("cidrpool")));
+    }
+    let range = if cidr { &s["cidr"] } else { &s["subnet"] };
+    m.push(("range".into(), Y::s(range.as_str().unwrap_or_default())));
+    let fields: &[&str] = if cidr {
+        &["gatewayIndex", "perNodeNetworkPrefix"]
+    } else {
+        &["gateway", "perNodeBlockSize"]
+    };
+    for f in fields {
+        if !s[*f].is_null() {
+            m.push(((*f).to_string(), Y::from_json(&s[*f])));
+        }
+    }
+    if s["defaultGateway"] == true {
+        m.push(("defaultGateway".into(), Y::Scalar(json!(true))));
+    }
+    if let Some(e) = s["exclusions"].as_array().filter(|e| !e.is_empty()) {
+        let ranges = e
+            .iter()
+            .map(|r| Y::from_json(&json!({ "startIP": r["startIP"], "endIP": r["endIP"] })))
+            .collect();
+        m.push(("exclusions".into(), Y::List(ranges)));
+    }
+    if let Some(terms) = s["nodeSelector"]["nodeSelectorTerms"].as_array() {
+        let picked: Vec<Y> = groups
+            .iter()
+            .filter(|g| selected(g, terms))
+            .map(|g| Y::s(g.name.clone()))
+            .collect();
+        if !picked.is_empty() {
+            m.push(("nodePools".into(), Y::List(picked)));
+        }
+    }
+    let known = [
+        "subnet",
+        "cidr",
+        "gateway",
+        "gatewayIndex",
+        "perNodeBlockSize",
+        "perNodeNetworkPrefix",
+        "defaultGateway",
+        "exclusions",
+        "nodeSelector",
+    ];
+    let extra: Vec<&String> = s
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    if !extra.is_empty() {
+        draft.warn(
+            p,
+            format!(
+                "{} `{}` sets {}, which gpuctl does not render: keep them out of gpuctl's pool, or manage this pool outside the blueprint",
+                o["kind"].as_str().unwrap_or_default(),
+                name(o),
+                extra.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    Y::Map(m)
 }
 
 /// `devicePlugin` from the policy's device plugin; the resource it advertises, its interfaces and

@@ -406,9 +406,20 @@ fn network_and_topology_are_imported_as_the_example_declares_them() {
         (&sn["kind"], &sn["name"], &sn["master"]),
         (&json!("ipoib"), &json!("ib-storage"), &json!("ibp3s0"))
     );
-    // The pods' range lives in the nv-ipam IPPool, which this cluster does not have: a
-    // placeholder, said so.
-    assert!(warned(&imported, "`192.168.0.0/16` is a placeholder"));
+    // The pods' addresses come from the nv-ipam IPPool the network names, read back whole.
+    assert_eq!(sn["ipPool"], "ib-storage", "{}", imported.yaml);
+    assert!(sn["range"].is_null(), "{}", imported.yaml);
+    assert_eq!(
+        no["ipPools"],
+        json!([{
+            "name": "ib-storage", "range": "10.200.0.0/16", "gateway": "10.200.0.1",
+            "perNodeBlockSize": 64,
+            "exclusions": [{"startIP": "10.200.0.2", "endIP": "10.200.0.31"}],
+            "nodePools": ["gb200"],
+        }]),
+        "{}",
+        imported.yaml
+    );
     // The chart values the release has are rendered from fields: nothing kept by hand.
     assert!(no["values"].is_null(), "{}", imported.yaml);
     let pool = &v["spec"]["nodePools"][0];
@@ -620,4 +631,44 @@ fn kueues_release_gives_its_version_and_leaves_install_alone() {
         "Kueue's objects do not record its release"
     ));
     assert!(imported.yaml.contains("Helm release kueue-system/queues"));
+}
+
+/// A cluster that records no driver version anywhere (no Helm values, NVIDIADriver CR,
+/// ClusterPolicy or node label) imports with the chart default driver of the release it guesses
+/// (the newest release the catalog knows, since no Helm release was found), read from
+/// profiles/gpu-operator.yaml, and a warning at the field that says it is a guess.
+#[test]
+fn without_any_driver_version_the_guessed_releases_chart_default_is_written_and_flagged() {
+    let (mut live, ctx) = hand_made_cluster();
+    for node in live.nodes.as_mut().unwrap() {
+        node["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("nvidia.com/cuda.driver-version.full");
+    }
+    let imported = import(&live, &ctx, catalog(), &opts());
+    let v = parsed(&imported);
+    let version: crate::version::OperatorVersion = v["spec"]["gpuOperator"]["version"]
+        .as_str()
+        .expect("a version")
+        .parse()
+        .expect("an operator version");
+    let newest = catalog()
+        .operator_releases()
+        .last()
+        .expect("the catalog lists releases");
+    assert_eq!(
+        catalog().operator_release(&version).map(|r| &r.version),
+        Some(&newest.version),
+        "no release was found, so the guess is the newest the catalog knows"
+    );
+    assert_eq!(
+        v["spec"]["gpuOperator"]["driver"]["version"],
+        newest.default_driver.to_string().as_str()
+    );
+    assert!(
+        warned(&imported, "no driver version was found"),
+        "{:#?}",
+        imported.warnings
+    );
 }

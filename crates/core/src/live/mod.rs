@@ -99,6 +99,9 @@ pub struct LiveView {
     /// The other stacks' Helm releases (Kueue's, the Network Operator's) by (namespace, release
     /// name); a release not in the map was not read.
     pub releases: BTreeMap<(String, String), Reading<Option<LiveRelease>>>,
+    /// The Helm releases gpuctl installed for this blueprint (recorded on the releases), with the
+    /// objects that keep an uninstall from running for those whose stack the blueprint dropped.
+    pub owned_releases: Reading<Vec<release::OwnedRelease>>,
     /// Server-side dry-run answers for rendered objects that needed one.
     pub dry_run: BTreeMap<ObjectRef, DryRun>,
     /// One pool's workloads (nodes, GPU pods, PDBs, driver CRs), for upgrades.
@@ -122,6 +125,7 @@ impl LiveView {
             journals: Reading::NotRead,
             helm_release: Reading::NotRead,
             releases: BTreeMap::new(),
+            owned_releases: Reading::NotRead,
             dry_run: BTreeMap::new(),
             workloads: None,
         }

@@ -41,6 +41,21 @@ pub struct NamedRelease {
     pub release: LiveRelease,
 }
 
+/// A Helm release gpuctl installed for a blueprint, as recorded on its storage Secrets
+/// ([`crate::applyset::BLUEPRINT_LABEL`] and [`crate::names::STACK_LABEL`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnedRelease {
+    /// Release name and namespace, and its newest revision.
+    #[serde(flatten)]
+    pub named: NamedRelease,
+    /// The stack the label names.
+    pub stack: crate::render::Stack,
+    /// The objects of the stack's API groups in the cluster (`Kind/ns/name`), read only for a
+    /// release whose stack the blueprint dropped: they keep its uninstall from running.
+    #[serde(skip)]
+    pub objects: super::Reading<Vec<String>>,
+}
+
 /// Helm's encoding, undone: base64 text of (optionally, for releases stored before Helm
 /// compressed them) gzip-compressed JSON.
 pub fn decode(data: &[u8]) -> Result<Value, String> {
@@ -81,6 +96,92 @@ pub fn from_release_json(revision: u64, r: &Value) -> LiveRelease {
             _ => Value::Object(Default::default()),
         },
     }
+}
+
+/// Helm's encoding of a release, as [`decode`] undoes it: the JSON, gzip-compressed, then
+/// base64-encoded (the bytes of the storage Secret's `release` key).
+pub fn encode(release: &Value) -> Vec<u8> {
+    use std::io::Write;
+    let json = serde_json::to_vec(release).unwrap_or_default();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let _ = gz.write_all(&json);
+    let bytes = gz.finish().unwrap_or_default();
+    base64::engine::general_purpose::STANDARD
+        .encode(bytes)
+        .into_bytes()
+}
+
+/// The annotation helm reads in a release's stored manifest to leave a resource in place when it
+/// uninstalls the release (a chart's own way to keep its CRDs).
+pub const RESOURCE_POLICY: &str = "helm.sh/resource-policy";
+
+/// Marks every CustomResourceDefinition in a release's stored manifest (`release["manifest"]`:
+/// helm's `---`-separated documents, each after its `# Source:` comment) with
+/// [`RESOURCE_POLICY`]`: keep`, as a chart that keeps its CRDs ships them, so `helm uninstall` of
+/// the release leaves them (helm decides from the stored manifest, not the live objects). A
+/// marked document is written back as JSON (which is YAML) after its comment lines. Returns the
+/// CRDs newly marked; other documents are left byte for byte.
+pub fn keep_crds(release: &mut Value) -> Vec<String> {
+    let Some(manifest) = release["manifest"].as_str() else {
+        return vec![];
+    };
+    let mut marked = Vec::new();
+    let mut docs: Vec<String> = Vec::new();
+    for doc in split_documents(manifest) {
+        if !doc.contains("CustomResourceDefinition") {
+            docs.push(doc.to_string());
+            continue;
+        }
+        let Ok(mut v) = serde_saphyr::from_str::<Value>(doc) else {
+            docs.push(doc.to_string());
+            continue;
+        };
+        let annotations = &v["metadata"]["annotations"];
+        if v["kind"] != "CustomResourceDefinition" || annotations[RESOURCE_POLICY] == "keep" {
+            docs.push(doc.to_string());
+            continue;
+        }
+        if !annotations.is_object() {
+            v["metadata"]["annotations"] = serde_json::json!({});
+        }
+        v["metadata"]["annotations"][RESOURCE_POLICY] = Value::String("keep".into());
+        marked.push(
+            v["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        );
+        let comments: String = doc
+            .lines()
+            .take_while(|l| l.trim_start().starts_with('#') || l.trim().is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect();
+        docs.push(format!(
+            "{comments}{}\n",
+            serde_json::to_string(&v).unwrap_or_default()
+        ));
+    }
+    if !marked.is_empty() {
+        release["manifest"] = Value::String(docs.join("---\n"));
+    }
+    marked
+}
+
+/// A manifest's documents, split at `---` lines (the text between them, separator lines left
+/// out; the first document may be empty).
+fn split_documents(manifest: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut pos = 0;
+    for line in manifest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            out.push(&manifest[start..pos]);
+            start = pos + line.len();
+        }
+        pos += line.len();
+    }
+    out.push(&manifest[start..]);
+    out
 }
 
 #[cfg(test)]
@@ -135,5 +236,34 @@ mod tests {
         ] {
             assert!(decode(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_stored_manifest_keeps_its_crds_and_nothing_else_changes() {
+        let manifest = "---\n# Source: kueue/templates/crd/cq.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: clusterqueues.kueue.x-k8s.io\n  annotations:\n    controller-gen.kubebuilder.io/version: v0.18.0\nspec:\n  group: kueue.x-k8s.io\n---\n# Source: kueue/templates/manager/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kueue-manager-config\ndata:\n  note: \"a CustomResourceDefinition is mentioned\"\n---\n# Source: kueue/templates/crd/kept.yaml\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: kept.kueue.x-k8s.io\n  annotations:\n    helm.sh/resource-policy: keep\n";
+        let mut r = serde_json::json!({"name": "kueue", "manifest": manifest, "version": 1});
+        assert_eq!(keep_crds(&mut r), ["clusterqueues.kueue.x-k8s.io"]);
+        let docs = split_documents(r["manifest"].as_str().unwrap());
+        assert_eq!(docs.len(), 4, "{docs:?}");
+        assert!(
+            docs[1].starts_with("# Source: kueue/templates/crd/cq.yaml\n{"),
+            "{}",
+            docs[1]
+        );
+        let crd: Value = serde_saphyr::from_str(docs[1]).unwrap();
+        assert_eq!(crd["metadata"]["annotations"][RESOURCE_POLICY], "keep");
+        assert_eq!(
+            crd["metadata"]["annotations"]["controller-gen.kubebuilder.io/version"],
+            "v0.18.0"
+        );
+        assert_eq!(crd["spec"]["group"], "kueue.x-k8s.io");
+        // The other documents, byte for byte.
+        let before = split_documents(manifest);
+        assert_eq!((docs[2], docs[3]), (before[2], before[3]));
+        // Encoded as helm stores it, and read back.
+        assert_eq!(decode(&super::encode(&r)).unwrap(), r);
+        // Marked once: nothing more to mark.
+        assert!(keep_crds(&mut r).is_empty());
+        assert!(keep_crds(&mut serde_json::json!({"manifest": 3})).is_empty());
     }
 }

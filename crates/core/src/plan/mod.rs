@@ -18,6 +18,7 @@ pub mod redact;
 pub mod stale;
 #[cfg(test)]
 mod tests;
+pub mod uninstall;
 pub mod upgrades;
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,7 @@ pub use format::{SavedPlanError, is_saved_plan};
 pub use helm::{helm_plan, plan_releases};
 pub use kueue::{KueueConfigReading, kueue_config_findings};
 pub use nodes::{node_driver, selector_string};
+pub use uninstall::{HelmRun, UninstallStep, helm_runs};
 pub use upgrades::journal_findings;
 
 /// Field manager of everything `gpuctl apply` writes (server-side apply).
@@ -44,8 +46,10 @@ pub const FIELD_MANAGER: &str = "gpuctl";
 /// (`redacted`, and `apply` refuses them); an older gpuctl, which knows only version 1, must
 /// refuse them too rather than apply `(sensitive)` as a password. 3: `releases`, the other
 /// stacks' Helm releases (Kueue, the Network Operator); a gpuctl that knows only version 2 would
-/// apply their objects without installing them, so it must refuse these plans.
-pub const PLAN_FORMAT_VERSION: u32 = 3;
+/// apply their objects without installing them, so it must refuse these plans. 4: `uninstalls`,
+/// releases of components the blueprint dropped; a gpuctl that knows only version 3 would apply
+/// such a plan without uninstalling them and say it was complete.
+pub const PLAN_FORMAT_VERSION: u32 = 4;
 
 /// Kinds never pruned without `--prune-protected`: losing one loses everything inside or above it.
 pub const PROTECTED_KINDS: &[&str] = &[
@@ -220,6 +224,9 @@ pub struct Summary {
     /// Existing objects adopted without a field change.
     #[serde(default)]
     pub adopt: usize,
+    /// Helm releases of components the blueprint dropped, to uninstall.
+    #[serde(default)]
+    pub uninstall: usize,
 }
 
 impl Summary {
@@ -232,6 +239,7 @@ impl Summary {
             + self.nodes
             + self.helm
             + self.adopt
+            + self.uninstall
             > 0
     }
 }
@@ -319,6 +327,10 @@ pub struct Plan {
     /// The other stacks' Helm release steps (Kueue, the Network Operator), in install order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub releases: Vec<ReleaseStep>,
+    /// Releases gpuctl installed for this blueprint whose component it dropped: apply uninstalls
+    /// them last, after the prune ([`uninstall`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uninstalls: Vec<UninstallStep>,
     /// Node patches as rendered (apply re-reads nodes).
     pub node_patches: Vec<NodePatch>,
     /// Totals.
@@ -469,6 +481,7 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     let upgrades = upgrades::findings(live, &set.blueprint, &set.helm.namespace, &set.node_patches);
     let (helm_release, helm_findings) = helm::plan_helm(live, &set.helm);
     let (releases, release_findings) = helm::plan_releases(live, &set.releases);
+    let (uninstalls, uninstall_findings) = uninstall::plan_uninstalls(set, live);
 
     // A pool an upgrade journal already explains gets that finding, not the driver CR move's.
     let explained: std::collections::BTreeSet<&str> =
@@ -483,13 +496,15 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     findings.extend(upgrades.into_iter().map(|(_, f)| f));
     findings.extend(helm_findings);
     findings.extend(release_findings);
+    findings.extend(uninstall_findings);
     findings.extend(node_plan.findings);
 
     let driver_rollouts = driver_rollouts(&mut actions, &set.node_patches);
     let release_plans = std::iter::once(helm_release.as_ref())
         .chain(releases.iter().map(|r| r.plan.as_ref()))
         .flatten();
-    let summary = Summary::of(&actions, node_plan.actions.len(), release_plans);
+    let mut summary = Summary::of(&actions, node_plan.actions.len(), release_plans);
+    summary.uninstall = uninstalls.len();
     let (server, cluster_fingerprint) = live.source.server_and_fingerprint();
     // Only a real timestamp is shown: a snapshot file is input, and this goes to a terminal.
     let snapshot_captured_at = match &live.source {
@@ -518,6 +533,7 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
         helm: set.helm.clone(),
         helm_release,
         releases,
+        uninstalls,
         node_patches: set.node_patches.clone(),
         summary,
         redacted: false,

@@ -10,7 +10,7 @@ use super::*;
 use crate::applyset::{BLUEPRINT_LABEL, PART_OF};
 use crate::blueprint::InstallMode;
 use crate::journal::{Journal, JournalPhase};
-use crate::live::release::LiveRelease;
+use crate::live::release::{LiveRelease, OwnedRelease};
 use crate::live::{DryRun, Reading};
 use crate::object::TypeRef;
 use crate::render::{ChartSource, HelmRelease, NodeTaint, RenderedObject, Stack};
@@ -103,6 +103,7 @@ fn helm(install: InstallMode) -> HelmRelease {
 fn set() -> RenderedSet {
     RenderedSet {
         releases: vec![],
+        undeclared: vec![],
         blueprint: BLUEPRINT.into(),
         objects: vec![namespace(), quota(), queue()],
         node_patches: vec![patch()],
@@ -1375,4 +1376,126 @@ fn absent_zero_values_of_built_in_kinds_need_no_dry_run() {
         &BTreeSet::new(),
         &set_id()
     ));
+}
+
+fn owned(stack: Stack, ns: &str, name: &str, objects: Reading<Vec<String>>) -> OwnedRelease {
+    OwnedRelease {
+        named: crate::live::release::NamedRelease {
+            name: name.into(),
+            namespace: ns.into(),
+            release: LiveRelease {
+                revision: 3,
+                status: "deployed".into(),
+                chart: name.into(),
+                chart_version: "0.19.2".into(),
+                values: json!({}),
+            },
+        },
+        stack,
+        objects,
+    }
+}
+
+#[test]
+fn a_dropped_component_plans_its_release_uninstall_blocked_while_its_objects_exist() {
+    let mut s = set();
+    s.undeclared = vec![Stack::Kueue, Stack::NetworkOperator];
+    let mut view = snapshot_view();
+    // Before the owned releases are read (snapshots, offline): no uninstall.
+    let p = plan(&s, &view, PlanOptions::default()).unwrap();
+    assert!(p.uninstalls.is_empty());
+    view.owned_releases = Reading::Read(vec![
+        owned(
+            Stack::Kueue,
+            "kueue-system",
+            "kueue",
+            Reading::Read(vec!["ClusterQueue/cq".into(), "LocalQueue/team/lq".into()]),
+        ),
+        owned(
+            Stack::NetworkOperator,
+            "nvidia-network-operator",
+            "network-operator",
+            Reading::Read(vec![]),
+        ),
+        // The GPU Operator is always declared: its release is never uninstalled.
+        owned(
+            Stack::GpuOperator,
+            OPERATOR_NS,
+            "gpu-operator",
+            Reading::NotRead,
+        ),
+    ]);
+    let p = plan(&s, &view, PlanOptions::default()).unwrap();
+    let ids: Vec<String> = p.uninstalls.iter().map(|u| u.id()).collect();
+    assert_eq!(
+        ids,
+        [
+            "HelmRelease/kueue-system/kueue",
+            "HelmRelease/nvidia-network-operator/network-operator"
+        ]
+    );
+    assert_eq!(p.summary.uninstall, 2);
+    assert!(p.summary.has_changes());
+    let kueue = &p.uninstalls[0];
+    assert_eq!(kueue.blockers, ["ClusterQueue/cq", "LocalQueue/team/lq"]);
+    assert_eq!(kueue.api_groups, ["kueue.x-k8s.io"]);
+    assert!(
+        kueue
+            .reason
+            .contains("gpuctl.dev/blueprint=lab, gpuctl.dev/stack=kueue")
+            && kueue
+                .reason
+                .contains("no longer declares spec.scheduling.kueue"),
+        "{}",
+        kueue.reason
+    );
+    let warnings = messages(&p, Severity::Warning);
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "HelmRelease/kueue-system/kueue (Kueue release) is not uninstalled while objects of its kinds exist: ClusterQueue/cq, LocalQueue/team/lq"
+        ) && w.contains("--force-uninstall")),
+        "{warnings:?}"
+    );
+    // Apply runs helm for them (and for the operator release, which is not installed yet).
+    let runs: Vec<(String, &str)> = helm_runs(&p).into_iter().map(|r| (r.id, r.verb)).collect();
+    assert_eq!(
+        runs,
+        [
+            (
+                "HelmRelease/gpu-operator/gpu-operator".to_string(),
+                "install"
+            ),
+            ("HelmRelease/kueue-system/kueue".to_string(), "uninstall"),
+            (
+                "HelmRelease/nvidia-network-operator/network-operator".to_string(),
+                "uninstall"
+            ),
+        ]
+    );
+    // The plan file carries them (format 4).
+    let back = Plan::from_json(&p.to_saved_json()).unwrap();
+    assert_eq!(back.uninstalls, p.uninstalls);
+    assert_eq!(back.format_version, 4);
+
+    // A component still declared (here with `install: none`: something else installs it now) is
+    // never uninstalled, only noted.
+    s.undeclared = vec![];
+    let p = plan(&s, &view, PlanOptions::default()).unwrap();
+    assert!(p.uninstalls.is_empty());
+    let warnings = messages(&p, Severity::Warning);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("Helm release kueue-system/kueue") && w.contains("leaves it alone")),
+        "{warnings:?}"
+    );
+    // Releases of unknown ownership cannot be read: said, nothing planned.
+    view.owned_releases = Reading::Failed("forbidden".into());
+    let p = plan(&s, &view, PlanOptions::default()).unwrap();
+    assert!(p.uninstalls.is_empty());
+    assert!(
+        messages(&p, Severity::Warning)
+            .iter()
+            .any(|w| w.contains("cannot read which Helm releases gpuctl installed")),
+    );
 }

@@ -7,13 +7,16 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::DCGM_FILE;
-use super::common::{TextList, text_list};
-use super::{ProfileError, inconsistent, sourced};
+use super::common::{FactRow, PartialDate, TextList, text_list};
+use super::{ProfileError, RowLog, inconsistent, sourced};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct DcgmFile {
     pub(super) source: TextList,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) exporter: ExporterFacts,
     pub(super) clock_events: ClockEvents,
     pub(super) xid: XidCatalog,
@@ -46,10 +49,16 @@ pub struct ExporterFacts {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// The labels each fact is read from, first present (and non-empty) wins.
     pub labels: LabelNames,
     /// Metric names.
     pub metrics: MetricNames,
+    /// Caveats from the data file (what a re-read confirmed and what it could not).
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
 }
 
 /// Label names, in the order they are tried.
@@ -178,6 +187,9 @@ pub struct ClockEvents {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// The bits.
     pub reasons: Vec<ClockEventReason>,
 }
@@ -220,6 +232,9 @@ pub struct XidCatalog {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// What could not be read (the catalog page's date).
     pub note: String,
     /// The catalog's products (its "Applies to" columns).
@@ -454,6 +469,9 @@ pub struct RecoveryActions {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Why gpuctl does not collect it.
     pub note: String,
     /// The texts Xid 154's kernel message may name, as the catalog lists them.
@@ -508,6 +526,9 @@ pub struct AlertBounds {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// What no source gives.
     pub note: String,
     /// `spec.monitoring.alerts.temperatureC`.
@@ -620,6 +641,9 @@ pub struct Thresholds {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Temperature in C above which a GPU is too hot (the blueprint's alert threshold wins).
     pub temperature_c: f64,
     /// How long the temperature must stay above it (`5m`).
@@ -645,6 +669,7 @@ pub(super) fn is_prometheus_name(name: &str, metric: bool) -> bool {
 pub(super) fn load_dcgm(
     file: DcgmFile,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<DcgmFacts, ProfileError> {
     const F: &str = DCGM_FILE;
     sourced(sources, F, None, &file.source.0)?;
@@ -659,6 +684,25 @@ pub(super) fn load_dcgm(
     )?;
     sourced(sources, F, Some("thresholds"), &file.thresholds.source)?;
     sourced(sources, F, Some("alert_bounds"), &file.alert_bounds.source)?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row("exporter", &file.exporter.source, file.exporter.read);
+    log.row(
+        "clock_events",
+        &file.clock_events.source,
+        file.clock_events.read,
+    );
+    log.row("xid", &file.xid.source, file.xid.read);
+    log.row(
+        "recovery_action",
+        &file.recovery_action.source,
+        file.recovery_action.read,
+    );
+    log.row("thresholds", &file.thresholds.source, file.thresholds.read);
+    log.row(
+        "alert_bounds",
+        &file.alert_bounds.source,
+        file.alert_bounds.read,
+    );
     for (what, names) in file.exporter.labels.all() {
         if names.is_empty() {
             return Err(inconsistent(
@@ -1110,23 +1154,25 @@ mod tests {
                 "Drain P2P and Reset Gpu",
                 RecoveryAct::ResetGpu,
             ),
+            // 5 to 7 are numbered differently by NVIDIA's sources: the text quotes both
+            // readings and the finding advises no drain or reboot of its own.
             (
                 5,
                 "RECOVER_IMEX_DOMAIN",
-                "Recover IMEX Domain",
+                "Recover IMEX Domain (cuda-python preview numbering) or Reset the GPU's PCIe bus (pynvml 2025 numbering, GPU_RESET_BUS)",
                 RecoveryAct::Other,
             ),
             (
                 6,
                 "BUS_RESET",
-                "Reset the GPU\u{2019}s PCIe bus",
+                "Reset the GPU's PCIe bus (cuda-python preview numbering; pynvml 2025 has no 6)",
                 RecoveryAct::Other,
             ),
             (
                 7,
                 "SYSTEM_REBOOT",
-                "Reboot the system",
-                RecoveryAct::RebootNode,
+                "Reboot the system (cuda-python preview numbering; pynvml 2025 has no 7)",
+                RecoveryAct::Other,
             ),
         ];
         for (value, nvml, text, act) in table {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::LIMITS_FILE;
-use super::common::text_list;
-use super::{ProfileError, inconsistent, push_sources, require_source};
+use super::common::{FactRow, PartialDate, text_list};
+use super::{ProfileError, RowLog, inconsistent, push_sources, require_source};
 
 /// All limits, by the component that enforces them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,6 +16,9 @@ pub struct Limits {
     /// Where the file's facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Kubernetes object-name limits.
     pub kubernetes_names: KubernetesNameLimits,
     /// PriorityClass limits.
@@ -45,6 +48,9 @@ pub struct ImmutableFields {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Per kind.
     pub kinds: Vec<ImmutableKind>,
 }
@@ -89,6 +95,9 @@ pub struct KubernetesNameLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Longest DNS-1123 label (63).
     pub dns1123_label_max_length: usize,
     /// Longest DNS-1123 subdomain (253).
@@ -113,6 +122,9 @@ pub struct PriorityClassLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Highest value of a user-defined class (1000000000).
     pub max_user_value: i64,
     /// Lowest value (int32 minimum).
@@ -137,6 +149,9 @@ pub struct ResourceQuotaLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Quota keys without a `/` that the API server accepts (`cpu`, `requests.memory`, `pods`, ...).
     pub standard_keys: Vec<String>,
     /// Prefixes that also make a `/`-less key standard (hugepages forms).
@@ -172,6 +187,9 @@ pub struct NodeLabelLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// A label key starting with one of these is written by the operator or discovery, never by
     /// gpuctl.
     pub operator_owned_prefixes: Vec<String>,
@@ -196,6 +214,9 @@ pub struct KueueLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// The API version the limits are read from.
     pub api_version: String,
     /// Resource groups per ClusterQueue (16).
@@ -238,6 +259,9 @@ pub struct VolcanoLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Lowest queue weight (1).
     pub min_queue_weight: u32,
     /// Highest queue weight (65535).
@@ -260,6 +284,9 @@ pub struct NodePoolLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Most GPUs the NVIDIA driver supports in one system (32).
     pub max_gpus_per_node: u32,
     /// Most nodes in one Kubernetes cluster (5,000).
@@ -278,8 +305,14 @@ pub struct DevicePluginLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Fewest replicas of a time-sliced or MPS-shared GPU (2).
     pub min_sharing_replicas: u32,
+    /// Caveats from the data file (what a re-read confirmed and what it could not).
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
 }
 
 /// dcgm-exporter limits.
@@ -289,6 +322,9 @@ pub struct DcgmExporterLimits {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Shortest collection interval in milliseconds (100).
     pub min_collect_interval_ms: u64,
     /// The exporter's default collection interval in milliseconds (30000).
@@ -301,23 +337,60 @@ pub struct DcgmExporterLimits {
 pub(super) fn load_limits(
     limits: &Limits,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<(), ProfileError> {
     const F: &str = LIMITS_FILE;
-    let sections: [(&str, &[String]); 10] = [
-        ("the file", &limits.source),
-        ("kubernetes_names", &limits.kubernetes_names.source),
-        ("priority_class", &limits.priority_class.source),
-        ("resource_quota", &limits.resource_quota.source),
-        ("node_labels", &limits.node_labels.source),
-        ("kueue", &limits.kueue.source),
-        ("volcano", &limits.volcano.source),
-        ("device_plugin", &limits.device_plugin.source),
-        ("dcgm_exporter", &limits.dcgm_exporter.source),
-        ("immutable_fields", &limits.immutable_fields.source),
+    require_source(F, "the file", &limits.source)?;
+    push_sources(sources, F, None, &limits.source);
+    let sections: [(&str, &[String], Option<PartialDate>); 10] = [
+        (
+            "kubernetes_names",
+            &limits.kubernetes_names.source,
+            limits.kubernetes_names.read,
+        ),
+        (
+            "priority_class",
+            &limits.priority_class.source,
+            limits.priority_class.read,
+        ),
+        (
+            "resource_quota",
+            &limits.resource_quota.source,
+            limits.resource_quota.read,
+        ),
+        (
+            "node_labels",
+            &limits.node_labels.source,
+            limits.node_labels.read,
+        ),
+        ("kueue", &limits.kueue.source, limits.kueue.read),
+        ("volcano", &limits.volcano.source, limits.volcano.read),
+        (
+            "node_pools",
+            &limits.node_pools.source,
+            limits.node_pools.read,
+        ),
+        (
+            "device_plugin",
+            &limits.device_plugin.source,
+            limits.device_plugin.read,
+        ),
+        (
+            "dcgm_exporter",
+            &limits.dcgm_exporter.source,
+            limits.dcgm_exporter.read,
+        ),
+        (
+            "immutable_fields",
+            &limits.immutable_fields.source,
+            limits.immutable_fields.read,
+        ),
     ];
-    for (name, list) in sections {
+    let mut log = RowLog::new(rows, F, &limits.source, limits.read);
+    for (name, list, read) in sections {
         require_source(F, name, list)?;
-        push_sources(sources, F, (name != "the file").then_some(name), list);
+        push_sources(sources, F, Some(name), list);
+        log.row(name, list, read);
     }
     let volcano = &limits.volcano;
     if volcano.min_queue_weight > volcano.max_queue_weight

@@ -10,15 +10,16 @@
 //! it (`load_*`): `arch` (architectures), `gpu` (GPU models, their MIG profile sets), `mig`
 //! (placement), `cuda`, `driver` (branches, kernel-module flavours), `operator` (GPU Operator
 //! releases, operating systems), `chart` (the operator chart's key trees), `limits`, `queueing`
-//! (Kueue, Volcano), `network`, `dcgm`; `common` holds the shared value types. This module reads
-//! the files in order ([`Catalog::from_sources`]), keeps what the loaders share (sources, fact rows,
-//! errors) and answers the queries.
+//! (Kueue, Volcano), `network`, `dcgm`, `dra` (Dynamic Resource Allocation); `common` holds the
+//! shared value types. This module reads the files in order ([`Catalog::from_sources`]), keeps
+//! what the loaders share (sources, fact rows, errors) and answers the queries.
 
 mod arch;
 pub mod chart;
 mod common;
 mod cuda;
 pub mod dcgm;
+pub mod dra;
 mod driver;
 mod gpu;
 mod limits;
@@ -73,8 +74,10 @@ pub const QUEUEING_FILE: &str = "profiles/queueing.yaml";
 pub const NETWORK_FILE: &str = "profiles/network.yaml";
 /// See [`GPUS_FILE`].
 pub const DCGM_FILE: &str = "profiles/dcgm.yaml";
+/// See [`GPUS_FILE`].
+pub const DRA_FILE: &str = "profiles/dra.yaml";
 
-/// The text of the seven profile tables.
+/// The text of the profile tables.
 #[derive(Debug, Clone, Copy)]
 pub struct ProfileSources<'a> {
     /// `profiles/gpus.yaml`.
@@ -95,6 +98,8 @@ pub struct ProfileSources<'a> {
     pub network: &'a str,
     /// `profiles/dcgm.yaml`.
     pub dcgm: &'a str,
+    /// `profiles/dra.yaml`.
+    pub dra: &'a str,
 }
 
 impl ProfileSources<'static> {
@@ -109,6 +114,7 @@ impl ProfileSources<'static> {
         queueing: include_str!("../../../../profiles/queueing.yaml"),
         network: include_str!("../../../../profiles/network.yaml"),
         dcgm: include_str!("../../../../profiles/dcgm.yaml"),
+        dra: include_str!("../../../../profiles/dra.yaml"),
     };
 }
 
@@ -152,6 +158,7 @@ pub struct Catalog {
     queueing: Queueing,
     network: network::NetworkFacts,
     dcgm: dcgm::DcgmFacts,
+    dra: dra::DraFacts,
     sources: Vec<(&'static str, String)>,
     fact_rows: Vec<FactRow>,
 }
@@ -184,7 +191,7 @@ impl Catalog {
         })
     }
 
-    /// Parses and cross-checks the six tables.
+    /// Parses and cross-checks the tables.
     pub fn from_sources(src: &ProfileSources<'_>) -> Result<Catalog, ProfileError> {
         let architectures_file: arch::ArchitecturesFile =
             parse(ARCHITECTURES_FILE, src.architectures)?;
@@ -196,6 +203,7 @@ impl Catalog {
         let queueing_file: queueing::QueueingFile = parse(QUEUEING_FILE, src.queueing)?;
         let network_file: network::NetworkFile = parse(NETWORK_FILE, src.network)?;
         let dcgm_file: dcgm::DcgmFile = parse(DCGM_FILE, src.dcgm)?;
+        let dra_file: dra::DraFile = parse(DRA_FILE, src.dra)?;
 
         let mut sources = Vec::new();
         let mut rows = Vec::new();
@@ -206,11 +214,12 @@ impl Catalog {
             driver::load_drivers(drivers_file, &mut sources, &mut rows)?;
         let (operator_releases, operator_facts) =
             operator::load_operator(operator_file, &drivers, &mut sources, &mut rows)?;
-        limits::load_limits(&limits, &mut sources)?;
-        let queueing = queueing::load_queueing(queueing_file, &mut sources)?;
+        limits::load_limits(&limits, &mut sources, &mut rows)?;
+        let queueing = queueing::load_queueing(queueing_file, &mut sources, &mut rows)?;
         let network =
             network::load_network(network_file, &architectures, &cuda, &mut sources, &mut rows)?;
-        let dcgm = dcgm::load_dcgm(dcgm_file, &mut sources)?;
+        let dcgm = dcgm::load_dcgm(dcgm_file, &mut sources, &mut rows)?;
+        let dra = dra::load_dra(dra_file, &mut sources, &mut rows)?;
 
         Ok(Catalog {
             gpus,
@@ -226,6 +235,7 @@ impl Catalog {
             queueing,
             network,
             dcgm,
+            dra,
             sources,
             fact_rows: rows,
         })
@@ -352,6 +362,12 @@ impl Catalog {
         &self.dcgm
     }
 
+    /// Dynamic Resource Allocation facts: Kubernetes' DRA gates and quota keys, NVIDIA's DRA
+    /// driver releases and what their devices publish, GPUCluster, Kueue (`profiles/dra.yaml`).
+    pub fn dra(&self) -> &dra::DraFacts {
+        &self.dra
+    }
+
     /// Every source the tables cite, as `(file, text)` in file order; a table-level source is
     /// prefixed with the table's name (`mig_profile_sets.a100-40gb: ...`).
     pub fn sources(&self) -> Vec<(&'static str, String)> {
@@ -406,6 +422,7 @@ const ALL_FILES: &[&str] = &[
     QUEUEING_FILE,
     NETWORK_FILE,
     DCGM_FILE,
+    DRA_FILE,
 ];
 
 /// Records a table's fact rows: each with its own sources and date or, without them, the table's.

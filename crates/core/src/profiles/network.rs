@@ -19,6 +19,7 @@ pub(super) struct NetworkFile {
     pub(super) gpudirect_rdma: GpuDirectRdma,
     pub(super) network_operator: NetworkOperatorFacts,
     pub(super) kubelet: KubeletFacts,
+    pub(super) nv_ipam: NvIpamFacts,
 }
 
 /// All network facts.
@@ -30,6 +31,8 @@ pub struct NetworkFacts {
     pub network_operator: NetworkOperatorFacts,
     /// kubelet NUMA facts.
     pub kubelet: KubeletFacts,
+    /// NVIDIA IPAM pools.
+    pub nv_ipam: NvIpamFacts,
 }
 
 /// What each GPUDirect RDMA mechanism needs.
@@ -277,6 +280,39 @@ pub struct KubeletFacts {
     pub topology_manager_max_numa_nodes: u32,
 }
 
+/// NVIDIA IPAM (nv-ipam) facts: the pool objects' API and the limits nv-ipam enforces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvIpamFacts {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
+    /// `nv-ipam.nvidia.com/v1alpha1`.
+    pub api_version: String,
+    /// The CNI `ipam.poolType` naming a CIDRPool.
+    pub cidrpool_cni_type: String,
+    /// The smallest `perNodeBlockSize` nv-ipam accepts.
+    pub min_per_node_block_size: u32,
+    /// Addresses of a subnet that are never handed out, per family.
+    pub reserved_addresses: ReservedAddresses,
+    /// Caveats.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// Addresses of a subnet nv-ipam never hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservedAddresses {
+    /// IPv4: the network and broadcast addresses.
+    pub ipv4: u32,
+    /// IPv6: the network address.
+    pub ipv6: u32,
+}
+
 impl NetworkOperatorFacts {
     /// The release `version` names (`v26.4.1` or `26.4.1`).
     pub fn release(&self, version: &str) -> Option<&NetworkOperatorRelease> {
@@ -433,6 +469,7 @@ pub(super) fn load_network(
         }
     }
     log.row("kubelet", &file.kubelet.source, file.kubelet.read);
+    log.row("nv_ipam", &file.nv_ipam.source, file.nv_ipam.read);
     let dma_buf = &file.gpudirect_rdma.dma_buf;
     if !architectures.contains_key(&dma_buf.min_architecture) {
         return Err(inconsistent(
@@ -471,11 +508,13 @@ pub(super) fn load_network(
         &file.network_operator.source,
     )?;
     sourced(sources, F, Some("kubelet"), &file.kubelet.source)?;
+    sourced(sources, F, Some("nv_ipam"), &file.nv_ipam.source)?;
     file.check().map_err(|m| inconsistent(F, m))?;
     Ok(NetworkFacts {
         gpudirect_rdma: file.gpudirect_rdma,
         network_operator: file.network_operator,
         kubelet: file.kubelet,
+        nv_ipam: file.nv_ipam,
     })
 }
 

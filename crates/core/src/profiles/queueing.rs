@@ -7,8 +7,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::common::FactRow;
 use super::common::{PartialDate, TextList, text_list};
-use super::{ProfileError, inconsistent, sourced};
+use super::{ProfileError, RowLog, inconsistent, sourced};
 use super::{QUEUEING_FILE, Queueing};
 
 /// The `kueue.x-k8s.io` versions gpuctl reads, newest first, for every command that lists Kueue's
@@ -24,6 +25,9 @@ pub const KUEUE_API_VERSIONS_FROM_ALPHA: &[&str] = &["v1beta2", "v1beta1", "v1al
 #[serde(deny_unknown_fields)]
 pub(super) struct QueueingFile {
     pub(super) source: TextList,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub(super) read: Option<PartialDate>,
     pub(super) kueue: QueueSystem,
     pub(super) volcano: QueueSystem,
     pub(super) kueue_configuration: KueueConfiguration,
@@ -40,6 +44,9 @@ pub struct SchedulingMessages {
     /// Where these texts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Kueue's texts on a Workload's `QuotaReserved` condition.
     pub kueue: KueueMessages,
     /// Volcano's PodGroup phases and condition.
@@ -160,6 +167,9 @@ pub struct KueueConfiguration {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// `config.kueue.x-k8s.io/v1beta2`.
     pub api_version: String,
     /// The manager's ConfigMap.
@@ -237,8 +247,14 @@ pub struct Composition {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// ResourceQuota keys that make the API server require a container value.
     pub keys_requiring_container_values: std::collections::BTreeMap<String, RequiredValue>,
+    /// Caveats from the data file (what a re-read confirmed and what it could not).
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
 }
 
 /// The container value a ResourceQuota key requires.
@@ -258,10 +274,16 @@ pub struct VolcanoHierarchy {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Path of the parent's name in a Queue manifest.
     pub parent_field: Vec<String>,
     /// The implicit top queue.
     pub implicit_root: String,
+    /// Caveats from the data file (what a re-read confirmed and what it could not).
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
 }
 
 impl VolcanoHierarchy {
@@ -322,6 +344,9 @@ pub struct QueueSystem {
     /// Where these facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
     /// Display name (`Kueue`).
     pub name: String,
     /// API group of the objects gpuctl renders (`kueue.x-k8s.io`).
@@ -582,6 +607,7 @@ fn parse_line(line: &str) -> Option<(u64, u64)> {
 pub(super) fn load_queueing(
     file: QueueingFile,
     sources: &mut Vec<(&'static str, String)>,
+    rows: &mut Vec<FactRow>,
 ) -> Result<Queueing, ProfileError> {
     const F: &str = QUEUEING_FILE;
     sourced(sources, F, None, &file.source.0)?;
@@ -623,6 +649,29 @@ pub(super) fn load_queueing(
         .kueue
         .check()
         .map_err(|m| inconsistent(F, m))?;
+    let mut log = RowLog::new(rows, F, &file.source.0, file.read);
+    log.row("kueue", &file.kueue.source, file.kueue.read);
+    log.row("volcano", &file.volcano.source, file.volcano.read);
+    log.row(
+        "kueue_configuration",
+        &file.kueue_configuration.source,
+        file.kueue_configuration.read,
+    );
+    log.row(
+        "composition",
+        &file.composition.source,
+        file.composition.read,
+    );
+    log.row(
+        "volcano_hierarchy",
+        &file.volcano_hierarchy.source,
+        file.volcano_hierarchy.read,
+    );
+    log.row(
+        "scheduling_messages",
+        &file.scheduling_messages.source,
+        file.scheduling_messages.read,
+    );
     Ok(Queueing {
         kueue: file.kueue,
         volcano: file.volcano,
@@ -694,6 +743,10 @@ mod tests {
         let k = &Catalog::embedded().queueing().kueue;
         for (version, want) in [
             ("v0.19.2", Ok("kueue.x-k8s.io/v1beta2")),
+            // Released 2026-09-03: refused as unknown before the re-read of 2026-12-03.
+            ("v0.19.3", Ok("kueue.x-k8s.io/v1beta2")),
+            ("v0.18.8", Ok("kueue.x-k8s.io/v1beta2")),
+            ("v0.18.9", Err("not a release gpuctl knows")),
             ("0.19.0", Ok("kueue.x-k8s.io/v1beta2")),
             ("v0.15.0", Ok("kueue.x-k8s.io/v1beta2")),
             ("v0.16.3", Ok("kueue.x-k8s.io/v1beta2")),
@@ -722,7 +775,7 @@ mod tests {
         assert!(p.hint(k).contains("v0.15.0 or later"), "{}", p.hint(k));
         let p = k.renderable("v0.19.9").unwrap_err();
         assert!(
-            p.hint(k).contains("did you mean `v0.19.2`?"),
+            p.hint(k).contains("did you mean `v0.19.3`?"),
             "{}",
             p.hint(k)
         );

@@ -329,6 +329,17 @@ pub fn render(
         .filter(|r| r.install != crate::blueprint::InstallMode::None)
         .chain(kueue)
         .collect();
+    // What the blueprint does not use at all (the GPU Operator it always declares).
+    let undeclared = [
+        (Stack::NetworkOperator, bp.spec.network_operator.is_none()),
+        (
+            Stack::Kueue,
+            bp.spec.scheduling.queueing != crate::blueprint::Queueing::Kueue,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(stack, absent)| absent.then_some(stack))
+    .collect();
 
     Ok(RenderedSet {
         blueprint: name,
@@ -336,6 +347,7 @@ pub fn render(
         node_patches: plan.node_patches,
         helm,
         releases,
+        undeclared,
         documents,
     })
 }

@@ -10,8 +10,9 @@ use serde_json::{Map, Value, json};
 use super::nodes::Toleration;
 use super::{Builder, HelmRelease, Phase, RenderError, Templates};
 use crate::blueprint::{
-    Blueprint, DevicePlugin, DevicePluginKind, Fabric, InstallMode, NetworkOperator,
-    NicDriverSource, NodePool, RdmaMechanism, SecondaryNetwork, SecondaryNetworkKind,
+    Blueprint, DevicePlugin, DevicePluginKind, Fabric, InstallMode, IpPool, IpPoolKind,
+    NetworkOperator, NicDriverSource, NodePool, RdmaMechanism, SecondaryNetwork,
+    SecondaryNetworkKind,
 };
 use crate::profiles::Catalog;
 use crate::profiles::network::NetworkOperatorRelease;
@@ -85,6 +86,7 @@ pub(crate) fn objects(
         json!({ "namespace": no.namespace }),
     )?;
     let pools = rdma_pools(bp);
+    let ip_pools = no.pools();
     let image = |name: &str| image(release, name);
     let mut spec = Map::new();
     if no.nic_driver.source == NicDriverSource::Operator {
@@ -108,6 +110,9 @@ pub(crate) fn objects(
             secondary.insert("ipoib".into(), image(&release.images.ipoib));
         }
         spec.insert("secondaryNetwork".into(), Value::Object(secondary));
+    }
+    // nv-ipam serves the pools; the operator applies its CRDs when this is set.
+    if !ip_pools.is_empty() {
         spec.insert("nvIpam".into(), image(&release.images.nv_ipam));
     }
     placement(&mut spec, &pools);
@@ -128,10 +133,79 @@ pub(crate) fn objects(
             Phase::Operator,
             "network/secondary-network",
             "spec.networkOperator.secondaryNetwork".to_string(),
-            secondary_network(sn, dp, &facts.api_version),
+            secondary_network(sn, dp, no, catalog),
+        )?;
+    }
+    for (path, pool) in &ip_pools {
+        out.push(
+            Phase::Network,
+            "network/ip-pool",
+            path.clone(),
+            ip_pool(bp, no, pool, catalog),
         )?;
     }
     Ok(())
+}
+
+/// One nv-ipam `IPPool` or `CIDRPool`, in the operator's namespace (the only one nv-ipam reads
+/// under the Network Operator).
+fn ip_pool(bp: &Blueprint, no: &NetworkOperator, pool: &IpPool, catalog: &Catalog) -> Value {
+    let mut spec = Map::new();
+    match pool.kind {
+        IpPoolKind::Ippool => {
+            spec.insert("subnet".into(), json!(pool.range));
+            spec.insert("perNodeBlockSize".into(), json!(pool.block_size()));
+            if let Some(g) = &pool.gateway {
+                spec.insert("gateway".into(), json!(g));
+            }
+        }
+        IpPoolKind::Cidrpool => {
+            spec.insert("cidr".into(), json!(pool.range));
+            spec.insert(
+                "perNodeNetworkPrefix".into(),
+                json!(pool.per_node_network_prefix.unwrap_or_default()),
+            );
+            if let Some(i) = pool.gateway_index {
+                spec.insert("gatewayIndex".into(), json!(i));
+            }
+        }
+    }
+    if pool.default_gateway {
+        spec.insert("defaultGateway".into(), Value::Bool(true));
+    }
+    if !pool.exclusions.is_empty() {
+        let ranges: Vec<Value> = pool
+            .exclusions
+            .iter()
+            .map(|e| json!({ "startIP": e.start_ip, "endIP": e.end_ip }))
+            .collect();
+        spec.insert("exclusions".into(), Value::Array(ranges));
+    }
+    let terms = node_selector_terms(&crate::validate::ip_pool_nodes(bp, pool));
+    if !terms.is_empty() {
+        spec.insert("nodeSelector".into(), json!({ "nodeSelectorTerms": terms }));
+    }
+    json!({
+        "apiVersion": catalog.network().nv_ipam.api_version,
+        "kind": pool.kind.object_kind(),
+        "metadata": { "name": pool.name, "namespace": no.namespace },
+        "spec": spec,
+    })
+}
+
+/// One node selector term per pool (ORed), matching its selector labels.
+fn node_selector_terms(pools: &[&NodePool]) -> Vec<Value> {
+    pools
+        .iter()
+        .map(|p| {
+            let exprs: Vec<Value> = p
+                .selector
+                .iter()
+                .map(|(k, v)| json!({ "key": k, "operator": "In", "values": [v] }))
+                .collect();
+            json!({ "matchExpressions": exprs })
+        })
+        .collect()
 }
 
 /// A NicClusterPolicy component's image: `name` from the release's repository at its tag.
@@ -179,17 +253,7 @@ fn device_plugin(
 
 /// Runs the NIC components only on the RDMA pools' nodes (node affinity), through their taints.
 fn placement(spec: &mut Map<String, Value>, pools: &[&NodePool]) {
-    let terms: Vec<Value> = pools
-        .iter()
-        .map(|p| {
-            let exprs: Vec<Value> = p
-                .selector
-                .iter()
-                .map(|(k, v)| json!({ "key": k, "operator": "In", "values": [v] }))
-                .collect();
-            json!({ "matchExpressions": exprs })
-        })
-        .collect();
+    let terms = node_selector_terms(pools);
     if !terms.is_empty() {
         spec.insert(
             "nodeAffinity".into(),
@@ -213,9 +277,25 @@ fn placement(spec: &mut Map<String, Value>, pools: &[&NodePool]) {
     }
 }
 
-/// The secondary network object (IPoIB, macvlan or host-device) with its NVIDIA IPAM pool.
-fn secondary_network(sn: &SecondaryNetwork, dp: &DevicePlugin, api_version: &str) -> Value {
-    let ipam = json!({ "type": "nv-ipam", "poolName": sn.name }).to_string();
+/// The secondary network object (IPoIB, macvlan or host-device) with its NVIDIA IPAM pool
+/// (`poolType` names a CIDRPool; nv-ipam looks for an IPPool without it).
+fn secondary_network(
+    sn: &SecondaryNetwork,
+    dp: &DevicePlugin,
+    no: &NetworkOperator,
+    catalog: &Catalog,
+) -> Value {
+    let api_version = &catalog.network().network_operator.api_version;
+    let pool_name = sn.pool_name();
+    let cidr = no
+        .ip_pools
+        .iter()
+        .any(|p| p.name == pool_name && p.kind == IpPoolKind::Cidrpool);
+    let mut ipam = json!({ "type": "nv-ipam", "poolName": pool_name });
+    if cidr {
+        ipam["poolType"] = json!(catalog.network().nv_ipam.cidrpool_cni_type);
+    }
+    let ipam = ipam.to_string();
     let mut nspec = Map::new();
     nspec.insert("ipam".into(), Value::String(ipam));
     nspec.insert(
@@ -297,8 +377,8 @@ fn chart_version(facts: &crate::profiles::network::NetworkOperatorFacts, version
         )
 }
 
-/// The Network Operator's documents: its chart values, the release description and the nv-ipam
-/// IPPool.
+/// The Network Operator's documents: its chart values and the release description (the nv-ipam
+/// pools are applied objects of the network phase).
 pub fn documents(
     bp: &Blueprint,
     release: Option<&HelmRelease>,
@@ -327,23 +407,6 @@ pub fn documents(
         "note": note,
     });
     documents.insert(NETWORK_OPERATOR_RELEASE.to_string(), super::yaml(&release));
-    if let Some(sn) = &no.secondary_network {
-        let pool = json!({
-            "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
-            "kind": "IPPool",
-            "metadata": { "name": sn.name, "namespace": no.namespace },
-            "spec": { "subnet": sn.range, "perNodeBlockSize": sn.per_node_block_size },
-        });
-        documents.insert(
-            format!("network/ippool-{}.yaml", sn.name),
-            format!(
-                "# NVIDIA IPAM pool of secondary network `{}`. Its CRD is created by the Network Operator when it\n# deploys nvIpam (NicClusterPolicy), so apply this after the policy is ready:\n#   kubectl apply -f network/ippool-{}.yaml\n{}",
-                sn.name,
-                sn.name,
-                super::yaml(&pool)
-            ),
-        );
-    }
     Ok(())
 }
 

@@ -12,8 +12,12 @@ use serde_json::Value;
 pub enum Phase {
     /// Namespaces and PriorityClasses (and the ApplySet parent).
     Foundation,
-    /// GPU Operator release values, NVIDIADriver CRs, MIG Manager and device-plugin ConfigMaps.
+    /// GPU Operator release values, NVIDIADriver CRs, MIG Manager and device-plugin ConfigMaps;
+    /// the Network Operator's NicClusterPolicy and secondary network.
     Operator,
+    /// NVIDIA IPAM pools (IPPool, CIDRPool): their CRDs are applied by the Network Operator once
+    /// the NicClusterPolicy of the operator phase enables `nvIpam`, so they come after it.
+    Network,
     /// ResourceQuotas and LimitRanges.
     Quotas,
     /// Kueue ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, WorkloadPriorityClasses;
@@ -25,9 +29,10 @@ pub enum Phase {
 
 impl Phase {
     /// All phases in apply order.
-    pub const ALL: [Phase; 5] = [
+    pub const ALL: [Phase; 6] = [
         Phase::Foundation,
         Phase::Operator,
+        Phase::Network,
         Phase::Quotas,
         Phase::Queues,
         Phase::Monitoring,
@@ -327,6 +332,11 @@ pub struct RenderedSet {
     /// (Kueue, the Network Operator), in [`Stack`] order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub releases: Vec<HelmRelease>,
+    /// The stacks the blueprint does not declare at all (`install: none` and `gitops` count as
+    /// declared: something else installs them): a release gpuctl installed for one of these is
+    /// planned for uninstall. Empty when unknown, which plans no uninstall.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undeclared: Vec<Stack>,
     /// Documents (runbooks) by relative path, e.g. `runbooks/troubleshooting.md`.
     pub documents: BTreeMap<String, String>,
 }

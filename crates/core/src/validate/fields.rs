@@ -486,7 +486,6 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.networkOperator.secondaryNetwork.name",
             "spec.networkOperator.secondaryNetwork.networkNamespace",
             "spec.networkOperator.secondaryNetwork.master",
-            "spec.networkOperator.secondaryNetwork.range",
         ],
     ),
     (
@@ -494,6 +493,54 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
         &[
             "spec.networkOperator.version",
             "spec.networkOperator.values",
+        ],
+    ),
+    (
+        "GPU160",
+        &[
+            "spec.kubernetes.podCIDR",
+            "spec.kubernetes.serviceCIDR",
+            "spec.networkOperator.ipPools[].range",
+            "spec.networkOperator.ipPools[].exclusions",
+            "spec.networkOperator.secondaryNetwork.range",
+        ],
+    ),
+    (
+        "GPU161",
+        &[
+            "spec.networkOperator.ipPools[].gateway",
+            "spec.networkOperator.ipPools[].gatewayIndex",
+            "spec.networkOperator.ipPools[].defaultGateway",
+        ],
+    ),
+    (
+        "GPU162",
+        &[
+            "spec.networkOperator.ipPools[].perNodeBlockSize",
+            "spec.networkOperator.ipPools[].perNodeNetworkPrefix",
+            "spec.networkOperator.secondaryNetwork.perNodeBlockSize",
+        ],
+    ),
+    (
+        "GPU163",
+        &[
+            "spec.networkOperator.ipPools[].range",
+            "spec.networkOperator.secondaryNetwork.range",
+        ],
+    ),
+    (
+        "GPU164",
+        &[
+            "spec.networkOperator.ipPools[].name",
+            "spec.networkOperator.ipPools[].nodePools",
+            "spec.networkOperator.ipPools[].gateway",
+            "spec.networkOperator.ipPools[].gatewayIndex",
+            "spec.networkOperator.ipPools[].perNodeBlockSize",
+            "spec.networkOperator.ipPools[].perNodeNetworkPrefix",
+            "spec.networkOperator.secondaryNetwork",
+            "spec.networkOperator.secondaryNetwork.name",
+            "spec.networkOperator.secondaryNetwork.ipPool",
+            "spec.networkOperator.secondaryNetwork.perNodeBlockSize",
         ],
     ),
 ];

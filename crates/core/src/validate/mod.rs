@@ -7,7 +7,7 @@ pub mod fields;
 pub mod registry;
 mod rules;
 
-pub(crate) use rules::{is_dns_label, is_dns_subdomain, wants_rdma};
+pub(crate) use rules::{ip_pool_nodes, is_dns_label, is_dns_subdomain, wants_rdma};
 
 use jiff::civil::Date;
 

@@ -702,11 +702,11 @@ rules! {
         example: "spec:\n  tenants:\n    - quota: {rdma/hca: 8}\n",
     }
     "GPU155" "network-operator-config" "network" Error {
-        checks: "The Network Operator's namespace, device-plugin resource name, `hcaMax`, and secondary network name, namespace, `master` and address range are valid, and its namespace is its own.",
+        checks: "The Network Operator's namespace, device-plugin resource name, `hcaMax`, and secondary network name, namespace and `master` are valid, and its namespace is its own (the network's addresses are checked by GPU160-GPU164).",
         why: "The API server or the CNI plugins refuse them at apply or pod start.",
         fix: "Correct the field the finding names.",
         source: "docs/blueprint.md; Network Operator CRDs",
-        example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: ipoib, master: ibp12s0, range: 192.168.100.0}\n",
+        example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: ipoib, range: 192.168.100.0/24}   # no master\n",
     }
     "GPU156" "network-operator-chart-values" "network" Error {
         checks: "Every key path in `networkOperator.values` exists in that release's chart values.",
@@ -714,6 +714,41 @@ rules! {
         fix: "Use a key of the chart (`helm show values nvidia/network-operator`), or remove it.",
         source: "profiles/network-operator-values/<version>.yaml (generated from the chart's values.yaml)",
         example: "spec:\n  networkOperator:\n    values: {operatr: {}}\n",
+    }
+    "GPU160" "ip-range" "network" Error {
+        checks: "Every address range the blueprint declares is an IPv4 or IPv6 CIDR: nv-ipam pool ranges (a `cidrpool`'s written at its network address and holding more than one address), the secondary network's `range`, and `kubernetes.podCIDR` / `serviceCIDR` (one CIDR per address family); pool exclusions are addresses of the pool's range, `endIP` not before `startIP`.",
+        why: "Under the Network Operator the nv-ipam webhook is off and the API server stores any string, so a bad range is only found when pods start without a secondary address; an exclusion outside the range protects nothing.",
+        fix: "Write the range as a CIDR at its network address (`10.210.0.0/16`, `fd00:10:210::/48`), and exclusions as addresses inside it.",
+        source: "profiles/network.yaml (nv_ipam: nv-ipam's IPPool and CIDRPool validation)",
+        example: "spec:\n  networkOperator:\n    ipPools:\n      - {name: ib-pool, kind: cidrpool, range: 10.210.3.0/16, perNodeNetworkPrefix: 24}\n",
+    }
+    "GPU161" "ip-pool-gateway" "network" Error {
+        checks: "An `ippool`'s `gateway` is a host address of its range (not the network or IPv4 broadcast address); a `cidrpool`'s `gatewayIndex` is a host address of each node subnet; `defaultGateway` comes with a gateway.",
+        why: "Pods get a gateway they cannot reach, so traffic beyond the secondary subnet (or every route, with `defaultGateway`) goes nowhere.",
+        fix: "Use an address inside the range, usually its first host; for a `cidrpool`, `gatewayIndex: 1`.",
+        source: "profiles/network.yaml (nv_ipam: ippool_validate.go, cidrpool_validate.go, GetGatewayForSubnet)",
+        example: "spec:\n  networkOperator:\n    ipPools:\n      - {name: ib-pool, range: 10.210.0.0/16, gateway: 10.211.0.1}\n",
+    }
+    "GPU162" "ip-pool-capacity" "network" Error {
+        checks: "An `ippool`'s `perNodeBlockSize` is at least nv-ipam's minimum and fits its range, and the range holds a block for every node of the node pools it serves; a `cidrpool` has a `perNodeNetworkPrefix` between its range's prefix and the address length, and enough node subnets for those nodes.",
+        why: "nv-ipam hands out blocks until the range is used up: the nodes after that get no block, and their pods fail to start with 'no free IP ranges available'.",
+        fix: "Use smaller blocks (or a longer node prefix), or a larger range; the hint gives the sizes that fit.",
+        source: "profiles/network.yaml (nv_ipam: min_per_node_block_size, reserved_addresses; nv-ipam's allocator)",
+        example: "spec:\n  networkOperator:\n    ipPools:\n      - {name: ib-pool, range: 10.210.0.0/24, perNodeBlockSize: 64}   # 18 nodes\n",
+    }
+    "GPU163" "ip-pool-overlap" "network" Error {
+        checks: "No two nv-ipam pools share an address, and no pool overlaps the cluster's pod or Service range when `kubernetes.podCIDR` / `serviceCIDR` are declared.",
+        why: "Two pools hand the same address to two pods; a pool inside the pod or Service range gives pods secondary addresses the cluster network routes elsewhere.",
+        fix: "Give each pool its own range, outside the cluster's pod and Service ranges.",
+        source: "docs/network.md (IP pools)",
+        example: "spec:\n  kubernetes: {version: \"1.34.2\", podCIDR: 10.0.0.0/8}\n  networkOperator:\n    ipPools:\n      - {name: ib-pool, range: 10.210.0.0/16}\n",
+    }
+    "GPU164" "ip-pool-config" "network" Error {
+        checks: "nv-ipam pools have unique DNS-1123 names (the implicit pool of `secondaryNetwork.range` is named after the network), name node pools that exist and set only their kind's fields; the secondary network gives exactly one of `range` and `ipPool`, and `ipPool` names a declared pool.",
+        why: "A network whose pool does not exist gets no addresses, two pools of one name are one object, and a field of the other kind is never rendered.",
+        fix: "Correct the name or field the finding names.",
+        source: "docs/blueprint.md; nv-ipam IPPool and CIDRPool CRDs (upstream/nvidia-k8s-ipam)",
+        example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: ipoib, master: ibp12s0, ipPool: ib-pol}\n    ipPools:\n      - {name: ib-pool, range: 10.210.0.0/16}\n",
     }
 }
 

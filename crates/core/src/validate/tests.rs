@@ -1649,7 +1649,7 @@ fn queue_findings_say_what_to_do() {
         f.hint
             .as_deref()
             .unwrap()
-            .contains("v0.19.x (up to v0.19.2)")
+            .contains("v0.19.x (up to v0.19.3)")
     );
 }
 

@@ -3,6 +3,7 @@
 mod compat;
 mod composition;
 mod install;
+mod ip_pools;
 mod kueue;
 mod kueue_config;
 mod mig;
@@ -14,6 +15,7 @@ mod sharing;
 mod structure;
 mod volcano;
 
+pub(crate) use ip_pools::ip_pool_nodes;
 pub(crate) use network::wants_rdma;
 
 use super::Ctx;
@@ -33,6 +35,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     monitoring::check(ctx);
     install::check(ctx);
     network::check(ctx);
+    ip_pools::check(ctx);
 }
 
 pub(crate) use crate::names::is_dns_label;

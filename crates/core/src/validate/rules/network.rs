@@ -1,5 +1,6 @@
 //! Network and topology: GPUDirect RDMA (GPU130-GPU137), Kueue topology levels (GPU140-GPU142),
-//! kubelet NUMA alignment (GPU145-GPU149) and the NVIDIA Network Operator (GPU150-GPU156).
+//! kubelet NUMA alignment (GPU145-GPU149) and the NVIDIA Network Operator (GPU150-GPU156); its
+//! nv-ipam address pools are `ip_pools.rs` (GPU160-GPU164).
 //! Every version and limit comes from `profiles/network.yaml` (and `limits.yaml` for Kueue).
 
 use std::collections::BTreeSet;
@@ -711,8 +712,8 @@ fn names(ctx: &mut Ctx<'_>, no: &NetworkOperator) {
     }
 }
 
-/// GPU152 and GPU155: the secondary network's names and range are valid and its kind fits the
-/// pools' fabric and the device plugin.
+/// GPU152 and GPU155: the secondary network's names are valid and its kind fits the pools'
+/// fabric and the device plugin (its addresses are the IP pool rules', `ip_pools.rs`).
 fn secondary_network(
     ctx: &mut Ctx<'_>,
     sn: &SecondaryNetwork,
@@ -748,17 +749,6 @@ fn secondary_network(
                 crate::blueprint::yaml::shorten(ns)
             ),
             "use lower-case letters, digits and `-`",
-        );
-    }
-    if !is_cidr(&sn.range) {
-        ctx.emit(
-            "GPU155",
-            format!("{sbase}.range"),
-            format!(
-                "`{}` is not an IPv4 or IPv6 CIDR",
-                crate::blueprint::yaml::shorten(&sn.range)
-            ),
-            "write the pod address range as a CIDR, e.g. `192.168.100.0/24`",
         );
     }
     let has_ib = rdma_fabrics.contains(&Fabric::Infiniband);
@@ -852,20 +842,5 @@ fn quota_resources(ctx: &mut Ctx<'_>, provided: Option<&str>) {
                 None => "declare `networkOperator` with its `devicePlugin`, or remove the quota".to_string(),
             },
         );
-    }
-}
-
-/// `a.b.c.d/n` or an IPv6 address with a prefix length.
-fn is_cidr(s: &str) -> bool {
-    let Some((addr, len)) = s.split_once('/') else {
-        return false;
-    };
-    let Ok(len) = len.parse::<u8>() else {
-        return false;
-    };
-    match addr.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(_)) => len <= 32,
-        Ok(std::net::IpAddr::V6(_)) => len <= 128,
-        Err(_) => false,
     }
 }

@@ -46,10 +46,34 @@ pub(super) fn net_base() -> String {
 
 const KMT: &str = "      kernelModuleType: auto\n";
 
+const SHORTHAND: &str = "    secondaryNetwork: { kind: ipoib, name: ib-net, master: ibp12s0, range: 192.168.100.0/24 }\n";
+
+const IP_POOLS: &str = "    secondaryNetwork: { kind: ipoib, name: ib-net, master: ibp12s0, ipPool: ib-pool }
+    ipPools:
+      - { name: ib-pool, range: 10.210.0.0/16, gateway: 10.210.0.1, perNodeBlockSize: 64, exclusions: [{ startIP: 10.210.0.2, endIP: 10.210.0.9 }], nodePools: [train] }
+      - { name: rail-1, kind: cidrpool, range: 10.220.0.0/16, perNodeNetworkPrefix: 24, gatewayIndex: 1, defaultGateway: true }
+      - { name: rail-v6, kind: cidrpool, range: \"fd00:10:220::/48\", perNodeNetworkPrefix: 64 }
+";
+
+/// The network base with explicit nv-ipam pools (an IPPool the network uses, two CIDRPools) and
+/// the cluster's pod and Service ranges declared, all clean.
+pub(super) fn pools_base() -> String {
+    edit(
+        &net_base(),
+        &[
+            (SHORTHAND, IP_POOLS),
+            (
+                "    version: \"1.34.2\"\n",
+                "    version: \"1.34.2\"\n    podCIDR: 10.244.0.0/16\n    serviceCIDR: \"10.96.0.0/12,fd00:96::/108\"\n",
+            ),
+        ],
+    )
+}
+
 pub(super) fn cases() -> Vec<Case> {
     let n = net_base();
     let k = KUEUE_BASE.to_string();
-    vec![
+    let mut all = vec![
         (
             "GPU130",
             n.clone(),
@@ -261,11 +285,6 @@ pub(super) fn cases() -> Vec<Case> {
                 "quota: { rdma/rdma_shared_device_a: 4, nvidia.com/gpu: 16, pods: 50",
             )],
         ),
-        (
-            "GPU155",
-            n.clone(),
-            vec![("range: 192.168.100.0/24", "range: 192.168.100.0")],
-        ),
         ("GPU155", n.clone(), vec![("master: ibp12s0, ", "")]),
         ("GPU155", n.clone(), vec![("hcaMax: 63", "hcaMax: 0")]),
         (
@@ -284,6 +303,181 @@ pub(super) fn cases() -> Vec<Case> {
                 "    version: v26.4.1\n    values: { operatr: { nodeSelector: {} } }\n",
             )],
         ),
+    ];
+    all.extend(ip_pool_cases());
+    all
+}
+
+/// Failing cases of the IP pool rules (GPU160-GPU164).
+fn ip_pool_cases() -> Vec<Case> {
+    let n = net_base();
+    let p = pools_base();
+    vec![
+        // The shorthand's range, IPv4 and IPv6.
+        (
+            "GPU160",
+            n.clone(),
+            vec![("range: 192.168.100.0/24", "range: 192.168.100.0")],
+        ),
+        (
+            "GPU160",
+            n.clone(),
+            vec![("range: 192.168.100.0/24", "range: \"fd00::1::/64\"")],
+        ),
+        (
+            "GPU160",
+            p.clone(),
+            vec![("range: 10.220.0.0/16", "range: 10.220.0.0/33")],
+        ),
+        // A CIDRPool written with host bits.
+        (
+            "GPU160",
+            p.clone(),
+            vec![("range: 10.220.0.0/16", "range: 10.220.3.0/16")],
+        ),
+        (
+            "GPU160",
+            p.clone(),
+            vec![("endIP: 10.210.0.9", "endIP: 10.211.0.9")],
+        ),
+        (
+            "GPU160",
+            p.clone(),
+            vec![("startIP: 10.210.0.2", "startIP: 10.210.0.20")],
+        ),
+        (
+            "GPU160",
+            p.clone(),
+            vec![("podCIDR: 10.244.0.0/16", "podCIDR: 10.244.0.0")],
+        ),
+        (
+            "GPU161",
+            p.clone(),
+            vec![("gateway: 10.210.0.1", "gateway: 10.211.0.1")],
+        ),
+        (
+            "GPU161",
+            p.clone(),
+            vec![("gateway: 10.210.0.1", "gateway: 10.210.0.0")],
+        ),
+        (
+            "GPU161",
+            p.clone(),
+            vec![("gateway: 10.210.0.1", "gateway: 10.210.255.255")],
+        ),
+        (
+            "GPU161",
+            p.clone(),
+            vec![("gateway: 10.210.0.1", "gateway: \"fd00::1\"")],
+        ),
+        (
+            "GPU161",
+            p.clone(),
+            vec![("gatewayIndex: 1, ", "gatewayIndex: 256, ")],
+        ),
+        ("GPU161", p.clone(), vec![("gatewayIndex: 1, ", "")]),
+        // A block larger than the range, and blocks for 4 nodes in a range of 3.
+        (
+            "GPU162",
+            n.clone(),
+            vec![(
+                "range: 192.168.100.0/24 }",
+                "range: 192.168.100.0/24, perNodeBlockSize: 300 }",
+            )],
+        ),
+        (
+            "GPU162",
+            n.clone(),
+            vec![(
+                "range: 192.168.100.0/24 }",
+                "range: 192.168.100.0/24, perNodeBlockSize: 64 }",
+            )],
+        ),
+        (
+            "GPU162",
+            n.clone(),
+            vec![(
+                "range: 192.168.100.0/24 }",
+                "range: 192.168.100.0/24, perNodeBlockSize: 1 }",
+            )],
+        ),
+        (
+            "GPU162",
+            p.clone(),
+            vec![("perNodeNetworkPrefix: 24, ", "perNodeNetworkPrefix: 15, ")],
+        ),
+        (
+            "GPU162",
+            p.clone(),
+            vec![("perNodeNetworkPrefix: 24, ", "")],
+        ),
+        // 8 nodes need 8 /64 subnets; a /62 has 4.
+        (
+            "GPU162",
+            p.clone(),
+            vec![(
+                "range: \"fd00:10:220::/48\"",
+                "range: \"fd00:10:220::/62\", nodePools: [train, infer, dev]",
+            )],
+        ),
+        (
+            "GPU163",
+            p.clone(),
+            vec![("range: 10.220.0.0/16", "range: 10.210.0.0/16")],
+        ),
+        (
+            "GPU163",
+            p.clone(),
+            vec![("podCIDR: 10.244.0.0/16", "podCIDR: 10.0.0.0/8")],
+        ),
+        (
+            "GPU163",
+            p.clone(),
+            vec![(
+                "serviceCIDR: \"10.96.0.0/12,fd00:96::/108\"",
+                "serviceCIDR: \"10.96.0.0/12,fd00::/16\"",
+            )],
+        ),
+        (
+            "GPU164",
+            p.clone(),
+            vec![("ipPool: ib-pool", "ipPool: ib-pol")],
+        ),
+        (
+            "GPU164",
+            p.clone(),
+            vec![("ipPool: ib-pool", "ipPool: ib-pool, range: 10.230.0.0/16")],
+        ),
+        ("GPU164", p.clone(), vec![(", ipPool: ib-pool", "")]),
+        ("GPU164", p.clone(), vec![("name: rail-1", "name: ib-pool")]),
+        ("GPU164", p.clone(), vec![("name: rail-1", "name: Rail_1")]),
+        (
+            "GPU164",
+            p.clone(),
+            vec![("nodePools: [train]", "nodePools: [trian]")],
+        ),
+        (
+            "GPU164",
+            p.clone(),
+            vec![("gatewayIndex: 1, ", "gateway: 10.220.0.1, ")],
+        ),
+        (
+            "GPU164",
+            p.clone(),
+            vec![("gateway: 10.210.0.1, ", "gatewayIndex: 1, ")],
+        ),
+        // The shorthand's pool is named after the network: a declared pool of that name clashes.
+        (
+            "GPU164",
+            edit(
+                &n,
+                &[(
+                    "range: 192.168.100.0/24 }\n",
+                    "range: 192.168.100.0/24 }\n    ipPools: [{ name: ib-net, range: 10.210.0.0/16 }]\n",
+                )],
+            ),
+            vec![],
+        ),
     ]
 }
 
@@ -293,7 +487,7 @@ pub(super) const PATCHED_CATALOG_RULES: &[&str] = &["GPU134"];
 
 pub(super) fn passing_cases() -> Vec<Case> {
     let n = net_base();
-    vec![
+    let mut all = vec![
         // 515.43.04 is CUDA 11.7's driver: enough for DMA-BUF.
         (
             "GPU135",
@@ -415,6 +609,66 @@ pub(super) fn passing_cases() -> Vec<Case> {
                 ),
             ],
         ),
+    ];
+    all.extend(ip_pool_passing_cases());
+    all
+}
+
+/// Passing cases of the IP pool rules, each next to a failing one.
+fn ip_pool_passing_cases() -> Vec<Case> {
+    let n = net_base();
+    let p = pools_base();
+    vec![
+        ("GPU160", p.clone(), vec![]),
+        (
+            "GPU160",
+            n.clone(),
+            vec![("range: 192.168.100.0/24", "range: \"fd00:100::/64\"")],
+        ),
+        // An IPPool range with host bits is what nv-ipam reads as its network.
+        (
+            "GPU160",
+            p.clone(),
+            vec![("range: 10.210.0.0/16", "range: 10.210.0.7/16")],
+        ),
+        ("GPU161", p.clone(), vec![]),
+        (
+            "GPU161",
+            p.clone(),
+            vec![("gateway: 10.210.0.1", "gateway: 10.210.255.254")],
+        ),
+        (
+            "GPU161",
+            p.clone(),
+            vec![("gatewayIndex: 1, ", "gatewayIndex: 254, ")],
+        ),
+        ("GPU162", p.clone(), vec![]),
+        // The train pool's 4 nodes: 4 blocks of 63 fit the 254 host addresses of a /24 (of 64, 3).
+        (
+            "GPU162",
+            n.clone(),
+            vec![(
+                "range: 192.168.100.0/24 }",
+                "range: 192.168.100.0/24, perNodeBlockSize: 63 }",
+            )],
+        ),
+        (
+            "GPU162",
+            p.clone(),
+            vec![(
+                "range: \"fd00:10:220::/48\"",
+                "range: \"fd00:10:220::/61\", nodePools: [train, infer, dev]",
+            )],
+        ),
+        ("GPU163", p.clone(), vec![]),
+        // Another family never overlaps.
+        (
+            "GPU163",
+            p.clone(),
+            vec![("podCIDR: 10.244.0.0/16", "podCIDR: \"fd00:10:210::/56\"")],
+        ),
+        ("GPU164", p.clone(), vec![]),
+        ("GPU164", n.clone(), vec![]),
     ]
 }
 
@@ -422,6 +676,44 @@ pub(super) fn passing_cases() -> Vec<Case> {
 fn network_base_is_clean() {
     let r = run(&net_base());
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    let r = run(&pools_base());
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+}
+
+/// Findings about pools are at the line of the field they name, and say which sizes fit.
+#[test]
+fn ip_pool_findings_are_located_and_say_what_fits() {
+    let text = edit(
+        &pools_base(),
+        &[(
+            "perNodeBlockSize: 64, exclusions",
+            "perNodeBlockSize: 32768, exclusions",
+        )],
+    );
+    let r = run(&text);
+    let f: Vec<_> = r.findings.iter().filter(|f| f.rule == "GPU162").collect();
+    assert_eq!(f.len(), 1, "{:#?}", r.findings);
+    let line = text
+        .lines()
+        .position(|l| l.contains("perNodeBlockSize: 32768"))
+        .unwrap()
+        + 1;
+    assert_eq!(f[0].pos.as_ref().map(|p| p.line), Some(line), "{:#?}", f[0]);
+    assert_eq!(
+        f[0].path,
+        "spec.networkOperator.ipPools[0].perNodeBlockSize"
+    );
+    // 4 train nodes of 32768 addresses need 131072; a /16 has 65534 host addresses.
+    assert!(
+        f[0].message.contains("65534") && f[0].message.contains("4 nodes"),
+        "{}",
+        f[0].message
+    );
+    let hint = f[0].hint.as_deref().unwrap();
+    assert!(
+        hint.contains("at most 16383") && hint.contains("/14"),
+        "{hint}"
+    );
 }
 
 /// GPU134 with a catalog whose nvidia-peermem and useHostMofed minimums are newer than the
