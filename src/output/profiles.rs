@@ -257,6 +257,21 @@ pub fn human(catalog: &Catalog) -> String {
             "  {:<9} {kube}  DOCA-OFED {}",
             r.version, r.doca_driver
         );
+        if let Some(c) = &r.chart {
+            let subcharts: Vec<String> = c
+                .subcharts
+                .iter()
+                .map(|s| format!("{} {} (if {})", s.name, s.version, s.condition))
+                .collect();
+            let _ = writeln!(
+                out,
+                "            chart {}/{} {}, subcharts: {}",
+                network.chart_repository.trim_end_matches('/'),
+                network.chart,
+                c.version,
+                subcharts.join(", ")
+            );
+        }
     }
 
     let queueing = catalog.queueing();
@@ -286,6 +301,16 @@ pub fn human(catalog: &Catalog) -> String {
                 line.line,
                 line.serves.join(", ")
             );
+        }
+        if system.name == queueing.kueue.name {
+            let k = &queueing.kueue_configuration;
+            for c in &k.charts {
+                let _ = writeln!(
+                    out,
+                    "  {} chart {} {} (appVersion {})",
+                    c.release, k.chart_reference, c.version, c.app_version
+                );
+            }
         }
     }
 
@@ -395,6 +420,8 @@ mod tests {
             "v26.7.0",
             "Kueue releases (gpuctl writes kueue.x-k8s.io/v1beta2)",
             "v0.19.x, up to v0.19.3",
+            "v0.19.2 chart oci://registry.k8s.io/kueue/charts/kueue 0.19.2 (appVersion v0.19.2)",
+            "chart https://helm.ngc.nvidia.com/nvidia/network-operator 26.4.1, subcharts: node-feature-discovery 0.2.1 (if nfd.enabled)",
             "Volcano releases",
             "Sources",
         ] {

@@ -357,7 +357,10 @@ async fn lock_holds_through_a_long_helm(s: &Setup) {
     assert_eq!(o.status.code(), Some(0), "the first apply: {}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("helm release gpu-operator installed or upgraded"),
+        err.contains(&format!(
+            "helm release {}/gpu-operator installed: chart gpu-operator ",
+            s.ns()
+        )) && err.contains(", revision 1"),
         "{err}"
     );
     assert!(err.contains("Apply complete"), "{err}");

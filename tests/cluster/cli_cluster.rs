@@ -5,12 +5,16 @@
 //! object names are fixed, so its steps must not run in parallel with each other.
 //!
 //! Real parts: kube-apiserver with the upstream CRDs (the Prometheus Operator's included), helm
-//! v3.22.0 built from its Go module by the harness (`GPUCTL_HELM`), and the GPU Operator v26.7.0
-//! chart archive from ../shared/upstream, named by the blueprint's `gpuOperator.chart.path`.
+//! v3.22.0 built from its Go module by the harness (`GPUCTL_HELM`), the GPU Operator v26.7.0 chart
+//! archive and the NVIDIA Network Operator v26.4.1 chart archive from ../shared/upstream, named by
+//! the blueprint's `gpuOperator.chart.path` and `networkOperator.chart.path`.
 //! Stand-ins, stated plainly: MIG Manager does not run here, so a small task plays its part and
 //! reports `nvidia.com/mig.config.state=success` once a node's `nvidia.com/mig.config` label is
-//! set, as MIG Manager does after reconfiguring; no controller runs Jobs, so the chart's
-//! pre-upgrade CRD hook Job is turned off (`operator.upgradeCRD: false`), or helm would wait for it.
+//! set, as MIG Manager does after reconfiguring. **Hooks are skipped**: no kubelet runs Jobs, so
+//! the `helm` on the PATH is the real helm behind a wrapper that adds `--no-hooks` to install and
+//! upgrade (`support::releases::Hooks::Skip`), or helm would wait for the Network Operator's
+//! `network-operator-keep-ncp` Job (rendered always) until it times out; the GPU Operator's
+//! pre-upgrade CRD hook Job is also turned off in its values (`operator.upgradeCRD: false`).
 
 use crate::support;
 
@@ -38,35 +42,20 @@ fn gpuctl_with(args: &[&str], env: &[(&str, String)]) -> Output {
         .expect("gpuctl runs")
 }
 
-/// A PATH whose `helm` is the real helm the harness built.
+/// A PATH whose `helm` is the real helm the harness built, skipping chart hooks.
 fn helm_env(dir: &std::path::Path) -> Vec<(&'static str, String)> {
     let helm = std::env::var("GPUCTL_HELM").expect(
         "the harness env names its helm (GPUCTL_HELM); restart it with tools/kube-harness/run up",
     );
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let _ = std::fs::remove_file(bin.join("helm"));
-    std::os::unix::fs::symlink(helm, bin.join("helm")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    vec![("PATH", path)]
+    vec![(
+        "PATH",
+        support::releases::helm_path(dir, &helm, support::releases::Hooks::Skip),
+    )]
 }
 
 /// The example blueprint next to a copy of the real chart archive, installed from it.
 fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
-    let shared = std::env::var("GPUCTL_SHARED")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
-    let archive = "gpu-operator-v26.7.0.tgz";
-    std::fs::copy(
-        std::path::Path::new(&shared)
-            .join("upstream/gpu-operator/v26.7.0")
-            .join(archive),
-        dir.join(archive),
-    )
-    .expect("the real chart archive is in ../shared/upstream");
+    let archive = support::releases::gpu_operator_archive(dir);
     let text = std::fs::read_to_string(BLUEPRINT).unwrap();
     // The GPU Operator's `install: helm` (the first one; the Network Operator has its own).
     let local = text.replacen(
@@ -77,9 +66,8 @@ fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
         1,
     );
     assert_ne!(local, text, "the example installs with helm");
-    // The Network Operator's chart archive is not available here: a stand-in chart built from its
-    // real Chart.yaml, values.yaml and CRDs (tests/support/standin_chart.rs), installed the same way.
-    support::standin_chart::network_operator(dir, "network-operator-stand-in");
+    // The Network Operator's real chart archive, installed the same way.
+    let network_archive = support::releases::network_operator_archive(dir);
     let network = "    namespace: nvidia-network-operator\n    install: helm\n";
     assert!(
         local.contains(network),
@@ -87,7 +75,7 @@ fn local_example(dir: &std::path::Path) -> std::path::PathBuf {
     );
     let local = local.replace(
         network,
-        &format!("{network}    chart: {{ path: network-operator-stand-in }}\n"),
+        &format!("{network}    chart: {{ path: {network_archive} }}\n"),
     );
     let path = dir.join("dgx-h100-training.yaml");
     std::fs::write(&path, local).unwrap();
@@ -285,29 +273,50 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
         .expect("the plan has the Network Operator's release step")
         .clone();
     assert_eq!(network["plan"]["action"], "no-op", "{network}");
-    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(tc.client.clone(), NETWORK_NS);
-    let recorded = cms
-        .get(&support::standin_chart::values_config_map(
+    // The values helm stored for the release (`helm get values`) are exactly the rendered ones, and
+    // the real chart's templates ran with them: the operator's Deployment is there, and the chart's
+    // own NFD subchart is off (the GPU Operator's NFD serves both).
+    let helm = std::env::var("GPUCTL_HELM").unwrap();
+    let got = Command::new(&helm)
+        .args([
+            "get",
+            "values",
             "network-operator",
-        ))
-        .await
+            "-n",
+            NETWORK_NS,
+            "-o",
+            "json",
+            "--kubeconfig",
+            kc.as_str(),
+        ])
+        .output()
         .unwrap();
-    let given: Value = serde_json::from_str(&recorded.data.unwrap()["values.json"]).unwrap();
-    // Every value gpuctl rendered reached the chart (merged over the chart's own defaults).
-    fn within(part: &Value, whole: &Value, at: &str) {
-        match (part, whole) {
-            (Value::Object(p), Value::Object(w)) => {
-                for (k, v) in p {
-                    within(v, w.get(k).unwrap_or(&Value::Null), &format!("{at}.{k}"));
-                }
-            }
-            _ => assert_eq!(part, whole, "chart value {at}"),
-        }
-    }
-    within(&network["release"]["values"], &given, "");
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("installed or upgraded to v26.7.0 from"),
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let given: Value = serde_json::from_slice(&got.stdout).unwrap();
+    assert_eq!(given, network["release"]["values"]);
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(tc.client.clone(), NETWORK_NS);
+    let names: Vec<String> = deployments
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|d| d.metadata.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["network-operator"],
+        "no NFD of the Network Operator's own"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "helm release gpu-operator/gpu-operator installed: chart gpu-operator v26.7.0 from"
+        ),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

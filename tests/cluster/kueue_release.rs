@@ -23,37 +23,17 @@
 
 use crate::support;
 
-use std::net::{TcpListener, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 use support::fresh::FreshCluster;
-
-const NS: &str = "kueue-system";
-/// What the chart names things with release name `kueue` (its `kueue.fullname`).
-const CONFIG_MAP: &str = "kueue-manager-config";
-const CONFIG_KEY: &str = "controller_manager_config.yaml";
-const WEBHOOK_SERVICE: &str = "kueue-webhook-service";
-const VALIDATING: &str = "kueue-validating-webhook-configuration";
-const WEBHOOK_SECRET: &str = "kueue-webhook-server-cert";
-
-/// The Kueue process that plays the chart Deployment's pod; killed when dropped.
-struct KueuePod(Child);
-
-impl Drop for KueuePod {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::releases::{Hooks, NS, WEBHOOK_SERVICE, kueue_pod};
 
 fn gpuctl(args: &[&str], path: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuctl"))
@@ -72,24 +52,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-/// This host's first non-loopback IPv4 address: EndpointSlices may not hold loopback addresses
-/// (as tests/support/webhook_server.py explains).
-fn host_ip() -> String {
-    let s = UdpSocket::bind("0.0.0.0:0").unwrap();
-    s.connect("192.0.2.1:9").expect("a default route");
-    let ip = s.local_addr().unwrap().ip().to_string();
-    assert!(!ip.starts_with("127."), "no non-loopback IPv4 address");
-    ip
-}
-
-fn free_port(ip: &str) -> u16 {
-    TcpListener::bind((ip, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 const BLUEPRINT: &str = r#"apiVersion: gpuctl.dev/v1alpha1
@@ -132,135 +94,9 @@ spec:
       quota: { nvidia.com/gpu: 8, pods: 20 }
 "#;
 
-/// Plays the Deployment's pod: waits for the ConfigMap helm installs, starts Kueue with it, and
-/// gives the webhook Service a ready endpoint once Kueue's certificates are in place.
-async fn kueue_pod(client: Client, kueue: String, kubeconfig: PathBuf, dir: PathBuf) -> KueuePod {
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let text = loop {
-        if let Some(cm) = cms.get_opt(CONFIG_MAP).await.unwrap()
-            && let Some(t) = cm.data.as_ref().and_then(|d| d.get(CONFIG_KEY))
-        {
-            break t.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "helm never created {NS}/{CONFIG_MAP}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    let mut config: Value = serde_saphyr::from_str(&text).expect("the ConfigMap holds YAML");
-    // Only what differs between a pod and this machine: where it listens, where certificates go.
-    let ip = host_ip();
-    let port = free_port(&ip);
-    let health = free_port("127.0.0.1");
-    config["webhook"]["host"] = json!(ip);
-    config["webhook"]["port"] = json!(port);
-    config["webhook"]["certDir"] = json!(dir.join("certs").display().to_string());
-    // (the chart's Deployment mounts the Secret there; see the loop below)
-    config["health"]["healthProbeBindAddress"] = json!(format!("127.0.0.1:{health}"));
-    config["metrics"]["bindAddress"] = json!("0");
-    // In a pod, leader election finds its namespace in the service account's files.
-    config["leaderElection"]["resourceNamespace"] = json!(NS);
-    let path = dir.join("kueue-config.yaml");
-    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
-    let start = || {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("kueue.log"))
-            .unwrap();
-        Command::new(&kueue)
-            .arg(format!("--config={}", path.display()))
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg("--feature-gates=VisibilityOnDemand=false")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("the harness's Kueue binary starts")
-    };
-    let mut pod = KueuePod(start());
-    // Ready once its readiness probe passes (certificates written, webhook server started) and
-    // its certificate rotator put the CA into the chart's webhook configuration.
-    let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let ready = format!("http://127.0.0.1:{health}/readyz");
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
-    let cert_dir = dir.join("certs");
-    std::fs::create_dir_all(&cert_dir).unwrap();
-    loop {
-        // The kubelet's part: a container that exits is started again (restartPolicy Always), as
-        // Kueue exits when it starts before the API server serves its CRDs.
-        if matches!(pod.0.try_wait(), Ok(Some(_))) {
-            pod.0 = start();
-        }
-        // The kubelet's part: the pod mounts the webhook Secret (which Kueue's rotator fills) at
-        // its certificate directory; the rotator waits until the mounted files match.
-        if let Some(secret) = secrets.get_opt(WEBHOOK_SECRET).await.unwrap() {
-            for (key, value) in secret.data.unwrap_or_default() {
-                let path = cert_dir.join(&key);
-                if std::fs::read(&path).ok().as_deref() != Some(&value.0[..]) {
-                    std::fs::write(&path, &value.0).unwrap();
-                }
-            }
-        }
-        let probe = Command::new("curl")
-            .args(["-fsS", "--max-time", "2", &ready])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        let injected = vwc.get_opt(VALIDATING).await.unwrap().is_some_and(|w| {
-            w.webhooks.unwrap_or_default().iter().all(|h| {
-                h.client_config
-                    .ca_bundle
-                    .as_ref()
-                    .is_some_and(|b| !b.0.is_empty())
-            })
-        });
-        if probe && injected {
-            break;
-        }
-        if Instant::now() >= deadline {
-            let log = std::fs::read_to_string(dir.join("kueue.log")).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(15).collect();
-            let tail: Vec<String> = tail
-                .iter()
-                .rev()
-                .map(|l| l.chars().take(600).collect())
-                .collect();
-            panic!(
-                "Kueue did not become ready (readyz {probe}, CA injected {injected}); its log ends:\n{}",
-                tail.join("\n")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let slices: Api<EndpointSlice> = Api::namespaced(client, NS);
-    let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": format!("{WEBHOOK_SERVICE}-test"), "namespace": NS,
-            "labels": {"kubernetes.io/service-name": WEBHOOK_SERVICE}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
-        "ports": [{"name": "", "port": port, "protocol": "TCP"}]});
-    slices
-        .patch(
-            &format!("{WEBHOOK_SERVICE}-test"),
-            &PatchParams::apply("test"),
-            &Patch::Apply(&slice),
-        )
-        .await
-        .unwrap();
-    pod
-}
-
 /// Revisions of the Kueue release in Helm's storage.
-async fn revisions(client: &Client) -> usize {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
-    secrets
-        .list(&ListParams::default().labels("owner=helm,name=kueue"))
-        .await
-        .unwrap()
-        .items
-        .len()
+async fn revisions(client: &kube::Client) -> usize {
+    support::releases::revisions(client, NS, "kueue").await
 }
 
 fn plan_json(args: &[&str], path: &str) -> (Output, Value) {
@@ -288,7 +124,13 @@ fn rendered_config(bp: &Path) -> String {
 /// Service and Secret names) when the Configuration has none (its
 /// `templates/manager/manager-config.yaml`): that one addition is the chart's, and is checked too.
 async fn assert_config(cms: &Api<ConfigMap>, bp: &Path) {
-    let live = cms.get(CONFIG_MAP).await.unwrap().data.unwrap()[CONFIG_KEY].clone();
+    let live = cms
+        .get(support::releases::CONFIG_MAP)
+        .await
+        .unwrap()
+        .data
+        .unwrap()[support::releases::CONFIG_KEY]
+        .clone();
     let live: Value = serde_saphyr::from_str(&live).unwrap();
     let rendered: Value = serde_saphyr::from_str(&rendered_config(bp)).unwrap();
     let (live, rendered) = (live.as_object().unwrap(), rendered.as_object().unwrap());
@@ -338,14 +180,7 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
         .unwrap();
     assert!(o.status.success(), "helm package: {}", text(&o));
     assert!(dir.path().join("kueue-0.19.2.tgz").is_file());
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(&helm, bin.join("helm")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = support::releases::helm_path(dir.path(), &helm, Hooks::Run);
     let mut prefix = tc.prefix.clone();
     prefix.truncate(30);
     let prefix = prefix.trim_end_matches('-').to_string();
@@ -411,7 +246,8 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("helm release kueue installed or upgraded to 0.19.2"),
+        err.contains("helm release kueue-system/kueue installed: chart kueue 0.19.2 from ")
+            && err.contains(", revision 1"),
         "{err}"
     );
     assert_eq!(revisions(&tc.client).await, 1);
@@ -503,7 +339,11 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
         .collect();
     assert_eq!(paths, ["managerConfig.controllerManagerConfigYaml"]);
     let after = step["changes"][0]["after"].as_str().unwrap();
-    assert!(after.contains("fairSharing: {}"), "{after}");
+    // Fair sharing without named strategies: the list gpuctl writes (Kueue v0.19 requires one).
+    assert!(
+        after.contains("fairSharing:\n  preemptionStrategies:\n  - LessThanOrEqualToFinalShare\n  - LessThanInitialShare\n"),
+        "{after}"
+    );
     assert_eq!(p["summary"]["helm"], 1);
     let unchanged_objects = p["actions"]
         .as_array()

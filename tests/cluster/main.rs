@@ -23,5 +23,6 @@ mod kueue_release;
 mod lists_cluster;
 mod network_cluster;
 mod plan_apply;
+mod releases_cluster;
 mod status_cluster;
 mod upgrade;

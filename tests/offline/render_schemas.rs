@@ -74,6 +74,164 @@ fn network_values(version: &str) -> Map<String, Value> {
     values.as_object().cloned().expect("a mapping")
 }
 
+/// One file of a chart archive, as text (`tar -xzOf`).
+fn archive_file(archive: &std::path::Path, member: &str) -> String {
+    let out = std::process::Command::new("tar")
+        .arg("-xzOf")
+        .arg(archive)
+        .arg(member)
+        .output()
+        .expect("tar runs");
+    assert!(
+        out.status.success(),
+        "{} {member}: {}",
+        archive.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `profiles/network.yaml`'s chart facts against the real archive: the chart's version and
+/// appVersion, every dependency (name, version, condition) and the vendored subchart's own
+/// Chart.yaml, every default gpuctl relies on in the archive's values.yaml, and each hook Job in
+/// the templates (with its events and the value that guards it).
+#[test]
+fn network_operator_chart_facts_match_the_archive() {
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .network()
+        .network_operator;
+    let mut checked = 0;
+    for release in &facts.releases {
+        let Some(chart) = &release.chart else {
+            continue;
+        };
+        let version = &release.version;
+        let archive = shared().join(format!(
+            "upstream/network-operator/{version}/network-operator-{version}.tgz"
+        ));
+        let meta: Value =
+            serde_saphyr::from_str(&archive_file(&archive, "network-operator/Chart.yaml")).unwrap();
+        assert_eq!(meta["version"], Value::String(chart.version.clone()));
+        assert_eq!(meta["appVersion"], Value::String(chart.app_version.clone()));
+        let deps: Vec<(String, String, String)> = meta["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let s = |k: &str| d[k].as_str().unwrap().to_string();
+                (s("name"), s("version"), s("condition"))
+            })
+            .collect();
+        let want: Vec<(String, String, String)> = chart
+            .subcharts
+            .iter()
+            .map(|s| (s.name.clone(), s.version.clone(), s.condition.clone()))
+            .collect();
+        assert_eq!(deps, want, "{version}: dependencies");
+        for s in &chart.subcharts {
+            let sub: Value = serde_saphyr::from_str(&archive_file(
+                &archive,
+                &format!("network-operator/charts/{}/Chart.yaml", s.name),
+            ))
+            .unwrap();
+            assert_eq!(
+                sub["version"],
+                Value::String(s.version.clone()),
+                "{}",
+                s.name
+            );
+        }
+        let values: Value =
+            serde_saphyr::from_str(&archive_file(&archive, "network-operator/values.yaml"))
+                .unwrap();
+        for (path, want) in &chart.defaults {
+            let pointer = format!("/{}", path.replace('.', "/"));
+            assert_eq!(
+                values.pointer(&pointer),
+                Some(want),
+                "{version}: default of {path}"
+            );
+        }
+        for hook in &chart.hooks {
+            let file = match hook.job.as_str() {
+                "network-operator-keep-ncp" => "keep-ncp-hook.yaml",
+                "network-operator-upgrade-crd" => "upgrade-crd-hook.yaml",
+                other => panic!("no template known for hook {other}"),
+            };
+            let text = archive_file(&archive, &format!("network-operator/templates/{file}"));
+            let job = text
+                .split("\n---")
+                .find(|doc| doc.contains("kind: Job"))
+                .unwrap_or_else(|| panic!("{file} has no Job"));
+            assert!(job.contains(&format!("name: {}", hook.job)), "{file}");
+            assert!(
+                job.contains(&format!("\"helm.sh/hook\": {}", hook.events.join(","))),
+                "{file}: hook events {:?}",
+                hook.events
+            );
+            match &hook.condition {
+                Some(c) => assert!(
+                    text.starts_with(&format!("{{{{- if .Values.{c} }}}}")),
+                    "{file}: guarded by {c}"
+                ),
+                None => assert!(
+                    !text.trim_start().starts_with("{{- if"),
+                    "{file}: unguarded"
+                ),
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(
+        checked,
+        NETWORK_RELEASES.len(),
+        "every archive in ../shared was read"
+    );
+}
+
+/// `profiles/queueing.yaml`'s Kueue chart facts against the chart's Chart.yaml: in ../shared, and
+/// in Kueue's Go module when the harness has downloaded it.
+#[test]
+fn kueue_chart_facts_match_the_chart() {
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .kueue_configuration;
+    assert!(!facts.charts.is_empty());
+    for c in &facts.charts {
+        let mut files = vec![shared().join(format!("upstream/kueue/{}/Chart.yaml", c.release))];
+        // The harness's copy of the chart from Kueue's Go module (`GPUCTL_KUEUE_CHART`), when it
+        // is the chart of this release.
+        if let Some(cache) = std::env::var_os("GPUCTL_KUEUE_CHART") {
+            let f = std::path::PathBuf::from(cache).join("Chart.yaml");
+            if std::fs::read_to_string(&f)
+                .is_ok_and(|t| t.contains(&format!("appVersion: \"{}\"", c.release)))
+            {
+                files.push(f);
+            }
+        }
+        for f in files {
+            let meta: Value =
+                serde_saphyr::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            assert_eq!(meta["name"], "kueue", "{}", f.display());
+            assert_eq!(
+                meta["version"],
+                Value::String(c.version.clone()),
+                "{}",
+                f.display()
+            );
+            assert_eq!(
+                meta["appVersion"],
+                Value::String(c.app_version.clone()),
+                "{}",
+                f.display()
+            );
+            assert!(meta.get("dependencies").is_none(), "{}", f.display());
+        }
+    }
+    let reference = &facts.chart_reference;
+    assert!(reference.ends_with("/kueue"), "{reference}");
+}
+
 /// Every key the Network Operator values document holds exists in that chart's real values.yaml,
 /// and every network document parses; the blueprints that declare the operator are among those
 /// rendered.

@@ -8,4 +8,4 @@ pub mod fixture;
 pub mod fresh;
 pub mod operator_driver;
 pub mod prometheus;
-pub mod standin_chart;
+pub mod releases;

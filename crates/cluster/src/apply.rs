@@ -1023,11 +1023,8 @@ async fn helm_step(
         wait_timeout: ctx.opts.wait_timeout,
     };
     match outcome {
-        crate::helm::Outcome::Done(_) => {
-            let msg = format!(
-                "helm release {} installed or upgraded to {} from {}",
-                h.release, h.version, h.source
-            );
+        crate::helm::Outcome::Done(stdout) => {
+            let msg = installed(h, &stdout);
             ctx.progress.note(&msg);
             Ok(msg)
         }
@@ -1100,6 +1097,30 @@ impl HelmFailure<'_> {
             self.command
         ))
     }
+}
+
+/// What `helm upgrade --install` did, from its output: `helm release NS/NAME installed: chart
+/// CHART VERSION from SOURCE, revision N` (`upgraded` from revision 2 on; helm prints
+/// `REVISION: N`, and revision 1 is an install). Without a revision in the output, it says
+/// `installed or upgraded` and leaves the revision out rather than guess.
+fn installed(h: &HelmRelease, helm_stdout: &str) -> String {
+    let revision = helm_stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("REVISION:"))
+        .and_then(|r| r.trim().parse::<u64>().ok());
+    let (verb, tail) = match revision {
+        Some(1) => ("installed", ", revision 1".to_string()),
+        Some(n) => ("upgraded", format!(", revision {n}")),
+        None => ("installed or upgraded", String::new()),
+    };
+    format!(
+        "helm release {}/{} {verb}: chart {} {} from {}{tail}",
+        h.namespace,
+        h.release,
+        h.chart_name(),
+        h.version,
+        h.source
+    )
 }
 
 /// `(chart, --repo)` for helm from a release's chart source; a pinned archive is checked first.
@@ -1426,5 +1447,42 @@ mod tests {
             (chart.as_str(), repo.as_deref()),
             ("kueue", Some("https://charts.internal.example.com/kueue"))
         );
+    }
+
+    /// Apply's report of a helm run names namespace, release, chart, version, source and the
+    /// revision helm printed: revision 1 is an install, later ones upgrades.
+    #[test]
+    fn the_report_says_what_helm_installed() {
+        let release = HelmRelease {
+            stack: gpuctl_core::render::Stack::Kueue,
+            release: "kueue".into(),
+            chart: "kueue".into(),
+            version: "0.19.2".into(),
+            namespace: "kueue-system".into(),
+            install: gpuctl_core::blueprint::InstallMode::Helm,
+            values: json!({}),
+            source: ChartSource::Oci {
+                reference: "oci://registry.k8s.io/kueue/charts/kueue".into(),
+            },
+        };
+        let head = "helm release kueue-system/kueue";
+        let chart = "chart kueue 0.19.2 from oci://registry.k8s.io/kueue/charts/kueue";
+        for (stdout, want) in [
+            (
+                "Release \"kueue\" does not exist. Installing it now.\nNAME: kueue\nNAMESPACE: kueue-system\nSTATUS: deployed\nREVISION: 1\n",
+                format!("{head} installed: {chart}, revision 1"),
+            ),
+            (
+                "Release \"kueue\" has been upgraded. Happy Helming!\nREVISION: 12\nTEST SUITE: None\n",
+                format!("{head} upgraded: {chart}, revision 12"),
+            ),
+            ("", format!("{head} installed or upgraded: {chart}")),
+            (
+                "REVISION: many\n",
+                format!("{head} installed or upgraded: {chart}"),
+            ),
+        ] {
+            assert_eq!(installed(&release, stdout), want, "{stdout:?}");
+        }
     }
 }

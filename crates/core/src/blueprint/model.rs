@@ -889,7 +889,9 @@ impl KueueConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KueueFairSharing {
-    /// Preemption strategies, in order (absent: Kueue's default).
+    /// Preemption strategies, in order (absent: gpuctl writes `[LessThanOrEqualToFinalShare,
+    /// LessThanInitialShare]`, the list Kueue's v1beta1 API defaulted to; Kueue v0.19 requires
+    /// one).
     #[serde(default)]
     #[schemars(example = &STRATEGIES_EXAMPLE)]
     pub preemption_strategies: Vec<String>,

@@ -50,8 +50,8 @@ pub use operator::{
 };
 pub use queueing::{
     Affixes, Composition, ConfigMapKey, KUEUE_API_VERSIONS, KUEUE_API_VERSIONS_FROM_ALPHA,
-    KueueConfiguration, KueueMessages, QueueSystem, ReleaseLine, ReleaseProblem, RequiredValue,
-    SchedulingMessages, VolcanoHierarchy, VolcanoMessages,
+    KueueChart, KueueConfiguration, KueueMessages, QueueSystem, ReleaseLine, ReleaseProblem,
+    RequiredValue, SchedulingMessages, VolcanoHierarchy, VolcanoMessages,
 };
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};

@@ -141,6 +141,9 @@ pub struct NetworkOperatorRelease {
     pub doca_driver_precompiled: Option<String>,
     /// Image names.
     pub images: NetworkImages,
+    /// The release's chart, as read from its archive; `None` where the archive was not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<NetworkOperatorChart>,
     /// Where this release's facts come from.
     #[serde(deserialize_with = "text_list")]
     pub source: Vec<String>,
@@ -155,6 +158,90 @@ pub struct NetworkOperatorRelease {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub notes: Vec<String>,
+}
+
+/// The Network Operator chart of one release, read from its archive: what helm installs and lists,
+/// the subcharts it vendors, the `values.yaml` defaults gpuctl relies on, and its hook Jobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkOperatorChart {
+    /// The chart's `version` (`26.4.1`, no `v`): what helm pins and lists.
+    pub version: String,
+    /// The chart's `appVersion` (`v26.4.1`).
+    pub app_version: String,
+    /// The dependencies in `Chart.yaml`, vendored under `charts/`.
+    pub subcharts: Vec<Subchart>,
+    /// `values.yaml` defaults gpuctl's rendered values leave in force or set on purpose, by dotted
+    /// path.
+    pub defaults: BTreeMap<String, serde_json::Value>,
+    /// Helm hook Jobs helm waits for on install and upgrade.
+    #[serde(default)]
+    pub hooks: Vec<ChartHook>,
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
+}
+
+/// A chart dependency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Subchart {
+    /// Its name (the folder under `charts/`, and the values key of its own values).
+    pub name: String,
+    /// Its chart version.
+    pub version: String,
+    /// The parent's value that turns it on (`nfd.enabled`).
+    pub condition: String,
+}
+
+/// A helm hook Job of a chart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChartHook {
+    /// The Job's name.
+    pub job: String,
+    /// `helm.sh/hook` events (`pre-install`, `pre-upgrade`).
+    pub events: Vec<String>,
+    /// The value that must be true for the chart to render it; always rendered when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+}
+
+impl NetworkOperatorChart {
+    /// The chart's default at `path` (one of [`NetworkOperatorChart::defaults`]).
+    pub fn default_of(&self, path: &str) -> Option<&serde_json::Value> {
+        self.defaults.get(path)
+    }
+
+    /// Whether `path` is true in the release's values: the rendered `values` where they set it,
+    /// the chart's default otherwise (false when neither says).
+    pub fn is_on(&self, values: &serde_json::Value, path: &str) -> bool {
+        let pointer = format!("/{}", path.replace('.', "/"));
+        values
+            .pointer(&pointer)
+            .or_else(|| self.default_of(path))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// The subcharts a release with `values` deploys (its condition on), in `Chart.yaml` order.
+    pub fn deployed_subcharts(&self, values: &serde_json::Value) -> Vec<&Subchart> {
+        self.subcharts
+            .iter()
+            .filter(|s| self.is_on(values, &s.condition))
+            .collect()
+    }
+
+    /// The hook Jobs a release with `values` runs on install and upgrade.
+    pub fn hook_jobs(&self, values: &serde_json::Value) -> Vec<&ChartHook> {
+        self.hooks
+            .iter()
+            .filter(|h| h.condition.as_ref().is_none_or(|c| self.is_on(values, c)))
+            .collect()
+    }
 }
 
 /// Component image names.
@@ -278,6 +365,9 @@ impl NetworkFile {
             if r.source.iter().all(|s| s.trim().is_empty()) {
                 return Err(format!("network_operator {} has no `source:`", r.version));
             }
+            if let Some(c) = &r.chart {
+                check_chart(&r.version, c)?;
+            }
             if let Some(k) = &r.kubernetes
                 && k.min > k.max
             {
@@ -311,6 +401,39 @@ impl NetworkFile {
     }
 }
 
+/// A release's chart facts: its versions match the release, every subchart is turned on by a value
+/// the chart has a default for, every condition is a dotted path.
+fn check_chart(release: &str, c: &NetworkOperatorChart) -> Result<(), String> {
+    let bare = release.trim_start_matches('v');
+    if c.version != bare || c.app_version.trim_start_matches('v') != bare {
+        return Err(format!(
+            "network_operator {release}: chart version `{}` / appVersion `{}` do not match the release",
+            c.version, c.app_version
+        ));
+    }
+    if c.source.iter().all(|s| s.trim().is_empty()) {
+        return Err(format!(
+            "network_operator {release}: chart has no `source:`"
+        ));
+    }
+    let conditions = c
+        .subcharts
+        .iter()
+        .map(|s| &s.condition)
+        .chain(c.hooks.iter().filter_map(|h| h.condition.as_ref()));
+    for cond in conditions {
+        if !c
+            .default_of(cond)
+            .is_some_and(serde_json::Value::is_boolean)
+        {
+            return Err(format!(
+                "network_operator {release}: chart condition `{cond}` has no true/false default in `chart.defaults`"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn load_network(
     file: NetworkFile,
     architectures: &BTreeMap<String, Architecture>,
@@ -337,6 +460,13 @@ pub(super) fn load_network(
             &r.source,
             r.read,
         );
+        if let Some(c) = &r.chart {
+            log.row(
+                format!("network_operator.releases.{}.chart", r.version),
+                &c.source,
+                c.read,
+            );
+        }
     }
     log.row("kubelet", &file.kubelet.source, file.kubelet.read);
     log.row("nv_ipam", &file.nv_ipam.source, file.nv_ipam.read);
@@ -390,7 +520,151 @@ pub(super) fn load_network(
 
 #[cfg(test)]
 mod tests {
-    use super::kernel_major_minor;
+    use super::{NetworkOperatorChart, check_chart, kernel_major_minor};
+    use crate::profiles::Catalog;
+    use serde_json::json;
+
+    fn chart(release: &str) -> Option<&'static NetworkOperatorChart> {
+        Catalog::embedded()
+            .network()
+            .network_operator
+            .release(release)
+            .and_then(|r| r.chart.as_ref())
+    }
+
+    /// Per release: the chart version helm installs and its subcharts (name, version, condition),
+    /// as read from the archive; releases whose archive was not read have none.
+    #[test]
+    fn network_operator_chart_facts_per_release() {
+        let v26_4_1 = vec![
+            ("node-feature-discovery", "0.2.1", "nfd.enabled"),
+            (
+                "sriov-network-operator",
+                "0.1.0",
+                "sriovNetworkOperator.enabled",
+            ),
+            (
+                "maintenance-operator-chart",
+                "0.0.1",
+                "maintenanceOperator.enabled",
+            ),
+        ];
+        for (release, want) in [
+            ("v26.4.1", Some(("26.4.1", "v26.4.1", v26_4_1.clone()))),
+            ("26.4.1", Some(("26.4.1", "v26.4.1", v26_4_1))),
+            ("v26.4.0", None),
+            ("v26.7.0", None),
+        ] {
+            let got = chart(release).map(|c| {
+                (
+                    c.version.as_str(),
+                    c.app_version.as_str(),
+                    c.subcharts
+                        .iter()
+                        .map(|s| (s.name.as_str(), s.version.as_str(), s.condition.as_str()))
+                        .collect::<Vec<_>>(),
+                )
+            });
+            assert_eq!(got, want, "{release}");
+        }
+    }
+
+    /// The values.yaml defaults gpuctl relies on, one row each.
+    #[test]
+    fn network_operator_chart_defaults_gpuctl_relies_on() {
+        let c = chart("v26.4.1").unwrap();
+        for (path, want) in [
+            ("nfd.enabled", json!(true)),
+            ("nfd.deployNodeFeatureRules", json!(true)),
+            ("sriovNetworkOperator.enabled", json!(false)),
+            ("maintenanceOperator.enabled", json!(false)),
+            ("upgradeCRDs", json!(true)),
+            ("operator.admissionController.enabled", json!(false)),
+            ("operator.repository", json!("nvcr.io/nvidia/cloud-native")),
+            ("operator.image", json!("network-operator")),
+        ] {
+            assert_eq!(c.default_of(path), Some(&want), "{path}");
+        }
+        assert_eq!(c.default_of("no.such.key"), None);
+    }
+
+    /// Which subcharts and hook Jobs a release deploys: the rendered values where they say, the
+    /// chart's defaults otherwise.
+    #[test]
+    fn subcharts_and_hooks_follow_the_values_then_the_defaults() {
+        let c = chart("v26.4.1").unwrap();
+        for (values, subcharts, hooks) in [
+            (
+                json!({}),
+                vec!["node-feature-discovery"],
+                vec!["network-operator-keep-ncp", "network-operator-upgrade-crd"],
+            ),
+            (
+                json!({"nfd": {"enabled": false}, "sriovNetworkOperator": {"enabled": false}}),
+                vec![],
+                vec!["network-operator-keep-ncp", "network-operator-upgrade-crd"],
+            ),
+            (
+                json!({"sriovNetworkOperator": {"enabled": true}, "upgradeCRDs": false}),
+                vec!["node-feature-discovery", "sriov-network-operator"],
+                vec!["network-operator-keep-ncp"],
+            ),
+            (
+                json!({"maintenanceOperator": {"enabled": true}, "nfd": {"enabled": "yes"}}),
+                vec!["maintenance-operator-chart"],
+                vec!["network-operator-keep-ncp", "network-operator-upgrade-crd"],
+            ),
+        ] {
+            let got: Vec<&str> = c
+                .deployed_subcharts(&values)
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect();
+            assert_eq!(got, subcharts, "{values}");
+            let got: Vec<&str> = c
+                .hook_jobs(&values)
+                .iter()
+                .map(|h| h.job.as_str())
+                .collect();
+            assert_eq!(got, hooks, "{values}");
+        }
+    }
+
+    /// A chart row that contradicts its release, or names a condition without a default, is
+    /// refused when the tables load.
+    #[test]
+    fn chart_facts_are_checked_when_loaded() {
+        let good = chart("v26.4.1").unwrap().clone();
+        assert_eq!(check_chart("v26.4.1", &good), Ok(()));
+        let mut v = good.clone();
+        v.version = "v26.4.1".into();
+        let mut app = good.clone();
+        app.app_version = "v26.4.0".into();
+        let mut cond = good.clone();
+        cond.subcharts[0].condition = "nfd.nosuch".into();
+        let mut hook = good.clone();
+        hook.hooks[1].condition = Some("operator.image".into());
+        let mut unsourced = good.clone();
+        unsourced.source = vec![" ".into()];
+        for (what, c, want) in [
+            ("chart version with a v", v, "chart version `v26.4.1`"),
+            ("appVersion of another release", app, "appVersion `v26.4.0`"),
+            (
+                "unknown condition",
+                cond,
+                "`nfd.nosuch` has no true/false default",
+            ),
+            (
+                "non-boolean condition",
+                hook,
+                "`operator.image` has no true/false default",
+            ),
+            ("no source", unsourced, "has no `source:`"),
+        ] {
+            let err = check_chart("v26.4.1", &c).unwrap_err();
+            assert!(err.contains(want), "{what}: {err}");
+        }
+    }
 
     #[test]
     fn kernel_releases_parse_to_major_minor() {

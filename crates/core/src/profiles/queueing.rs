@@ -178,14 +178,54 @@ pub struct KueueConfiguration {
     pub chart_values_key: String,
     /// Where the chart is published.
     pub chart_reference: String,
-    /// Chart releases gpuctl renders `managerConfig` values for.
-    pub charts: Vec<String>,
+    /// Kueue's chart per release gpuctl renders `managerConfig` values for.
+    pub charts: Vec<KueueChart>,
+    /// What gpuctl writes as `fairSharing.preemptionStrategies` when the blueprint names none
+    /// (Kueue's v1beta2 Configuration requires a list and has no default).
+    pub fair_sharing_default_strategies: Vec<String>,
     /// Accepted `fairSharing.preemptionStrategies` lists.
     pub fair_sharing_strategy_sets: Vec<Vec<String>>,
     /// Framework names `integrations.frameworks` accepts.
     pub frameworks: Vec<String>,
     /// The chart's Configuration, which the rendered one starts from.
     pub chart_defaults: serde_json::Value,
+}
+
+/// Kueue's Helm chart of one Kueue release, as read from the chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueChart {
+    /// The Kueue release (`v0.19.2`).
+    pub release: String,
+    /// The chart's `version` (`0.19.2`): what helm installs, pins and lists.
+    pub version: String,
+    /// The chart's `appVersion`.
+    pub app_version: String,
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
+}
+
+impl KueueConfiguration {
+    /// The chart of Kueue release `version` (`v0.19.2` or `0.19.2`), if gpuctl knows it.
+    pub fn chart(&self, version: &str) -> Option<&KueueChart> {
+        let want = version.trim().trim_start_matches('v');
+        self.charts
+            .iter()
+            .find(|c| c.release.trim_start_matches('v') == want)
+    }
+
+    /// The Kueue releases whose chart gpuctl knows, for messages (`v0.19.2`).
+    pub fn chart_releases(&self) -> String {
+        self.charts
+            .iter()
+            .map(|c| c.release.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A key of a ConfigMap.
@@ -264,10 +304,32 @@ impl KueueConfiguration {
         if !self.chart_defaults.is_object() {
             return Err("kueue_configuration.chart_defaults is not a mapping".into());
         }
+        if !self
+            .fair_sharing_strategy_sets
+            .contains(&self.fair_sharing_default_strategies)
+        {
+            return Err(
+                "kueue_configuration.fair_sharing_default_strategies is not an accepted strategy set"
+                    .into(),
+            );
+        }
         for c in &self.charts {
-            if parse(c).is_none() {
+            if parse(&c.release).is_none() {
                 return Err(format!(
-                    "kueue_configuration.charts: `{c}` is not a release"
+                    "kueue_configuration.charts: `{}` is not a release",
+                    c.release
+                ));
+            }
+            if c.version.is_empty() || c.version.starts_with('v') {
+                return Err(format!(
+                    "kueue_configuration.charts {}: chart version `{}` is not a chart version (Kueue publishes it without `v`)",
+                    c.release, c.version
+                ));
+            }
+            if c.source.iter().all(|s| s.trim().is_empty()) {
+                return Err(format!(
+                    "kueue_configuration.charts {} has no `source:`",
+                    c.release
                 ));
             }
         }
@@ -562,6 +624,14 @@ pub(super) fn load_queueing(
     file.kueue_configuration
         .check()
         .map_err(|m| inconsistent(F, m))?;
+    for c in &file.kueue_configuration.charts {
+        sourced(
+            sources,
+            F,
+            Some(&format!("kueue_configuration.charts.{}", c.release)),
+            &c.source,
+        )?;
+    }
     sourced(sources, F, Some("composition"), &file.composition.source)?;
     sourced(
         sources,
@@ -615,6 +685,56 @@ pub(super) fn load_queueing(
 #[cfg(test)]
 mod tests {
     use crate::profiles::Catalog;
+
+    /// Kueue's chart version per Kueue release, as read from the chart; releases whose chart
+    /// gpuctl does not know have none.
+    #[test]
+    fn kueue_chart_version_per_release() {
+        let k = &Catalog::embedded().queueing().kueue_configuration;
+        for (release, want) in [
+            ("v0.19.2", Some(("0.19.2", "v0.19.2"))),
+            ("0.19.2", Some(("0.19.2", "v0.19.2"))),
+            (" v0.19.2 ", Some(("0.19.2", "v0.19.2"))),
+            ("v0.19.1", None),
+            ("v0.18.6", None),
+            ("", None),
+        ] {
+            let got = k
+                .chart(release)
+                .map(|c| (c.version.as_str(), c.app_version.as_str()));
+            assert_eq!(got, want, "{release:?}");
+        }
+        assert_eq!(k.chart_releases(), "v0.19.2");
+    }
+
+    /// A chart row with a `v` in its version, an unparsable release or no source is refused.
+    #[test]
+    fn kueue_chart_facts_are_checked_when_loaded() {
+        let k = Catalog::embedded().queueing().kueue_configuration.clone();
+        assert_eq!(k.check(), Ok(()));
+        for (what, edit, want) in [
+            (
+                "version with v",
+                (|c: &mut super::KueueChart| c.version = "v0.19.2".into()) as fn(&mut _),
+                "is not a chart version",
+            ),
+            (
+                "bad release",
+                |c| c.release = "latest".into(),
+                "is not a release",
+            ),
+            (
+                "no source",
+                |c| c.source = vec![String::new()],
+                "has no `source:`",
+            ),
+        ] {
+            let mut bad = k.clone();
+            edit(&mut bad.charts[0]);
+            let err = bad.check().unwrap_err();
+            assert!(err.contains(want), "{what}: {err}");
+        }
+    }
 
     use super::ReleaseProblem;
 

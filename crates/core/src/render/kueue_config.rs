@@ -12,20 +12,24 @@ use crate::profiles::KueueConfiguration;
 /// Path of the Kueue chart values in [`crate::render::RenderedSet::documents`].
 pub const KUEUE_VALUES: &str = "helm/kueue-values.yaml";
 
-/// The settings the blueprint declares, in Kueue's Configuration spelling. Settings left out mean
-/// Kueue's defaults, and are written as such only where Kueue has an explicit spelling for them.
+/// `fairSharing` as the blueprint declares it. Without named strategies it gets
+/// `facts.fair_sharing_default_strategies`: Kueue's v1beta2 Configuration has no default for them
+/// and Kueue refuses to start with an empty list.
+fn declared_fair_sharing(config: &KueueConfig, facts: &KueueConfiguration) -> Option<Value> {
+    let fs = config.fair_sharing.as_ref()?;
+    let strategies = if fs.preemption_strategies.is_empty() {
+        &facts.fair_sharing_default_strategies
+    } else {
+        &fs.preemption_strategies
+    };
+    Some(json!({ "preemptionStrategies": strategies }))
+}
+
+/// The other settings the blueprint declares, in Kueue's Configuration spelling. Settings left out
+/// mean Kueue's defaults, and are written as such only where Kueue has an explicit spelling for
+/// them.
 fn declared(config: &KueueConfig) -> Map<String, Value> {
     let mut out = Map::new();
-    if let Some(fs) = &config.fair_sharing {
-        let mut m = Map::new();
-        if !fs.preemption_strategies.is_empty() {
-            m.insert(
-                "preemptionStrategies".into(),
-                json!(fs.preemption_strategies),
-            );
-        }
-        out.insert("fairSharing".into(), Value::Object(m));
-    }
     let r = &config.resources;
     let mut res = Map::new();
     if let Some(s) = r.quota_check_strategy {
@@ -90,6 +94,9 @@ pub fn configuration(config: &KueueConfig, facts: &KueueConfiguration) -> Value 
         .as_object()
         .cloned()
         .unwrap_or_default();
+    if let Some(fs) = declared_fair_sharing(config, facts) {
+        out.insert("fairSharing".into(), fs);
+    }
     for (k, v) in declared(config) {
         out.insert(k, v);
     }
@@ -126,8 +133,10 @@ pub fn values(config: &KueueConfig, facts: &KueueConfiguration) -> Value {
 }
 
 /// Kueue's Helm release (`install: helm` or `gitops`): release and chart named after the chart
-/// Kueue publishes (`kueue`), in the namespace its manager reads its ConfigMap from, chart
-/// version without the `v` Kueue's tags carry (`0.19.2`), the values of [`values`].
+/// Kueue publishes (`kueue`), in the namespace its manager reads its ConfigMap from, the chart
+/// version of the release (`profiles/queueing.yaml` `kueue_configuration.charts`, `0.19.2`; a
+/// release gpuctl has no chart for, which validation refuses, falls back to the tag without its
+/// `v`), the values of [`values`].
 pub fn release(kueue: &crate::blueprint::Kueue, facts: &KueueConfiguration) -> super::HelmRelease {
     let reference = facts.chart_reference.as_str();
     let chart = reference
@@ -139,7 +148,10 @@ pub fn release(kueue: &crate::blueprint::Kueue, facts: &KueueConfiguration) -> s
         stack: super::Stack::Kueue,
         release: chart.clone(),
         chart,
-        version: kueue.version.trim_start_matches('v').to_string(),
+        version: facts.chart(&kueue.version).map_or_else(
+            || kueue.version.trim().trim_start_matches('v').to_string(),
+            |c| c.version.clone(),
+        ),
         namespace: facts.config_map.namespace.clone(),
         install: kueue.install,
         values: values(&kueue.config, facts),
@@ -361,7 +373,22 @@ mod tests {
             ..KueueConfig::default()
         };
         let c = configuration(&config, facts());
-        assert_eq!(c["fairSharing"], json!({}));
+        // Fair sharing on without strategies: the list Kueue's v1beta1 API defaulted to, as
+        // Kueue v0.19 refuses `fairSharing: {}` (preemptionStrategies is required).
+        assert_eq!(
+            c["fairSharing"],
+            json!({"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]})
+        );
+        let named = KueueConfig {
+            fair_sharing: Some(KueueFairSharing {
+                preemption_strategies: vec!["LessThanInitialShare".into()],
+            }),
+            ..config.clone()
+        };
+        assert_eq!(
+            configuration(&named, facts())["fairSharing"],
+            json!({"preemptionStrategies": ["LessThanInitialShare"]})
+        );
         assert_eq!(c["resources"]["quotaCheckStrategy"], "IgnoreUndeclared");
         // The chart's own settings stay.
         assert_eq!(c["webhook"]["port"], 9443);

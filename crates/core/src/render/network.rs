@@ -351,7 +351,7 @@ pub fn release(bp: &Blueprint, templates: &Templates) -> Result<Option<HelmRelea
         stack: super::Stack::NetworkOperator,
         release: facts.chart.clone(),
         chart: format!("nvidia/{}", facts.chart),
-        version: no.version.trim_start_matches('v').to_string(),
+        version: chart_version(facts, &no.version),
         namespace: no.namespace.clone(),
         install: no.install,
         values: Value::Object(values),
@@ -362,6 +362,19 @@ pub fn release(bp: &Blueprint, templates: &Templates) -> Result<Option<HelmRelea
             },
         ),
     }))
+}
+
+/// The chart version helm installs for Network Operator release `version`: the one its archive
+/// was read with (`profiles/network.yaml`), else the release without its `v` (how NVIDIA publishes
+/// the chart).
+fn chart_version(facts: &crate::profiles::network::NetworkOperatorFacts, version: &str) -> String {
+    facts
+        .release(version)
+        .and_then(|r| r.chart.as_ref())
+        .map_or_else(
+            || version.trim_start_matches('v').to_string(),
+            |c| c.version.clone(),
+        )
 }
 
 /// The Network Operator's documents: its chart values and the release description (the nv-ipam

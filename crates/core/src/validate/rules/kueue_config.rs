@@ -86,10 +86,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     }
     if k.install != InstallMode::None
         && releases.renderable(&k.version).is_ok()
-        && !facts
-            .charts
-            .iter()
-            .any(|c| c.trim_start_matches('v') == k.version.trim().trim_start_matches('v'))
+        && facts.chart(&k.version).is_none()
     {
         ctx.emit(
             "GPU116",
@@ -97,7 +94,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             format!(
                 "gpuctl cannot render the Kueue chart's `managerConfig` for {}: it knows the chart of {}",
                 k.version,
-                facts.charts.join(", ")
+                facts.chart_releases()
             ),
             "use one of those releases, or `install: none` when Kueue is installed by someone else",
         );

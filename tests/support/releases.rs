@@ -1,0 +1,288 @@
+//! Helm releases in cluster tests: a PATH whose `helm` is the harness's real helm (optionally
+//! skipping chart hooks, which cannot complete here), the real chart archives in ../shared, helm's
+//! stored revisions, and the stand-in that plays the pod of Kueue's chart Deployment (no kubelet
+//! runs it here). Used by `kueue_release`, `releases_cluster` and `cli_cluster`.
+#![allow(dead_code)]
+
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+/// The shared folder of upstream files (`$GPUCTL_SHARED`, else `../shared`).
+pub fn shared() -> PathBuf {
+    std::env::var_os("GPUCTL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
+}
+
+/// Copies the real chart archive `upstream/<project>/<version>/<file>` from ../shared into `dir`
+/// (where a blueprint names it by `chart.path`) and returns the file name.
+pub fn copy_archive(dir: &Path, project: &str, version: &str, file: &str) -> String {
+    std::fs::copy(
+        shared()
+            .join("upstream")
+            .join(project)
+            .join(version)
+            .join(file),
+        dir.join(file),
+    )
+    .unwrap_or_else(|e| {
+        panic!("the real chart archive {project}/{version}/{file} is in ../shared/upstream: {e}")
+    });
+    file.to_string()
+}
+
+/// The GPU Operator v26.7.0 chart archive, copied into `dir`.
+pub fn gpu_operator_archive(dir: &Path) -> String {
+    copy_archive(dir, "gpu-operator", "v26.7.0", "gpu-operator-v26.7.0.tgz")
+}
+
+/// The NVIDIA Network Operator v26.4.1 chart archive, copied into `dir`.
+pub fn network_operator_archive(dir: &Path) -> String {
+    copy_archive(
+        dir,
+        "network-operator",
+        "v26.4.1",
+        "network-operator-v26.4.1.tgz",
+    )
+}
+
+/// Whether `helm` on the test PATH runs chart hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hooks {
+    /// The real helm as it is.
+    Run,
+    /// The real helm with `--no-hooks` added to `install` and `upgrade`: the charts' pre-install
+    /// and pre-upgrade hook Jobs (the Network Operator's `network-operator-keep-ncp` and
+    /// `-upgrade-crd`, the GPU Operator's CRD upgrade) need a kubelet to complete, and helm waits
+    /// for them until it times out. Everything else is the real helm's.
+    Skip,
+}
+
+/// A PATH whose first `helm` is `helm` (the harness's real one, `GPUCTL_HELM`), in `dir/bin`.
+/// With [`Hooks::Skip`] it is a two-line wrapper that adds `--no-hooks`, and logs each command
+/// line to `dir/helm.log` (what apply ran, in order).
+pub fn helm_path(dir: &Path, helm: &str, hooks: Hooks) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let target = bin.join("helm");
+    let _ = std::fs::remove_file(&target);
+    match hooks {
+        Hooks::Run => std::os::unix::fs::symlink(helm, &target).unwrap(),
+        Hooks::Skip => {
+            use std::os::unix::fs::PermissionsExt;
+            let log = dir.join("helm.log");
+            std::fs::write(
+                &target,
+                format!(
+                    "#!/bin/sh\n\
+                     # Test-only (tests/support/releases.rs): the real helm, with chart hooks skipped on\n\
+                     # install and upgrade (their Jobs need a kubelet).\n\
+                     echo \"$*\" >> '{log}'\n\
+                     case \"$1\" in install|upgrade) exec '{helm}' \"$@\" --no-hooks ;; esac\n\
+                     exec '{helm}' \"$@\"\n",
+                    log = log.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The helm command lines the [`Hooks::Skip`] wrapper ran, in order.
+pub fn helm_log(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("helm.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Revisions of release `name` in `namespace`, in Helm's storage (its Secrets).
+pub async fn revisions(client: &Client, namespace: &str, name: &str) -> usize {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    secrets
+        .list(&ListParams::default().labels(&format!("owner=helm,name={name}")))
+        .await
+        .unwrap()
+        .items
+        .len()
+}
+
+// --- Kueue's chart Deployment, played by the harness's Kueue binary ------------------------------
+
+pub const NS: &str = "kueue-system";
+/// What the chart names things with release name `kueue` (its `kueue.fullname`).
+pub const CONFIG_MAP: &str = "kueue-manager-config";
+pub const CONFIG_KEY: &str = "controller_manager_config.yaml";
+pub const WEBHOOK_SERVICE: &str = "kueue-webhook-service";
+pub const VALIDATING: &str = "kueue-validating-webhook-configuration";
+pub const WEBHOOK_SECRET: &str = "kueue-webhook-server-cert";
+
+/// The Kueue process that plays the chart Deployment's pod; killed when dropped.
+pub struct KueuePod(Child);
+
+impl Drop for KueuePod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// This host's first non-loopback IPv4 address: EndpointSlices may not hold loopback addresses
+/// (as tests/support/webhook_server.py explains).
+fn host_ip() -> String {
+    let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+    s.connect("192.0.2.1:9").expect("a default route");
+    let ip = s.local_addr().unwrap().ip().to_string();
+    assert!(!ip.starts_with("127."), "no non-loopback IPv4 address");
+    ip
+}
+
+fn free_port(ip: &str) -> u16 {
+    TcpListener::bind((ip, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Plays the Deployment's pod: waits for the ConfigMap helm installs, starts Kueue with it, and
+/// gives the webhook Service a ready endpoint once Kueue's certificates are in place.
+pub async fn kueue_pod(
+    client: Client,
+    kueue: String,
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+) -> KueuePod {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    // Bounded: helm may install other releases first (the GPU and Network Operators').
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let text = loop {
+        if let Some(cm) = cms.get_opt(CONFIG_MAP).await.unwrap()
+            && let Some(t) = cm.data.as_ref().and_then(|d| d.get(CONFIG_KEY))
+        {
+            break t.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "helm never created {NS}/{CONFIG_MAP}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let mut config: Value = serde_saphyr::from_str(&text).expect("the ConfigMap holds YAML");
+    // Only what differs between a pod and this machine: where it listens, where certificates go.
+    let ip = host_ip();
+    let port = free_port(&ip);
+    let health = free_port("127.0.0.1");
+    config["webhook"]["host"] = json!(ip);
+    config["webhook"]["port"] = json!(port);
+    config["webhook"]["certDir"] = json!(dir.join("certs").display().to_string());
+    // (the chart's Deployment mounts the Secret there; see the loop below)
+    config["health"]["healthProbeBindAddress"] = json!(format!("127.0.0.1:{health}"));
+    config["metrics"]["bindAddress"] = json!("0");
+    // In a pod, leader election finds its namespace in the service account's files.
+    config["leaderElection"]["resourceNamespace"] = json!(NS);
+    let path = dir.join("kueue-config.yaml");
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let start = || {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("kueue.log"))
+            .unwrap();
+        Command::new(&kueue)
+            .arg(format!("--config={}", path.display()))
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg("--feature-gates=VisibilityOnDemand=false")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the harness's Kueue binary starts")
+    };
+    let mut pod = KueuePod(start());
+    // Ready once its readiness probe passes (certificates written, webhook server started) and
+    // its certificate rotator put the CA into the chart's webhook configuration.
+    let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let ready = format!("http://127.0.0.1:{health}/readyz");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let cert_dir = dir.join("certs");
+    std::fs::create_dir_all(&cert_dir).unwrap();
+    loop {
+        // The kubelet's part: a container that exits is started again (restartPolicy Always), as
+        // Kueue exits when it starts before the API server serves its CRDs.
+        if matches!(pod.0.try_wait(), Ok(Some(_))) {
+            pod.0 = start();
+        }
+        // The kubelet's part: the pod mounts the webhook Secret (which Kueue's rotator fills) at
+        // its certificate directory; the rotator waits until the mounted files match.
+        if let Some(secret) = secrets.get_opt(WEBHOOK_SECRET).await.unwrap() {
+            for (key, value) in secret.data.unwrap_or_default() {
+                let path = cert_dir.join(&key);
+                if std::fs::read(&path).ok().as_deref() != Some(&value.0[..]) {
+                    std::fs::write(&path, &value.0).unwrap();
+                }
+            }
+        }
+        let probe = Command::new("curl")
+            .args(["-fsS", "--max-time", "2", &ready])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        let injected = vwc.get_opt(VALIDATING).await.unwrap().is_some_and(|w| {
+            w.webhooks.unwrap_or_default().iter().all(|h| {
+                h.client_config
+                    .ca_bundle
+                    .as_ref()
+                    .is_some_and(|b| !b.0.is_empty())
+            })
+        });
+        if probe && injected {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let log = std::fs::read_to_string(dir.join("kueue.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            let tail: Vec<String> = tail
+                .iter()
+                .rev()
+                .map(|l| l.chars().take(600).collect())
+                .collect();
+            panic!(
+                "Kueue did not become ready (readyz {probe}, CA injected {injected}); its log ends:\n{}",
+                tail.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let slices: Api<EndpointSlice> = Api::namespaced(client, NS);
+    let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": format!("{WEBHOOK_SERVICE}-test"), "namespace": NS,
+            "labels": {"kubernetes.io/service-name": WEBHOOK_SERVICE}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
+        "ports": [{"name": "", "port": port, "protocol": "TCP"}]});
+    slices
+        .patch(
+            &format!("{WEBHOOK_SERVICE}-test"),
+            &PatchParams::apply("test"),
+            &Patch::Apply(&slice),
+        )
+        .await
+        .unwrap();
+    pod
+}
