@@ -161,17 +161,12 @@ mod tests {
             Outcome::Failed(err) => assert_eq!(err, "Error: no chart"),
             other => panic!("{other:?}"),
         }
-        let started = std::time::Instant::now();
+        // What it printed comes back only when SIGTERM ended it within the grace period (past
+        // the grace it is killed and nothing is kept), so this proves the stop without timing it.
         match run(&helm, &arg("slow"), Duration::from_millis(500)).await {
             Outcome::TimedOut(err) => assert_eq!(err, "started"),
             other => panic!("{other:?}"),
         }
-        // SIGTERM ended it: no wait for the grace period, nor for the 30s sleep.
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            started.elapsed()
-        );
         match run(&dir.path().join("none"), &arg("ok"), Duration::from_secs(1)).await {
             Outcome::NotStarted(_) => {}
             other => panic!("{other:?}"),
