@@ -130,7 +130,7 @@ async fn bound_pod(client: &Client, ns: &str, name: &str, node: &str, resource: 
         },
     }))
     .unwrap();
-    pods.create(&PostParams::default(), &pod)
+    support::cluster::create_admitted(&pods, &pod)
         .await
         .unwrap_or_else(|e| panic!("creating pod {ns}/{name}: {e}"));
     wait_for(&format!("Kueue admits pod {ns}/{name}"), || {

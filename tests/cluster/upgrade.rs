@@ -483,15 +483,9 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     })).unwrap()]);
     // Kueue's Pod webhook looks the owning Job up in its informer cache and refuses the Pod
     // (`Job.batch "train" not found`) until the cache has it; a controller retries, so does this.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while let Err(e) = pods.create(&PostParams::default(), &train).await {
-        let lagging = matches!(&e, kube::Error::Api(s) if s.code == 404 && s.message.contains("Job.batch \"train\" not found"));
-        assert!(
-            lagging && Instant::now() < deadline,
-            "creating the job's pod: {e}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    support::cluster::create_admitted(&pods, &train)
+        .await
+        .expect("creating the job's pod");
     pods.patch_status(
         "train-0",
         &PatchParams::default(),

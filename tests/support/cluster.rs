@@ -687,6 +687,31 @@ pub fn api_error(result: kube::Result<impl std::fmt::Debug>) -> Result<(u16, Str
     }
 }
 
+/// Creates `obj`, retrying while an admission webhook refuses it because its informer cache has
+/// not yet seen an object the request names. Kueue's Pod webhook (`mpod.kb.io`) reads the Pod's
+/// Namespace and its owning Job from a cache, so a Pod created right after either is refused with
+/// `404 ... Namespace "x" not found` (or `Job.batch "x" not found`) for a few milliseconds; a
+/// controller retries such a refusal, and so does this helper, for 20 s at most. Any other error,
+/// or the same one past the deadline, is returned.
+pub async fn create_admitted<K>(api: &Api<K>, obj: &K) -> kube::Result<K>
+where
+    K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match api.create(&PostParams::default(), obj).await {
+            Err(kube::Error::Api(s))
+                if s.code == 404
+                    && s.message.contains("admission webhook")
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 fn now_rfc3339() -> String {
     // Seconds precision is enough; format by hand to avoid a time-crate dependency in tests.
     let secs = SystemTime::now()

@@ -165,8 +165,7 @@ pub async fn create_pod(tc: &TestCluster, manifest: Value) -> String {
         .to_string();
     let pods = pods_in(tc, &ns);
     let p: Pod = serde_json::from_value(manifest).expect("pod");
-    let p = pods
-        .create(&PostParams::default(), &p)
+    let p = super::cluster::create_admitted(&pods, &p)
         .await
         .expect("create pod");
     p.metadata.name.unwrap_or_default()

@@ -196,7 +196,12 @@ pub async fn put_validator(client: &Client, namespace: &str, node: &str, ready: 
         "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "nvcr.io/nvidia/gpu-operator-validator:v26.7.0"}]},
     }))
     .expect("a pod");
-    let _ = pods.create(&PostParams::default(), &pod).await;
+    // Already there (recreated) is fine; a refusal past the webhook's cache lag is not.
+    match super::cluster::create_admitted(&pods, &pod).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("validator pod {namespace}/{name}: {e}"),
+    }
     let status = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}});
     let _ = pods
         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
