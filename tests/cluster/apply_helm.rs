@@ -20,7 +20,6 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -28,6 +27,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
 use kube::api::{Api, ListParams};
 use support::cluster::{GpuNode, TestCluster};
 use support::fresh::FreshCluster;
+use support::releases::{gpuctl, text};
 
 const BLUEPRINT: &str = r#"apiVersion: gpuctl.dev/v1alpha1
 kind: ClusterBlueprint
@@ -51,25 +51,6 @@ spec:
       nodes: 1
       gpu: { model: H100-SXM5-80GB, count: 8 }
 "#;
-
-fn gpuctl(args: &[&str], path: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("PATH", path)
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// A stand-in chart named `gpu-operator` at `dir/gpu-operator`: one ConfigMap.
 fn stand_in_chart(dir: &Path) {

@@ -23,7 +23,7 @@
 
 use crate::support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -33,26 +33,7 @@ use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 use support::fresh::FreshCluster;
-use support::releases::{Hooks, NS, WEBHOOK_SERVICE, kueue_pod};
-
-fn gpuctl(args: &[&str], path: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("PATH", path)
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use support::releases::{Hooks, NS, WEBHOOK_SERVICE, gpuctl, kueue_pod, plan_json, text};
 
 const BLUEPRINT: &str = r#"apiVersion: gpuctl.dev/v1alpha1
 kind: ClusterBlueprint
@@ -97,12 +78,6 @@ spec:
 /// Revisions of the Kueue release in Helm's storage.
 async fn revisions(client: &kube::Client) -> usize {
     support::releases::revisions(client, NS, "kueue").await
-}
-
-fn plan_json(args: &[&str], path: &str) -> (Output, Value) {
-    let o = gpuctl(args, path);
-    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-    (o, v)
 }
 
 /// The Configuration the blueprint renders (what the ConfigMap must hold).
@@ -153,28 +128,34 @@ async fn assert_config(cms: &Api<ConfigMap>, bp: &Path) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
-async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() {
-    let Some(_shared) = TestCluster::connect("kueue_release").await else {
-        return;
-    };
-    let fresh = FreshCluster::up_with("kueue-release", &["--without-kueue"]);
+/// What both tests start from: a fresh harness without Kueue, the real chart packaged as an
+/// archive beside the blueprint (its digest is pinned by plans), a PATH whose `helm` is the real
+/// one, the blueprint for this test's prefix, and the one GPU node of its pool.
+struct Setup {
+    fresh: FreshCluster,
+    tc: TestCluster,
+    kc: PathBuf,
+    helm: String,
+    dir: tempfile::TempDir,
+    path: String,
+    prefix: String,
+    bp: PathBuf,
+    bps: String,
+    kcs: String,
+    blueprint: String,
+}
+
+async fn setup(test: &str, name: &str) -> Option<Setup> {
+    let _shared = TestCluster::connect(test).await?;
+    let fresh = FreshCluster::up_with(name, &["--without-kueue"]);
     let kc = fresh.kubeconfig();
-    let tc = TestCluster::connect_kubeconfig(&kc, "kueue-release")
+    let tc = TestCluster::connect_kubeconfig(&kc, name)
         .await
         .expect("connects to the fresh cluster");
     let helm = fresh.var("GPUCTL_HELM");
-    let chart = fresh.var("GPUCTL_KUEUE_CHART");
-    let kueue = fresh.var("GPUCTL_KUEUE");
-
-    // The real chart, packaged as an archive beside the blueprint (its digest is pinned by plans).
     let dir = tempfile::tempdir().unwrap();
     let o = Command::new(&helm)
-        .args(["package", &chart, "-d"])
+        .args(["package", &fresh.var("GPUCTL_KUEUE_CHART"), "-d"])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -184,8 +165,9 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
     let mut prefix = tc.prefix.clone();
     prefix.truncate(30);
     let prefix = prefix.trim_end_matches('-').to_string();
+    let blueprint = BLUEPRINT.replace("@P@", &prefix);
     let bp = dir.path().join("kueue.yaml");
-    std::fs::write(&bp, BLUEPRINT.replace("@P@", &prefix)).unwrap();
+    std::fs::write(&bp, &blueprint).unwrap();
     let bps = bp.to_str().unwrap().to_string();
     let kcs = kc.to_str().unwrap().to_string();
     tc.create_gpu_node(
@@ -196,6 +178,84 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
     )
     .await
     .unwrap();
+    Some(Setup {
+        fresh,
+        tc,
+        kc,
+        helm,
+        dir,
+        path,
+        prefix,
+        bp,
+        bps,
+        kcs,
+        blueprint,
+    })
+}
+
+fn apply_args(bps: &str, kcs: &str) -> Vec<String> {
+    [
+        "apply",
+        bps,
+        "--kubeconfig",
+        kcs,
+        "--yes",
+        "--crd-timeout",
+        "60s",
+        "--wait-timeout",
+        "60s",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// `gpuctl apply` while the stand-in plays the pod of Kueue's chart Deployment (started once helm
+/// has created its ConfigMap); the pod runs until the returned guard is dropped.
+async fn apply_with_stand_in(
+    fresh: &FreshCluster,
+    tc: &TestCluster,
+    dir: &tempfile::TempDir,
+    path: &str,
+    apply: &[&str],
+) -> (Output, support::releases::KueuePod) {
+    let pod = tokio::spawn(kueue_pod(
+        tc.client.clone(),
+        fresh.var("GPUCTL_KUEUE"),
+        fresh.kubeconfig(),
+        dir.path().to_path_buf(),
+    ));
+    let o = tokio::task::spawn_blocking({
+        let path = path.to_string();
+        let apply: Vec<String> = apply.iter().map(|s| s.to_string()).collect();
+        move || gpuctl(&apply.iter().map(String::as_str).collect::<Vec<_>>(), &path)
+    })
+    .await
+    .unwrap();
+    (o, pod.await.expect("the Kueue stand-in started"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() {
+    let Some(Setup {
+        fresh,
+        tc,
+        dir,
+        path,
+        prefix,
+        bp,
+        bps,
+        kcs,
+        ..
+    }) = setup("kueue_release", "kueue-release").await
+    else {
+        return;
+    };
+    let apply = apply_args(&bps, &kcs);
+    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
 
     // Before: the plan installs Kueue (every value of the release is an addition).
     let (o, p) = plan_json(&["plan", &bps, "--kubeconfig", &kcs, "-o", "json"], &path);
@@ -213,32 +273,8 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
     );
 
     // Apply while the stand-in plays Kueue's pod.
-    let pod = tokio::spawn(kueue_pod(
-        tc.client.clone(),
-        kueue,
-        kc.clone(),
-        dir.path().to_path_buf(),
-    ));
     let started = Instant::now();
-    let apply = [
-        "apply",
-        &bps,
-        "--kubeconfig",
-        &kcs,
-        "--yes",
-        "--crd-timeout",
-        "60s",
-        "--wait-timeout",
-        "60s",
-    ];
-    let o = tokio::task::spawn_blocking({
-        let path = path.clone();
-        let apply: Vec<String> = apply.iter().map(|s| s.to_string()).collect();
-        move || gpuctl(&apply.iter().map(String::as_str).collect::<Vec<_>>(), &path)
-    })
-    .await
-    .unwrap();
-    let _pod = pod.await.expect("the Kueue stand-in started");
+    let (o, _pod) = apply_with_stand_in(&fresh, &tc, &dir, &path, &apply).await;
     assert_eq!(o.status.code(), Some(0), "apply: {}", text(&o));
     eprintln!(
         "apply with the Kueue release: {:.1}s",
@@ -441,70 +477,25 @@ fn kueue_api(
     ignore = "skipped: needs the test API server (docs/testing.md)"
 )]
 async fn removing_kueue_uninstalls_its_release_once_its_queues_are_gone_and_keeps_the_crds() {
-    let Some(_shared) = TestCluster::connect("kueue_removal").await else {
+    let Some(Setup {
+        fresh,
+        tc,
+        kc,
+        helm,
+        dir,
+        path,
+        prefix,
+        bp,
+        bps,
+        kcs,
+        blueprint: with,
+    }) = setup("kueue_removal", "kueue-removal").await
+    else {
         return;
     };
-    let fresh = FreshCluster::up_with("kueue-removal", &["--without-kueue"]);
-    let kc = fresh.kubeconfig();
-    let tc = TestCluster::connect_kubeconfig(&kc, "kueue-removal")
-        .await
-        .expect("connects to the fresh cluster");
-    let helm = fresh.var("GPUCTL_HELM");
-    let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(&helm)
-        .args(["package", &fresh.var("GPUCTL_KUEUE_CHART"), "-d"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "helm package: {}", text(&o));
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(&helm, bin.join("helm")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut prefix = tc.prefix.clone();
-    prefix.truncate(30);
-    let prefix = prefix.trim_end_matches('-').to_string();
-    let with = BLUEPRINT.replace("@P@", &prefix);
-    let bp = dir.path().join("kueue.yaml");
-    std::fs::write(&bp, &with).unwrap();
-    let bps = bp.to_str().unwrap().to_string();
-    let kcs = kc.to_str().unwrap().to_string();
-    tc.create_gpu_node(
-        "h100-0",
-        &GpuNode::h100(8)
-            .driver("595.91.07", (13, 2))
-            .label("gpuctl.dev/pool", &format!("{prefix}-h100")),
-    )
-    .await
-    .unwrap();
-    let apply = [
-        "apply",
-        &bps,
-        "--kubeconfig",
-        &kcs,
-        "--yes",
-        "--crd-timeout",
-        "60s",
-        "--wait-timeout",
-        "60s",
-    ];
-    let pod = tokio::spawn(kueue_pod(
-        tc.client.clone(),
-        fresh.var("GPUCTL_KUEUE"),
-        kc.clone(),
-        dir.path().to_path_buf(),
-    ));
-    let o = tokio::task::spawn_blocking({
-        let (path, apply) = (path.clone(), apply.map(String::from));
-        move || gpuctl(&apply.iter().map(String::as_str).collect::<Vec<_>>(), &path)
-    })
-    .await
-    .unwrap();
-    let _pod = pod.await.expect("the Kueue stand-in started");
+    let apply = apply_args(&bps, &kcs);
+    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
+    let (o, _pod) = apply_with_stand_in(&fresh, &tc, &dir, &path, &apply).await;
     assert_eq!(o.status.code(), Some(0), "apply with Kueue: {}", text(&o));
     assert_eq!(revisions(&tc.client).await, 1);
 

@@ -14,6 +14,10 @@
 //! (`profiles/network.yaml`, `profiles/queueing.yaml`); the next plan is empty
 //! (`--detailed-exitcode` exits 0); a change of one Network Operator value plans as exactly that
 //! value's diff and applies as revision 2, which the chart's real templates act on.
+//! Then the Network Operator is dropped from the blueprint: the plan uninstalls its release, apply
+//! is refused while the NicClusterPolicy exists (exit 1, the policy named, the release untouched),
+//! and once the policy is deleted apply uninstalls the release with the real helm (`helm list` no
+//! longer has it, its CRDs stay, the next plan is empty).
 //!
 //! Skipped, stated plainly: **chart hooks**. No kubelet runs here, so the charts' pre-install and
 //! pre-upgrade hook Jobs (the Network Operator's `network-operator-keep-ncp` and
@@ -28,36 +32,17 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 use support::cluster::TestCluster;
 use support::fresh::FreshCluster;
-use support::releases::{Hooks, helm_path, revisions};
+use support::releases::{Hooks, gpuctl, helm_path, plan_json, revisions, text};
 
 const EXAMPLE: &str = "blueprints/dgx-h100-training.yaml";
 const NETWORK_NS: &str = "nvidia-network-operator";
-
-fn gpuctl(args: &[&str], path: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("PATH", path)
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The DGX example with every release installed by gpuctl from a local chart: the GPU Operator's
 /// and the Network Operator's archives from ../shared, Kueue's chart packaged from its Go module
@@ -96,12 +81,6 @@ fn dgx_blueprint(dir: &Path, kueue_archive: &str) -> std::path::PathBuf {
     let path = dir.join("dgx-h100-training.yaml");
     std::fs::write(&path, out).unwrap();
     path
-}
-
-fn plan_json(args: &[&str], path: &str) -> (Output, Value) {
-    let o = gpuctl(args, path);
-    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-    (o, v)
 }
 
 /// The plan's release steps by stack (`gpu-operator` is the operator's own `helm_release`).
@@ -507,6 +486,169 @@ async fn dgx_example_installs_network_operator_kueue_and_gpu_operator_releases()
         o.status.code(),
         Some(0),
         "plan after the upgrade: {}",
+        text(&o)
+    );
+
+    network_operator_removal(&tc, &helm, &bp, &bps, &kcs, &path, &apply, &network_chart).await;
+}
+
+/// Issue 30's removal done-means: with the Network Operator dropped from the blueprint, the plan
+/// uninstalls its release, blocked by the NicClusterPolicy; apply is refused (exit 1, the policy
+/// named, nothing changed); with the policy deleted, apply uninstalls the release with the real
+/// helm, `helm list` no longer has it, its CRDs stay, and the next plan is empty.
+#[allow(clippy::too_many_arguments)]
+async fn network_operator_removal(
+    tc: &TestCluster,
+    helm: &str,
+    bp: &Path,
+    bps: &str,
+    kcs: &str,
+    path: &str,
+    apply: &[String],
+    network_chart: &str,
+) {
+    let text_before = std::fs::read_to_string(bp).unwrap();
+    let start = text_before
+        .find("  networkOperator:\n")
+        .expect("the blueprint has networkOperator");
+    let end = text_before
+        .find("  monitoring:\n")
+        .expect("monitoring follows networkOperator in the example");
+    std::fs::write(
+        bp,
+        format!("{}{}", &text_before[..start], &text_before[end..]),
+    )
+    .unwrap();
+    let (o, p) = plan_json(&["plan", bps, "--kubeconfig", kcs, "-o", "json"], path);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "plan without the Network Operator: {}",
+        text(&o)
+    );
+    let u = &p["uninstalls"][0];
+    assert_eq!(u["release"], "network-operator", "{p}");
+    assert_eq!(u["namespace"], NETWORK_NS);
+    assert!(
+        u["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no longer declares spec.networkOperator"),
+        "{u}"
+    );
+    let policies: Api<DynamicObject> = Api::all_with(
+        tc.client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("mellanox.com", "v1alpha1", "NicClusterPolicy"),
+            "nicclusterpolicies",
+        ),
+    );
+    let names: Vec<String> = policies
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .collect();
+    assert!(!names.is_empty(), "apply created the NicClusterPolicy");
+    let blockers: Vec<&str> = u["blockers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in &names {
+        let id = format!("NicClusterPolicy/{name}");
+        assert!(blockers.contains(&id.as_str()), "{id} blocks: {blockers:?}");
+    }
+
+    // Refused while the policy exists: exit 1, the policy named, the release untouched.
+    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
+    let o = gpuctl(&apply, path);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "apply while a NicClusterPolicy exists: {}",
+        text(&o)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("nothing was applied")
+            && err.contains("is not uninstalled while objects of its kinds exist")
+            && err.contains(&names[0])
+            && err.contains("--force-uninstall"),
+        "{err}"
+    );
+    assert_eq!(
+        revisions(&tc.client, NETWORK_NS, "network-operator").await,
+        2
+    );
+    assert!(policies.get_opt(&names[0]).await.unwrap().is_some());
+
+    // The policy deleted (no Network Operator controller runs here, so nothing holds it): apply
+    // uninstalls the release with the real helm; its CRDs stay.
+    for name in &names {
+        policies.delete(name, &Default::default()).await.unwrap();
+    }
+    let k = gpuctl_cluster::connect(&gpuctl_cluster::ConnectOptions {
+        kubeconfig: Some(kcs.into()),
+        context: None,
+    })
+    .await
+    .unwrap();
+    let groups = ["mellanox.com".to_string(), "nv-ipam.nvidia.com".to_string()];
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !gpuctl_cluster::release::objects_in_groups(&k, &groups)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "network objects stay");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let o = gpuctl(&apply, path);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "apply once the policy is gone: {}",
+        text(&o)
+    );
+    // `-o json`: the report is on stdout, one event per line.
+    let out = text(&o);
+    assert!(
+        out.contains(&format!(
+            "helm release {NETWORK_NS}/network-operator (network-operator {network_chart}) uninstalled; its CRDs stay"
+        )),
+        "{out}"
+    );
+    assert!(
+        !helm_list(helm, kcs)
+            .iter()
+            .any(|(_, name, _, _)| name == "network-operator"),
+        "helm list still has the Network Operator"
+    );
+    assert_eq!(
+        revisions(&tc.client, NETWORK_NS, "network-operator").await,
+        0
+    );
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(tc.client.clone());
+    assert!(
+        crds.get_opt("nicclusterpolicies.mellanox.com")
+            .await
+            .unwrap()
+            .is_some(),
+        "the NicClusterPolicy CRD was deleted"
+    );
+    let o = gpuctl(
+        &["plan", bps, "--kubeconfig", kcs, "--detailed-exitcode"],
+        path,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "plan after the uninstall: {}",
         text(&o)
     );
 }

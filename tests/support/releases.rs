@@ -1,12 +1,13 @@
 //! Helm releases in cluster tests: a PATH whose `helm` is the harness's real helm (optionally
 //! skipping chart hooks, which cannot complete here), the real chart archives in ../shared, helm's
 //! stored revisions, and the stand-in that plays the pod of Kueue's chart Deployment (no kubelet
-//! runs it here). Used by `kueue_release`, `releases_cluster` and `cli_cluster`.
+//! runs it here). Also the gpuctl binary run with that PATH. Used by `kueue_release`, `releases_cluster`,
+//! `apply_helm` and `cli_cluster`.
 #![allow(dead_code)]
 
 use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
@@ -53,6 +54,35 @@ pub fn network_operator_archive(dir: &Path) -> String {
         "v26.4.1",
         "network-operator-v26.4.1.tgz",
     )
+}
+
+/// Runs the gpuctl binary from the repository root with `PATH` = `path` (a [`helm_path`], so the
+/// `helm` apply finds is the one the test chose) and the catalog's day fixed.
+pub fn gpuctl(args: &[&str], path: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .env("PATH", path)
+        .output()
+        .expect("gpuctl runs")
+}
+
+/// Exit code, stdout and stderr of a run, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// [`gpuctl`] with `-o json`: the run and its parsed stdout (`null` when it is not JSON).
+pub fn plan_json(args: &[&str], path: &str) -> (Output, Value) {
+    let o = gpuctl(args, path);
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o, v)
 }
 
 /// Whether `helm` on the test PATH runs chart hooks.
