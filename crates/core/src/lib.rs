@@ -9,6 +9,7 @@
 
 pub mod applyset;
 pub mod blueprint;
+pub mod cel;
 pub mod diagnostics;
 pub mod doctor;
 pub mod finding;

@@ -147,6 +147,21 @@ pub fn quota_name(tenant: &str) -> String {
     format!("{tenant}-quota")
 }
 
+/// Suffix of the DeviceClass gpuctl renders for a DRA device shape (`h100.shapes.gpuctl.dev`):
+/// under gpuctl's own domain, so it never collides with a class the driver's chart creates.
+pub const DRA_SHAPE_CLASS_SUFFIX: &str = ".shapes.gpuctl.dev";
+
+/// The DeviceClass of DRA device shape `shape`.
+pub fn dra_shape_class(shape: &str) -> String {
+    format!("{shape}{DRA_SHAPE_CLASS_SUFFIX}")
+}
+
+/// Name of the ResourceQuota on DRA device classes in each namespace of a tenant with claims
+/// (apart from its `quota`, which it leaves as written).
+pub fn dra_quota_name(tenant: &str) -> String {
+    format!("{tenant}-dra-quota")
+}
+
 /// The GPU Operator's operand pods by the prefix of their `app` label (or, without one, of their
 /// name), and what each is, for `gpuctl doctor`. From the operator's DaemonSet manifests
 /// (`assets/state-*/0500_daemonset.yaml`, `manifests/state-driver/0500_daemonset.yaml`: the

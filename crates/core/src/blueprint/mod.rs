@@ -1,10 +1,12 @@
 //! The blueprint: its contract (`model`), its YAML source with positions (`yaml`) and the loader.
 
+pub mod dra;
 mod install;
 mod load;
 pub mod model;
 pub mod network;
 pub mod resources;
+mod scalars;
 pub mod schema;
 mod strict;
 pub mod yaml;

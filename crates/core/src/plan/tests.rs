@@ -1055,6 +1055,41 @@ fn local_queue(cluster_queue: &str) -> RenderedObject {
     )
 }
 
+/// A ResourceClaimTemplate's whole `spec` is immutable: a changed shape (another count) replaces
+/// the tenant's template; a label change is an ordinary update.
+#[test]
+fn a_changed_claim_template_is_replaced() {
+    let template = |count: u32| {
+        object(
+            Phase::Quotas,
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                   "metadata": {"name": "h100", "namespace": "team-a", "labels": labels()},
+                   "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                       "deviceClassName": "h100.shapes.gpuctl.dev", "allocationMode": "ExactCount",
+                       "count": count}}]}}}}),
+        )
+    };
+    let mut s = set();
+    s.objects.push(template(2));
+    let mut v = snapshot_view();
+    with_member(&mut v, stored(&template(1)));
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    let a = p
+        .actions
+        .iter()
+        .find(|a| a.kind == "ResourceClaimTemplate")
+        .unwrap();
+    assert_eq!(a.action, ActionKind::Update);
+    assert!(a.replace, "{a:?}");
+    assert_eq!(
+        objects::replaced(&template(2), &stored(&template(1))),
+        Some(vec!["spec".to_string()])
+    );
+    let mut labelled = template(1);
+    labelled.manifest["metadata"]["labels"]["x"] = json!("y");
+    assert_eq!(objects::replaced(&labelled, &stored(&template(1))), None);
+}
+
 /// A field the API server keeps immutable (LocalQueue `spec.clusterQueue`, a CEL rule
 /// `self == oldSelf` in Kueue's CRD) is never planned as an update it would refuse: the object is
 /// replaced, and a live plan does not dry-run it.

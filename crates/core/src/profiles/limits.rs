@@ -158,6 +158,8 @@ pub struct ResourceQuotaLimits {
     pub standard_key_prefixes: Vec<String>,
     /// The only quota-key prefix the API server enforces for extended resources (`requests.`).
     pub extended_resource_quota_prefix: String,
+    /// Prefix of object count quota keys (`count/`), written as is.
+    pub object_count_prefix: String,
     /// Quota key forms that are accepted but never enforced.
     pub unenforced_extended_forms: Vec<String>,
     /// Extended-resource quantities must be whole numbers.

@@ -5,6 +5,7 @@
 //! parsed back from its template's output, labelled as a member of the blueprint's ApplySet, and
 //! sorted by (phase, kind, namespace, name), so the same blueprint always gives the same bytes.
 
+pub mod dra;
 mod driver;
 mod helm;
 pub mod kueue_config;
@@ -183,6 +184,14 @@ pub enum RenderError {
         /// What to do.
         hint: String,
     },
+    /// A DRA shape or claim gpuctl cannot render (validation refuses it first: GPU171, GPU173).
+    #[error("`{path}`: {message}")]
+    Dra {
+        /// Blueprint field.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A pool names a GPU the catalog does not know (validation normally refuses this first).
     #[error("pool `{pool}`: GPU model `{model}` is not in the catalog")]
     UnknownGpu {
@@ -268,6 +277,7 @@ pub fn render(
     objects::queues(bp, catalog, &mut out)?;
     objects::monitoring(bp, catalog, &mut out)?;
     network::objects(bp, catalog, &mut out)?;
+    dra::objects(bp, catalog, &mut out)?;
 
     let mut objects = out.finish()?;
     objects.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));

@@ -22,7 +22,16 @@ pub const LOCAL_QUEUE: &str = "default";
 /// The ResourceQuota key gpuctl writes for a tenant quota key: extended resources by bare name
 /// become `requests.<name>`, the only form the API server enforces for them.
 pub fn quota_key(key: &str) -> String {
-    if key.starts_with("requests.") || key.starts_with("limits.") || !is_extended_resource(key) {
+    let catalog = crate::profiles::Catalog::embedded();
+    // Object counts (`count/pods`) and DRA device-class keys have a '/' but are no extended
+    // resources: `requests.` in front of them is accepted by the API server and never enforced.
+    let as_written = key.starts_with(&catalog.limits().resource_quota.object_count_prefix)
+        || catalog.dra().kubernetes.quota.class_of_key(key).is_some();
+    if as_written
+        || key.starts_with("requests.")
+        || key.starts_with("limits.")
+        || !is_extended_resource(key)
+    {
         key.to_string()
     } else {
         format!("requests.{key}")
@@ -457,6 +466,17 @@ mod tests {
             "requests.nvidia.com/gpu"
         );
         assert_eq!(quota_key("pods"), "pods");
+        // Object counts and DRA device classes are written as is (a `requests.` form would be
+        // accepted and never enforced).
+        assert_eq!(quota_key("count/pods"), "count/pods");
+        assert_eq!(
+            quota_key("count/resourceclaims.resource.k8s.io"),
+            "count/resourceclaims.resource.k8s.io"
+        );
+        assert_eq!(
+            quota_key("gpu.nvidia.com.deviceclass.resource.k8s.io/devices"),
+            "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+        );
         assert_eq!(quota_key("requests.cpu"), "requests.cpu");
         assert_eq!(
             quota_key("nvidia.com/mig-3g.40gb"),

@@ -521,6 +521,37 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.networkOperator.secondaryNetwork.perNodeBlockSize",
         ],
     ),
+    ("GPU170", &["spec.kubernetes.version"]),
+    (
+        "GPU171",
+        &[
+            "spec.dra.shapes",
+            "spec.dra.shapes[].name",
+            "spec.dra.shapes[].count",
+            "spec.dra.shapes[].gpu",
+            "spec.dra.shapes[].gpu.model",
+            "spec.dra.shapes[].mig",
+            "spec.dra.shapes[].mig.profile",
+            "spec.dra.shapes[].mig.model",
+            "spec.dra.shapes[].minMemory",
+            "spec.dra.shapes[].minComputeCapability",
+            "spec.dra.shapes[].minDriver",
+        ],
+    ),
+    (
+        "GPU172",
+        &[
+            "spec.dra.shapes",
+            "spec.dra.shapes[].count",
+            "spec.dra.shapes[].gpu.model",
+            "spec.dra.shapes[].mig.profile",
+            "spec.dra.shapes[].minMemory",
+            "spec.dra.shapes[].minComputeCapability",
+            "spec.dra.shapes[].minDriver",
+        ],
+    ),
+    ("GPU173", &["spec.tenants[].claims", "spec.dra.shapes"]),
+    ("GPU174", &["spec.tenants[].quota"]),
     (
         "GPU163",
         &[

@@ -749,6 +749,40 @@ rules! {
         fix: "Correct the name or field the finding names.",
         source: "docs/blueprint.md; nv-ipam IPPool and CIDRPool CRDs (upstream/nvidia-k8s-ipam)",
         example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: ipoib, master: ibp12s0, ipPool: ib-pol}\n    ipPools:\n      - {name: ib-pool, range: 10.210.0.0/16}\n",
+    }    "GPU170" "dra-kubernetes" "dra" Error {
+        checks: "A blueprint with DRA device shapes declares a Kubernetes release NVIDIA's DRA driver supports (profiles/dra.yaml prerequisites, 1.34.2 today).",
+        why: "Older control planes do not serve `resource.k8s.io/v1` by default: the DeviceClasses and templates are refused at apply, or the driver does not run.",
+        fix: "Upgrade the control plane, or drop `spec.dra`.",
+        source: "profiles/dra.yaml (driver.prerequisites, kubernetes.v1_from)",
+        example: "spec:\n  kubernetes: {version: \"1.33.5\"}\n  dra:\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}]\n",
+    }
+    "GPU171" "dra-shape" "dra" Error {
+        checks: "Every DRA device shape has a unique DNS-1123 name, claims either whole GPUs or MIG devices, at least one device per claim, a GPU model of the catalog, a MIG profile that model (or some GPU) offers, a memory floor that is a quantity and version floors of numbers; and every constraint reads an attribute or capacity NVIDIA's DRA driver publishes for that device type.",
+        why: "gpuctl writes the DeviceClass's CEL from these; a selector on an attribute the driver does not publish fails at scheduling time (`no such key`), so pods wait without an error at apply.",
+        fix: "Correct the field the finding names; `gpuctl profiles` lists models and MIG profiles.",
+        source: "profiles/dra.yaml (device_types, device_classes); profiles/gpus.yaml",
+        example: "spec:\n  dra:\n    shapes:\n      - {name: small, mig: {profile: 1g.12gb, model: A100-SXM4-80GB}}\n",
+    }
+    "GPU172" "dra-shape-unsatisfiable" "dra" Error {
+        checks: "Some node pool has nodes with at least `count` devices of each shape: whole GPUs (not partitioned into MIG) or MIG instances of the profile in the pool's layout, of the model, compute capability, driver and memory the shape asks for.",
+        why: "A claim's devices come from one node. A shape no node has is accepted by the API server, and every pod claiming it stays Pending with `cannot allocate all claims`.",
+        fix: "Relax the shape (model, floors, `count`), or add a pool with such devices.",
+        source: "profiles/gpus.yaml (model, compute capability, memory); the blueprint's pools and MIG layouts",
+        example: "spec:\n  dra:\n    shapes: [{name: big, gpu: {model: H100-SXM5-80GB}, count: 16}]   # 8 per node\n",
+    }
+    "GPU173" "dra-tenant-claims" "dra" Error {
+        checks: "A tenant's `claims` name declared shapes, allow at least one claim of each, and the tenant is not queued by Kueue (gpuctl does not render Kueue's device-class mappings yet).",
+        why: "A claim of an undeclared shape has no template; an allowance below one claim's devices makes the quota refuse every claim; Kueue refuses workloads whose device classes are not mapped in its configuration, so they are never admitted.",
+        fix: "Declare the shape, raise the amount, or run the tenant's DRA workloads without a Kueue queue.",
+        source: "profiles/dra.yaml (kueue.refused: unmapped_class)",
+        example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], claims: {h10: 8}}\n",
+    }
+    "GPU174" "dra-quota-key" "dra" Error {
+        checks: "A tenant quota key on a device class (`<class>.deviceclass.resource.k8s.io/devices`) names a class a shape or NVIDIA's DRA driver defines, without a `requests.` prefix.",
+        why: "The API server accepts any class name in such a key, and the `requests.` form too, and never charges either: the limit is never enforced.",
+        fix: "Name the shape's class (`<shape>.shapes.gpuctl.dev`) or a driver class (`gpu.nvidia.com`), or use `claims`.",
+        source: "profiles/dra.yaml (kubernetes.quota, driver.device_classes)",
+        example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], quota: {gpu.nvdia.com.deviceclass.resource.k8s.io/devices: 8}}\n",
     }
 }
 

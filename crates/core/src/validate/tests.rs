@@ -4,6 +4,7 @@
 
 use jiff::civil::date;
 
+mod dra;
 mod network;
 
 use super::Options;
@@ -189,6 +190,7 @@ type Case = (&'static str, String, Vec<(&'static str, &'static str)>);
 fn cases() -> Vec<Case> {
     let mut all = base_cases();
     all.extend(network::cases());
+    all.extend(dra::cases());
     all
 }
 
@@ -1354,6 +1356,7 @@ fn every_rule_case_fires_its_rule() {
 fn passing_cases() -> Vec<Case> {
     let mut all = base_passing_cases();
     all.extend(network::passing_cases());
+    all.extend(dra::passing_cases());
     all
 }
 

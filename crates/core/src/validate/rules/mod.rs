@@ -2,6 +2,7 @@
 
 mod compat;
 mod composition;
+mod dra;
 mod install;
 mod ip_pools;
 mod kueue;
@@ -36,6 +37,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     install::check(ctx);
     network::check(ctx);
     ip_pools::check(ctx);
+    dra::check(ctx);
 }
 
 pub(crate) use crate::names::is_dns_label;

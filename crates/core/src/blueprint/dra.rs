@@ -1,0 +1,94 @@
+//! GPUs claimed through Dynamic Resource Allocation (`spec.dra`): the device shapes tenants may
+//! claim, written without CEL. gpuctl turns each shape into a DeviceClass whose selectors read the
+//! attributes and capacities NVIDIA's DRA driver publishes (profiles/dra.yaml), each tenant's
+//! `claims` into a ResourceClaimTemplate per shape in its namespaces and a ResourceQuota on the
+//! shapes' device-class keys.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::scalars::{Quantity, version_text};
+
+/// `spec.dra`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Dra {
+    /// Device shapes tenants may claim; each becomes the DeviceClass `<name>.shapes.gpuctl.dev`.
+    #[serde(default)]
+    pub shapes: Vec<DeviceShape>,
+}
+
+/// One kind of device a claim asks for: whole GPUs (`gpu`) or MIG devices (`mig`), with optional
+/// floors. Every constraint must hold (the DeviceClass's selectors are ANDed).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceShape {
+    /// DNS-1123 label: names the DeviceClass (`<name>.shapes.gpuctl.dev`) and the tenants'
+    /// ResourceClaimTemplates.
+    #[schemars(example = &"h100")]
+    pub name: String,
+    /// Whole GPUs (devices of type `gpu`), optionally of one model.
+    #[serde(default)]
+    pub gpu: Option<GpuShape>,
+    /// MIG devices (type `mig`) of one profile.
+    #[serde(default)]
+    pub mig: Option<MigShape>,
+    /// Least device memory (the driver's `memory` capacity), e.g. `40Gi`. A GPU sold as 80 GB
+    /// holds fewer than 80Gi bytes: write `80G` or less for it.
+    #[serde(default)]
+    #[schemars(example = &"40Gi")]
+    pub min_memory: Option<Quantity>,
+    /// Least CUDA compute capability, e.g. `"9.0"`.
+    #[serde(default, deserialize_with = "optional_version")]
+    #[schemars(example = &"9.0")]
+    pub min_compute_capability: Option<String>,
+    /// Least driver version on the device's node, e.g. `"580.95.05"`.
+    #[serde(default, deserialize_with = "optional_version")]
+    #[schemars(example = &"580.95.05")]
+    pub min_driver: Option<String>,
+    /// Devices one claim of this shape holds (all from one node).
+    #[serde(default = "one")]
+    pub count: u32,
+}
+
+/// A version written as a string (as every version of the blueprint).
+fn optional_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    version_text(d).map(Some)
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Which whole GPUs: one catalog model (absent: any GPU; `minComputeCapability` picks an
+/// architecture and newer).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GpuShape {
+    /// GPU model, a key of profiles/gpus.yaml (`H100-SXM5-80GB`): the selector compares the
+    /// product name the driver publishes (NVML's, e.g. `NVIDIA H100 80GB HBM3`).
+    #[serde(default)]
+    #[schemars(example = &"H100-SXM5-80GB")]
+    pub model: Option<String>,
+}
+
+/// Which MIG devices: a profile, optionally on one GPU model.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MigShape {
+    /// MIG profile as NVML names it (`1g.10gb`, `3g.40gb`).
+    #[schemars(example = &"1g.10gb")]
+    pub profile: String,
+    /// GPU model the instances are on (needed when the profile name exists on several models
+    /// with different sizes; optional otherwise).
+    #[serde(default)]
+    #[schemars(example = &"A100-SXM4-80GB")]
+    pub model: Option<String>,
+}
+
+impl Dra {
+    /// The shape named `name`.
+    pub fn shape(&self, name: &str) -> Option<&DeviceShape> {
+        self.shapes.iter().find(|s| s.name == name)
+    }
+}

@@ -1,0 +1,205 @@
+//! Table cases of the DRA rules (GPU170-GPU174), on a base with a whole-GPU pool, a MIG pool,
+//! three shapes and a tenant that claims two of them.
+
+use super::{Case, KUEUE_BASE, edit, rules, run};
+
+pub(super) const DRA_BASE: &str = include_str!("../../../../../tests/fixtures/dra/shapes.yaml");
+
+fn d() -> String {
+    DRA_BASE.to_string()
+}
+
+/// The base with `shapes` more shapes and `namespaces` more namespaces of the claiming tenant.
+fn many(shapes: usize, namespaces: usize) -> String {
+    let extra: String = (0..shapes)
+        .map(|i| format!("      - {{ name: s{i}, gpu: {{}} }}\n"))
+        .collect();
+    let ns: Vec<String> = (0..namespaces).map(|i| format!("r{i}")).collect();
+    edit(
+        DRA_BASE,
+        &[
+            ("  tenants:\n", &format!("{extra}  tenants:\n")),
+            (
+                "namespaces: [research]",
+                &format!("namespaces: [research, {}]", ns.join(", ")),
+            ),
+        ],
+    )
+}
+
+pub(super) fn cases() -> Vec<Case> {
+    let kueue_claims = edit(
+        KUEUE_BASE,
+        &[
+            (
+                "  tenants:\n",
+                "  dra:\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}]\n  tenants:\n",
+            ),
+            (
+                "      cuda: [\"12.4\"]\n",
+                "      cuda: [\"12.4\"]\n      claims: { h100: 8 }\n",
+            ),
+        ],
+    );
+    vec![
+        (
+            "GPU170",
+            d(),
+            vec![("version: \"1.35.1\"", "version: \"1.33.5\"")],
+        ),
+        (
+            "GPU170",
+            d(),
+            vec![("version: \"1.35.1\"", "version: \"1.34.1\"")],
+        ),
+        ("GPU171", d(), vec![("- name: h100x8", "- name: H100x8")]),
+        ("GPU171", d(), vec![("- name: h100x8", "- name: h100")]),
+        (
+            "GPU171",
+            d(),
+            vec![("        count: 8\n", "        count: 0\n")],
+        ),
+        (
+            "GPU171",
+            d(),
+            vec![(
+                "        mig: { profile: 1g.10gb }",
+                "        mig: { profile: 1g.10gb }\n        gpu: {}",
+            )],
+        ),
+        (
+            "GPU171",
+            d(),
+            vec![(
+                "mig: { profile: 1g.10gb }",
+                "mig: { profile: 1g.12gb, model: A100-SXM4-80GB }",
+            )],
+        ),
+        (
+            "GPU171",
+            d(),
+            vec![("mig: { profile: 1g.10gb }", "mig: { profile: 9g.99gb }")],
+        ),
+        (
+            "GPU171",
+            d(),
+            vec![(
+                "gpu: { model: H100-SXM5-80GB }\n        count: 8",
+                "gpu: { model: H100-SXM9 }\n        count: 8",
+            )],
+        ),
+        ("GPU171", d(), vec![("minMemory: 64Gi", "minMemory: lots")]),
+        (
+            "GPU171",
+            d(),
+            vec![("minDriver: \"580.95.05\"", "minDriver: \"580.x\"")],
+        ),
+        (
+            "GPU172",
+            d(),
+            vec![("        count: 8\n", "        count: 16\n")],
+        ),
+        (
+            "GPU172",
+            d(),
+            vec![(
+                "gpu: { model: H100-SXM5-80GB }\n        count: 8",
+                "gpu: { model: A100-SXM4-80GB }\n        count: 1",
+            )],
+        ),
+        (
+            "GPU172",
+            d(),
+            vec![(
+                "minComputeCapability: \"9.0\"",
+                "minComputeCapability: \"10.0\"",
+            )],
+        ),
+        (
+            "GPU172",
+            d(),
+            vec![("minDriver: \"580.95.05\"", "minDriver: \"600.10\"")],
+        ),
+        ("GPU172", d(), vec![("minMemory: 64Gi", "minMemory: 96Gi")]),
+        (
+            "GPU172",
+            d(),
+            vec![("mig: { profile: 1g.10gb }", "mig: { profile: 3g.40gb }")],
+        ),
+        (
+            "GPU173",
+            d(),
+            vec![(
+                "claims: { h100: 8, mig-1g: 14 }",
+                "claims: { h10: 8, mig-1g: 14 }",
+            )],
+        ),
+        (
+            "GPU173",
+            d(),
+            vec![("claims: { h100: 8, mig-1g: 14 }", "claims: { h100x8: 4 }")],
+        ),
+        ("GPU173", kueue_claims, vec![]),
+        // 403 classes in 251 namespaces: over gpuctl's bound on DRA quota keys.
+        ("GPU173", many(400, 250), vec![]),
+        (
+            "GPU174",
+            d(),
+            vec![(
+                "quota: { pods: 50 }",
+                "quota: { pods: 50, gpu.nvdia.com.deviceclass.resource.k8s.io/devices: 8 }",
+            )],
+        ),
+        (
+            "GPU174",
+            d(),
+            vec![(
+                "quota: { pods: 50 }",
+                "quota: { pods: 50, requests.gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 8 }",
+            )],
+        ),
+    ]
+}
+
+pub(super) fn passing_cases() -> Vec<Case> {
+    vec![
+        (
+            "GPU170",
+            d(),
+            vec![("version: \"1.35.1\"", "version: \"1.34.2\"")],
+        ),
+        ("GPU171", d(), vec![]),
+        // A model with the profile on it, and an 80 GB GPU's floor written in G.
+        (
+            "GPU171",
+            d(),
+            vec![(
+                "mig: { profile: 1g.10gb }",
+                "mig: { profile: 1g.10gb, model: A100-SXM4-80GB }",
+            )],
+        ),
+        ("GPU172", d(), vec![("minMemory: 64Gi", "minMemory: 80G")]),
+        (
+            "GPU172",
+            d(),
+            vec![("minDriver: \"580.95.05\"", "minDriver: \"595.91.07\"")],
+        ),
+        ("GPU173", d(), vec![]),
+        ("GPU173", many(40, 100), vec![]),
+        (
+            "GPU174",
+            d(),
+            vec![(
+                "quota: { pods: 50 }",
+                "quota: { pods: 50, h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices: 8, gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 0, count/resourceclaims.resource.k8s.io: 20 }",
+            )],
+        ),
+    ]
+}
+
+#[test]
+fn the_dra_base_is_clean() {
+    let r = run(DRA_BASE);
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    assert!(rules(&r).is_empty());
+}
