@@ -18,6 +18,7 @@ mod composition;
 mod doctor_cluster;
 mod doctor_scheduling;
 mod doctor_stack;
+mod dra_harness;
 mod import_cluster;
 mod kueue_release;
 mod lists_cluster;
