@@ -165,6 +165,7 @@ fn pool_node(bp: &Blueprint, pool: &NodePool) -> GpuNode {
         memory: "2113456540Ki".into(),
         replicas: 1,
         extra_capacity: BTreeMap::new(),
+        device_plugin: true,
     };
     // The Network Operator's RDMA shared device plugin advertises `rdma/<resourceName>` on the
     // nodes of pools with an RDMA fabric, shared by up to `hcaMax` pods.

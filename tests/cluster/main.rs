@@ -19,6 +19,7 @@ mod doctor_cluster;
 mod doctor_scheduling;
 mod doctor_stack;
 mod dra_apply;
+mod dra_harness;
 mod import_cluster;
 mod kueue_release;
 mod lists_cluster;

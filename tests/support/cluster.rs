@@ -408,6 +408,9 @@ pub struct GpuNode {
     /// Other extended resources a device plugin advertises (`rdma/rdma_shared_device_a` from the
     /// Network Operator's RDMA shared device plugin), by name.
     pub extra_capacity: BTreeMap<String, String>,
+    /// Whether NVIDIA's device plugin runs on the node (it advertises `nvidia.com/gpu` or
+    /// `nvidia.com/mig-*`). Off on a DRA node ([`GpuNode::dra`]), whose GPUs are ResourceSlice devices.
+    pub device_plugin: bool,
 }
 
 impl GpuNode {
@@ -435,6 +438,7 @@ impl GpuNode {
             memory: "2113456540Ki".into(),
             replicas: 1,
             extra_capacity: BTreeMap::new(),
+            device_plugin: true,
         }
     }
 
@@ -511,6 +515,13 @@ impl GpuNode {
                 .map(|(p, n, m)| (p.to_string(), *n, *m))
                 .collect(),
         );
+        self
+    }
+
+    /// A node whose GPUs NVIDIA's DRA driver publishes (tests/support/dra.rs): no device plugin, so
+    /// no `nvidia.com/gpu` or `nvidia.com/mig-*` in its capacity; the GFD labels stay.
+    pub fn dra(mut self) -> Self {
+        self.device_plugin = false;
         self
     }
 
@@ -642,6 +653,7 @@ impl GpuNode {
             ("ephemeral-storage".to_string(), "1843217364Ki".to_string()),
         ]);
         match &self.mig {
+            _ if !self.device_plugin => {}
             Mig::Off => {
                 c.insert(
                     "nvidia.com/gpu".into(),
