@@ -253,6 +253,23 @@ async fn dra_quota_charges_template_claims_and_refuses_claims_beyond_it() {
         .filter_map(|c| c.metadata.name)
         .collect();
     assert_eq!(names, vec![claim1.clone()], "only pod 1's claim exists");
+    // `gpuctl doctor` names the cause from the controller's event and the pod's missing claim.
+    let bp = crate::support::doctor::load(&crate::support::doctor::blueprint_text(
+        &tc,
+        &[("h100", "")],
+        "",
+        "",
+    ));
+    let report = crate::support::doctor::diagnose(&tc, &bp).await;
+    let f = crate::support::doctor::one(&report, &tc, "GPU214");
+    assert!(
+        f.title.contains(&format!(
+            "{}/gpus refuses the claim `gpu` of pod/{}/p2",
+            tc.namespace, tc.namespace
+        )),
+        "{}",
+        f.title
+    );
 
     // A claim created directly is refused by the API server's quota admission.
     let direct: ResourceClaim = serde_json::from_value(json!({

@@ -242,7 +242,8 @@ pub struct Diagnostics {
     #[serde(default)]
     pub nodes: Vec<Node>,
     /// Pods that request (or limit) any `nvidia.com/*` or `rdma/*` resource in a container or init
-    /// container, and every pod of [`Self::operator_namespace`]. Spec (node selector, affinity,
+    /// container, pods that claim devices through DRA (`spec.resourceClaims`), and every pod of
+    /// [`Self::operator_namespace`]. Spec (node selector, affinity,
     /// tolerations, resources, priority class), status (phase, conditions with the scheduler's
     /// `Unschedulable` message, container states and restart counts). Environment values are
     /// replaced by `(sensitive)`; credentials anywhere else are masked.
@@ -518,7 +519,8 @@ impl Diagnostics {
                 DiagKind::Pod => {
                     mask_env(&mut v);
                     let keep = v["metadata"]["namespace"] == self.operator_namespace.as_str()
-                        || requests_accelerators(&v);
+                        || requests_accelerators(&v)
+                        || claims_devices(&v);
                     if keep {
                         typed!(self.pods)
                     }
@@ -722,6 +724,13 @@ fn mask_env(pod: &mut Value) {
 }
 
 /// Whether a pod (JSON) requests or limits an accelerator resource in any container.
+/// Whether a pod claims devices through Dynamic Resource Allocation (`spec.resourceClaims`).
+fn claims_devices(pod: &Value) -> bool {
+    pod["spec"]["resourceClaims"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty())
+}
+
 fn requests_accelerators(pod: &Value) -> bool {
     ["containers", "initContainers"].iter().any(|list| {
         pod["spec"][list].as_array().is_some_and(|cs| {

@@ -116,6 +116,13 @@ rules! {
         source: "The pod's PodScheduled condition and FailedScheduling events; node allocatable",
         example: "pod/team-a/train-0 is Pending although a node has room for `4 nvidia.com/gpu` now",
     }
+    "GPU214" "claim-refused-by-quota" "scheduling" Error {
+        title: "A pod's DRA claim cannot be created from its template because a ResourceQuota on device classes is used up: the pod stays Pending.",
+        why: "The resourceclaim controller creates the claim; the API server refuses it for quota, so the pod never has its claim, no scheduler considers it, and `kubectl get pods` shows only Pending.",
+        fix: "Raise the tenant's `claims` in the blueprint and `gpuctl apply`, or wait for the namespace's claims to be released.",
+        source: "The pod's FailedResourceClaimCreation events (resourceclaim controller); the pod's status.resourceClaimStatuses; the ResourceQuota's status",
+        example: "ResourceQuota research/research-dra-quota refuses the claim `gpu` of pod/research/train-0: the pod stays Pending",
+    }
     "GPU220" "fragmentation-gpus" "scheduling" Warning {
         title: "Fragmentation: enough GPUs are free in the pool, but no single node has enough for the pod.",
         why: "A pod's GPUs must be on one node; free GPUs spread over many nodes cannot serve it.",

@@ -15,6 +15,7 @@ use crate::located::Severity;
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Findings) {
     pending_pods(ctx, out);
     refused_pods(ctx, out);
+    refused_claims(ctx, out);
     workloads(ctx, out);
     pod_groups(ctx, out);
     priority_classes(ctx, out);
@@ -515,6 +516,107 @@ fn refused_pods(ctx: &Ctx<'_>, out: &mut Findings) {
     }
 }
 
+/// The status of ResourceQuota `ns/quota`: its accelerator and device-class keys, and every key
+/// at its limit.
+fn quota_evidence(ctx: &Ctx<'_>, ns: &str, quota: &str) -> Option<Evidence> {
+    let q = ctx.d.resource_quotas.iter().find(|q| {
+        q.metadata.namespace.as_deref() == Some(ns) && q.metadata.name.as_deref() == Some(quota)
+    })?;
+    let st = q.status.as_ref();
+    let hard = st.and_then(|s| s.hard.clone()).unwrap_or_default();
+    let used = st.and_then(|s| s.used.clone()).unwrap_or_default();
+    let devices = &ctx.catalog.dra().kubernetes.quota;
+    let full: Vec<String> = hard
+        .iter()
+        .filter_map(|(k, h)| {
+            let u = used.get(k).map(|u| u.0.as_str()).unwrap_or("0");
+            (k.contains("nvidia.com/")
+                || k.contains("rdma/")
+                || devices.class_of_key(k).is_some()
+                || u == h.0)
+                .then(|| format!("{k}: used {u} of {}", h.0))
+        })
+        .collect();
+    Some(Evidence {
+        source: format!("status of resourcequota/{ns}/{quota}"),
+        text: full.join(", "),
+        time: None,
+    })
+}
+
+/// GPU214: the resourceclaim controller could not create a pod's claim from its template because
+/// a ResourceQuota is used up (`FailedResourceClaimCreation ... exceeded quota`), and the pod still
+/// has no claim of that name: it stays Pending, and no scheduler event says why.
+fn refused_claims(ctx: &Ctx<'_>, out: &mut Findings) {
+    for e in &ctx.d.events {
+        if e.reason.as_deref() != Some("FailedResourceClaimCreation") {
+            continue;
+        }
+        let msg = e.message.as_deref().unwrap_or_default();
+        let Some(rest) = msg.split("exceeded quota: ").nth(1) else {
+            continue;
+        };
+        let quota = rest.split(',').next().unwrap_or_default().trim();
+        let o = &e.involved_object;
+        let ns = o.namespace.clone().unwrap_or_default();
+        let name = o.name.clone().unwrap_or_default();
+        let claim = msg
+            .strip_prefix("PodResourceClaim ")
+            .and_then(|r| r.split(':').next())
+            .unwrap_or_default();
+        let Some(pod) = ctx
+            .d
+            .pods
+            .iter()
+            .find(|p| pod_id(p) == (ns.clone(), name.clone()))
+        else {
+            continue;
+        };
+        let has_claim = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_claim_statuses.as_ref())
+            .is_some_and(|l| {
+                l.iter()
+                    .any(|c| c.name == claim && c.resource_claim_name.is_some())
+            });
+        if has_claim
+            || pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_some()
+        {
+            continue;
+        }
+        let about = format!("pod/{ns}/{name}");
+        let mut evidence = vec![event_evidence(e, &about)];
+        evidence.extend(quota_evidence(ctx, &ns, quota));
+        let fix = match tenant_of(ctx, &ns) {
+            Some(t) => format!(
+                "wait for the tenant's claims to be released (`kubectl get resourceclaims -n {ns}`), or raise tenant `{t}`'s `claims` in {} and run `gpuctl apply {}`",
+                ctx.file, ctx.file
+            ),
+            None => format!(
+                "`kubectl describe resourcequota -n {ns} {quota}`; free devices or raise `spec.hard`"
+            ),
+        };
+        out.add(
+            format!("{ns}/{name}/{claim}"),
+            finding(
+                "GPU214",
+                Layer::Scheduling,
+                Severity::Error,
+                format!("ResourceQuota {ns}/{quota} refuses the claim `{claim}` of {about}: the pod stays Pending"),
+                vec![about.clone(), format!("resourcequota/{ns}/{quota}")],
+                evidence,
+                "the resourceclaim controller creates a pod's claims from their templates; the API server refused this one because the namespace's device quota is used up, so no scheduler ever sees the pod".to_string(),
+                fix,
+            ),
+        );
+    }
+}
+
 /// GPU204: the FailedCreate event `e` of `about` says ResourceQuota `ns/quota` is used up.
 fn quota_exhausted(
     ctx: &Ctx<'_>,
@@ -524,27 +626,8 @@ fn quota_exhausted(
     quota: &str,
     out: &mut Findings,
 ) {
-    let q = ctx.d.resource_quotas.iter().find(|q| {
-        q.metadata.namespace.as_deref() == Some(ns) && q.metadata.name.as_deref() == Some(quota)
-    });
     let mut evidence = vec![event_evidence(e, about)];
-    let mut full = Vec::new();
-    if let Some(q) = q {
-        let st = q.status.as_ref();
-        let hard = st.and_then(|s| s.hard.clone()).unwrap_or_default();
-        let used = st.and_then(|s| s.used.clone()).unwrap_or_default();
-        for (k, h) in &hard {
-            let u = used.get(k).map(|u| u.0.as_str()).unwrap_or("0");
-            if k.contains("nvidia.com/") || k.contains("rdma/") || u == h.0 {
-                full.push(format!("{k}: used {u} of {}", h.0));
-            }
-        }
-        evidence.push(Evidence {
-            source: format!("status of resourcequota/{ns}/{quota}"),
-            text: full.join(", "),
-            time: None,
-        });
-    }
+    evidence.extend(quota_evidence(ctx, ns, quota));
     let tenant = tenant_of(ctx, ns);
     let fix = match &tenant {
         Some(t) => format!(

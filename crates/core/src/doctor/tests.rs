@@ -874,3 +874,80 @@ fn cluster_text_in_findings_is_bounded_and_carries_no_control_characters() {
         assert!(s.starts_with("?]0;owned??[2J"), "{}", &s[..20]);
     }
 }
+
+/// A pod whose template claim the resourceclaim controller could not create for quota (the event
+/// it records, the pod without `resourceClaimStatuses`): GPU214 names the quota and the claim. The
+/// same event for a pod that has its claim now (the quota was raised) is history, not a finding.
+#[test]
+fn gpu214_claim_refused_by_quota() {
+    let claim_pod = |name: &str, claimed: bool| {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": "research", "name": name},
+            "spec": {"containers": [{"name": "c", "image": "img", "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h100"}]},
+            "status": {"phase": "Pending"}});
+        if claimed {
+            p["status"]["resourceClaimStatuses"] =
+                json!([{"name": "gpu", "resourceClaimName": format!("{name}-gpu-x")}]);
+        }
+        p
+    };
+    let event = |pod: &str| {
+        json!({"metadata": {"namespace": "research", "name": format!("{pod}.1")},
+            "involvedObject": {"kind": "Pod", "namespace": "research", "name": pod},
+            "reason": "FailedResourceClaimCreation", "type": "Warning",
+            "message": format!("PodResourceClaim gpu: create ResourceClaim : resourceclaims.resource.k8s.io \"{pod}-gpu-8lgwg\" is forbidden: exceeded quota: research-dra-quota, requested: h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices=1, used: h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices=8, limited: h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices=8"),
+            "count": 3, "lastTimestamp": "2026-12-01T11:00:00Z"})
+    };
+    let mut d = healthy();
+    d.ingest(
+        DiagKind::Pod,
+        vec![claim_pod("waiting", false), claim_pod("served", true)],
+    );
+    d.ingest(
+        DiagKind::ResourceQuota,
+        vec![
+            json!({"metadata": {"namespace": "research", "name": "research-dra-quota"},
+            "spec": {"hard": {"h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices": "8"}},
+            "status": {"hard": {"h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices": "8"},
+                "used": {"h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices": "8"}}}),
+        ],
+    );
+    d.ingest(DiagKind::Event, vec![event("waiting"), event("served")]);
+    d.finish();
+    // DRA pods are kept although they request no nvidia.com resource.
+    assert_eq!(
+        d.pods
+            .iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some("research"))
+            .count(),
+        2
+    );
+    let r = run(&d);
+    let f = only(&r, "GPU214");
+    assert!(
+        f.title.contains("research/research-dra-quota"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.title.contains("claim `gpu` of pod/research/waiting"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.evidence.iter().any(|e| e
+            .text
+            .contains("h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices: used 8 of 8")),
+        "{:?}",
+        f.evidence
+    );
+    // No other finding for these pods: they request no device-plugin resource.
+    assert!(
+        !r.findings
+            .iter()
+            .any(|f| f.id != "GPU214" && f.subjects.iter().any(|s| s.contains("research"))),
+        "{:#?}",
+        r.findings
+    );
+}
