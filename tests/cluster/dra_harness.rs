@@ -26,7 +26,7 @@ const MIG_CLASS: &str = "mig.nvidia.com";
 const QUOTA_KEY: &str = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices";
 
 /// Polls `check` every 200 ms until it gives a value; panics after `secs` naming `what`.
-async fn poll<T>(secs: u64, what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+pub(crate) async fn poll<T>(secs: u64, what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         if let Some(v) = check().await {
@@ -94,7 +94,7 @@ fn claim_pod(name: &str, template: &str, scheduler: Option<&str>) -> Pod {
 
 /// The name of the ResourceClaim the resourceclaim controller made for pod claim `gpu`, once it
 /// is in the pod's status.
-async fn generated_claim(pods: &Api<Pod>, pod: &str) -> String {
+pub(crate) async fn generated_claim(pods: &Api<Pod>, pod: &str) -> String {
     poll(
         30,
         &format!("pod {pod}'s generated claim in status.resourceClaimStatuses"),
@@ -337,7 +337,7 @@ async fn bound(
 }
 
 /// The scheduler's PodScheduled=False message for `pod`.
-async fn unschedulable(pods: &Api<Pod>, pod: &str) -> String {
+pub(crate) async fn unschedulable(pods: &Api<Pod>, pod: &str) -> String {
     poll(
         60,
         &format!("PodScheduled=False on pod {pod}"),
