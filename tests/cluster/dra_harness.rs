@@ -517,6 +517,50 @@ async fn dra_claims_are_allocated_by_the_real_scheduler_from_published_slices() 
         let p = pods.get(pod).await.unwrap();
         assert_eq!(p.spec.and_then(|s| s.node_name), None, "{pod} is not bound");
     }
+    // `gpuctl doctor` on this cluster names both as unallocatable claims (GPU215), with the
+    // scheduler's words; the pods that were allocated are not findings.
+    let k = gpuctl_cluster::connect(&gpuctl_cluster::ConnectOptions {
+        kubeconfig: Some(fresh.kubeconfig()),
+        context: None,
+    })
+    .await
+    .expect("connect");
+    let read = gpuctl_cluster::diagnostics::read(
+        &k,
+        gpuctl_core::diagnostics::DOCTOR_READS,
+        &crate::support::doctor::operator_ns(&tc),
+        None,
+    )
+    .await
+    .expect("diagnostics");
+    let bp = crate::support::doctor::load(&crate::support::doctor::blueprint_text(
+        &tc,
+        &[("h100", "")],
+        "",
+        "",
+    ));
+    let report = gpuctl_core::doctor::diagnose(
+        &bp,
+        gpuctl_core::profiles::Catalog::embedded(),
+        &read.diagnostics,
+        "bp.yaml",
+    );
+    let mut unallocatable: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.id == "GPU215")
+        .map(|f| f.subjects[0].as_str())
+        .collect();
+    unallocatable.sort();
+    assert_eq!(
+        unallocatable,
+        [
+            format!("pod/{}/mem-200gi", tc.namespace),
+            format!("pod/{}/profile-on-gpu", tc.namespace)
+        ],
+        "{:#?}",
+        report.findings
+    );
     // The default-scheduler pod got its claim (the controller does not wait for scheduling), but
     // gpuctl-dra, done with the pods created after it, never touched it: no node, no condition.
     generated_claim(&pods, "default-scheduler").await;

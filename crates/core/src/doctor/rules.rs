@@ -123,6 +123,13 @@ rules! {
         source: "The pod's FailedResourceClaimCreation events (resourceclaim controller); the pod's status.resourceClaimStatuses; the ResourceQuota's status",
         example: "ResourceQuota research/research-dra-quota refuses the claim `gpu` of pod/research/train-0: the pod stays Pending",
     }
+    "GPU215" "claim-unallocatable" "scheduling" Error {
+        title: "A Pending pod's DRA claims cannot be allocated: no node has devices every selector matches, or a selector fails on the devices.",
+        why: "The API server accepts any claim; the scheduler keeps the pod Pending (`cannot allocate all claims`, or `CEL runtime error` for a selector on an attribute the device does not publish), and nothing else says why.",
+        fix: "Compare the claim with the cluster's ResourceSlices; relax the shape in the blueprint, or free devices of it.",
+        source: "The pod's PodScheduled condition and FailedScheduling events from kube-scheduler's DynamicResources plugin",
+        example: "pod/research/train-0 is Pending: the scheduler cannot allocate its DRA claims",
+    }
     "GPU220" "fragmentation-gpus" "scheduling" Warning {
         title: "Fragmentation: enough GPUs are free in the pool, but no single node has enough for the pod.",
         why: "A pod's GPUs must be on one node; free GPUs spread over many nodes cannot serve it.",

@@ -16,6 +16,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Findings) {
     pending_pods(ctx, out);
     refused_pods(ctx, out);
     refused_claims(ctx, out);
+    unallocatable_claims(ctx, out);
     workloads(ctx, out);
     pod_groups(ctx, out);
     priority_classes(ctx, out);
@@ -612,6 +613,56 @@ fn refused_claims(ctx: &Ctx<'_>, out: &mut Findings) {
                 evidence,
                 "the resourceclaim controller creates a pod's claims from their templates; the API server refused this one because the namespace's device quota is used up, so no scheduler ever sees the pod".to_string(),
                 fix,
+            ),
+        );
+    }
+}
+
+/// GPU215: a Pending pod that claims devices through DRA and that the scheduler cannot place
+/// because no node has devices its claims select (`cannot allocate all claims`), or a claim's
+/// selector fails on the devices (`CEL runtime error`): the scheduler's own words, and what they
+/// mean. A pod without its claim yet is GPU214's (or the controller's) business, not this one.
+fn unallocatable_claims(ctx: &Ctx<'_>, out: &mut Findings) {
+    for p in &ctx.d.pods {
+        let claims_devices = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.as_ref())
+            .is_some_and(|c| !c.is_empty());
+        let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending")
+            && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none();
+        if !claims_devices || !pending {
+            continue;
+        }
+        let Some(c) = pod_condition(p, "PodScheduled").filter(|c| c.status == "False") else {
+            continue;
+        };
+        let message = c.message.as_deref().unwrap_or_default();
+        let cause = if message.contains("CEL runtime error") {
+            "a selector of its claim (or of the claim's DeviceClass) fails on the devices the driver publishes, usually by reading an attribute that device type does not have: no device can ever match until the selector is fixed"
+        } else if message.contains("cannot allocate all claims") {
+            "no node the pod may run on has free devices that every selector of its claims matches, together on one node (a claim's devices come from one node)"
+        } else {
+            continue;
+        };
+        let (ns, name) = pod_id(p);
+        let me = format!("pod/{ns}/{name}");
+        let mut subjects = vec![me.clone()];
+        subjects.extend(owner(p));
+        out.add(
+            me.clone(),
+            finding(
+                "GPU215",
+                Layer::Scheduling,
+                Severity::Error,
+                format!("{me} is Pending: the scheduler cannot allocate its DRA claims"),
+                subjects,
+                scheduler_evidence(ctx, p),
+                cause.to_string(),
+                format!(
+                    "`kubectl get resourceclaims -n {ns}` and `kubectl get resourceslices -o wide` show what it asks for and what exists; relax the shape in {} (gpuctl only writes selectors on attributes the driver publishes) or free devices of it",
+                    ctx.file
+                ),
             ),
         );
     }

@@ -951,3 +951,47 @@ fn gpu214_claim_refused_by_quota() {
         r.findings
     );
 }
+
+/// A Pending DRA pod the scheduler cannot place for its claims (its condition quotes the
+/// DynamicResources plugin) is GPU215 with the scheduler's words; a DRA pod without that message
+/// (not yet tried) is not.
+#[test]
+fn gpu215_claim_unallocatable() {
+    let dra_pod = |name: &str, message: Option<&str>| {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": "research", "name": name},
+            "spec": {"containers": [{"name": "c", "image": "img", "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h100"}]},
+            "status": {"phase": "Pending"}});
+        if let Some(m) = message {
+            p["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "False",
+                "reason": "Unschedulable", "message": m}]);
+        }
+        p
+    };
+    let mut d = healthy();
+    d.ingest(
+        DiagKind::Pod,
+        vec![
+            dra_pod("big", Some("0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")),
+            dra_pod("cel", Some("running \"DynamicResources\" filter plugin: claim research/cel-gpu-x: selector #0: CEL runtime error: no such key: profile")),
+            dra_pod("fresh", None),
+        ],
+    );
+    d.finish();
+    let r = run(&d);
+    let found: Vec<&Finding> = r.findings.iter().filter(|f| f.id == "GPU215").collect();
+    let subjects: Vec<&str> = found.iter().map(|f| f.subjects[0].as_str()).collect();
+    assert_eq!(
+        subjects,
+        ["pod/research/big", "pod/research/cel"],
+        "{found:#?}"
+    );
+    assert!(
+        found[0]
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("cannot allocate all claims"))
+    );
+    assert!(found[1].cause.contains("attribute"), "{}", found[1].cause);
+}
