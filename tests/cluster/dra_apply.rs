@@ -37,7 +37,9 @@ use support::cluster::{GpuNode, TestCluster, create_admitted};
 use support::dra::{self, DraNode};
 use support::fresh::FreshCluster;
 
-fn blueprint(p: &str) -> String {
+/// What both tests' blueprints start with: metadata, Kubernetes, the GPU Operator (not installed;
+/// nodes' driver 595.91.07).
+fn head(p: &str) -> String {
     format!(
         r#"apiVersion: gpuctl.dev/v1alpha1
 kind: ClusterBlueprint
@@ -53,7 +55,13 @@ spec:
     driver:
       version: "595.91.07"
       kernelModuleType: open
-  nodePools:
+"#
+    )
+}
+
+fn blueprint(p: &str) -> String {
+    format!(
+        r#"{head}  nodePools:
     - name: {p}-h100
       selector: {{ gpuctl.dev/pool: {p}-h100 }}
       nodes: 2
@@ -78,7 +86,8 @@ spec:
     - name: {p}-t
       namespaces: [{p}-ns]
       claims: {{ {p}-h100: 8, {p}-mig: 14 }}
-"#
+"#,
+        head = head(p)
     )
 }
 
@@ -312,21 +321,7 @@ async fn dra_shapes_apply_converge_and_their_quota_is_enforced() {
 /// what the nodes really run: its selector is evaluated by the scheduler and matches no device.
 fn allocation_blueprint(p: &str) -> String {
     format!(
-        r#"apiVersion: gpuctl.dev/v1alpha1
-kind: ClusterBlueprint
-metadata:
-  name: {p}
-spec:
-  kubernetes:
-    version: "1.35.1"
-  gpuOperator:
-    version: v26.7.0
-    namespace: {p}-gpu-operator
-    install: none
-    driver:
-      version: "595.91.07"
-      kernelModuleType: open
-  nodePools:
+        r#"{head}  nodePools:
     - name: {p}-h100
       selector: {{ gpuctl.dev/pool: {p}-h100 }}
       nodes: 1
@@ -367,31 +362,9 @@ spec:
     - name: {p}-t
       namespaces: [{p}-ns]
       claims: {{ {p}-h100: 1, {p}-pair: 2, {p}-mig: 1, {p}-any: 1, {p}-sm90: 2, {p}-drv590: 1 }}
-"#
+"#,
+        head = head(p)
     )
-}
-
-/// A pod for the harness's scheduler whose container uses the claim made from gpuctl's template
-/// `template` (pod claim `gpu`); pinned to `node` by hostname when given.
-fn shape_pod(name: &str, template: &str, node: Option<&str>) -> Pod {
-    let mut spec = json!({
-        "schedulerName": dra::SCHEDULER,
-        "restartPolicy": "Never",
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
-        "containers": [{
-            "name": "cuda",
-            "image": "nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04",
-            "command": ["nvidia-smi", "-L"],
-            "resources": {"claims": [{"name": "gpu"}]},
-        }],
-    });
-    if let Some(n) = node {
-        spec["nodeSelector"] = json!({"kubernetes.io/hostname": n});
-    }
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec,
-    }))
-    .expect("valid pod")
 }
 
 /// Where the scheduler put `pod`: its node, the `gpuctl.dev/pool` label of that node, the device
@@ -532,9 +505,12 @@ async fn dra_shapes_applied_by_gpuctl_are_allocated_by_the_real_scheduler() {
 
     let pods: Api<Pod> = Api::namespaced(tc.client.clone(), &ns);
     let create = async |name: &str, shape: &str, node: Option<&str>| {
-        create_admitted(&pods, &shape_pod(name, &pool(shape), node))
-            .await
-            .unwrap_or_else(|e| panic!("pod {name}: {e}"));
+        create_admitted(
+            &pods,
+            &dra::claim_pod(name, &pool(shape), Some(dra::SCHEDULER), node),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("pod {name}: {e}"));
     };
     // The first claim of the H100 shape first, so that the second is the one beyond the quota.
     create("h100", "h100", None).await;

@@ -68,30 +68,6 @@ fn claim_template(
     .expect("valid template")
 }
 
-/// A pod whose one container uses the claim made from `template` (pod claim name `gpu`).
-fn claim_pod(name: &str, template: &str, scheduler: Option<&str>) -> Pod {
-    let mut spec = json!({
-        "restartPolicy": "Never",
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
-        "containers": [{
-            "name": "cuda",
-            "image": "nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04",
-            "command": ["nvidia-smi", "-L"],
-            "resources": {"claims": [{"name": "gpu"}]},
-        }],
-    });
-    if let Some(s) = scheduler {
-        spec["schedulerName"] = json!(s);
-    }
-    serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": spec,
-    }))
-    .expect("valid pod")
-}
-
 /// The name of the ResourceClaim the resourceclaim controller made for pod claim `gpu`, once it
 /// is in the pod's status.
 pub(crate) async fn generated_claim(pods: &Api<Pod>, pod: &str) -> String {
@@ -164,7 +140,7 @@ async fn dra_quota_charges_template_claims_and_refuses_claims_beyond_it() {
         .expect("the API server stores the template (templates are not charged)");
 
     // Pod 1: the controller makes its claim from the template, through quota admission.
-    create_admitted(&pods, &claim_pod("p1", "one-gpu", None))
+    create_admitted(&pods, &dra::claim_pod("p1", "one-gpu", None, None))
         .await
         .expect("pod 1 created");
     let claim1 = generated_claim(&pods, "p1").await;
@@ -206,7 +182,7 @@ async fn dra_quota_charges_template_claims_and_refuses_claims_beyond_it() {
     .await;
 
     // Pod 2: admitted (pods are not charged), but the controller's create of its claim is refused.
-    create_admitted(&pods, &claim_pod("p2", "one-gpu", None))
+    create_admitted(&pods, &dra::claim_pod("p2", "one-gpu", None, None))
         .await
         .expect("pod 2 created: the pod itself is not charged");
     let event = poll(
@@ -447,9 +423,12 @@ async fn dra_claims_are_allocated_by_the_real_scheduler_from_published_slices() 
         )
         .await
         .unwrap();
-    create_admitted(&pods, &claim_pod("default-scheduler", "any-gpu", None))
-        .await
-        .unwrap();
+    create_admitted(
+        &pods,
+        &dra::claim_pod("default-scheduler", "any-gpu", None, None),
+    )
+    .await
+    .unwrap();
     for (name, class, count, cel) in &shapes {
         templates
             .create(
@@ -458,7 +437,7 @@ async fn dra_claims_are_allocated_by_the_real_scheduler_from_published_slices() 
             )
             .await
             .unwrap_or_else(|e| panic!("template {name} ({cel}): {e}"));
-        create_admitted(&pods, &claim_pod(name, name, Some(SCHEDULER)))
+        create_admitted(&pods, &dra::claim_pod(name, name, Some(SCHEDULER), None))
             .await
             .unwrap_or_else(|e| panic!("pod {name}: {e}"));
     }

@@ -326,3 +326,34 @@ pub async fn create_dra_node(
         .with_context(|| format!("publishing the ResourceSlice of {node}"))?;
     Ok((node, stored))
 }
+
+/// A pod whose one container uses the claim made from `template` (pod claim name `gpu`), for
+/// `scheduler` (None: the default scheduler, which no DRA test runs), pinned to `node` by
+/// hostname when given.
+pub fn claim_pod(
+    name: &str,
+    template: &str,
+    scheduler: Option<&str>,
+    node: Option<&str>,
+) -> k8s_openapi::api::core::v1::Pod {
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+        "containers": [{
+            "name": "cuda",
+            "image": "nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04",
+            "command": ["nvidia-smi", "-L"],
+            "resources": {"claims": [{"name": "gpu"}]},
+        }],
+    });
+    if let Some(s) = scheduler {
+        spec["schedulerName"] = json!(s);
+    }
+    if let Some(n) = node {
+        spec["nodeSelector"] = json!({"kubernetes.io/hostname": n});
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec,
+    }))
+    .expect("valid pod")
+}
