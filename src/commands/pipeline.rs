@@ -13,18 +13,23 @@ use jiff::civil::Date;
 use super::CommandError;
 use crate::settings;
 
+/// How Kueue is installed, its declared configuration and the DRA device-class mappings.
+pub type DeclaredKueue = (
+    gpuctl_core::blueprint::InstallMode,
+    gpuctl_core::blueprint::KueueConfig,
+    Vec<(String, Vec<String>)>,
+);
+
 /// A rendered blueprint, with the warnings validation found.
 pub struct Rendered {
     /// Everything the blueprint implies.
     pub set: RenderedSet,
     /// Warning findings (with the source text, for snippets), when there are any.
     pub warnings: Option<FileReport>,
-    /// How Kueue is installed and its configuration as the blueprint declares it, under Kueue:
-    /// with `install: none` a live plan compares the running Kueue's with it.
-    pub kueue: Option<(
-        gpuctl_core::blueprint::InstallMode,
-        gpuctl_core::blueprint::KueueConfig,
-    )>,
+    /// How Kueue is installed, its configuration as the blueprint declares it and the DRA
+    /// device-class mappings its shapes need, under Kueue: with `install: none` a live plan
+    /// compares the running Kueue's with them.
+    pub kueue: Option<DeclaredKueue>,
 }
 
 /// Loads, validates and renders the blueprint at `path` (standard input for `-`). Findings that
@@ -85,7 +90,13 @@ pub fn render_loaded(
         .kueue
         .as_ref()
         .filter(|_| bp.spec.scheduling.queueing == gpuctl_core::blueprint::Queueing::Kueue)
-        .map(|k| (k.install, k.config.clone()));
+        .map(|k| {
+            (
+                k.install,
+                k.config.clone(),
+                render::kueue_config::dra_mappings(bp, catalog),
+            )
+        });
     Ok(Rendered {
         set,
         warnings,

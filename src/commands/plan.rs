@@ -64,8 +64,8 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
     let kueue = rendered.kueue;
     let elsewhere = kueue
         .as_ref()
-        .filter(|(install, _)| *install == InstallMode::None)
-        .map(|(_, config)| config.clone());
+        .filter(|(install, _, _)| *install == InstallMode::None)
+        .map(|(_, config, mappings)| (config.clone(), mappings.clone()));
     let mut set = rendered.set;
     resolve_chart(&mut set, cmd.blueprint)?;
     plan::refuse_empty(&set)?;
@@ -77,9 +77,12 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
             prune_protected: cmd.prune_protected,
         },
     )?;
-    if let Some(config) = &elsewhere {
-        plan.findings
-            .extend(plan::kueue_config_findings(config, kueue_config.as_ref()));
+    if let Some((config, mappings)) = &elsewhere {
+        plan.findings.extend(plan::kueue_config_findings(
+            config,
+            mappings,
+            kueue_config.as_ref(),
+        ));
     }
     if let Some(path) = cmd.save {
         save(&plan, path)?;

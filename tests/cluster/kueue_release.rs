@@ -24,7 +24,7 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -33,7 +33,7 @@ use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 use support::fresh::FreshCluster;
-use support::releases::{Hooks, NS, WEBHOOK_SERVICE, gpuctl, kueue_pod, plan_json, text};
+use support::releases::{Hooks, NS, WEBHOOK_SERVICE, gpuctl, plan_json, text};
 
 const BLUEPRINT: &str = r#"apiVersion: gpuctl.dev/v1alpha1
 kind: ClusterBlueprint
@@ -87,7 +87,7 @@ fn rendered_config(bp: &Path) -> String {
     let facts = &gpuctl_core::profiles::Catalog::embedded()
         .queueing()
         .kueue_configuration;
-    gpuctl_core::render::kueue_config::values(&k.config, facts)["managerConfig"]
+    gpuctl_core::render::kueue_config::values(&k.config, &[], facts)["managerConfig"]
         ["controllerManagerConfigYaml"]
         .as_str()
         .unwrap()
@@ -209,31 +209,6 @@ fn apply_args(bps: &str, kcs: &str) -> Vec<String> {
     .to_vec()
 }
 
-/// `gpuctl apply` while the stand-in plays the pod of Kueue's chart Deployment (started once helm
-/// has created its ConfigMap); the pod runs until the returned guard is dropped.
-async fn apply_with_stand_in(
-    fresh: &FreshCluster,
-    tc: &TestCluster,
-    dir: &tempfile::TempDir,
-    path: &str,
-    apply: &[&str],
-) -> (Output, support::releases::KueuePod) {
-    let pod = tokio::spawn(kueue_pod(
-        tc.client.clone(),
-        fresh.var("GPUCTL_KUEUE"),
-        fresh.kubeconfig(),
-        dir.path().to_path_buf(),
-    ));
-    let o = tokio::task::spawn_blocking({
-        let path = path.to_string();
-        let apply: Vec<String> = apply.iter().map(|s| s.to_string()).collect();
-        move || gpuctl(&apply.iter().map(String::as_str).collect::<Vec<_>>(), &path)
-    })
-    .await
-    .unwrap();
-    (o, pod.await.expect("the Kueue stand-in started"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     gpuctl_no_test_cluster,
@@ -274,7 +249,9 @@ async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() 
 
     // Apply while the stand-in plays Kueue's pod.
     let started = Instant::now();
-    let (o, _pod) = apply_with_stand_in(&fresh, &tc, &dir, &path, &apply).await;
+    let (o, _pod) =
+        support::releases::apply_with_kueue_pod(&fresh, &tc.client, dir.path(), &path, &apply)
+            .await;
     assert_eq!(o.status.code(), Some(0), "apply: {}", text(&o));
     eprintln!(
         "apply with the Kueue release: {:.1}s",
@@ -495,7 +472,9 @@ async fn removing_kueue_uninstalls_its_release_once_its_queues_are_gone_and_keep
     };
     let apply = apply_args(&bps, &kcs);
     let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
-    let (o, _pod) = apply_with_stand_in(&fresh, &tc, &dir, &path, &apply).await;
+    let (o, _pod) =
+        support::releases::apply_with_kueue_pod(&fresh, &tc.client, dir.path(), &path, &apply)
+            .await;
     assert_eq!(o.status.code(), Some(0), "apply with Kueue: {}", text(&o));
     assert_eq!(revisions(&tc.client).await, 1);
 

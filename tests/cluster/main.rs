@@ -20,6 +20,7 @@ mod doctor_scheduling;
 mod doctor_stack;
 mod dra_apply;
 mod dra_harness;
+mod dra_kueue;
 mod import_cluster;
 mod kueue_release;
 mod lists_cluster;

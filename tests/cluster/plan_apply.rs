@@ -1828,7 +1828,7 @@ async fn a_running_kueues_configuration_is_read_and_compared() {
         read::kueue_config(&k).await,
         read::KueueConfigReading::Missing
     );
-    let missing = plan::kueue_config_findings(&declared, Some(&read::kueue_config(&k).await));
+    let missing = plan::kueue_config_findings(&declared, &[], Some(&read::kueue_config(&k).await));
     assert!(missing[0].message.contains("does not exist"), "{missing:?}");
 
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(tc.client.clone());
@@ -1852,7 +1852,7 @@ async fn a_running_kueues_configuration_is_read_and_compared() {
     .await
     .unwrap();
     let reading = read::kueue_config(&k).await;
-    let found = plan::kueue_config_findings(&declared, Some(&reading));
+    let found = plan::kueue_config_findings(&declared, &[], Some(&reading));
     cms.delete(&cm.name, &Default::default()).await.unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].severity, Severity::Warning);
@@ -1863,8 +1863,8 @@ async fn a_running_kueues_configuration_is_read_and_compared() {
     );
     // The blueprint that says what the chart says: nothing to report.
     assert!(
-        plan::kueue_config_findings(&Default::default(), Some(&reading)).is_empty(),
+        plan::kueue_config_findings(&Default::default(), &[], Some(&reading)).is_empty(),
         "{:?}",
-        plan::kueue_config_findings(&Default::default(), Some(&reading))
+        plan::kueue_config_findings(&Default::default(), &[], Some(&reading))
     );
 }

@@ -316,3 +316,29 @@ pub async fn kueue_pod(
         .unwrap();
     pod
 }
+
+/// `gpuctl apply` (with `args`, `PATH` = `path`) while the stand-in plays the pod of Kueue's chart
+/// Deployment ([`kueue_pod`], started once helm has created its ConfigMap, its files in `dir`);
+/// the pod runs until the returned guard is dropped.
+pub async fn apply_with_kueue_pod(
+    fresh: &super::fresh::FreshCluster,
+    client: &Client,
+    dir: &Path,
+    path: &str,
+    args: &[&str],
+) -> (Output, KueuePod) {
+    let pod = tokio::spawn(kueue_pod(
+        client.clone(),
+        fresh.var("GPUCTL_KUEUE"),
+        fresh.kubeconfig(),
+        dir.to_path_buf(),
+    ));
+    let o = tokio::task::spawn_blocking({
+        let path = path.to_string();
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        move || gpuctl(&args.iter().map(String::as_str).collect::<Vec<_>>(), &path)
+    })
+    .await
+    .unwrap();
+    (o, pod.await.expect("the Kueue stand-in started"))
+}

@@ -121,6 +121,41 @@ pub fn selectors(shape: &DeviceShape, catalog: &Catalog) -> Result<Vec<String>, 
     Ok(out)
 }
 
+/// The Kueue resource a shape's DeviceClass is charged to (`resources.deviceClassMappings[].name`):
+/// the name the device plugin gives the same devices (profiles/dra.yaml `kueue.resource_names`),
+/// `nvidia.com/gpu` for whole GPUs and `nvidia.com/mig-<profile>` for MIG devices, so a
+/// ClusterQueue's quota covers a pool whichever plugin serves it.
+pub fn kueue_resource(shape: &DeviceShape, catalog: &Catalog) -> String {
+    let names = &catalog.dra().kueue.resource_names;
+    match &shape.mig {
+        Some(m) => format!("{}{}", names.mig_prefix, m.profile),
+        None => names.gpu.clone(),
+    }
+}
+
+/// Kueue's `resources.deviceClassMappings` for `shapes`: one entry per Kueue resource, naming the
+/// shapes' classes charged to it, both sorted (same shapes, same bytes).
+pub fn device_class_mappings(
+    shapes: &[DeviceShape],
+    catalog: &Catalog,
+) -> Vec<(String, Vec<String>)> {
+    let mut by_name: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for s in shapes {
+        by_name
+            .entry(kueue_resource(s, catalog))
+            .or_default()
+            .push(crate::names::dra_shape_class(&s.name));
+    }
+    by_name
+        .into_iter()
+        .map(|(name, mut classes)| {
+            classes.sort();
+            classes.dedup();
+            (name, classes)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +176,52 @@ mod tests {
 
     fn any_gpu() -> Option<GpuShape> {
         Some(GpuShape { model: None })
+    }
+
+    #[test]
+    fn shapes_map_to_the_names_the_device_plugin_gives_the_same_devices() {
+        let c = Catalog::embedded();
+        let named = |name: &str, mut s: DeviceShape| {
+            s.name = name.to_string();
+            s
+        };
+        let mig = |p: &str| {
+            Some(MigShape {
+                profile: p.to_string(),
+                model: None,
+            })
+        };
+        let shapes = [
+            named("h100", shape(any_gpu(), None)),
+            named("small", shape(None, mig("1g.10gb"))),
+            named("any", shape(any_gpu(), None)),
+            named("small-b", shape(None, mig("1g.10gb"))),
+            named("big", shape(None, mig("3g.40gb"))),
+        ];
+        assert_eq!(
+            device_class_mappings(&shapes, c),
+            [
+                (
+                    "nvidia.com/gpu".to_string(),
+                    vec![
+                        "any.shapes.gpuctl.dev".to_string(),
+                        "h100.shapes.gpuctl.dev".to_string()
+                    ]
+                ),
+                (
+                    "nvidia.com/mig-1g.10gb".to_string(),
+                    vec![
+                        "small-b.shapes.gpuctl.dev".to_string(),
+                        "small.shapes.gpuctl.dev".to_string()
+                    ]
+                ),
+                (
+                    "nvidia.com/mig-3g.40gb".to_string(),
+                    vec!["big.shapes.gpuctl.dev".to_string()]
+                ),
+            ]
+        );
+        assert!(device_class_mappings(&[], c).is_empty());
     }
 
     #[test]

@@ -18,9 +18,12 @@ pub enum KueueConfigReading {
     Failed(String),
 }
 
-/// Findings of a live plan about the running Kueue's configuration (`None`: not read).
+/// Findings of a live plan about the running Kueue's configuration (`None`: not read); `mappings`
+/// are the DRA device-class mappings the blueprint's shapes need
+/// ([`crate::render::kueue_config::dra_mappings`]).
 pub fn kueue_config_findings(
     config: &KueueConfig,
+    mappings: &crate::render::kueue_config::ClassMappings,
     reading: Option<&KueueConfigReading>,
 ) -> Vec<PlanFinding> {
     let cm = &Catalog::embedded()
@@ -38,7 +41,7 @@ pub fn kueue_config_findings(
             crate::located::bounded(e.clone())
         ))],
         Some(KueueConfigReading::Read(text)) => {
-            match crate::render::kueue_config::contradictions(config, text) {
+            match crate::render::kueue_config::contradictions(config, mappings, text) {
                 Err(e) => vec![PlanFinding::warning(format!("the running Kueue's {at}: {e}"))],
                 Ok(list) => list
                     .into_iter()

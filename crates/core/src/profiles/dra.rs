@@ -421,10 +421,23 @@ pub struct KueueDra {
     pub read: Option<PartialDate>,
     /// The first release with it on by default.
     pub dra_since: String,
+    /// The Kueue resources shapes' classes are charged to.
+    pub resource_names: KueueResourceNames,
     /// Device classes one `deviceClassMappings` entry may name.
     pub max_classes_per_mapping: u32,
     /// Claim forms Kueue cannot admit.
     pub refused: Vec<RefusedForm>,
+}
+
+/// The logical resources of `resources.deviceClassMappings`: the names the device plugin gives the
+/// same devices.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueResourceNames {
+    /// Whole GPUs (`nvidia.com/gpu`).
+    pub gpu: String,
+    /// MIG devices: this prefix and the profile (`nvidia.com/mig-` + `1g.10gb`).
+    pub mig_prefix: String,
 }
 
 /// A claim form Kueue cannot admit, with the words it says so in.

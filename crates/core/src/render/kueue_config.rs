@@ -9,6 +9,33 @@ use serde_json::{Map, Value, json};
 use crate::blueprint::{KueueConfig, QuotaCheckStrategy, TransformationStrategy};
 use crate::profiles::KueueConfiguration;
 
+/// Kueue's `resources.deviceClassMappings`: per Kueue resource, the DeviceClasses charged to it.
+pub type ClassMappings = [(String, Vec<String>)];
+
+/// The device-class mappings Kueue needs for the blueprint's DRA shapes (`spec.dra.shapes`): each
+/// shape's class charged to the resource the device plugin gives the same devices
+/// ([`crate::cel::device_class_mappings`]); none without shapes. Without them Kueue leaves every
+/// job that uses a shape's claim template inadmissible ("is not mapped in DRA configuration").
+pub fn dra_mappings(
+    bp: &crate::blueprint::Blueprint,
+    catalog: &crate::profiles::Catalog,
+) -> Vec<(String, Vec<String>)> {
+    bp.spec
+        .dra
+        .as_ref()
+        .map(|d| crate::cel::device_class_mappings(&d.shapes, catalog))
+        .unwrap_or_default()
+}
+
+fn mappings_value(mappings: &ClassMappings) -> Value {
+    Value::Array(
+        mappings
+            .iter()
+            .map(|(name, classes)| json!({ "name": name, "deviceClassNames": classes }))
+            .collect(),
+    )
+}
+
 /// Path of the Kueue chart values in [`crate::render::RenderedSet::documents`].
 pub const KUEUE_VALUES: &str = "helm/kueue-values.yaml";
 
@@ -28,10 +55,13 @@ fn declared_fair_sharing(config: &KueueConfig, facts: &KueueConfiguration) -> Op
 /// The other settings the blueprint declares, in Kueue's Configuration spelling. Settings left out
 /// mean Kueue's defaults, and are written as such only where Kueue has an explicit spelling for
 /// them.
-fn declared(config: &KueueConfig) -> Map<String, Value> {
+fn declared(config: &KueueConfig, mappings: &ClassMappings) -> Map<String, Value> {
     let mut out = Map::new();
     let r = &config.resources;
     let mut res = Map::new();
+    if !mappings.is_empty() {
+        res.insert("deviceClassMappings".into(), mappings_value(mappings));
+    }
     if let Some(s) = r.quota_check_strategy {
         res.insert("quotaCheckStrategy".into(), json!(strategy_name(s)));
     }
@@ -87,8 +117,13 @@ fn transformation_name(s: TransformationStrategy) -> &'static str {
 }
 
 /// The whole Configuration: the chart's, with each top-level setting the blueprint declares
-/// replacing the chart's (`integrations` included: a declared framework list is the list).
-pub fn configuration(config: &KueueConfig, facts: &KueueConfiguration) -> Value {
+/// replacing the chart's (`integrations` included: a declared framework list is the list), and the
+/// DRA shapes' `mappings`.
+pub fn configuration(
+    config: &KueueConfig,
+    mappings: &ClassMappings,
+    facts: &KueueConfiguration,
+) -> Value {
     let mut out = facts
         .chart_defaults
         .as_object()
@@ -97,21 +132,25 @@ pub fn configuration(config: &KueueConfig, facts: &KueueConfiguration) -> Value 
     if let Some(fs) = declared_fair_sharing(config, facts) {
         out.insert("fairSharing".into(), fs);
     }
-    for (k, v) in declared(config) {
+    for (k, v) in declared(config, mappings) {
         out.insert(k, v);
     }
     Value::Object(out)
 }
 
 /// The Kueue chart's values as YAML text (see [`values`]).
-pub fn chart_values(config: &KueueConfig, facts: &KueueConfiguration) -> String {
-    super::text::yaml(&values(config, facts))
+pub fn chart_values(
+    config: &KueueConfig,
+    mappings: &ClassMappings,
+    facts: &KueueConfiguration,
+) -> String {
+    super::text::yaml(&values(config, mappings, facts))
 }
 
 /// The Kueue chart's values: `managerConfig.controllerManagerConfigYaml` holds the Configuration
 /// as YAML text, the form the chart expects.
-pub fn values(config: &KueueConfig, facts: &KueueConfiguration) -> Value {
-    let text = super::text::yaml(&configuration(config, facts));
+pub fn values(config: &KueueConfig, mappings: &ClassMappings, facts: &KueueConfiguration) -> Value {
+    let text = super::text::yaml(&configuration(config, mappings, facts));
     let mut values = Value::Object(Map::new());
     let mut cur = &mut values;
     let keys: Vec<&str> = facts.chart_values_key.split('.').collect();
@@ -137,7 +176,11 @@ pub fn values(config: &KueueConfig, facts: &KueueConfiguration) -> Value {
 /// version of the release (`profiles/queueing.yaml` `kueue_configuration.charts`, `0.19.2`; a
 /// release gpuctl has no chart for, which validation refuses, falls back to the tag without its
 /// `v`), the values of [`values`].
-pub fn release(kueue: &crate::blueprint::Kueue, facts: &KueueConfiguration) -> super::HelmRelease {
+pub fn release(
+    kueue: &crate::blueprint::Kueue,
+    mappings: &ClassMappings,
+    facts: &KueueConfiguration,
+) -> super::HelmRelease {
     let reference = facts.chart_reference.as_str();
     let chart = reference
         .rsplit('/')
@@ -154,7 +197,7 @@ pub fn release(kueue: &crate::blueprint::Kueue, facts: &KueueConfiguration) -> s
         ),
         namespace: facts.config_map.namespace.clone(),
         install: kueue.install,
-        values: values(&kueue.config, facts),
+        values: values(&kueue.config, mappings, facts),
         source: super::ChartSource::from_spec(
             &kueue.chart,
             super::ChartSource::Oci {
@@ -172,7 +215,11 @@ type Transformation = (String, String, Vec<(String, String)>);
 /// not declare are compared with Kueue's defaults (fair sharing and waiting for pods ready off,
 /// `BlockUndeclared`, nothing excluded or transformed), except the framework list, which the
 /// blueprint need not state.
-pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, String> {
+pub fn contradictions(
+    config: &KueueConfig,
+    mappings: &ClassMappings,
+    live: &str,
+) -> Result<Vec<String>, String> {
     let live: Value = serde_saphyr::from_str(live)
         .map_err(|e| format!("its configuration is not YAML gpuctl can read: {e}"))?;
     if !live.is_object() {
@@ -181,6 +228,7 @@ pub fn contradictions(config: &KueueConfig, live: &str) -> Result<Vec<String>, S
     let mut out = Vec::new();
     fair_sharing(config, &live, &mut out);
     resources(config, &live, &mut out);
+    device_classes(mappings, &live, &mut out);
     if let Some(i) = &config.integrations {
         let mut want: Vec<&str> = i.frameworks.iter().map(String::as_str).collect();
         let mut have: Vec<&str> = live["integrations"]["frameworks"]
@@ -258,7 +306,7 @@ fn resources(config: &KueueConfig, live: &Value, out: &mut Vec<String>) {
             live_prefixes.join(", ")
         ));
     }
-    let declared_res = declared(config);
+    let declared_res = declared(config, &[]);
     let want_t = transformations(
         &declared_res
             .get("resources")
@@ -278,6 +326,46 @@ fn resources(config: &KueueConfig, live: &Value, out: &mut Vec<String>) {
             show(&want_t),
             show(&live_t)
         ));
+    }
+}
+
+/// The DRA device-class mappings: the shapes' classes, each charged to the same resource. Extra
+/// mappings of the running Kueue (classes gpuctl does not own) are left alone.
+fn device_classes(mappings: &ClassMappings, live: &Value, out: &mut Vec<String>) {
+    let live_map: Vec<(String, Vec<String>)> = live["resources"]["deviceClassMappings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| {
+                    let classes = m["deviceClassNames"]
+                        .as_array()
+                        .map(|c| {
+                            c.iter()
+                                .filter_map(|x| x.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (m["name"].as_str().unwrap_or_default().to_string(), classes)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (name, classes) in mappings {
+        for class in classes {
+            let charged = live_map
+                .iter()
+                .find(|(_, cs)| cs.contains(class))
+                .map(|(n, _)| n.as_str());
+            match charged {
+                Some(n) if n == name => {}
+                Some(n) => out.push(format!(
+                    "DRA device class `{class}`: the blueprint charges it to `{name}`, the running Kueue to `{n}`"
+                )),
+                None => out.push(format!(
+                    "DRA device class `{class}` is not in the running Kueue's `resources.deviceClassMappings`: jobs claiming it are never admitted (the blueprint charges it to `{name}`)"
+                )),
+            }
+        }
     }
 }
 
@@ -372,7 +460,7 @@ mod tests {
             },
             ..KueueConfig::default()
         };
-        let c = configuration(&config, facts());
+        let c = configuration(&config, &[], facts());
         // Fair sharing on without strategies: the list Kueue's v1beta1 API defaulted to, as
         // Kueue v0.19 refuses `fairSharing: {}` (preemptionStrategies is required).
         assert_eq!(
@@ -386,14 +474,14 @@ mod tests {
             ..config.clone()
         };
         assert_eq!(
-            configuration(&named, facts())["fairSharing"],
+            configuration(&named, &[], facts())["fairSharing"],
             json!({"preemptionStrategies": ["LessThanInitialShare"]})
         );
         assert_eq!(c["resources"]["quotaCheckStrategy"], "IgnoreUndeclared");
         // The chart's own settings stay.
         assert_eq!(c["webhook"]["port"], 9443);
         assert_eq!(c["apiVersion"], "config.kueue.x-k8s.io/v1beta2");
-        let values = chart_values(&config, facts());
+        let values = chart_values(&config, &[], facts());
         let parsed: Value = serde_saphyr::from_str(&values).unwrap();
         let inner: Value = serde_saphyr::from_str(
             parsed["managerConfig"]["controllerManagerConfigYaml"]
@@ -403,7 +491,7 @@ mod tests {
         .unwrap();
         assert_eq!(inner, c);
         // Same input, same bytes.
-        assert_eq!(values, chart_values(&config, facts()));
+        assert_eq!(values, chart_values(&config, &[], facts()));
     }
 
     #[test]
@@ -417,20 +505,20 @@ mod tests {
             ..KueueConfig::default()
         };
         // The running Kueue is the one gpuctl renders: nothing to say.
-        let same = super::super::text::yaml(&configuration(&config, facts()));
+        let same = super::super::text::yaml(&configuration(&config, &[], facts()));
         assert_eq!(
-            contradictions(&config, &same).unwrap(),
+            contradictions(&config, &[], &same).unwrap(),
             Vec::<String>::new()
         );
         // The chart's defaults: fair sharing and waiting for pods ready are off.
         let chart = super::super::text::yaml(&facts().chart_defaults);
-        let found = contradictions(&config, &chart).unwrap();
+        let found = contradictions(&config, &[], &chart).unwrap();
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(found[0].contains("fair sharing on"), "{found:?}");
         assert!(found[1].contains("waits for pods ready"), "{found:?}");
         // A live Kueue that ignores undeclared resources, against a blueprint that says nothing.
         let live = "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [example.com/]\n";
-        let found = contradictions(&KueueConfig::default(), live).unwrap();
+        let found = contradictions(&KueueConfig::default(), &[], live).unwrap();
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(found[0].contains("`BlockUndeclared`, the running Kueue `IgnoreUndeclared`"));
         assert!(found[1].contains("[example.com/]"));
@@ -454,12 +542,58 @@ mod tests {
         };
         let live = "resources:\n  transformations:\n  - input: nvidia.com/mig-1g.10gb\n    outputs: {example.com/gpu-equivalent: \"0.5\"}\n";
         assert_eq!(
-            contradictions(&transforming, live).unwrap(),
+            contradictions(&transforming, &[], live).unwrap(),
             Vec::<String>::new()
         );
         let other = live.replace("0.5", "0.25");
-        assert_eq!(contradictions(&transforming, &other).unwrap().len(), 1);
-        assert!(contradictions(&config, "[not, a, mapping]").is_err());
-        assert!(contradictions(&config, "a: [").is_err());
+        assert_eq!(contradictions(&transforming, &[], &other).unwrap().len(), 1);
+        assert!(contradictions(&config, &[], "[not, a, mapping]").is_err());
+        assert!(contradictions(&config, &[], "a: [").is_err());
+    }
+
+    #[test]
+    fn dra_shapes_are_mapped_and_a_running_kueue_without_them_contradicts() {
+        let mappings = vec![
+            (
+                "nvidia.com/gpu".to_string(),
+                vec!["h100.shapes.gpuctl.dev".to_string()],
+            ),
+            (
+                "nvidia.com/mig-1g.10gb".to_string(),
+                vec!["small.shapes.gpuctl.dev".to_string()],
+            ),
+        ];
+        let config = KueueConfig::default();
+        let c = configuration(&config, &mappings, facts());
+        assert_eq!(
+            c["resources"]["deviceClassMappings"],
+            json!([
+                {"name": "nvidia.com/gpu", "deviceClassNames": ["h100.shapes.gpuctl.dev"]},
+                {"name": "nvidia.com/mig-1g.10gb", "deviceClassNames": ["small.shapes.gpuctl.dev"]},
+            ])
+        );
+        assert!(
+            configuration(&config, &[], facts())["resources"]
+                .get("deviceClassMappings")
+                .is_none()
+        );
+        // The same configuration contradicts nothing; without the mappings, each class is named.
+        let same = super::super::text::yaml(&c);
+        assert_eq!(
+            contradictions(&config, &mappings, &same).unwrap(),
+            Vec::<String>::new()
+        );
+        let without = super::super::text::yaml(&configuration(&config, &[], facts()));
+        let found = contradictions(&config, &mappings, &without).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].contains("`h100.shapes.gpuctl.dev` is not in the running Kueue"));
+        // Charged elsewhere: named with both resources; extra live mappings are left alone.
+        let moved = "resources:\n  deviceClassMappings:\n  - {name: example.com/gpu, deviceClassNames: [h100.shapes.gpuctl.dev]}\n  - {name: nvidia.com/mig-1g.10gb, deviceClassNames: [small.shapes.gpuctl.dev, other.example.com]}\n";
+        let found = contradictions(&config, &mappings, moved).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0]
+                .contains("charges it to `nvidia.com/gpu`, the running Kueue to `example.com/gpu`")
+        );
     }
 }

@@ -316,7 +316,13 @@ pub fn render(
         .as_ref()
         .filter(|_| bp.spec.scheduling.queueing == crate::blueprint::Queueing::Kueue)
         .filter(|k| k.install != crate::blueprint::InstallMode::None)
-        .map(|k| kueue_config::release(k, &catalog.queueing().kueue_configuration));
+        .map(|k| {
+            kueue_config::release(
+                k,
+                &kueue_config::dra_mappings(bp, catalog),
+                &catalog.queueing().kueue_configuration,
+            )
+        });
     // Kueue's chart values, when the blueprint says how Kueue is installed.
     if let Some(k) = &kueue {
         documents.insert(

@@ -771,10 +771,10 @@ rules! {
         example: "spec:\n  dra:\n    shapes: [{name: big, gpu: {model: H100-SXM5-80GB}, count: 16}]   # 8 per node\n",
     }
     "GPU173" "dra-tenant-claims" "dra" Error {
-        checks: "A tenant's `claims` name declared shapes, allow at least one claim of each, and the tenant is not queued by Kueue (gpuctl does not render Kueue's device-class mappings yet).",
-        why: "A claim of an undeclared shape has no template; an allowance below one claim's devices makes the quota refuse every claim; Kueue refuses workloads whose device classes are not mapped in its configuration, so they are never admitted.",
-        fix: "Declare the shape, raise the amount, or run the tenant's DRA workloads without a Kueue queue.",
-        source: "profiles/dra.yaml (kueue.refused: unmapped_class)",
+        checks: "A tenant's `claims` name declared shapes and allow at least one claim of each; under Kueue, its release has DRA integration on, the tenant's ClusterQueue has quota for the resource each claimed shape is charged to (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`), and at most 8 shapes share one such resource.",
+        why: "A claim of an undeclared shape has no template; an allowance below one claim's devices makes the quota refuse every claim; Kueue admits a claim only when its class is mapped (gpuctl maps each shape) and the ClusterQueue covers the mapped resource, and refuses to start with more than 8 classes in one mapping.",
+        fix: "Declare the shape, raise the amount, give the ClusterQueue quota for the shape's resource, or upgrade Kueue.",
+        source: "profiles/dra.yaml (kueue: dra_since, resource_names, max_classes_per_mapping, refused: unmapped_class)",
         example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], claims: {h10: 8}}\n",
     }
     "GPU174" "dra-quota-key" "dra" Error {

@@ -305,13 +305,21 @@ fn claims(ctx: &mut Ctx<'_>) {
         if !t.claims.is_empty() {
             claimed_namespaces += t.namespaces.len();
         }
-        if kueue && !t.claims.is_empty() && t.queue.is_some() {
-            ctx.emit(
-                "GPU173",
-                format!("spec.tenants[{ti}].claims"),
-                format!("tenant `{}` claims DRA devices through Kueue: Kueue admits claims only of device classes mapped in its `resources.deviceClassMappings`, which gpuctl does not render yet, so its jobs would never be admitted", t.name),
-                "run the tenant's DRA workloads without a Kueue queue for now, or manage Kueue's configuration yourself (`scheduling.kueue.install: none`) and map the shapes' classes",
-            );
+        if kueue && !t.claims.is_empty() {
+            kueue_admits(ctx, ti, &shapes);
+        }
+    }
+    if kueue {
+        let max = ctx.catalog.dra().kueue.max_classes_per_mapping as usize;
+        for (resource, classes) in crate::cel::device_class_mappings(&shapes, ctx.catalog) {
+            if classes.len() > max {
+                ctx.emit(
+                    "GPU173",
+                    "spec.dra.shapes",
+                    format!("{} shapes are charged to Kueue resource `{resource}`, but one of Kueue's `deviceClassMappings` names at most {max} device classes: Kueue refuses the configuration and does not start", classes.len()),
+                    format!("merge shapes so that at most {max} are of the same kind (whole GPUs, or one MIG profile)"),
+                );
+            }
         }
     }
     let classes = shapes.len() + ctx.catalog.dra().driver.device_classes.len();
@@ -323,6 +331,48 @@ fn claims(ctx: &mut Ctx<'_>) {
             format!("{} shapes in {claimed_namespaces} tenant namespaces with claims make {keys} quota keys (every namespace's DRA quota names every shape), more than gpuctl renders ({MAX_DRA_QUOTA_KEYS})", shapes.len()),
             "use fewer shapes, or split the cluster into several blueprints",
         );
+    }
+}
+
+/// GPU173, under Kueue: a queued tenant's claims can be admitted. Kueue charges a claim to the
+/// resource its class is mapped to (gpuctl maps each shape, [`crate::cel::kueue_resource`]); the
+/// tenant's ClusterQueue must cover that resource, on a Kueue release whose DRA integration is
+/// on, or every such job stays inadmissible.
+fn kueue_admits(ctx: &mut Ctx<'_>, ti: usize, shapes: &[DeviceShape]) {
+    let t = ctx.bp.spec.tenants[ti].clone();
+    let Some(queue) = t.queue.as_deref() else {
+        return;
+    };
+    let Some(kueue) = ctx.bp.spec.scheduling.kueue.clone() else {
+        return;
+    };
+    let facts = &ctx.catalog.dra().kueue;
+    let path = format!("spec.tenants[{ti}].claims");
+    if !crate::profiles::QueueSystem::at_least(&kueue.version, &facts.dra_since) {
+        ctx.emit(
+            "GPU173",
+            path,
+            format!("tenant `{}` claims DRA devices through Kueue {}, whose DRA integration is off by default (on from {})", t.name, kueue.version, facts.dra_since),
+            format!("upgrade Kueue to {} or later, or run the tenant's DRA workloads without a queue", facts.dra_since),
+        );
+        return;
+    }
+    let Some(cq) = kueue.cluster_queues.iter().find(|c| c.name == queue) else {
+        return; // an unknown queue is another rule's finding
+    };
+    for name in t.claims.keys() {
+        let Some(shape) = shapes.iter().find(|s| &s.name == name) else {
+            continue;
+        };
+        let resource = crate::cel::kueue_resource(shape, ctx.catalog);
+        if !cq.resources.iter().any(|r| r.quota.contains_key(&resource)) {
+            ctx.emit_at_key(
+                "GPU173",
+                crate::blueprint::yaml::join(&path, name),
+                format!("tenant `{}` claims shape `{name}` through ClusterQueue `{queue}`, which has no quota for `{resource}` (Kueue charges the shape's claims to it): its jobs are never admitted", t.name),
+                format!("give `{queue}` a quota for `{resource}` on the pool whose devices the shape selects"),
+            );
+        }
     }
 }
 

@@ -27,8 +27,10 @@ fn many(shapes: usize, namespaces: usize) -> String {
     )
 }
 
-pub(super) fn cases() -> Vec<Case> {
-    let kueue_claims = edit(
+/// KUEUE_BASE with one H100 shape claimed by team-a, queued to `cq-train`, which has quota for
+/// `nvidia.com/gpu` (the resource Kueue charges the shape to).
+pub(super) fn kueue_claims() -> String {
+    edit(
         KUEUE_BASE,
         &[
             (
@@ -40,7 +42,13 @@ pub(super) fn cases() -> Vec<Case> {
                 "      cuda: [\"12.4\"]\n      claims: { h100: 8 }\n",
             ),
         ],
-    );
+    )
+}
+
+pub(super) fn cases() -> Vec<Case> {
+    let nine_gpu_shapes: String = (0..9)
+        .map(|i| format!("{{name: g{i}, gpu: {{}}}}, "))
+        .collect();
     vec![
         (
             "GPU170",
@@ -139,7 +147,43 @@ pub(super) fn cases() -> Vec<Case> {
             d(),
             vec![("claims: { h100: 8, mig-1g: 14 }", "claims: { h100x8: 4 }")],
         ),
-        ("GPU173", kueue_claims, vec![]),
+        // Queued to `cq-infer`, whose quota has MIG devices only: Kueue charges the H100 shape to
+        // `nvidia.com/gpu`, which it does not cover.
+        (
+            "GPU173",
+            edit(
+                KUEUE_BASE,
+                &[
+                    (
+                        "  tenants:\n",
+                        "  dra:\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}]\n  tenants:\n",
+                    ),
+                    (
+                        "      cuda: [\"12.8\"]\n",
+                        "      cuda: [\"12.8\"]\n      claims: { h100: 8 }\n",
+                    ),
+                ],
+            ),
+            vec![],
+        ),
+        // Kueue v0.17: DRA integration off by default.
+        (
+            "GPU173",
+            kueue_claims(),
+            vec![("version: v0.19.2", "version: v0.17.0")],
+        ),
+        // Nine classes in Kueue's mapping for `nvidia.com/gpu`: Kueue allows eight.
+        (
+            "GPU173",
+            edit(
+                &kueue_claims(),
+                &[(
+                    "shapes: [{name: h100, ",
+                    &format!("shapes: [{nine_gpu_shapes}{{name: h100, "),
+                )],
+            ),
+            vec![],
+        ),
         // 403 classes in 251 namespaces: over gpuctl's bound on DRA quota keys.
         ("GPU173", many(400, 250), vec![]),
         (
@@ -186,6 +230,7 @@ pub(super) fn passing_cases() -> Vec<Case> {
         ),
         ("GPU173", d(), vec![]),
         ("GPU173", many(40, 100), vec![]),
+        ("GPU173", kueue_claims(), vec![]),
         (
             "GPU174",
             d(),
