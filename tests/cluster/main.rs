@@ -21,6 +21,7 @@ mod doctor_stack;
 mod dra_apply;
 mod dra_harness;
 mod dra_kueue;
+mod dra_operator;
 mod import_cluster;
 mod kueue_release;
 mod lists_cluster;

@@ -151,6 +151,9 @@ pub fn quota_name(tenant: &str) -> String {
 /// under gpuctl's own domain, so it never collides with a class the driver's chart creates.
 pub const DRA_SHAPE_CLASS_SUFFIX: &str = ".shapes.gpuctl.dev";
 
+/// The ClusterRole aggregated into `admin` and `edit` that lets tenants manage ComputeDomains.
+pub const COMPUTE_DOMAIN_ROLE: &str = "gpuctl-compute-domains-edit";
+
 /// The DeviceClass of DRA device shape `shape`.
 pub fn dra_shape_class(shape: &str) -> String {
     format!("{shape}{DRA_SHAPE_CLASS_SUFFIX}")

@@ -13,9 +13,57 @@ use super::scalars::{Quantity, version_text};
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Dra {
+    /// How NVIDIA's DRA driver is deployed. Absent: someone else deploys it (gpuctl renders the
+    /// classes, templates and quotas only).
+    #[serde(default)]
+    pub driver: Option<DraDriver>,
     /// Device shapes tenants may claim; each becomes the DeviceClass `<name>.shapes.gpuctl.dev`.
     #[serde(default)]
     pub shapes: Vec<DeviceShape>,
+}
+
+/// Which deployment of NVIDIA's DRA driver serves the cluster's GPUs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum DraDeployment {
+    /// The GPU Operator's `GPUCluster` (v26.7.0+) instead of its ClusterPolicy: the operator
+    /// deploys the DRA driver, and no device plugin, GPU Feature Discovery, MIG Manager or
+    /// container toolkit, on every GPU node. NVIDIA supports no in-place move from a ClusterPolicy
+    /// to it: it is for a new cluster.
+    GpuCluster,
+}
+
+/// `spec.dra.driver`: NVIDIA's DRA driver as gpuctl deploys it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DraDriver {
+    /// `gpuCluster`: the GPU Operator's GPUCluster (rendered into its chart values).
+    #[schemars(example = &"gpuCluster")]
+    pub deployment: DraDeployment,
+    /// Release of NVIDIA's DRA driver (profiles/dra.yaml `driver.releases`); default: the one
+    /// the GPU Operator release pins (`v0.5.0` for v26.7.0).
+    #[serde(default, deserialize_with = "optional_version")]
+    #[schemars(example = &"v0.5.0")]
+    pub version: Option<String>,
+    /// Compute domains (multi-node NVLink through IMEX channels, NVL72 racks): the driver's
+    /// controller and kubelet plugin for them. Default: on, as in the operator's chart.
+    #[serde(default = "yes")]
+    #[schemars(example = &true)]
+    pub compute_domains: bool,
+    /// The driver's feature gates (`FEATURE_GATES`), e.g. `{DynamicMIG: true}`: checked against
+    /// the release (profiles/dra.yaml `driver.gates`).
+    #[serde(default)]
+    #[schemars(example = &feature_gates_example())]
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
+}
+
+/// `gpuctl explain --fields` shows this for `driver.featureGates`.
+fn feature_gates_example() -> std::collections::BTreeMap<String, bool> {
+    std::collections::BTreeMap::from([("MPSSupport".to_string(), true)])
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One kind of device a claim asks for: whole GPUs (`gpu`) or MIG devices (`mig`), with optional

@@ -1133,6 +1133,16 @@ pub struct Tenant {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(example = &claims_example())]
     pub claims: BTreeMap<String, u32>,
+    /// ComputeDomains (multi-node NVLink jobs on NVL72 racks) each of the tenant's namespaces
+    /// may hold at once: gpuctl lets namespace editors create them (NVIDIA's driver grants no
+    /// role for them) and caps them with an object-count quota; other tenants with claims get 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(example = &4)]
+    pub compute_domains: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Monitoring.

@@ -204,8 +204,37 @@ pub struct DriverFacts {
     pub device_classes: Vec<DeviceClassFact>,
     /// What each device type publishes.
     pub device_types: Vec<DeviceType>,
+    /// ComputeDomains.
+    pub compute_domains: ComputeDomainFacts,
     /// Attributes a release stopped publishing.
     pub removed_attributes: Vec<RemovedAttribute>,
+}
+
+/// ComputeDomains: the resource, its channel class and the NVLink-domain node label.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeDomainFacts {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+    /// API group (`resource.nvidia.com`).
+    pub group: String,
+    /// Resource (plural) name (`computedomains`).
+    pub resource: String,
+    /// The class of the channel claims (`compute-domain-default-channel.nvidia.com`).
+    pub channel_class: String,
+    /// The node label naming a node's NVLink domain (`nvidia.com/gpu.clique`).
+    pub clique_label: String,
+}
+
+impl ComputeDomainFacts {
+    /// The object-count quota key (`count/computedomains.resource.nvidia.com`).
+    pub fn quota_key(&self, count_prefix: &str) -> String {
+        format!("{count_prefix}{}.{}", self.resource, self.group)
+    }
 }
 
 /// One release of the driver.
@@ -438,6 +467,8 @@ pub struct KueueResourceNames {
     pub gpu: String,
     /// MIG devices: this prefix and the profile (`nvidia.com/mig-` + `1g.10gb`).
     pub mig_prefix: String,
+    /// The channel claims of ComputeDomain workloads.
+    pub compute_domain_channel: String,
 }
 
 /// A claim form Kueue cannot admit, with the words it says so in.
@@ -459,11 +490,22 @@ pub(super) fn load_dra(
     sourced(sources, F, None, &file.source.0)?;
     sourced(sources, F, Some("kubernetes"), &file.kubernetes.source)?;
     sourced(sources, F, Some("driver"), &file.driver.source)?;
+    sourced(
+        sources,
+        F,
+        Some("driver.compute_domains"),
+        &file.driver.compute_domains.source,
+    )?;
     sourced(sources, F, Some("gpu_operator"), &file.gpu_operator.source)?;
     sourced(sources, F, Some("kueue"), &file.kueue.source)?;
     let mut log = RowLog::new(rows, F, &file.source.0, file.read);
     log.row("kubernetes", &file.kubernetes.source, file.kubernetes.read);
     log.row("driver", &file.driver.source, file.driver.read);
+    log.row(
+        "driver.compute_domains",
+        &file.driver.compute_domains.source,
+        file.driver.compute_domains.read,
+    );
     for r in &file.driver.releases {
         log.row(
             format!("driver.releases.{}", r.version),

@@ -73,6 +73,7 @@ pub fn release(
             "intervalMs": dcgm_interval_ms(bp).to_string(),
             "config": DCGM_METRICS_CONFIGMAP,
         },
+        "gpuCluster": gpu_cluster(bp),
         "daemonsetTolerations": plan.daemonset_tolerations,
         "nfdTolerations": plan.nfd_tolerations,
     });
@@ -110,6 +111,20 @@ pub fn release(
         values,
         source: ChartSource::from_spec(&op.chart, ChartSource::default()),
     })
+}
+
+/// The GPUCluster settings when NVIDIA's DRA driver is deployed through the operator's GPUCluster
+/// (`spec.dra.driver.deployment: gpuCluster`): the driver release when declared (else the chart's
+/// pin), compute domains, feature gates.
+fn gpu_cluster(bp: &Blueprint) -> Option<Value> {
+    let d = bp.spec.dra.as_ref()?.driver.as_ref()?;
+    match d.deployment {
+        crate::blueprint::dra::DraDeployment::GpuCluster => Some(json!({
+            "version": d.version,
+            "computeDomains": d.compute_domains,
+            "featureGates": (!d.feature_gates.is_empty()).then(|| json!(d.feature_gates)),
+        })),
+    }
 }
 
 /// `repository` with its registry replaced by `mirror`: `nvcr.io/nvidia/k8s` through

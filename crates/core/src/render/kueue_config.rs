@@ -14,17 +14,28 @@ pub type ClassMappings = [(String, Vec<String>)];
 
 /// The device-class mappings Kueue needs for the blueprint's DRA shapes (`spec.dra.shapes`): each
 /// shape's class charged to the resource the device plugin gives the same devices
-/// ([`crate::cel::device_class_mappings`]); none without shapes. Without them Kueue leaves every
-/// job that uses a shape's claim template inadmissible ("is not mapped in DRA configuration").
+/// ([`crate::cel::device_class_mappings`]), and, where tenants may create ComputeDomains, the
+/// channel class of their workloads; none without either. Without them Kueue leaves every job
+/// that uses such a claim template inadmissible ("is not mapped in DRA configuration").
 pub fn dra_mappings(
     bp: &crate::blueprint::Blueprint,
     catalog: &crate::profiles::Catalog,
 ) -> Vec<(String, Vec<String>)> {
-    bp.spec
+    let mut out = bp
+        .spec
         .dra
         .as_ref()
         .map(|d| crate::cel::device_class_mappings(&d.shapes, catalog))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if super::dra::any_compute_domains(bp) {
+        let facts = catalog.dra();
+        out.push((
+            facts.kueue.resource_names.compute_domain_channel.clone(),
+            vec![facts.driver.compute_domains.channel_class.clone()],
+        ));
+        out.sort();
+    }
+    out
 }
 
 fn mappings_value(mappings: &ClassMappings) -> Value {

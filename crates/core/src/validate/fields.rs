@@ -553,6 +553,28 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
     ("GPU173", &["spec.tenants[].claims", "spec.dra.shapes"]),
     ("GPU174", &["spec.tenants[].quota"]),
     (
+        "GPU175",
+        &[
+            "spec.dra.driver.deployment",
+            "spec.dra.driver.version",
+            "spec.dra.driver.featureGates",
+            "spec.gpuOperator.driver.version",
+            "spec.nodePools[].driver.version",
+        ],
+    ),
+    ("GPU176", &["spec.nodePools[].partitioning.mode"]),
+    ("GPU177", &["spec.nodePools[].partitioning.mode"]),
+    ("GPU178", &["spec.tenants[].namespaces"]),
+    (
+        "GPU179",
+        &[
+            "spec.tenants[].computeDomains",
+            "spec.dra.driver.computeDomains",
+            "spec.gpuOperator.driver.version",
+            "spec.nodePools[].driver.version",
+        ],
+    ),
+    (
         "GPU163",
         &[
             "spec.networkOperator.ipPools[].range",

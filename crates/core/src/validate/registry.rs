@@ -784,6 +784,41 @@ rules! {
         source: "profiles/dra.yaml (kubernetes.quota, driver.device_classes)",
         example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], quota: {gpu.nvdia.com.deviceclass.resource.k8s.io/devices: 8}}\n",
     }
+    "GPU175" "dra-driver" "dra" Error {
+        checks: "With `spec.dra.driver.deployment: gpuCluster`: the GPU Operator release has GPUCluster (v26.7.0+), the DRA driver release is one gpuctl knows, every pool's NVIDIA driver is of the branch GPUCluster supports (580+), and the driver's feature gates exist in that release, exclude none of each other and have what they require on.",
+        why: "An older operator has no GPUCluster CRD; an unknown release or gate makes the driver fail to start; NVIDIA's driver refuses excluded gate pairs (DynamicMIG with MPSSupport, PassthroughSupport or NVMLDeviceHealthCheck).",
+        fix: "Upgrade the operator or the node drivers, name a known release, or fix the gates.",
+        source: "profiles/dra.yaml (gpu_operator.gpu_cluster, driver.releases, driver.gates)",
+        example: "spec:\n  gpuOperator: {version: v25.10.1}\n  dra:\n    driver: {deployment: gpuCluster}\n",
+    }
+    "GPU176" "dra-gpu-cluster-sharing" "dra" Error {
+        checks: "Under GPUCluster no pool shares GPUs through time-slicing or MPS.",
+        why: "GPUCluster deploys no device plugin, and time-slicing and MPS are settings of the device plugin: nothing applies them, and pods get whole GPUs through claims.",
+        fix: "Remove the pool's `partitioning`, or keep the ClusterPolicy (no `spec.dra.driver`).",
+        source: "profiles/dra.yaml (gpu_operator); NVIDIA GPU Operator 26.7.0 docs: GPUCluster deploys no device plugin, GFD, MIG Manager or toolkit",
+        example: "spec:\n  dra:\n    driver: {deployment: gpuCluster}\n  nodePools:\n    - {name: dev, partitioning: {mode: time-slicing, timeSlicing: {replicas: 4}}}\n",
+    }
+    "GPU177" "dra-gpu-cluster-mig" "dra" Warning {
+        checks: "Under GPUCluster a pool's MIG layout is made by someone: the hosts, or the DRA driver's DynamicMIG gate.",
+        why: "GPUCluster deploys no MIG Manager: the layout is applied by nobody, and MIG shapes match no device until the instances exist.",
+        fix: "Create the instances on the hosts before the DRA driver starts, or turn on `DynamicMIG` (alpha).",
+        source: "profiles/dra.yaml (driver.gates: DynamicMIG); NVIDIA GPU Operator 26.7.0 docs",
+        example: "spec:\n  dra:\n    driver: {deployment: gpuCluster}\n  nodePools:\n    - {name: infer, partitioning: {mode: mig, mig: {layout: {\"1g.10gb\": 7}}}}\n",
+    }
+    "GPU178" "dra-operator-namespace-quota" "dra" Error {
+        checks: "Under GPUCluster no tenant puts a device-class quota (claims or `<class>.deviceclass.resource.k8s.io/devices` keys) into the GPU Operator's namespace.",
+        why: "The operator's DCGM, exporter and validator pods claim all devices with admin access in its namespace, and quota charges admin-access claims too: they would be refused.",
+        fix: "Keep the operator's namespace out of tenants.",
+        source: "profiles/dra.yaml (gpu_operator.gpu_cluster.admin_claims_in_operator_namespace, kubernetes.quota)",
+        example: "spec:\n  dra:\n    driver: {deployment: gpuCluster}\n  tenants:\n    - {name: ops, namespaces: [gpu-operator], claims: {h100: 8}}\n",
+    }
+    "GPU179" "dra-compute-domains" "dra" Error {
+        checks: "Tenants with `computeDomains` can run them: Kubernetes 1.34.2+, the DRA driver gpuctl deploys has compute domains on, some pool names NVIDIA's NVLink-domain label (`nvidia.com/gpu.clique`) in `topology.levels` and runs driver 570.158.01+, and under Kueue the tenant's ClusterQueue has quota for `gpuctl.dev/compute-domain-channel` (each pod's channel claim).",
+        why: "ComputeDomains exist only on multi-node NVLink racks (GB200/GB300 NVL72) whose nodes carry the clique label; older drivers have no IMEX channels; Kueue refuses jobs whose channel class it cannot charge, so they never admit.",
+        fix: "Add the clique label to the NVL72 pool's topology, upgrade the driver, give the ClusterQueue channel quota, or drop `computeDomains`.",
+        source: "profiles/dra.yaml (driver.prerequisites, driver.compute_domains, kueue.resource_names)",
+        example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], computeDomains: 2}\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.

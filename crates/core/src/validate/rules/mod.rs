@@ -3,6 +3,7 @@
 mod compat;
 mod composition;
 mod dra;
+mod dra_driver;
 mod install;
 mod ip_pools;
 mod kueue;
@@ -38,6 +39,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     network::check(ctx);
     ip_pools::check(ctx);
     dra::check(ctx);
+    dra_driver::check(ctx);
 }
 
 pub(crate) use crate::names::is_dns_label;

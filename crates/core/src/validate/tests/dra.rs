@@ -9,6 +9,40 @@ fn d() -> String {
     DRA_BASE.to_string()
 }
 
+/// The base deployed through the GPU Operator's GPUCluster (`spec.dra.driver`).
+fn gc() -> String {
+    edit(
+        DRA_BASE,
+        &[(
+            "  dra:\n    shapes:\n",
+            "  dra:\n    driver: { deployment: gpuCluster }\n    shapes:\n",
+        )],
+    )
+}
+
+/// The base with the H100 pool an NVLink domain (the clique label in its topology) and the tenant
+/// allowed 2 ComputeDomains.
+fn cd() -> String {
+    edit(
+        DRA_BASE,
+        &[
+            (
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      topology: { levels: [nvidia.com/gpu.clique, kubernetes.io/hostname] }\n",
+            ),
+            (
+                "      quota: { pods: 50 }",
+                "      quota: { pods: 50 }\n      computeDomains: 2",
+            ),
+        ],
+    )
+}
+
+const TIME_SLICED: (&str, &str) = (
+    "        mode: mig\n        mig:\n          strategy: mixed\n          layout: { \"1g.10gb\": 7 }",
+    "        mode: time-slicing\n        timeSlicing: { replicas: 4 }",
+);
+
 /// The base with `shapes` more shapes and `namespaces` more namespaces of the claiming tenant.
 fn many(shapes: usize, namespaces: usize) -> String {
     let extra: String = (0..shapes)
@@ -202,6 +236,84 @@ pub(super) fn cases() -> Vec<Case> {
                 "quota: { pods: 50, requests.gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 8 }",
             )],
         ),
+        (
+            "GPU175",
+            gc(),
+            vec![("version: v26.7.0", "version: v25.10.1")],
+        ),
+        (
+            "GPU175",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, version: v9.9.9 }",
+            )],
+        ),
+        (
+            "GPU175",
+            gc(),
+            vec![("version: \"595.91.07\"", "version: \"570.195.03\"")],
+        ),
+        (
+            "GPU175",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, featureGates: { DynamicMig: true } }",
+            )],
+        ),
+        (
+            "GPU175",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, featureGates: { DynamicMIG: true, MPSSupport: true } }",
+            )],
+        ),
+        (
+            "GPU175",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, featureGates: { DeviceMetadata: true } }",
+            )],
+        ),
+        ("GPU176", gc(), vec![TIME_SLICED]),
+        ("GPU177", gc(), vec![]),
+        (
+            "GPU178",
+            gc(),
+            vec![(
+                "namespaces: [research]",
+                "namespaces: [research, gpu-operator]",
+            )],
+        ),
+        (
+            "GPU179",
+            cd(),
+            vec![("version: \"1.35.1\"", "version: \"1.33.5\"")],
+        ),
+        (
+            "GPU179",
+            cd(),
+            vec![(
+                "  dra:\n    shapes:\n",
+                "  dra:\n    driver: { deployment: gpuCluster, computeDomains: false }\n    shapes:\n",
+            )],
+        ),
+        (
+            "GPU179",
+            cd(),
+            vec![(
+                "levels: [nvidia.com/gpu.clique, kubernetes.io/hostname]",
+                "levels: [kubernetes.io/hostname]",
+            )],
+        ),
+        (
+            "GPU179",
+            cd(),
+            vec![("version: \"595.91.07\"", "version: \"570.148.08\"")],
+        ),
     ]
 }
 
@@ -239,6 +351,37 @@ pub(super) fn passing_cases() -> Vec<Case> {
                 "quota: { pods: 50, h100.shapes.gpuctl.dev.deviceclass.resource.k8s.io/devices: 8, gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 0, count/resourceclaims.resource.k8s.io: 20 }",
             )],
         ),
+        ("GPU175", gc(), vec![]),
+        (
+            "GPU175",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, version: v0.4.1, featureGates: { DynamicMIG: true, PassthroughSupport: false } }",
+            )],
+        ),
+        ("GPU176", gc(), vec![]),
+        ("GPU176", d(), vec![TIME_SLICED]),
+        (
+            "GPU177",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, featureGates: { DynamicMIG: true } }",
+            )],
+        ),
+        ("GPU177", d(), vec![]),
+        ("GPU178", gc(), vec![]),
+        (
+            "GPU178",
+            d(),
+            vec![(
+                "namespaces: [research]",
+                "namespaces: [research, gpu-operator]",
+            )],
+        ),
+        ("GPU179", cd(), vec![]),
+        ("GPU179", d(), vec![]),
     ]
 }
 
