@@ -454,8 +454,12 @@ fn every_custom_resource_validates_against_its_upstream_crd() {
         for o in &set.objects {
             // Built-in kinds have no CRD: the cluster tests apply them to the real API server.
             if o.group().is_empty()
-                || ["scheduling.k8s.io", "rbac.authorization.k8s.io", "resource.k8s.io"]
-                    .contains(&o.group())
+                || [
+                    "scheduling.k8s.io",
+                    "rbac.authorization.k8s.io",
+                    "resource.k8s.io",
+                ]
+                .contains(&o.group())
             {
                 continue;
             }

@@ -64,6 +64,43 @@ pub fn plan_helm(live: &LiveView, helm: &HelmRelease) -> (Option<HelmPlan>, Vec<
     }
 }
 
+/// Whether the GPU Operator release's values deploy the GPUCluster (DRA) instead of the
+/// ClusterPolicy.
+fn deploys_gpu_cluster(values: &Value) -> bool {
+    values["gpuCluster"]["deployCR"] == Value::Bool(true)
+}
+
+/// An error when an installed GPU Operator release would switch between its ClusterPolicy and its
+/// GPUCluster: NVIDIA supports no in-place migration either way (a new cluster is the way), and
+/// the upgrade would remove the device plugin from every node that runs GPU pods, or the DRA
+/// driver from every node with claims.
+fn stack_switch(helm: &HelmRelease, cur: &LiveRelease) -> Option<PlanFinding> {
+    if helm.stack != Stack::GpuOperator {
+        return None;
+    }
+    let (from, to) = (
+        deploys_gpu_cluster(&cur.values),
+        deploys_gpu_cluster(&helm.values),
+    );
+    let name = |dra: bool| {
+        if dra {
+            "GPUCluster (DRA)"
+        } else {
+            "ClusterPolicy (device plugin)"
+        }
+    };
+    (from != to).then(|| {
+        PlanFinding::error(format!(
+            "the installed GPU Operator release {}/{} (revision {}) deploys the {}, the blueprint the {}: NVIDIA supports no in-place migration between them, and the upgrade would take the GPU stack away from every running GPU workload; build a new cluster from this blueprint and move workloads, or keep `spec.dra.driver` as the cluster has it (docs/dra.md, Migration)",
+            helm.namespace,
+            helm.release,
+            cur.revision,
+            name(from),
+            name(to)
+        ))
+    })
+}
+
 /// [`plan_helm`] once the live release is known (`None`: not installed).
 pub fn helm_plan(
     helm: &HelmRelease,
@@ -90,6 +127,9 @@ pub fn helm_plan(
             "Helm release {}/{} is chart `{}`, the blueprint installs `{chart}` under that name: the upgrade replaces one chart with the other",
             helm.namespace, helm.release, cur.chart
         )));
+    }
+    if let Some(f) = stack_switch(helm, cur) {
+        findings.push(f);
     }
     let version_changes =
         cur.chart_version.trim_start_matches('v') != helm.version.trim_start_matches('v');

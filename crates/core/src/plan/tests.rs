@@ -498,6 +498,46 @@ fn the_operator_release_is_installed_upgraded_or_left_alone() {
     );
 }
 
+#[test]
+fn switching_an_installed_operator_between_cluster_policy_and_gpu_cluster_is_refused() {
+    let mut v = snapshot_view();
+    let policy = json!({"driver": {"enabled": true}});
+    let dra = json!({"driver": {"enabled": true}, "clusterPolicy": {"deployCR": false}, "gpuCluster": {"deployCR": true}});
+    let mut s = set();
+    // Installed with the ClusterPolicy, the blueprint now says GPUCluster: an error, so apply
+    // refuses (src/commands/apply.rs refuse_errors).
+    s.helm.values = dra.clone();
+    v.helm_release = Reading::Read(Some(release("v26.7.0", "deployed", policy.clone())));
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    let errors = messages(&p, Severity::Error);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains(
+            "deploys the ClusterPolicy (device plugin), the blueprint the GPUCluster (DRA)"
+        )
+    );
+    assert!(errors[0].contains("no in-place migration"));
+    // And back.
+    s.helm.values = policy.clone();
+    v.helm_release = Reading::Read(Some(release("v26.7.0", "deployed", dra.clone())));
+    let p = plan(&s, &v, PlanOptions::default()).unwrap();
+    assert!(
+        messages(&p, Severity::Error)[0]
+            .contains("deploys the GPUCluster (DRA), the blueprint the ClusterPolicy")
+    );
+    // A new install, or either kept as it is: nothing to refuse.
+    for (live, want) in [
+        (None, dra.clone()),
+        (Some(dra.clone()), dra.clone()),
+        (Some(policy.clone()), policy),
+    ] {
+        s.helm.values = want;
+        v.helm_release = Reading::Read(live.map(|l| release("v26.7.0", "deployed", l)));
+        let p = plan(&s, &v, PlanOptions::default()).unwrap();
+        assert!(messages(&p, Severity::Error).is_empty());
+    }
+}
+
 /// Kueue's release as render makes it (values: the managerConfig text).
 fn kueue_release(config: &str) -> HelmRelease {
     HelmRelease {
