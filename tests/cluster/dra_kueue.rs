@@ -13,7 +13,8 @@
 //! its Workload is charged 2 `nvidia.com/gpu` (the shape's count) to the pool's flavor; the next
 //! one, beyond the ClusterQueue's quota of 2, waits with Kueue's `insufficient unused quota`; a Job
 //! on a template of a class gpuctl did not map (NVIDIA's `gpu.nvidia.com`) is refused as unmapped;
-//! and after apply the next plan is empty.
+//! `gpuctl doctor` names the refused one (GPU216) and the waiting one (GPU206); and after apply the
+//! next plan is empty.
 
 use crate::support;
 
@@ -294,6 +295,30 @@ async fn dra_claims_are_admitted_by_the_real_kueue_with_gpuctls_device_class_map
     })
     .await;
     assert_ne!(quota_reserved(&w), Some(true), "{}", w["status"]);
+
+    // `gpuctl doctor` names it (GPU216, with the fix for an unmapped class) and the waiting one as
+    // a queue without room (GPU206); the admitted one is no finding.
+    let o = gpuctl(
+        &["doctor", &bps, "--kubeconfig", &kcs, "--output", "json"],
+        &path,
+    );
+    let report: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("doctor JSON ({e}): {}", text(&o)));
+    let with = |id: &str| -> Vec<String> {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == id)
+            .map(|f| f["subjects"][0].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let refused = with("GPU216");
+    assert_eq!(refused.len(), 1, "{report:#}");
+    assert!(refused[0].contains("unmapped"), "{refused:?}");
+    let full = with("GPU206");
+    assert!(full.iter().any(|s| s.contains("second")), "{report:#}");
+    assert!(!format!("{report}").contains("job-first"), "{report:#}");
 
     // Converged: the next plan has nothing to do.
     let o = gpuctl(

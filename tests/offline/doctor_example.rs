@@ -163,6 +163,7 @@ fn every_finding_kind_has_a_scenario_test() {
         "cluster/doctor_scheduling.rs",
         "cluster/doctor_stack.rs",
         "cluster/dra_harness.rs",
+        "cluster/dra_kueue.rs",
         "external/doctor_metrics.rs",
     ] {
         scenarios.extend(ids_in(

@@ -130,6 +130,13 @@ rules! {
         source: "The pod's PodScheduled condition and FailedScheduling events from kube-scheduler's DynamicResources plugin",
         example: "pod/research/train-0 is Pending: the scheduler cannot allocate its DRA claims",
     }
+    "GPU216" "kueue-dra-claim-refused" "scheduling" Error {
+        title: "A Kueue Workload is inadmissible because Kueue refuses the form of its DRA claims: a device class not mapped in its configuration, a claim not made from a template, a prioritized list, admin access, or allocation mode All.",
+        why: "Kueue v0.19 charges a claim to a ClusterQueue only through `resources.deviceClassMappings` and an exact count from a template; any other form leaves the Workload inadmissible whatever the quota, and only its condition says so.",
+        fix: "Claim through the tenant's ResourceClaimTemplates (gpuctl maps their classes), or declare the device as a shape.",
+        source: "The Workload's QuotaReserved condition, matched against Kueue's messages in profiles/dra.yaml (kueue.refused)",
+        example: "workload/research/job-unmapped-7c1d2 is inadmissible: Kueue refuses its DRA claims",
+    }
     "GPU220" "fragmentation-gpus" "scheduling" Warning {
         title: "Fragmentation: enough GPUs are free in the pool, but no single node has enough for the pod.",
         why: "A pod's GPUs must be on one node; free GPUs spread over many nodes cannot serve it.",

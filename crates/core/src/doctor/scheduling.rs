@@ -1029,7 +1029,16 @@ fn classify_workload(ctx: &Ctx<'_>, w: &mut WaitingWorkload<'_>) -> WorkloadVerd
     let texts = &ctx.catalog.queueing().messages.kueue;
     let says = |msg: &str, t: &[String]| crate::profiles::KueueMessages::says(msg, t);
     let (me, ns, cq_name, msg) = (&w.me, w.ns, &w.cq_name, w.msg);
-    if says(msg, std::slice::from_ref(&texts.namespace_mismatch)) {
+    if let Some(form) = ctx
+        .catalog
+        .dra()
+        .kueue
+        .refused
+        .iter()
+        .find(|r| says(msg, std::slice::from_ref(&r.message)))
+    {
+        dra_claim_refused(ctx, w, &form.form)
+    } else if says(msg, std::slice::from_ref(&texts.namespace_mismatch)) {
         (
             "GPU208",
             format!(
@@ -1112,6 +1121,31 @@ fn classify_workload(ctx: &Ctx<'_>, w: &mut WaitingWorkload<'_>) -> WorkloadVerd
             format!("`kubectl describe workload -n {ns} {}`", w.name),
         )
     }
+}
+
+/// GPU216: Kueue refuses the form of the Workload's DRA claims (profiles/dra.yaml `kueue.refused`):
+/// it stays inadmissible whatever the quota, and only the Workload's condition says why.
+fn dra_claim_refused(ctx: &Ctx<'_>, w: &WaitingWorkload<'_>, form: &str) -> WorkloadVerdict {
+    let (me, ns, msg) = (&w.me, w.ns, w.msg);
+    let fix = match form {
+        "unmapped_class" => format!(
+            "claim through the tenant's ResourceClaimTemplates (`kubectl get resourceclaimtemplates -n {ns}`: their classes are the shapes gpuctl maps in Kueue's `resources.deviceClassMappings`), or declare the device as a shape in `spec.dra.shapes` of {} and `gpuctl apply {}`",
+            ctx.file, ctx.file
+        ),
+        "direct_claim" => "name a ResourceClaimTemplate in the pod (`resourceClaims[].resourceClaimTemplateName`) instead of a ResourceClaim: Kueue admits claims made from templates only".to_string(),
+        "first_available" => "ask for one device class (`exactly`) instead of a prioritized list (`firstAvailable`), e.g. through the tenant's ResourceClaimTemplates".to_string(),
+        "admin_access" => "drop `adminAccess` from the claim: Kueue admits no admin-access claims (run such pods outside Kueue's queues)".to_string(),
+        _ => "ask for an exact count (`allocationMode: ExactCount`) instead of `All`, e.g. through the tenant's ResourceClaimTemplates".to_string(),
+    };
+    (
+        "GPU216",
+        format!("{me} is inadmissible: Kueue refuses its DRA claims"),
+        format!(
+            "Kueue v0.19 cannot charge this form of claim to a ClusterQueue, so it never admits the workload: {}",
+            clean(msg)
+        ),
+        fix,
+    )
 }
 
 /// GPU207: its ClusterQueue is past its own quota and the cohort has nothing left to lend (the

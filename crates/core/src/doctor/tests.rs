@@ -526,6 +526,40 @@ fn gpu206_to_gpu210_kueue_reasons() {
     }
 }
 
+/// GPU216: each claim form Kueue refuses (profiles/dra.yaml `kueue.refused`, Kueue's own words)
+/// is named with the fix for that form, before any quota reading of the message.
+#[test]
+fn kueue_refusing_a_dra_claim_form_is_its_own_finding() {
+    let refused = &crate::profiles::Catalog::embedded().dra().kueue.refused;
+    assert_eq!(refused.len(), 5);
+    for r in refused {
+        let msg = format!("failed to process podset main: {}", r.message);
+        let rep = kueue(healthy(), &msg, "Inadmissible");
+        let f = only(&rep, "GPU216");
+        assert!(
+            f.title.contains("Kueue refuses its DRA claims"),
+            "{}",
+            f.title
+        );
+        assert!(f.cause.contains(&r.message), "{}", f.cause);
+        let want = match r.form.as_str() {
+            "unmapped_class" => "deviceClassMappings",
+            "direct_claim" => "resourceClaimTemplateName",
+            "first_available" => "firstAvailable",
+            "admin_access" => "adminAccess",
+            _ => "ExactCount",
+        };
+        assert!(f.fix.contains(want), "{}: {}", r.form, f.fix);
+    }
+    // Kueue v0.19.2's wording of an unmapped class.
+    let rep = kueue(
+        healthy(),
+        "DeviceClass gpu.nvidia.com is not mapped in DRA configuration for podset main",
+        "Pending",
+    );
+    only(&rep, "GPU216");
+}
+
 /// Every Kueue text of `profiles/queueing.yaml` (`scheduling_messages.kueue`) classifies a
 /// workload as the finding it stands for, written as Kueue v0.19.2 writes it.
 #[test]
