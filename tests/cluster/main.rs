@@ -30,3 +30,4 @@ mod plan_apply;
 mod releases_cluster;
 mod status_cluster;
 mod upgrade;
+mod volcano_release;

@@ -492,3 +492,65 @@ fn issue_10_rendering_into_the_working_directory_is_refused_with_what_to_run() {
         "{stderr}"
     );
 }
+
+/// `scheduling.volcano.install: helm` renders Volcano's release (chart `volcano` of Volcano's Helm
+/// repository at the chart version of the declared release, in `volcano-system`, the blueprint's
+/// values) and its values document; `install: none` renders none, and a Kueue blueprint marks
+/// Volcano undeclared (a release gpuctl installed for it is uninstalled).
+#[test]
+fn volcano_install_helm_renders_its_release_and_values() {
+    let text = std::fs::read_to_string(root().join("blueprints/inference-mig.yaml")).unwrap();
+    assert!(text.contains("    volcano:\n      version: v1.15.1\n"));
+    let helm = text.replace(
+        "    volcano:\n      version: v1.15.1\n",
+        "    volcano:\n      version: v1.15.1\n      install: helm\n      values: { custom: { scheduler_replicas: 2 } }\n",
+    );
+    let set = try_render(&helm, &Templates::embedded()).unwrap();
+    let r: Vec<_> = set
+        .releases
+        .iter()
+        .filter(|r| r.stack == gpuctl_core::render::Stack::Volcano)
+        .collect();
+    assert_eq!(r.len(), 1, "{:?}", set.releases);
+    let r = r[0];
+    assert_eq!(
+        (
+            r.release.as_str(),
+            r.chart.as_str(),
+            r.version.as_str(),
+            r.namespace.as_str()
+        ),
+        ("volcano", "volcano", "1.15.1", "volcano-system")
+    );
+    assert_eq!(
+        r.values,
+        serde_json::json!({"custom": {"scheduler_replicas": 2}})
+    );
+    let doc = &set.documents[gpuctl_core::render::volcano::VOLCANO_VALUES];
+    assert!(
+        doc.contains("helm upgrade --install volcano volcano --repo https://volcano-sh.github.io/helm-charts --version 1.15.1 --namespace volcano-system")
+            && doc.ends_with("custom:\n  scheduler_replicas: 2\n"),
+        "{doc}"
+    );
+    assert!(
+        !set.undeclared
+            .contains(&gpuctl_core::render::Stack::Volcano)
+    );
+    let none = try_render(&text, &Templates::embedded()).unwrap();
+    assert!(
+        none.releases
+            .iter()
+            .all(|r| r.stack != gpuctl_core::render::Stack::Volcano)
+    );
+    assert!(
+        !none
+            .documents
+            .contains_key(gpuctl_core::render::volcano::VOLCANO_VALUES)
+    );
+    let kueue = render_common::render_file(&root().join("blueprints/dgx-h100-training.yaml"));
+    assert!(
+        kueue
+            .undeclared
+            .contains(&gpuctl_core::render::Stack::Volcano)
+    );
+}

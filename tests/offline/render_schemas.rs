@@ -1179,3 +1179,55 @@ fn dra_device_classes_are_the_driver_charts() {
         );
     }
 }
+
+/// `profiles/queueing.yaml`'s Volcano chart facts: every CRD they list is of an API group whose
+/// objects block the release's uninstall; and, when the harness has the chart from Volcano's Go
+/// module (`GPUCTL_VOLCANO_CHART`, its env file), the facts are the chart's: name, version,
+/// appVersion, its jobflow dependency, every CRD it ships (its own and jobflow's `crd/bases`), and
+/// the top-level sections of its values.yaml.
+#[test]
+fn volcano_chart_facts_match_the_chart() {
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .volcano_release;
+    let groups = gpuctl_core::plan::uninstall::api_groups(gpuctl_core::render::Stack::Volcano);
+    for c in &facts.charts {
+        for crd in &c.crds {
+            let group = crd.split_once('.').map(|(_, g)| g).unwrap_or_default();
+            assert!(groups.contains(&group), "{crd}: {group} not in {groups:?}");
+        }
+    }
+    let Some(dir) = std::env::var_os("GPUCTL_VOLCANO_CHART").map(std::path::PathBuf::from) else {
+        eprintln!("GPUCTL_VOLCANO_CHART is not set (no harness env): Chart.yaml not compared");
+        return;
+    };
+    let meta: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("Chart.yaml")).unwrap()).unwrap();
+    let c = facts
+        .charts
+        .iter()
+        .find(|c| meta["appVersion"] == Value::String(c.app_version.clone()))
+        .unwrap_or_else(|| panic!("no facts for the chart in {}", dir.display()));
+    assert_eq!(meta["name"], Value::String(facts.chart.clone()));
+    assert_eq!(meta["version"], Value::String(c.version.clone()));
+    assert_eq!(meta["dependencies"][0]["name"], "jobflow");
+    let mut crds = Vec::new();
+    for sub in ["crd/bases", "charts/jobflow/crd/bases"] {
+        for f in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            let crd: Value = serde_saphyr::from_str(&text).unwrap();
+            assert_eq!(crd["kind"], "CustomResourceDefinition");
+            crds.push(crd["metadata"]["name"].as_str().unwrap().to_string());
+        }
+    }
+    crds.sort();
+    assert_eq!(crds, c.crds);
+    let values: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("values.yaml")).unwrap()).unwrap();
+    let sections: Vec<&String> = values.as_object().unwrap().keys().collect();
+    let mut want: Vec<&String> = c.values_sections.iter().collect();
+    want.sort();
+    let mut sections = sections;
+    sections.sort();
+    assert_eq!(sections, want);
+}

@@ -1,8 +1,8 @@
 //! Helm releases in cluster tests: a PATH whose `helm` is the harness's real helm (optionally
 //! skipping chart hooks, which cannot complete here), the real chart archives in ../shared, helm's
-//! stored revisions, and the stand-in that plays the pod of Kueue's chart Deployment (no kubelet
-//! runs it here). Also the gpuctl binary run with that PATH. Used by `kueue_release`, `releases_cluster`,
-//! `apply_helm` and `cli_cluster`.
+//! stored revisions, and the stand-ins that play the pods of Kueue's and Volcano's chart
+//! Deployments (no kubelet runs them here). Also the gpuctl binary run with that PATH. Used by
+//! `kueue_release`, `volcano_release`, `releases_cluster`, `apply_helm` and `cli_cluster`.
 #![allow(dead_code)]
 
 use std::net::{TcpListener, UdpSocket};
@@ -175,7 +175,7 @@ impl Drop for KueuePod {
 
 /// This host's first non-loopback IPv4 address: EndpointSlices may not hold loopback addresses
 /// (as tests/support/webhook_server.py explains).
-fn host_ip() -> String {
+pub fn host_ip() -> String {
     let s = UdpSocket::bind("0.0.0.0:0").unwrap();
     s.connect("192.0.2.1:9").expect("a default route");
     let ip = s.local_addr().unwrap().ip().to_string();
@@ -183,7 +183,7 @@ fn host_ip() -> String {
     ip
 }
 
-fn free_port(ip: &str) -> u16 {
+pub fn free_port(ip: &str) -> u16 {
     TcpListener::bind((ip, 0))
         .unwrap()
         .local_addr()
@@ -341,4 +341,243 @@ pub async fn apply_with_kueue_pod(
     .await
     .unwrap();
     (o, pod.await.expect("the Kueue stand-in started"))
+}
+
+// --- Volcano's admission Deployment, played by the harness's webhook-manager ---------------------
+
+pub const VOLCANO_NS: &str = "volcano-system";
+/// What Volcano v1.15.1's chart names things with release name `volcano`.
+pub const VOLCANO_DEPLOYMENT: &str = "volcano-admission";
+pub const VOLCANO_SERVICE: &str = "volcano-admission-service";
+pub const VOLCANO_SECRET: &str = "volcano-admission-secret";
+pub const VOLCANO_CONFIG_MAP: &str = "volcano-admission-configmap";
+pub const VOLCANO_QUEUES_VALIDATE: &str = "volcano-admission-service-queues-validate";
+/// Where the Deployment mounts the Secret and the ConfigMap (its container args name files there).
+const VOLCANO_MOUNT: &str = "/admission.local.config/";
+
+/// The webhook-manager process that plays the admission Deployment's pod; killed when dropped.
+pub struct VolcanoPod(Child);
+
+impl Drop for VolcanoPod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Plays the chart's hook Job `volcano-admission-init` (skipped: `--no-hooks`), which makes the
+/// webhook's certificate for `<service>.<namespace>.svc` and stores it as Secret
+/// `volcano-admission-secret` (`tls.key`, `tls.crt`, `ca.crt`): made here with `openssl`.
+async fn volcano_admission_secret(client: &Client, dir: &Path) {
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl runs");
+        assert!(o.status.success(), "openssl {args:?}: {}", text(&o));
+    };
+    let host = format!("{VOLCANO_SERVICE}.{VOLCANO_NS}.svc");
+    std::fs::write(dir.join("san.cnf"), format!("subjectAltName=DNS:{host}\n")).unwrap();
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=volcano-admission-test-ca",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "tls.key",
+        "-out",
+        "tls.csr",
+        "-subj",
+        &format!("/CN={host}"),
+    ]);
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "tls.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "tls.crt",
+        "-days",
+        "1",
+        "-extfile",
+        "san.cnf",
+    ]);
+    let data: serde_json::Map<String, Value> = ["tls.key", "tls.crt", "ca.crt"]
+        .iter()
+        .map(|k| {
+            use base64::Engine;
+            let bytes = std::fs::read(dir.join(k)).unwrap();
+            (
+                k.to_string(),
+                json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
+            )
+        })
+        .collect();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), VOLCANO_NS);
+    let secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": VOLCANO_SECRET, "namespace": VOLCANO_NS}, "data": data});
+    secrets
+        .patch(
+            VOLCANO_SECRET,
+            &PatchParams::apply("test"),
+            &Patch::Apply(&secret),
+        )
+        .await
+        .unwrap();
+}
+
+/// The kubelet's part: the Deployment's Secret and ConfigMap volumes as files under `root`
+/// (`certificates/`, `configmap/`), where its container args point once the mount path is
+/// replaced by `root`.
+async fn volcano_volumes(client: &Client, root: &Path) {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), VOLCANO_NS);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), VOLCANO_NS);
+    let certs = root.join("certificates");
+    let config = root.join("configmap");
+    std::fs::create_dir_all(&certs).unwrap();
+    std::fs::create_dir_all(&config).unwrap();
+    let secret = secrets.get(VOLCANO_SECRET).await.unwrap();
+    for (k, v) in secret.data.unwrap_or_default() {
+        std::fs::write(certs.join(k), v.0).unwrap();
+    }
+    let cm = cms.get(VOLCANO_CONFIG_MAP).await.unwrap();
+    for (k, v) in cm.data.unwrap_or_default() {
+        std::fs::write(config.join(k), v).unwrap();
+    }
+}
+
+/// Plays the pod of the chart's Deployment `volcano-admission`: once helm has created it, makes
+/// the certificate Secret (the skipped hook Job's work), mounts the volumes, starts the harness's
+/// webhook-manager (same v1.15.1) with the Deployment's own container args, changed only where a
+/// pod and this machine differ (file paths under the mount, listen address and port, health
+/// address, kubeconfig), waits until it is healthy and has put its CA into the chart's webhook
+/// configurations (as it does in a cluster, `--ca-cert-file`), and gives the chart's Service a
+/// ready endpoint (the endpoint controller's part).
+pub async fn volcano_pod(
+    client: Client,
+    webhook_manager: String,
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+) -> VolcanoPod {
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), VOLCANO_NS);
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let args: Vec<String> = loop {
+        if let Some(d) = deployments.get_opt(VOLCANO_DEPLOYMENT).await.unwrap() {
+            break d.spec.unwrap().template.spec.unwrap().containers[0]
+                .args
+                .clone()
+                .unwrap_or_default();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "helm never created {VOLCANO_NS}/{VOLCANO_DEPLOYMENT}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let root = dir.join("volcano-admission");
+    std::fs::create_dir_all(&root).unwrap();
+    volcano_admission_secret(&client, &root).await;
+    volcano_volumes(&client, &root).await;
+    let ip = host_ip();
+    let port = free_port(&ip);
+    let health = free_port("127.0.0.1");
+    let mut cmd_args: Vec<String> = args
+        .iter()
+        .filter(|a| a.starts_with('-'))
+        .map(|a| a.replace(VOLCANO_MOUNT, &format!("{}/", root.display())))
+        .collect();
+    cmd_args.extend([
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--listen-address={ip}"),
+        format!("--port={port}"),
+        format!("--healthz-address=127.0.0.1:{health}"),
+    ]);
+    let start = || {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("volcano-admission.log"))
+            .unwrap();
+        Command::new(&webhook_manager)
+            .args(&cmd_args)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the harness's webhook-manager starts")
+    };
+    let mut pod = VolcanoPod(start());
+    let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    // Served over TLS with the webhook's certificate (issued for the Service's name).
+    let healthz = format!("https://127.0.0.1:{health}/healthz");
+    loop {
+        // restartPolicy Always
+        if matches!(pod.0.try_wait(), Ok(Some(_))) {
+            pod.0 = start();
+        }
+        let probe = Command::new("curl")
+            .args(["-fsSk", "--max-time", "2", &healthz])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        let injected = vwc
+            .get_opt(VOLCANO_QUEUES_VALIDATE)
+            .await
+            .unwrap()
+            .is_some_and(|w| {
+                w.webhooks.unwrap_or_default().iter().all(|h| {
+                    h.client_config
+                        .ca_bundle
+                        .as_ref()
+                        .is_some_and(|b| !b.0.is_empty())
+                })
+            });
+        if probe && injected {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let log =
+                std::fs::read_to_string(dir.join("volcano-admission.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            panic!(
+                "Volcano's webhook-manager did not become ready (healthz {probe}, CA injected {injected}); its log ends:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let slices: Api<EndpointSlice> = Api::namespaced(client, VOLCANO_NS);
+    let name = format!("{VOLCANO_SERVICE}-test");
+    let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "namespace": VOLCANO_NS,
+            "labels": {"kubernetes.io/service-name": VOLCANO_SERVICE}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
+        "ports": [{"name": "", "port": port, "protocol": "TCP"}]});
+    slices
+        .patch(&name, &PatchParams::apply("test"), &Patch::Apply(&slice))
+        .await
+        .unwrap();
+    pod
 }

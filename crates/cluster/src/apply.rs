@@ -851,7 +851,7 @@ fn providers(needed: &BTreeSet<TypeRef>) -> String {
                 "the Network Operator applies them once it reconciles the NicClusterPolicy's nvIpam: check that the operator runs"
             }
             "kueue.x-k8s.io" => "install Kueue (scheduling.kueue.install: helm runs it)",
-            "scheduling.volcano.sh" => "install Volcano",
+            "scheduling.volcano.sh" => "install Volcano (scheduling.volcano.install: helm runs it)",
             "monitoring.coreos.com" => {
                 "install the Prometheus Operator, or set monitoring.serviceMonitor: false and drop the alerts"
             }

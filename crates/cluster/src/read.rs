@@ -216,7 +216,7 @@ async fn owned_releases(
             .map(|g| g.to_string())
             .collect();
         r.objects = match crate::release::objects_in_groups(k, &groups).await {
-            Ok(o) => Reading::Read(o),
+            Ok(o) => Reading::Read(gpuctl_core::plan::uninstall::blocking(r.stack, o)),
             Err(e) => Reading::Failed(e.to_string()),
         };
     }

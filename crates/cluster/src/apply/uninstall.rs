@@ -44,7 +44,10 @@ pub(super) async fn refuse_blocked(
         if opts.force_uninstall {
             continue;
         }
-        let objects = crate::release::objects_in_groups(k, &step.api_groups).await?;
+        let objects = gpuctl_core::plan::uninstall::blocking(
+            step.stack,
+            crate::release::objects_in_groups(k, &step.api_groups).await?,
+        );
         if !objects.is_empty() {
             blocked.push(blocked_message(step, &objects));
         }
@@ -165,7 +168,10 @@ async fn remaining_objects(
         .collect();
     let start = Instant::now();
     loop {
-        let left = crate::release::objects_in_groups(k, &step.api_groups).await?;
+        let left = gpuctl_core::plan::uninstall::blocking(
+            step.stack,
+            crate::release::objects_in_groups(k, &step.api_groups).await?,
+        );
         let finishing = left.iter().any(|o| pruned.contains(o));
         if !opts.force_uninstall || !finishing || start.elapsed() >= opts.wait_timeout {
             return Ok(left);

@@ -1073,9 +1073,34 @@ pub struct Volcano {
     /// Volcano release, e.g. `v1.15.1`.
     #[serde(deserialize_with = "version_text")]
     pub version: String,
+    /// How Volcano itself is handled: `none` (the default: someone else runs it), `helm` (apply
+    /// installs Volcano's chart as release `volcano` in `volcano-system` before the first queue,
+    /// upgrades it when its values change, and uninstalls it, keeping the CRDs, once the
+    /// blueprint drops Volcano and no Volcano object is left) or `gitops` (gpuctl renders the
+    /// chart's values for a GitOps controller).
+    #[serde(default = "install_none")]
+    #[schemars(example = &"helm")]
+    pub install: InstallMode,
+    /// Where Volcano's chart comes from with `install: helm` (default: the chart Volcano
+    /// publishes, `volcano` in `https://volcano-sh.github.io/helm-charts`), as for
+    /// `gpuOperator.chart`.
+    #[serde(default)]
+    pub chart: ChartSourceSpec,
+    /// Chart values for Volcano's release (`install: helm` or `gitops`), passed as given, e.g.
+    /// `basic.image_registry` for a registry mirror or `custom.scheduler_replicas`. Only the
+    /// chart's own top-level sections (`basic`, `custom`, `service`) are accepted (GPU118).
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    #[schemars(example = volcano_values_example())]
+    pub values: serde_json::Map<String, serde_json::Value>,
     /// Queues.
     #[serde(default)]
     pub queues: Vec<VolcanoQueue>,
+}
+
+/// `gpuctl explain --fields` shows this for `scheduling.volcano.values`.
+fn volcano_values_example() -> serde_json::Value {
+    serde_json::json!({ "basic": { "image_registry": "registry.internal.example:5000" } })
 }
 
 /// A Volcano Queue.

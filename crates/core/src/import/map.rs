@@ -172,7 +172,7 @@ pub(super) fn blueprint(
     if matches!(&pcs, Y::List(l) if !l.is_empty()) {
         spec.push(("priorityClasses".into(), pcs));
     }
-    let (scheduling, queueing) = scheduling(&objects, catalog, &pool_names, chosen.kueue, draft);
+    let (scheduling, queueing) = scheduling(&objects, catalog, &pool_names, chosen, draft);
     spec.push(("scheduling".into(), scheduling));
     let tenants = tenants(&objects, &queueing, net.rdma_resource.as_deref(), draft);
     if matches!(&tenants, Y::List(l) if !l.is_empty()) {
@@ -1162,7 +1162,7 @@ fn scheduling(
     objects: &Objects<'_>,
     catalog: &Catalog,
     pools: &BTreeSet<String>,
-    kueue_release: Option<&crate::live::release::NamedRelease>,
+    chosen: &Chosen<'_>,
     draft: &mut Draft,
 ) -> (Y, Queueing) {
     let cqs = objects.of("kueue.x-k8s.io", "ClusterQueue");
@@ -1176,10 +1176,10 @@ fn scheduling(
         if !vqs.is_empty() {
             draft.warn(p, "the cluster has both Kueue ClusterQueues and Volcano queues; gpuctl manages one queueing system: Kueue was imported");
         }
-        return kueue(objects, &cqs, catalog, pools, kueue_release, draft);
+        return kueue(objects, &cqs, catalog, pools, chosen.kueue, draft);
     }
     if !vqs.is_empty() {
-        return volcano(&vqs, catalog, draft);
+        return volcano(&vqs, catalog, chosen.volcano, draft);
     }
     (
         Y::Map(vec![("queueing".into(), Y::s("none"))]),
@@ -1351,15 +1351,36 @@ fn flavor_resources(f: &Value, flavor: String) -> Y {
     Y::Map(e)
 }
 
-/// `scheduling.volcano`: the queues (its release is not recorded: the newest gpuctl knows).
-fn volcano(vqs: &[&Value], catalog: &Catalog, draft: &mut Draft) -> (Y, Queueing) {
+/// `scheduling.volcano`: the release (the chart version of Volcano's Helm release; without one,
+/// the newest gpuctl knows, said to be a guess) and the queues.
+fn volcano(
+    vqs: &[&Value],
+    catalog: &Catalog,
+    release: Option<&crate::live::release::NamedRelease>,
+    draft: &mut Draft,
+) -> (Y, Queueing) {
     let p = "spec.scheduling";
     let system = &catalog.queueing().volcano;
-    let version = newest_release(system).unwrap_or_default();
-    draft.warn(
-        &format!("{p}.volcano.version"),
-        format!("Volcano's queues do not record its release; {version} (the newest gpuctl knows) is a guess: set the one you run"),
-    );
+    let version = match release {
+        Some(r) => {
+            draft.comment(
+                &format!("{p}.volcano.version"),
+                format!(
+                    "the chart version of Helm release {}/{}; `install` stays `none`: with `helm`, gpuctl would upgrade the release with the values the blueprint gives",
+                    r.namespace, r.name
+                ),
+            );
+            super::releases::blueprint_version(&r.release.chart_version)
+        }
+        None => {
+            let version = newest_release(system).unwrap_or_default();
+            draft.warn(
+                &format!("{p}.volcano.version"),
+                format!("Volcano's queues do not record its release (no Helm release of its chart was found); {version} (the newest gpuctl knows) is a guess: set the one you run"),
+            );
+            version
+        }
+    };
     let mut queues = BTreeSet::new();
     let list = vqs
         .iter()

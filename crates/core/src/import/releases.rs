@@ -1,4 +1,4 @@
-//! Which Helm releases are the GPU Operator's, the Network Operator's and Kueue's: found by the
+//! Which Helm releases are the GPU Operator's, the Network Operator's, Kueue's and Volcano's: found by the
 //! chart they were installed from (the name in the release's `chart.metadata`), under any release
 //! name and in any namespace. Several releases of one chart, or one under another name than the
 //! one gpuctl manages, are named in warnings; nothing is picked silently.
@@ -15,11 +15,18 @@ pub enum Chart {
     NetworkOperator,
     /// Kueue.
     Kueue,
+    /// Volcano.
+    Volcano,
 }
 
 impl Chart {
     /// Every chart import looks for.
-    pub const ALL: [Chart; 3] = [Chart::GpuOperator, Chart::NetworkOperator, Chart::Kueue];
+    pub const ALL: [Chart; 4] = [
+        Chart::GpuOperator,
+        Chart::NetworkOperator,
+        Chart::Kueue,
+        Chart::Volcano,
+    ];
 
     /// The chart's name (`name` in its Chart.yaml), from the facts catalog and gpuctl's chart
     /// reference.
@@ -29,6 +36,7 @@ impl Chart {
             Chart::GpuOperator => last(crate::render::CHART),
             Chart::NetworkOperator => catalog.network().network_operator.chart.clone(),
             Chart::Kueue => last(&catalog.queueing().kueue_configuration.chart_reference),
+            Chart::Volcano => catalog.queueing().volcano_release.chart.clone(),
         }
     }
 
@@ -38,6 +46,7 @@ impl Chart {
             Chart::GpuOperator => crate::render::RELEASE_NAME,
             Chart::NetworkOperator => "network-operator",
             Chart::Kueue => "kueue",
+            Chart::Volcano => "volcano",
         }
     }
 
@@ -46,6 +55,7 @@ impl Chart {
             Chart::GpuOperator => "GPU Operator",
             Chart::NetworkOperator => "Network Operator",
             Chart::Kueue => "Kueue",
+            Chart::Volcano => "Volcano",
         }
     }
 
@@ -54,6 +64,7 @@ impl Chart {
             Chart::GpuOperator => "spec.gpuOperator",
             Chart::NetworkOperator => "spec.networkOperator",
             Chart::Kueue => "spec.scheduling.kueue",
+            Chart::Volcano => "spec.scheduling.volcano",
         }
     }
 
@@ -74,6 +85,8 @@ pub struct Chosen<'a> {
     pub network_operator: Option<&'a NamedRelease>,
     /// Kueue's release.
     pub kueue: Option<&'a NamedRelease>,
+    /// Volcano's release.
+    pub volcano: Option<&'a NamedRelease>,
     /// `(blueprint path, message)` for every chart with more than one release.
     pub notes: Vec<(String, String)>,
 }
@@ -85,6 +98,7 @@ impl<'a> Chosen<'a> {
             Chart::GpuOperator => self.gpu_operator,
             Chart::NetworkOperator => self.network_operator,
             Chart::Kueue => self.kueue,
+            Chart::Volcano => self.volcano,
         }
     }
 }
@@ -148,6 +162,7 @@ pub fn choose<'a>(releases: &'a [NamedRelease], catalog: &Catalog) -> Chosen<'a>
             Chart::GpuOperator => chosen.gpu_operator = Some(first),
             Chart::NetworkOperator => chosen.network_operator = Some(first),
             Chart::Kueue => chosen.kueue = Some(first),
+            Chart::Volcano => chosen.volcano = Some(first),
         }
     }
     chosen
@@ -208,6 +223,10 @@ mod tests {
         assert_eq!(
             Chart::of("gpu-operator", Catalog::embedded()),
             Some(Chart::GpuOperator)
+        );
+        assert_eq!(
+            Chart::of("volcano", Catalog::embedded()),
+            Some(Chart::Volcano)
         );
         assert_eq!(Chart::of("nginx", Catalog::embedded()), None);
         assert_eq!(blueprint_version("26.4.1"), "v26.4.1");

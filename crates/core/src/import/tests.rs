@@ -633,6 +633,43 @@ fn kueues_release_gives_its_version_and_leaves_install_alone() {
     assert!(imported.yaml.contains("Helm release kueue-system/queues"));
 }
 
+/// Volcano's Helm release (found by its chart, `volcano`, under any name) gives
+/// `scheduling.volcano.version`; `install` stays `none`. Without it the version is a guess, said.
+#[test]
+fn volcanos_release_gives_its_version_and_leaves_install_alone() {
+    let file = "inference-mig.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (live, mut ctx) = hand_built(&bp, &set);
+    let without = import(&live, &ctx, catalog(), &opts());
+    assert!(warned(
+        &without,
+        "Volcano's queues do not record its release"
+    ));
+    let mut releases = ctx.releases.clone().unwrap();
+    releases.push(crate::live::release::NamedRelease {
+        name: "batch".into(),
+        namespace: "volcano-system".into(),
+        release: crate::live::release::LiveRelease {
+            revision: 2,
+            status: "deployed".into(),
+            chart: "volcano".into(),
+            chart_version: "1.14.4".into(),
+            values: json!({}),
+        },
+    });
+    ctx.releases = Some(releases);
+    let imported = import(&live, &ctx, catalog(), &opts());
+    assert!(imported.valid, "{}", imported.yaml);
+    let v = parsed(&imported);
+    assert_eq!(v["spec"]["scheduling"]["volcano"]["version"], "v1.14.4");
+    assert!(v["spec"]["scheduling"]["volcano"]["install"].is_null());
+    assert!(!warned(
+        &imported,
+        "Volcano's queues do not record its release"
+    ));
+    assert!(imported.yaml.contains("Helm release volcano-system/batch"));
+}
+
 /// A cluster that records no driver version anywhere (no Helm values, NVIDIADriver CR,
 /// ClusterPolicy or node label) imports with the chart default driver of the release it guesses
 /// (the newest release the catalog knows, since no Helm release was found), read from

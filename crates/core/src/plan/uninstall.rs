@@ -4,7 +4,8 @@
 //! release: one installed by hand, by another tool or for another blueprint carries no such
 //! record and is never touched, nor is a release of a stack the blueprint still declares (with
 //! `install: gitops` or `none`, something else installs it now). The uninstall is refused while
-//! objects of the stack's API groups exist (a NicClusterPolicy, a ClusterQueue): the plan names
+//! objects of the stack's API groups exist (a NicClusterPolicy, a ClusterQueue, a Volcano Queue
+//! other than Volcano's own `root` and `default`): the plan names
 //! them, and `apply --force-uninstall` goes ahead anyway. CRDs are never deleted.
 
 use serde::{Deserialize, Serialize};
@@ -63,7 +64,40 @@ pub fn api_groups(stack: Stack) -> &'static [&'static str] {
         // NicClusterPolicy and the network CRs, and nv-ipam's pools (a subchart of it).
         Stack::NetworkOperator => &["mellanox.com", "nv-ipam.nvidia.com"],
         Stack::Kueue => &["kueue.x-k8s.io"],
+        // Every group Volcano's chart serves a CRD of (queues and pod groups, jobs and cron jobs,
+        // job flows, bus commands, NUMA topologies, hypernodes, node shards, colocation configs).
+        Stack::Volcano => &[
+            "scheduling.volcano.sh",
+            "batch.volcano.sh",
+            "bus.volcano.sh",
+            "flow.volcano.sh",
+            "nodeinfo.volcano.sh",
+            "topology.volcano.sh",
+            "shard.volcano.sh",
+            "config.volcano.sh",
+        ],
     }
+}
+
+/// Objects of a stack's groups that the stack itself makes and keeps, which no user can delete:
+/// they never block its uninstall. Volcano's controllers create the `root` and `default` queues,
+/// and its admission webhook refuses to delete either (volcano-sh/volcano v1.15.1
+/// pkg/webhooks/admission/queues/validate/validate_queue.go, validateQueueDeleting).
+pub fn own_objects(stack: Stack) -> &'static [&'static str] {
+    match stack {
+        Stack::Volcano => &["Queue/root", "Queue/default"],
+        _ => &[],
+    }
+}
+
+/// The objects (`Kind/ns/name`) of `stack`'s groups that keep its uninstall from running: all but
+/// [`own_objects`].
+pub fn blocking(stack: Stack, objects: Vec<String>) -> Vec<String> {
+    let own = own_objects(stack);
+    objects
+        .into_iter()
+        .filter(|o| !own.contains(&o.as_str()))
+        .collect()
 }
 
 /// The [`crate::names::STACK_LABEL`] value of `stack` (its plan spelling: `network-operator`).
@@ -248,4 +282,47 @@ pub fn helm_runs(plan: &Plan) -> Vec<HelmRun> {
         verb: "uninstall",
     }));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Volcano's own `root` and `default` queues never block its uninstall; every other object of
+    /// its groups does, and other stacks keep every object.
+    #[test]
+    fn blocking_objects_leave_out_the_stacks_own() {
+        let objects = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (stack, found, want) in [
+            (
+                Stack::Volcano,
+                &["Queue/default", "Queue/root"][..],
+                &[][..],
+            ),
+            (
+                Stack::Volcano,
+                &[
+                    "Job/team/train",
+                    "Queue/default",
+                    "Queue/root",
+                    "Queue/team-a",
+                ][..],
+                &["Job/team/train", "Queue/team-a"][..],
+            ),
+            (
+                Stack::Kueue,
+                &["ClusterQueue/default"][..],
+                &["ClusterQueue/default"][..],
+            ),
+            (
+                Stack::NetworkOperator,
+                &["Queue/root"][..],
+                &["Queue/root"][..],
+            ),
+        ] {
+            assert_eq!(blocking(stack, objects(found)), objects(want), "{stack:?}");
+        }
+        assert!(api_groups(Stack::Volcano).contains(&"scheduling.volcano.sh"));
+        assert!(api_groups(Stack::Volcano).contains(&"batch.volcano.sh"));
+    }
 }

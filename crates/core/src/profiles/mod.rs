@@ -51,7 +51,8 @@ pub use operator::{
 pub use queueing::{
     Affixes, Composition, ConfigMapKey, KUEUE_API_VERSIONS, KUEUE_API_VERSIONS_FROM_ALPHA,
     KueueChart, KueueConfiguration, KueueMessages, QueueSystem, ReleaseLine, ReleaseProblem,
-    RequiredValue, SchedulingMessages, VolcanoHierarchy, VolcanoMessages,
+    RequiredValue, SchedulingMessages, VolcanoChart, VolcanoHierarchy, VolcanoMessages,
+    VolcanoRelease,
 };
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};
@@ -176,6 +177,8 @@ pub struct Queueing {
     pub composition: Composition,
     /// Volcano's hierarchical queues.
     pub volcano_hierarchy: VolcanoHierarchy,
+    /// Volcano's own Helm release.
+    pub volcano_release: VolcanoRelease,
     /// The Kueue and Volcano texts the doctor matches.
     pub messages: SchedulingMessages,
 }

@@ -33,6 +33,7 @@ pub(super) struct QueueingFile {
     pub(super) kueue_configuration: KueueConfiguration,
     pub(super) composition: Composition,
     pub(super) volcano_hierarchy: VolcanoHierarchy,
+    pub(super) volcano_release: VolcanoRelease,
     pub(super) scheduling_messages: SchedulingMessages,
 }
 
@@ -225,6 +226,98 @@ impl KueueConfiguration {
             .map(|c| c.release.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// Volcano's own Helm release (`scheduling.volcano.install: helm` or `gitops`): where its chart is
+/// published, the release name and namespace, and the chart per Volcano release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolcanoRelease {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+    /// The Helm repository Volcano publishes its chart in.
+    pub chart_repository: String,
+    /// The chart's name there (`volcano`).
+    pub chart: String,
+    /// Release name (`volcano`).
+    pub release: String,
+    /// Release namespace (`volcano-system`).
+    pub namespace: String,
+    /// Volcano's chart per release gpuctl installs.
+    pub charts: Vec<VolcanoChart>,
+}
+
+/// Volcano's Helm chart of one Volcano release, as read from the chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolcanoChart {
+    /// The Volcano release (`v1.15.1`).
+    pub release: String,
+    /// The chart's `version` (`1.15.1`): what helm installs, pins and lists.
+    pub version: String,
+    /// The chart's `appVersion`.
+    pub app_version: String,
+    /// The CRDs the chart installs (as templates: helm would delete them with the release).
+    pub crds: Vec<String>,
+    /// The top-level sections of the chart's values.yaml.
+    pub values_sections: Vec<String>,
+    /// The chart's hook Jobs (pre-install, pre-upgrade).
+    #[serde(default)]
+    pub hook_jobs: Vec<String>,
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PartialDate>,
+}
+
+impl VolcanoRelease {
+    /// The chart of Volcano release `version` (`v1.15.1` or `1.15.1`), if gpuctl knows it.
+    pub fn chart_of(&self, version: &str) -> Option<&VolcanoChart> {
+        let want = version.trim().trim_start_matches('v');
+        self.charts
+            .iter()
+            .find(|c| c.release.trim_start_matches('v') == want)
+    }
+
+    /// The Volcano releases whose chart gpuctl knows, for messages (`v1.15.1`).
+    pub fn chart_releases(&self) -> String {
+        self.charts
+            .iter()
+            .map(|c| c.release.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Problems in the table itself.
+    pub(super) fn check(&self) -> Result<(), String> {
+        for c in &self.charts {
+            if parse(&c.release).is_none() {
+                return Err(format!(
+                    "volcano_release.charts: `{}` is not a release",
+                    c.release
+                ));
+            }
+            if c.version.is_empty() || c.version.starts_with('v') {
+                return Err(format!(
+                    "volcano_release.charts {}: chart version `{}` is not a chart version (Volcano publishes it without `v`)",
+                    c.release, c.version
+                ));
+            }
+            if c.crds.is_empty() || c.source.iter().all(|s| s.trim().is_empty()) {
+                return Err(format!(
+                    "volcano_release.charts {} has no CRDs or no `source:`",
+                    c.release
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -632,6 +725,23 @@ pub(super) fn load_queueing(
             &c.source,
         )?;
     }
+    sourced(
+        sources,
+        F,
+        Some("volcano_release"),
+        &file.volcano_release.source,
+    )?;
+    file.volcano_release
+        .check()
+        .map_err(|m| inconsistent(F, m))?;
+    for c in &file.volcano_release.charts {
+        sourced(
+            sources,
+            F,
+            Some(&format!("volcano_release.charts.{}", c.release)),
+            &c.source,
+        )?;
+    }
     sourced(sources, F, Some("composition"), &file.composition.source)?;
     sourced(
         sources,
@@ -658,6 +768,11 @@ pub(super) fn load_queueing(
         file.kueue_configuration.read,
     );
     log.row(
+        "volcano_release",
+        &file.volcano_release.source,
+        file.volcano_release.read,
+    );
+    log.row(
         "composition",
         &file.composition.source,
         file.composition.read,
@@ -678,6 +793,7 @@ pub(super) fn load_queueing(
         kueue_configuration: file.kueue_configuration,
         composition: file.composition,
         volcano_hierarchy: file.volcano_hierarchy,
+        volcano_release: file.volcano_release,
         messages: file.scheduling_messages,
     })
 }
@@ -705,6 +821,41 @@ mod tests {
             assert_eq!(got, want, "{release:?}");
         }
         assert_eq!(k.chart_releases(), "v0.19.2");
+    }
+
+    /// Volcano's chart per Volcano release, as read from the chart; releases whose chart gpuctl
+    /// does not know have none; the table's own checks.
+    #[test]
+    fn volcano_chart_per_release() {
+        let v = &Catalog::embedded().queueing().volcano_release;
+        assert_eq!(v.check(), Ok(()));
+        for (release, want) in [
+            ("v1.15.1", Some("1.15.1")),
+            ("1.15.1", Some("1.15.1")),
+            (" v1.15.1 ", Some("1.15.1")),
+            ("v1.14.4", None),
+            ("", None),
+        ] {
+            let got = v.chart_of(release).map(|c| c.version.as_str());
+            assert_eq!(got, want, "{release:?}");
+        }
+        assert_eq!(v.chart_releases(), "v1.15.1");
+        assert_eq!(
+            (v.release.as_str(), v.namespace.as_str()),
+            ("volcano", "volcano-system")
+        );
+        for (edit, want) in [
+            (
+                (|c: &mut super::VolcanoChart| c.version = "v1.15.1".into()) as fn(&mut _),
+                "is not a chart version",
+            ),
+            (|c| c.release = "latest".into(), "is not a release"),
+            (|c| c.crds.clear(), "no CRDs"),
+        ] {
+            let mut bad = v.clone();
+            edit(&mut bad.charts[0]);
+            assert!(bad.check().unwrap_err().contains(want), "{want}");
+        }
     }
 
     /// A chart row with a `v` in its version, an unparsable release or no source is refused.

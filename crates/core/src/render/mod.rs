@@ -16,6 +16,7 @@ pub mod rendered;
 mod runbook;
 mod templates;
 mod text;
+pub mod volcano;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -308,7 +309,28 @@ pub fn render(
     network::documents(bp, network.as_ref(), &mut documents)?;
     network::kubelet_documents(bp, catalog, templates, &mut documents)?;
 
-    // The other stacks' releases gpuctl installs (`helm`) or hands to GitOps, in [`Stack`] order.
+    let (releases, undeclared) = other_releases(bp, catalog, &name, network, &mut documents);
+
+    Ok(RenderedSet {
+        blueprint: name,
+        objects,
+        node_patches: plan.node_patches,
+        helm,
+        releases,
+        undeclared,
+        documents,
+    })
+}
+
+/// The other stacks' releases gpuctl installs (`helm`) or hands to GitOps, in [`Stack`] order,
+/// with their values documents, and the stacks the blueprint does not declare at all.
+fn other_releases(
+    bp: &crate::blueprint::Blueprint,
+    catalog: &Catalog,
+    name: &str,
+    network: Option<HelmRelease>,
+    documents: &mut BTreeMap<String, String>,
+) -> (Vec<HelmRelease>, Vec<Stack>) {
     let kueue = bp
         .spec
         .scheduling
@@ -340,10 +362,25 @@ pub fn render(
             ),
         );
     }
-    let releases = network
+    let volcano = bp
+        .spec
+        .scheduling
+        .volcano
+        .as_ref()
+        .filter(|_| bp.spec.scheduling.queueing == crate::blueprint::Queueing::Volcano)
+        .filter(|v| v.install != crate::blueprint::InstallMode::None)
+        .map(|v| volcano::release(v, &catalog.queueing().volcano_release));
+    if let Some(r) = &volcano {
+        documents.insert(
+            volcano::VOLCANO_VALUES.to_string(),
+            volcano::values_document(r, name),
+        );
+    }
+    let releases: Vec<HelmRelease> = network
         .into_iter()
         .filter(|r| r.install != crate::blueprint::InstallMode::None)
         .chain(kueue)
+        .chain(volcano)
         .collect();
     // What the blueprint does not use at all (the GPU Operator it always declares).
     let undeclared = [
@@ -352,20 +389,15 @@ pub fn render(
             Stack::Kueue,
             bp.spec.scheduling.queueing != crate::blueprint::Queueing::Kueue,
         ),
+        (
+            Stack::Volcano,
+            bp.spec.scheduling.queueing != crate::blueprint::Queueing::Volcano,
+        ),
     ]
     .into_iter()
     .filter_map(|(stack, absent)| absent.then_some(stack))
     .collect();
-
-    Ok(RenderedSet {
-        blueprint: name,
-        objects,
-        node_patches: plan.node_patches,
-        helm,
-        releases,
-        undeclared,
-        documents,
-    })
+    (releases, undeclared)
 }
 
 /// A template's output waiting to be parsed.

@@ -153,6 +153,8 @@ pub enum Stack {
     NetworkOperator,
     /// Kueue.
     Kueue,
+    /// Volcano.
+    Volcano,
 }
 
 impl Stack {
@@ -160,11 +162,11 @@ impl Stack {
     /// webhooks): apply runs the release just before that phase. The GPU Operator provides the
     /// NVIDIADriver CRD, the Network Operator the NicClusterPolicy and network CRDs (both
     /// applied in the operator phase, GPU Operator first: its Node Feature Discovery serves
-    /// both); Kueue its queue CRDs and webhooks (the queues phase).
+    /// both); Kueue and Volcano their queue CRDs and webhooks (the queues phase).
     pub fn before(self) -> Phase {
         match self {
             Stack::GpuOperator | Stack::NetworkOperator => Phase::Operator,
-            Stack::Kueue => Phase::Queues,
+            Stack::Kueue | Stack::Volcano => Phase::Queues,
         }
     }
 
@@ -174,6 +176,7 @@ impl Stack {
             Stack::GpuOperator => "GPU Operator",
             Stack::NetworkOperator => "Network Operator",
             Stack::Kueue => "Kueue",
+            Stack::Volcano => "Volcano",
         }
     }
 
@@ -183,12 +186,13 @@ impl Stack {
             Stack::GpuOperator => "spec.gpuOperator",
             Stack::NetworkOperator => "spec.networkOperator",
             Stack::Kueue => "spec.scheduling.kueue",
+            Stack::Volcano => "spec.scheduling.volcano",
         }
     }
 }
 
-/// A Helm release gpuctl installs or hands to GitOps: the GPU Operator's, Kueue's, the Network
-/// Operator's.
+/// A Helm release gpuctl installs or hands to GitOps: the GPU Operator's, Kueue's, Volcano's, the
+/// Network Operator's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HelmRelease {
     /// What it installs (absent in plans made before gpuctl installed other releases: the GPU
@@ -329,7 +333,7 @@ pub struct RenderedSet {
     /// The GPU Operator's Helm release.
     pub helm: HelmRelease,
     /// The other stacks' Helm releases the blueprint has gpuctl install or hand to GitOps
-    /// (Kueue, the Network Operator), in [`Stack`] order.
+    /// (the Network Operator, Kueue, Volcano), in [`Stack`] order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub releases: Vec<HelmRelease>,
     /// The stacks the blueprint does not declare at all (`install: none` and `gitops` count as

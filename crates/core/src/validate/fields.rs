@@ -338,6 +338,10 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.scheduling.kueue.chart.repository",
             "spec.scheduling.kueue.chart.oci",
             "spec.scheduling.kueue.chart.path",
+            "spec.scheduling.volcano.chart",
+            "spec.scheduling.volcano.chart.repository",
+            "spec.scheduling.volcano.chart.oci",
+            "spec.scheduling.volcano.chart.path",
             "spec.networkOperator.chart",
             "spec.networkOperator.chart.repository",
             "spec.networkOperator.chart.oci",
@@ -357,6 +361,7 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.gpuOperator.chart",
             "spec.gpuOperator.images",
             "spec.scheduling.kueue.chart",
+            "spec.scheduling.volcano.chart",
             "spec.networkOperator.chart",
         ],
     ),
@@ -397,6 +402,13 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
         ],
     ),
     ("GPU117", &["spec.tenants[].quota"]),
+    (
+        "GPU118",
+        &[
+            "spec.scheduling.volcano.install",
+            "spec.scheduling.volcano.values",
+        ],
+    ),
     (
         "GPU130",
         &["spec.nodePools[].topology.network.gpuDirectRDMA"],

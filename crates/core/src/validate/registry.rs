@@ -547,6 +547,13 @@ rules! {
         source: "profiles/queueing.yaml (composition: Kueue cohort borrowing and lending)",
         example: "clusterQueues:\n  - {name: cq-dev, resources: [{pool: a, quota: {nvidia.com/gpu: 16}}]}   # no cohort\ntenants:\n  - {name: dev, queue: cq-dev, quota: {nvidia.com/gpu: 32}}   # 16 are unreachable\n",
     }
+    "GPU118" "volcano-release" "volcano" Error {
+        checks: "With `scheduling.volcano.install: helm` or `gitops`: a Volcano release whose chart gpuctl knows (`profiles/queueing.yaml` `volcano_release.charts`), and `scheduling.volcano.values` keys only among the chart's top-level value sections (`basic`, `custom`, `service`); with `install: none`, no `values` (gpuctl renders none).",
+        why: "gpuctl installs Volcano's chart at the version of the declared release: for a release it has no chart facts for it would pin a chart version nobody checked. Helm ignores values the chart does not read, so a misplaced key (`scheduler_replicas` at the top instead of under `custom`) changes nothing and says nothing.",
+        fix: "Use a release the finding lists, or `install: none` when Volcano is installed by someone else; put each value under its section (`custom: {scheduler_replicas: 2}`).",
+        source: "profiles/queueing.yaml (volcano_release: Volcano v1.15.1's chart, installer/helm/chart/volcano)",
+        example: "scheduling:\n  volcano:\n    version: v1.15.1\n    install: helm\n    values: {scheduler_replicas: 2}\n",
+    }
     "GPU130" "rdma-fabric" "network" Error {
         checks: "A pool that sets `topology.network.gpuDirectRDMA: true` has an RDMA fabric (`infiniband` or `roce`).",
         why: "Plain Ethernet has no RDMA transport: NCCL falls back to TCP sockets and multi-node training runs at a fraction of the expected bandwidth, with nothing failing loudly.",

@@ -848,6 +848,30 @@ fn base_cases() -> Vec<Case> {
             vec![("version: v1.15.1", "version: latest")],
         ),
         (
+            "GPU118",
+            v.clone(),
+            vec![(
+                "version: v1.15.1\n",
+                "version: v1.14.4\n      install: helm\n",
+            )],
+        ),
+        (
+            "GPU118",
+            v.clone(),
+            vec![(
+                "version: v1.15.1\n",
+                "version: v1.15.1\n      install: gitops\n      values: { scheduler_replicas: 2 }\n",
+            )],
+        ),
+        (
+            "GPU118",
+            v.clone(),
+            vec![(
+                "version: v1.15.1\n",
+                "version: v1.15.1\n      values: { custom: { scheduler_replicas: 2 } }\n",
+            )],
+        ),
+        (
             "GPU084",
             v.clone(),
             vec![("version: v1.15.1", "version: v1.3.0")],
@@ -1452,6 +1476,15 @@ fn base_passing_cases() -> Vec<Case> {
             v.clone(),
             vec![("version: v1.15.1", "version: v1.14.2")],
         ),
+        (
+            "GPU118",
+            v.clone(),
+            vec![(
+                "version: v1.15.1\n",
+                "version: v1.15.1\n      install: helm\n      chart: { repository: https://charts.internal.example.com/volcano }\n      values: { basic: { image_registry: registry.internal.example:5000 }, custom: { scheduler_replicas: 2 } }\n",
+            )],
+        ),
+        ("GPU118", v.clone(), vec![("version: v1.15.1\n", "version: v1.14.4\n      install: none\n")]),
         ("GPU081", v.clone(), vec![]),
         // Under Kueue the queue governs what the tenant gets: its nominal quota must fit the
         // pools, the tenant's quota need only be at least what the queue admits.

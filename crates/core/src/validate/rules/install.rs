@@ -15,7 +15,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     consistency(ctx);
 }
 
-/// Every chart source the blueprint names: the GPU Operator's, Kueue's, the Network Operator's,
+/// Every chart source the blueprint names: the GPU Operator's, Kueue's, Volcano's, the Network Operator's,
 /// with their field paths and install modes.
 fn charts(ctx: &Ctx<'_>) -> Vec<(&'static str, crate::blueprint::ChartSourceSpec, InstallMode)> {
     let spec = &ctx.bp.spec;
@@ -23,6 +23,9 @@ fn charts(ctx: &Ctx<'_>) -> Vec<(&'static str, crate::blueprint::ChartSourceSpec
     let mut out = vec![(CHART, op.chart.clone(), op.install)];
     if let Some(k) = &spec.scheduling.kueue {
         out.push(("spec.scheduling.kueue.chart", k.chart.clone(), k.install));
+    }
+    if let Some(v) = &spec.scheduling.volcano {
+        out.push(("spec.scheduling.volcano.chart", v.chart.clone(), v.install));
     }
     if let Some(n) = &spec.network_operator {
         out.push(("spec.networkOperator.chart", n.chart.clone(), n.install));

@@ -1,9 +1,9 @@
 //! Volcano queues: weight, guarantee <= deserved <= capability, hierarchy, leaf binding
-//! (GPU080-GPU083), and the declared release (GPU084).
+//! (GPU080-GPU083), the declared release (GPU084), and Volcano's own Helm release (GPU118).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::blueprint::{Queueing, VolcanoQueue};
+use crate::blueprint::{InstallMode, Queueing, VolcanoQueue};
 use crate::quantity::parse_nonneg_milli;
 use crate::validate::Ctx;
 
@@ -22,6 +22,8 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             p.message(releases),
             p.hint(releases),
         );
+    } else {
+        helm_release(ctx, v);
     }
     let limits = ctx.catalog.limits();
     let (wmin, wmax, max_depth) = (
@@ -67,6 +69,52 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
     }
     sums(ctx, v);
     leaf_binding(ctx, v);
+}
+
+/// GPU118: with `install: helm` or `gitops`, a Volcano release whose chart gpuctl knows; `values`
+/// only under the chart's own top-level sections, and only when gpuctl renders them.
+fn helm_release(ctx: &mut Ctx<'_>, v: &crate::blueprint::Volcano) {
+    const BASE: &str = "spec.scheduling.volcano";
+    let facts = &ctx.catalog.queueing().volcano_release;
+    let chart = facts.chart_of(&v.version);
+    if v.install != InstallMode::None && chart.is_none() {
+        ctx.emit(
+            "GPU118",
+            format!("{BASE}.install"),
+            format!(
+                "gpuctl cannot install Volcano {}'s chart: it knows the chart of {}",
+                v.version,
+                facts.chart_releases()
+            ),
+            "use one of those releases, or `install: none` when Volcano is installed by someone else",
+        );
+    }
+    if v.install == InstallMode::None && !v.values.is_empty() {
+        ctx.emit(
+            "GPU118",
+            format!("{BASE}.values"),
+            "`install: none` means gpuctl renders no Volcano chart values, so `values` is not used",
+            "set `install: helm` (or `gitops`), or drop `values`",
+        );
+        return;
+    }
+    let Some(chart) = chart else {
+        return;
+    };
+    for key in v.values.keys() {
+        if !chart.values_sections.contains(key) {
+            ctx.emit_at_key(
+                "GPU118",
+                crate::blueprint::yaml::join(&format!("{BASE}.values"), key),
+                format!(
+                    "`{key}` is not a section of Volcano {}'s chart values ({})",
+                    chart.release,
+                    chart.values_sections.join(", ")
+                ),
+                "put the setting under its section, e.g. `custom: {scheduler_replicas: 2}` (`helm show values volcano-sh/volcano`)",
+            );
+        }
+    }
 }
 
 /// The queues by name, with their index.
