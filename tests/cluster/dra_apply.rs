@@ -618,6 +618,49 @@ async fn dra_shapes_applied_by_gpuctl_are_allocated_by_the_real_scheduler() {
             );
         }
     }
+    // `gpuctl status` counts what the driver publishes and the claims hold, under the device
+    // plugin's names: per pool its published GPUs or MIG devices and those allocated, per tenant
+    // what its claims hold (the unbound pods hold nothing).
+    let o = gpuctl(&["status", bp, "-o", "json"], &kc);
+    assert!(
+        o.status.success(),
+        "status: {}",
+        support::releases::text(&o)
+    );
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = |pool_name: &str, resource: &str| -> (u64, u64) {
+        let pool = report["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == pool_name)
+            .unwrap_or_else(|| panic!("pool {pool_name}: {report:#}"));
+        let r = pool["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == resource)
+            .unwrap_or_else(|| panic!("{pool_name} {resource}: {pool:#}"));
+        (
+            r["capacity"].as_u64().unwrap(),
+            r["allocated"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(row(&pool("h100"), "nvidia.com/gpu"), (8, 4));
+    assert_eq!(row(&pool("a100"), "nvidia.com/gpu"), (2, 1));
+    assert_eq!(row(&pool("mig"), "nvidia.com/mig-1g.10gb"), (7, 1));
+    let tenant = report["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == format!("{p}-t"))
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(
+        tenant["allocated"],
+        json!({"nvidia.com/gpu": 5, "nvidia.com/mig-1g.10gb": 1}),
+        "{tenant:#}"
+    );
+
     eprintln!(
         "dra_alloc: cluster up {up:.1}s, nodes+apply {:.1}s, pods created {:.1}s, bound {:.1}s, done {:.1}s",
         applied - up,

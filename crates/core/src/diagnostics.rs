@@ -60,6 +60,10 @@ pub enum DiagKind {
     ClusterPolicy,
     /// GPU Operator NVIDIADriver.
     NvidiaDriver,
+    /// resource.k8s.io/v1 ResourceClaim (DRA).
+    ResourceClaim,
+    /// resource.k8s.io/v1 ResourceSlice (DRA: what a driver publishes per node).
+    ResourceSlice,
 }
 
 /// One kind to list: `(kind, group, Kind, versions tried in order, field selector)`; the cluster
@@ -136,6 +140,20 @@ pub const DIAGNOSTIC_KINDS: &[(DiagKind, &str, &str, &[&str], &str)] = &[
         &["v1alpha1"],
         "",
     ),
+    (
+        DiagKind::ResourceClaim,
+        "resource.k8s.io",
+        "ResourceClaim",
+        &["v1"],
+        "",
+    ),
+    (
+        DiagKind::ResourceSlice,
+        "resource.k8s.io",
+        "ResourceSlice",
+        &["v1"],
+        "",
+    ),
 ];
 
 /// The kinds each Day-2 command reads, and nothing else: a kind a command leaves out is neither
@@ -157,6 +175,8 @@ pub const DOCTOR_READS: &[DiagKind] = &[
     DiagKind::VolcanoQueue,
     DiagKind::ClusterPolicy,
     DiagKind::NvidiaDriver,
+    DiagKind::ResourceClaim,
+    DiagKind::ResourceSlice,
 ];
 
 /// What `gpuctl status` reads (see [`DOCTOR_READS`]).
@@ -166,6 +186,8 @@ pub const STATUS_READS: &[DiagKind] = &[
     DiagKind::ResourceQuota,
     DiagKind::ClusterQueue,
     DiagKind::VolcanoQueue,
+    DiagKind::ResourceClaim,
+    DiagKind::ResourceSlice,
 ];
 
 impl DiagKind {
@@ -291,6 +313,15 @@ pub struct Diagnostics {
     /// GPU Operator NVIDIADriver CRs with `status.state` and conditions.
     #[serde(default)]
     pub nvidia_drivers: Vec<Value>,
+    /// DRA ResourceClaims that are allocated, trimmed to what status counts: namespace, name,
+    /// `status.allocation.devices.results` (driver, pool, device) and `status.reservedFor` (the
+    /// spec, with any opaque driver configuration, is not kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_claims: Vec<Value>,
+    /// DRA ResourceSlices, trimmed to the driver, node, pool and each device's name, `type` and
+    /// `profile` attributes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_slices: Vec<Value>,
     /// Kinds not read (or not read whole) and why, sorted by kind.
     #[serde(default)]
     pub unread: Vec<Unread>,
@@ -481,7 +512,9 @@ impl Diagnostics {
             Default::default()
         };
         for mut v in items {
-            strip(&mut v);
+            if !trim(kind, &mut v) {
+                continue;
+            }
             macro_rules! typed {
                 ($vec:expr) => {{
                     if $vec.len() >= limit {
@@ -558,6 +591,8 @@ impl Diagnostics {
                 DiagKind::VolcanoQueue => untyped!(self.volcano_queues),
                 DiagKind::ClusterPolicy => untyped!(self.cluster_policies),
                 DiagKind::NvidiaDriver => untyped!(self.nvidia_drivers),
+                DiagKind::ResourceClaim => untyped!(self.resource_claims),
+                DiagKind::ResourceSlice => untyped!(self.resource_slices),
             }
         }
         if kind == DiagKind::Event && self.events.len() > limit {
@@ -608,6 +643,8 @@ impl Diagnostics {
             &mut self.volcano_queues,
             &mut self.cluster_policies,
             &mut self.nvidia_drivers,
+            &mut self.resource_claims,
+            &mut self.resource_slices,
         ] {
             v.sort_by_key(value_ns_name);
         }
@@ -692,6 +729,21 @@ pub fn event_time(e: &Event) -> String {
 
 /// Removes what readers never use and what would make captures large or leak: managedFields and
 /// the `last-applied-configuration` annotation.
+/// What is kept of an object before it is stored ([`strip`]; DRA claims and slices trimmed to
+/// what status counts); `false`: not kept (a claim that is not allocated).
+fn trim(kind: DiagKind, v: &mut Value) -> bool {
+    strip(v);
+    match kind {
+        DiagKind::ResourceClaim => match trim_claim(v) {
+            Some(t) => *v = t,
+            None => return false,
+        },
+        DiagKind::ResourceSlice => *v = trim_slice(v),
+        _ => {}
+    }
+    true
+}
+
 fn strip(v: &mut Value) {
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("managedFields");
@@ -725,6 +777,52 @@ fn mask_env(pod: &mut Value) {
 
 /// Whether a pod (JSON) requests or limits an accelerator resource in any container.
 /// Whether a pod claims devices through Dynamic Resource Allocation (`spec.resourceClaims`).
+/// An allocated ResourceClaim as status keeps it (`None`: not allocated, nothing to count).
+fn trim_claim(v: &Value) -> Option<Value> {
+    let results = v["status"]["allocation"]["devices"]["results"].as_array()?;
+    let results: Vec<Value> = results
+        .iter()
+        .map(|r| serde_json::json!({"driver": r["driver"], "pool": r["pool"], "device": r["device"], "request": r["request"]}))
+        .collect();
+    let reserved: Vec<Value> = v["status"]["reservedFor"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| serde_json::json!({"resource": r["resource"], "name": r["name"]}))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(serde_json::json!({
+        "apiVersion": v["apiVersion"], "kind": v["kind"],
+        "metadata": {"namespace": v["metadata"]["namespace"], "name": v["metadata"]["name"]},
+        "status": {"allocation": {"devices": {"results": results}}, "reservedFor": reserved},
+    }))
+}
+
+/// A ResourceSlice as status keeps it: driver, node, pool, and per device its name and the
+/// `type` and `profile` attributes (NVIDIA's driver: `gpu` or `mig`, and the MIG profile).
+fn trim_slice(v: &Value) -> Value {
+    let devices: Vec<Value> = v["spec"]["devices"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|d| {
+                    let attrs = &d["attributes"];
+                    serde_json::json!({
+                        "name": d["name"],
+                        "attributes": {"type": attrs["type"], "profile": attrs["profile"]},
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::json!({
+        "apiVersion": v["apiVersion"], "kind": v["kind"],
+        "metadata": {"name": v["metadata"]["name"]},
+        "spec": {"driver": v["spec"]["driver"], "nodeName": v["spec"]["nodeName"], "pool": v["spec"]["pool"], "devices": devices},
+    })
+}
+
 fn claims_devices(pod: &Value) -> bool {
     pod["spec"]["resourceClaims"]
         .as_array()

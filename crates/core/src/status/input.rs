@@ -281,6 +281,9 @@ impl StatusInput {
         let list = |kind: DiagKind, items: &Vec<Value>| {
             (d.read(kind) || !items.is_empty()).then(|| items.clone())
         };
+        let mut nodes: Vec<NodeFacts> = nodes;
+        let mut pods: Vec<PodFacts> = pods;
+        add_dra(d, &mut nodes, &mut pods);
         StatusInput {
             nodes,
             pods,
@@ -289,4 +292,122 @@ impl StatusInput {
             volcano_queues: list(DiagKind::VolcanoQueue, &d.volcano_queues),
         }
     }
+}
+
+/// GPUs and MIG devices that NVIDIA's DRA driver publishes and claims hold, counted under the
+/// names the device plugin gives the same devices (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`,
+/// profiles/dra.yaml `kueue.resource_names`): a node's published devices as its capacity and
+/// allocatable (unless the device plugin already advertises that resource there), and each
+/// allocated claim's devices as requests of the first pod it is reserved for. So a pool served
+/// by DRA shows its GPUs, and tenants the GPUs their claims hold, as a device-plugin pool does.
+fn add_dra(d: &crate::diagnostics::Diagnostics, nodes: &mut [NodeFacts], pods: &mut Vec<PodFacts>) {
+    let catalog = crate::profiles::Catalog::embedded();
+    let Some(driver) = crate::cel::driver_of(catalog, "gpu") else {
+        return;
+    };
+    let names = &catalog.dra().kueue.resource_names;
+    let mut device_resource: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut per_node: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for slice in &d.resource_slices {
+        let spec = &slice["spec"];
+        if spec["driver"] != driver {
+            continue;
+        }
+        let node = spec["nodeName"].as_str().unwrap_or_default().to_string();
+        let pool = spec["pool"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        for dev in spec["devices"].as_array().into_iter().flatten() {
+            let attr = |k: &str| dev["attributes"][k]["string"].as_str().unwrap_or_default();
+            let resource = match attr("type") {
+                "gpu" => names.gpu.clone(),
+                "mig" if !attr("profile").is_empty() => {
+                    format!("{}{}", names.mig_prefix, attr("profile"))
+                }
+                _ => continue,
+            };
+            let name = dev["name"].as_str().unwrap_or_default().to_string();
+            *per_node
+                .entry(node.clone())
+                .or_default()
+                .entry(resource.clone())
+                .or_default() += 1;
+            device_resource.insert((pool.clone(), name), resource);
+        }
+    }
+    for n in nodes.iter_mut() {
+        for (resource, count) in per_node.remove(&n.name).unwrap_or_default() {
+            if !n.capacity.contains_key(&resource) {
+                n.capacity.insert(resource.clone(), count);
+                n.allocatable.insert(resource, count);
+            }
+        }
+    }
+    let mut held: BTreeMap<(String, String), BTreeMap<String, u64>> = BTreeMap::new();
+    for claim in &d.resource_claims {
+        let ns = claim["metadata"]["namespace"].as_str().unwrap_or_default();
+        let Some(pod) = claim["status"]["reservedFor"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["resource"] == "pods")
+            .and_then(|r| r["name"].as_str())
+        else {
+            continue;
+        };
+        for r in claim["status"]["allocation"]["devices"]["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if r["driver"] != driver {
+                continue;
+            }
+            let key = (
+                r["pool"].as_str().unwrap_or_default().to_string(),
+                r["device"].as_str().unwrap_or_default().to_string(),
+            );
+            if let Some(resource) = device_resource.get(&key) {
+                *held
+                    .entry((ns.to_string(), pod.to_string()))
+                    .or_default()
+                    .entry(resource.clone())
+                    .or_default() += 1;
+            }
+        }
+    }
+    for ((ns, name), devices) in held {
+        if let Some(p) = pods
+            .iter_mut()
+            .find(|p| p.namespace == ns && p.name == name)
+        {
+            for (r, n) in devices {
+                *p.gpus.entry(r).or_default() += n;
+            }
+            continue;
+        }
+        let Some(pod) = d.pods.iter().find(|p| {
+            p.metadata.namespace.as_deref() == Some(ns.as_str())
+                && p.metadata.name.as_deref() == Some(name.as_str())
+        }) else {
+            continue;
+        };
+        pods.push(PodFacts {
+            namespace: ns,
+            name,
+            node: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default(),
+            phase: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_else(|| "Pending".into()),
+            gpus: devices,
+        });
+    }
+    pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::blueprint::model::Blueprint;
@@ -489,6 +489,8 @@ fn status_needs_only_the_kinds_it_lists() {
             DiagKind::ResourceQuota => "resource_quotas",
             DiagKind::ClusterQueue => "cluster_queues",
             DiagKind::VolcanoQueue => "volcano_queues",
+            DiagKind::ResourceClaim => "resource_claims",
+            DiagKind::ResourceSlice => "resource_slices",
             other => panic!("add {other:?} here"),
         };
         only.ingest(*kind, json[key].as_array().cloned().unwrap_or_default());
@@ -500,5 +502,117 @@ fn status_needs_only_the_kinds_it_lists() {
     assert_eq!(
         compute(&bp, &StatusInput::from_diagnostics(&only), "example"),
         compute(&bp, &StatusInput::from_diagnostics(&whole), "example"),
+    );
+}
+
+/// DRA: the devices NVIDIA's driver publishes count as the node's GPUs and MIG devices, under the
+/// device plugin's names; an allocated claim's devices count for the first pod it is reserved
+/// for; another driver's devices, unallocated claims and devices no slice publishes count nothing;
+/// a node whose device plugin already advertises the resource keeps its own numbers. The reading
+/// keeps no claim spec (opaque driver configuration may hold anything).
+#[test]
+fn dra_devices_and_claims_count_as_the_device_plugins_would() {
+    use crate::diagnostics::{DiagKind, Diagnostics};
+    let mut d = Diagnostics::new("gpu-operator", None);
+    d.ingest(
+        DiagKind::Node,
+        vec![
+            json!({"metadata": {"name": "n1"}, "status": {"capacity": {"cpu": "8"}}}),
+            json!({"metadata": {"name": "n2"}, "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}}}),
+        ],
+    );
+    let pod = |name: &str| {
+        json!({"metadata": {"namespace": "t", "name": name},
+            "spec": {"nodeName": "n1", "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h100"}],
+                "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]},
+            "status": {"phase": "Running"}})
+    };
+    d.ingest(DiagKind::Pod, vec![pod("a"), pod("b")]);
+    let dev = |name: &str, kind: &str, profile: Option<&str>| {
+        let mut attrs =
+            json!({"type": {"string": kind}, "productName": {"string": "NVIDIA H100 80GB HBM3"}});
+        if let Some(p) = profile {
+            attrs["profile"] = json!({"string": p});
+        }
+        json!({"name": name, "attributes": attrs, "capacity": {"memory": {"value": "80Gi"}}})
+    };
+    let slice = |node: &str, driver: &str, devices: Vec<Value>| {
+        json!({"metadata": {"name": format!("{node}-{driver}")},
+            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
+    };
+    d.ingest(
+        DiagKind::ResourceSlice,
+        vec![
+            slice(
+                "n1",
+                "gpu.nvidia.com",
+                vec![
+                    dev("gpu-0", "gpu", None),
+                    dev("gpu-1", "gpu", None),
+                    dev("gpu-2-mig-19-0-1", "mig", Some("1g.10gb")),
+                ],
+            ),
+            slice("n1", "example.com", vec![dev("x-0", "gpu", None)]),
+            slice("n2", "gpu.nvidia.com", vec![dev("gpu-0", "gpu", None)]),
+        ],
+    );
+    let claim = |name: &str, pod: Option<&str>, devices: &[&str]| {
+        let results: Vec<Value> = devices
+            .iter()
+            .map(|dv| json!({"driver": "gpu.nvidia.com", "pool": "n1", "device": dv, "request": "gpu"}))
+            .collect();
+        let reserved: Vec<Value> = pod
+            .iter()
+            .map(|p| json!({"resource": "pods", "name": p, "uid": "u"}))
+            .collect();
+        json!({"metadata": {"namespace": "t", "name": name},
+            "spec": {"devices": {"config": [{"opaque": {"driver": "gpu.nvidia.com", "parameters": {"token": "s3cret"}}}]}},
+            "status": {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}})
+    };
+    d.ingest(
+        DiagKind::ResourceClaim,
+        vec![
+            claim("a-gpu", Some("a"), &["gpu-0", "gpu-1"]),
+            claim("b-gpu", Some("b"), &["gpu-2-mig-19-0-1", "gpu-9"]),
+            claim("unreserved", None, &["gpu-0"]),
+            json!({"metadata": {"namespace": "t", "name": "pending"}, "spec": {}}),
+        ],
+    );
+    d.finish();
+    assert_eq!(
+        d.resource_claims.len(),
+        3,
+        "the unallocated claim is not kept"
+    );
+    assert!(!serde_json::to_string(&d).unwrap().contains("s3cret"));
+    let input = StatusInput::from_diagnostics(&d);
+    let n1 = input.nodes.iter().find(|n| n.name == "n1").unwrap();
+    assert_eq!(
+        n1.capacity,
+        BTreeMap::from([
+            ("nvidia.com/gpu".to_string(), 2),
+            ("nvidia.com/mig-1g.10gb".to_string(), 1)
+        ])
+    );
+    assert_eq!(n1.allocatable, n1.capacity);
+    let n2 = input.nodes.iter().find(|n| n.name == "n2").unwrap();
+    assert_eq!(
+        n2.capacity["nvidia.com/gpu"], 8,
+        "the device plugin's numbers stand"
+    );
+    let gpus = |name: &str| {
+        input
+            .pods
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.gpus.clone())
+    };
+    assert_eq!(
+        gpus("a"),
+        Some(BTreeMap::from([("nvidia.com/gpu".to_string(), 2)]))
+    );
+    assert_eq!(
+        gpus("b"),
+        Some(BTreeMap::from([("nvidia.com/mig-1g.10gb".to_string(), 1)]))
     );
 }
