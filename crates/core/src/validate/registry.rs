@@ -784,6 +784,20 @@ rules! {
         source: "profiles/dra.yaml (kubernetes.quota, driver.device_classes)",
         example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], quota: {gpu.nvdia.com.deviceclass.resource.k8s.io/devices: 8}}\n",
     }
+    "GPU180" "extends" "overlay" Error {
+        checks: "A blueprint's `extends` names a parent blueprint by a relative path that stays inside the root (the fleet file's directory; for a single blueprint, its own directory) once symbolic links are resolved, that can be read (a regular file under the blueprint size limit, UTF-8, a ClusterBlueprint), and the chain of parents is at most `fleet.max_extends_depth` deep and never loops back.",
+        why: "A pull request must not make gpuctl read files outside the repository it checks, a loop or an unbounded chain would never finish, and a deep chain hides where a value comes from.",
+        fix: "Write the parent's path relative to the file that extends it, keep it inside the fleet's directory, and end every chain at a base that extends nothing.",
+        source: "profiles/limits.yaml (fleet.max_extends_depth); docs/fleet.md",
+        example: "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nextends: ../../etc/base.yaml   # outside the root\n",
+    }
+    "GPU181" "overlay-patch" "overlay" Error {
+        checks: "An item of a keyed list (`x-kubernetes-list-type: map`) with `$patch: delete` removes an item a parent has, and `$patch` is `delete` or `replace`.",
+        why: "A deletion that matches nothing is a typo in a key: the item it meant to remove stays in the cluster.",
+        fix: "Match the item's keys (`name`, `pool`, `key` and `effect`) to the parent's item, or remove the deletion.",
+        source: "docs/fleet.md (merge rules); Kubernetes strategic merge patch directives",
+        example: "extends: base.yaml\nspec:\n  nodePools:\n    - {name: h100-infrence, $patch: delete}   # the base's pool is h100-inference\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.
