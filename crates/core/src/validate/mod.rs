@@ -109,6 +109,34 @@ pub fn check_broken(broken: &Broken, catalog: &Catalog, opts: Options) -> FileRe
     report
 }
 
+/// [`check_broken`] with the rules' findings in the files that set their values (the structural
+/// ones stay in the file named, naming a parent's line in their message).
+pub fn check_broken_split(broken: &Broken, catalog: &Catalog, opts: Options) -> Vec<FileReport> {
+    let Some(partial) = &broken.partial else {
+        return vec![broken.report.clone()];
+    };
+    let mut raw = check_raw(&partial.loaded, catalog, opts);
+    raw.findings.retain(|f| !partial.covers(&f.path));
+    let mut reports = partial.loaded.split(raw);
+    if reports[0].file != broken.report.file {
+        reports.insert(
+            0,
+            FileReport {
+                findings: Vec::new(),
+                ..broken.report.clone()
+            },
+        );
+    }
+    reports[0]
+        .findings
+        .extend(broken.report.findings.iter().cloned());
+    reports[0]
+        .findings
+        .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    reports[0].findings.dedup();
+    reports
+}
+
 /// Loads and checks a blueprint already read: every structural and semantic finding in one report.
 pub fn check_bytes(file: &str, bytes: Vec<u8>, catalog: &Catalog, opts: Options) -> FileReport {
     match crate::blueprint::load_bytes_partial(file, bytes) {
@@ -130,7 +158,7 @@ pub fn check_path(
     let file = crate::input::name(path);
     Ok(match crate::blueprint::load_bytes_in(&file, bytes, root) {
         Ok(loaded) => check_split(&loaded, catalog, opts),
-        Err(broken) => vec![check_broken(&broken, catalog, opts)],
+        Err(broken) => check_broken_split(&broken, catalog, opts),
     })
 }
 
