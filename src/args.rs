@@ -293,6 +293,12 @@ pub enum Command {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
+    /// Many clusters from one fleet file: validate every cluster, render one tree per cluster.
+    Fleet {
+        /// What to do.
+        #[command(subcommand)]
+        command: FleetCommand,
+    },
     /// Blue-green driver upgrades of one pool: plan, runbook, execute, resume, status, rollback.
     Upgrade {
         /// What to do.
@@ -406,6 +412,42 @@ pub enum ApplyOutput {
     Human,
     /// NDJSON events on stdout.
     Json,
+}
+
+/// `gpuctl fleet` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Every finding of a fleet: its own rules and every cluster's effective blueprint.
+    Validate {
+        /// Fleet file (`kind: Fleet`).
+        #[arg(value_name = "FLEET")]
+        fleet: PathBuf,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = Format::Human)]
+        output: Format,
+        /// Fail on warnings too.
+        #[arg(long)]
+        strict: bool,
+        /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
+    },
+    /// One tree per cluster, `DIR/<cluster>/`, each exactly what `gpuctl render --output-dir`
+    /// writes for that cluster's effective blueprint.
+    Render {
+        /// Fleet file (`kind: Fleet`).
+        #[arg(value_name = "FLEET")]
+        fleet: PathBuf,
+        /// The directory that receives one directory per cluster.
+        #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+        output_dir: PathBuf,
+        /// Directory whose templates replace the embedded ones (same relative paths).
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
+        /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+        today: Option<String>,
+    },
 }
 
 /// `gpuctl upgrade` subcommands.

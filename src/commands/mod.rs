@@ -8,6 +8,7 @@ mod completions;
 mod doctor;
 mod explain;
 mod files;
+mod fleet;
 mod import;
 mod pipeline;
 mod plan;
@@ -346,6 +347,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             today.as_deref(),
             out,
         ),
+        Command::Fleet { command } => fleet::run(command, out),
         Command::Upgrade { command } => upgrade::run(command, out),
         Command::Completions { shell } => completions::run(shell, out),
     }

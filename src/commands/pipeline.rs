@@ -152,6 +152,15 @@ pub fn validate_file(path: &Path, opts: validate::Options) -> Result<FileReport,
     ))
 }
 
+/// [`validate_file`] for a blueprint that may `extends` parents (inside its directory): one report
+/// per file that set a value a finding is about, the file named first.
+pub fn validate_layered(
+    path: &Path,
+    opts: validate::Options,
+) -> Result<Vec<FileReport>, InputError> {
+    validate::check_path(path, None, Catalog::embedded(), opts)
+}
+
 /// True when a report has error findings.
 pub fn has_errors(report: &FileReport) -> bool {
     report.count(Severity::Error) > 0

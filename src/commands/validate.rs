@@ -28,8 +28,11 @@ pub fn run(
     // (as for every other command), and the output never mixes reports with it.
     let reports = files
         .iter()
-        .map(|f| super::validate_file(f, validate::Options { today }))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|f| super::pipeline::validate_layered(f, validate::Options { today }))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
     let text = match format {
         Format::Human => output::human(&reports, settings::stdout_style()),
         Format::Json => output::json(&reports),

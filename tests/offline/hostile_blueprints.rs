@@ -209,3 +209,79 @@ fn names_validate_accepts_render_accepts() {
             .any(|o| o.kind == "ResourceQuota" && o.name == format!("{tenant}-quota"))
     );
 }
+
+/// Issue 31: `extends` chains from a pull request, through the real binary (`validate`, `render`
+/// and `plan --offline`): loops, depth 5, `../` out of the root, a symbolic link out of it, a huge
+/// parent. Each is exit 1 with a finding that names the file and line of the `extends` and what
+/// to do, never a panic, and nothing outside the root is read.
+#[test]
+fn hostile_extends_chains_are_refused_with_the_file_and_line() {
+    let head = "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nmetadata: { name: x }\n";
+    let ext = |to: &str| format!("{head}extends: {to}\n");
+    let base = std::fs::read_to_string(root().join("blueprints/mixed-lab-fixed.yaml")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.yaml"), &base).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let w = |p: &str, text: &str| {
+        let path = d.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    w("loop/a.yaml", &ext("b.yaml"));
+    w("loop/b.yaml", &ext("a.yaml"));
+    for i in 0..5 {
+        w(
+            &format!("deep/l{i}.yaml"),
+            &ext(&format!("l{}.yaml", i + 1)),
+        );
+    }
+    w("deep/l5.yaml", &base);
+    w("escape/a.yaml", &ext("../escape-target.yaml"));
+    w("escape-target.yaml", &base);
+    w("link/a.yaml", &ext("base.yaml"));
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.yaml"),
+        d.path().join("link/base.yaml"),
+    )
+    .unwrap();
+    w("huge/a.yaml", &ext("big.yaml"));
+    std::fs::File::create(d.path().join("huge/big.yaml"))
+        .unwrap()
+        .set_len(gpuctl_core::input::BLUEPRINT.bytes + 1)
+        .unwrap();
+    let cases = [
+        ("loop/a.yaml", "b.yaml:4", "loops"),
+        ("deep/l0.yaml", "l4.yaml:4", "deeper than 4"),
+        ("escape/a.yaml", "a.yaml:4", "outside the root"),
+        #[cfg(unix)]
+        ("link/a.yaml", "a.yaml:4", "through a symbolic"),
+        ("huge/a.yaml", "a.yaml:4", "big.yaml"),
+    ];
+    for (file, at, says) in cases {
+        for cmd in [&["validate"][..], &["render"], &["plan", "--offline"]] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+                .args(cmd)
+                .arg(d.path().join(file))
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.status.code(), Some(1), "{cmd:?} {file}: {text}");
+            assert!(
+                text.contains("GPU180") && text.contains(says),
+                "{cmd:?} {file}: {text}"
+            );
+            assert!(text.contains(at), "{cmd:?} {file}: names {at}: {text}");
+            assert!(
+                text.contains("help:"),
+                "{cmd:?} {file}: says what to do: {text}"
+            );
+            assert!(!text.contains("panicked"), "{text}");
+        }
+    }
+}

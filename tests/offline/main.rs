@@ -14,6 +14,7 @@ mod architecture;
 mod cli;
 mod day2_golden;
 mod doctor_example;
+mod fleet;
 mod hostile_blueprints;
 mod hostile_io;
 mod plan_secrets;

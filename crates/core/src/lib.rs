@@ -13,6 +13,7 @@ pub mod cel;
 pub mod diagnostics;
 pub mod doctor;
 pub mod finding;
+pub mod fleet;
 pub mod import;
 pub mod input;
 pub mod journal;

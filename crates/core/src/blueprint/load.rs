@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::model::{API_VERSION, Blueprint, KIND};
+use super::overlay::Layer;
 use super::yaml::{Pos, Segment, SourceTree, split_path};
 use crate::located::{FileReport, Finding, Severity};
 use crate::suggest;
@@ -25,21 +26,122 @@ pub struct Loaded {
     pub tree: SourceTree,
     /// The typed blueprint.
     pub blueprint: Blueprint,
+    /// The parents it `extends`, nearest first (empty for a blueprint without `extends`); the
+    /// tree's positions of file `n` are in `layers[n - 1]` ([`SourceTree::origin`]).
+    pub layers: Vec<Layer>,
+}
+
+impl Loaded {
+    /// The file that set the value at `path`: its name, and its text (`None` for the file
+    /// named, whose text is [`Loaded::source`]).
+    pub fn origin(&self, path: &str) -> Option<&Layer> {
+        match self.tree.origin(path) {
+            0 => None,
+            n => self.layers.get(n - 1),
+        }
+    }
+
+    /// `report` (findings about this blueprint) split by the file that set each finding's value:
+    /// the file named first, then each parent with findings, each with its own text for snippets.
+    /// A parent's finding says which file extends it.
+    pub fn split(&self, report: FileReport) -> Vec<FileReport> {
+        let mut out: Vec<FileReport> = std::iter::once((&self.file, &self.source))
+            .chain(self.layers.iter().map(|l| (&l.file, &l.source)))
+            .map(|(file, source)| FileReport {
+                file: file.clone(),
+                source: source.clone(),
+                findings: Vec::new(),
+            })
+            .collect();
+        for mut f in report.findings {
+            let n = self.tree.origin(&f.path).min(self.layers.len());
+            if n > 0 {
+                f.hint = Some(self.inherited_hint(f.hint.take()));
+            }
+            out[n].findings.push(f);
+        }
+        let mut out: Vec<FileReport> = out
+            .into_iter()
+            .enumerate()
+            .filter(|(i, r)| *i == 0 || !r.findings.is_empty())
+            .map(|(_, r)| r)
+            .collect();
+        if out[0].findings.is_empty() && out.len() > 1 {
+            out.remove(0);
+        }
+        out
+    }
+
+    /// `report` with each finding about a value a parent set saying where it was set (its
+    /// position is the parent's, so it is moved into the message): for callers that print one
+    /// report per blueprint.
+    pub fn annotate(&self, mut report: FileReport) -> FileReport {
+        report.findings = annotate(&self.file, &self.tree, &self.layers, report.findings);
+        report
+    }
+
+    fn inherited_hint(&self, hint: Option<String>) -> String {
+        inherited_hint(&self.file, hint)
+    }
+}
+
+/// [`Loaded::annotate`] of findings on `tree`.
+fn annotate(
+    file: &str,
+    tree: &SourceTree,
+    layers: &[Layer],
+    mut findings: Vec<Finding>,
+) -> Vec<Finding> {
+    for f in &mut findings {
+        let Some(layer) = tree
+            .origin(&f.path)
+            .checked_sub(1)
+            .and_then(|n| layers.get(n))
+        else {
+            continue;
+        };
+        let at = f.pos.map(|p| format!(":{p}")).unwrap_or_default();
+        f.message = format!("{} (set in {}{at})", f.message, layer.file);
+        f.pos = None;
+        f.hint = Some(inherited_hint(file, f.hint.take()));
+    }
+    findings
+}
+
+fn inherited_hint(file: &str, hint: Option<String>) -> String {
+    let fix = format!(
+        "this value is set in a parent `{file}` extends: fix it there, or override it in `{file}`"
+    );
+    match hint {
+        Some(h) => format!("{h}; {fix}"),
+        None => fix,
+    }
 }
 
 /// Reads and loads a blueprint file, or standard input for `-` (named `<stdin>`), under
 /// [`crate::input::BLUEPRINT`]. An unreadable, oversized or special file is a single finding.
 pub fn load_file(path: &Path) -> Result<Loaded, FileReport> {
+    load_file_in(path, None).map_err(|b| b.report)
+}
+
+/// [`load_file`] with the directory its `extends` chain must stay in (`None`: the file's own
+/// directory), keeping what loaded of a broken document.
+pub fn load_file_in(path: &Path, root: Option<&Path>) -> Result<Loaded, Broken> {
     let file = crate::input::name(path);
-    let bytes = crate::input::read(path, &crate::input::BLUEPRINT).map_err(|e| {
-        single(
-            &file,
-            None,
-            e.problem.to_string(),
-            &e.problem.hint(&e.limit),
-        )
-    })?;
-    load_bytes(&file, bytes)
+    let bytes = crate::input::read(path, &crate::input::BLUEPRINT)
+        .map_err(|e| {
+            single(
+                &file,
+                None,
+                e.problem.to_string(),
+                &e.problem.hint(&e.limit),
+            )
+        })
+        .map_err(|report| Broken {
+            report,
+            partial: None,
+        })?;
+    load_bytes_in(&file, bytes, root)
 }
 
 /// Loads a blueprint already read (e.g. by `gpuctl apply`, which reads its target once to tell a
@@ -50,6 +152,11 @@ pub fn load_bytes(file: &str, bytes: Vec<u8>) -> Result<Loaded, FileReport> {
 
 /// [`load_bytes`], keeping what loaded of a broken document.
 pub fn load_bytes_partial(file: &str, bytes: Vec<u8>) -> Result<Loaded, Broken> {
+    load_bytes_in(file, bytes, None)
+}
+
+/// [`load_bytes_partial`] with the root of its `extends` chain ([`load_file_in`]).
+pub fn load_bytes_in(file: &str, bytes: Vec<u8>, root: Option<&Path>) -> Result<Loaded, Broken> {
     let whole = |report| Broken {
         report,
         partial: None,
@@ -74,7 +181,7 @@ pub fn load_bytes_partial(file: &str, bytes: Vec<u8>) -> Result<Loaded, Broken> 
             )));
         }
     };
-    load_str_partial(file, &text)
+    load_str_in(file, &text, root)
 }
 
 /// Loads a blueprint from text; `file` names it in findings.
@@ -117,6 +224,12 @@ impl Partial {
 
 /// [`load_str`], keeping what loaded of a broken document.
 pub fn load_str_partial(file: &str, text: &str) -> Result<Loaded, Broken> {
+    load_str_in(file, text, None)
+}
+
+/// [`load_str_partial`] with the root of its `extends` chain ([`load_file_in`]); `file` is the
+/// path the parents are found from.
+fn load_str_in(file: &str, text: &str, root: Option<&Path>) -> Result<Loaded, Broken> {
     // A UTF-8 byte order mark is not content; dropped here, positions and snippets agree.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let fail = |findings: Vec<Finding>| Broken {
@@ -154,6 +267,24 @@ pub fn load_str_partial(file: &str, text: &str) -> Result<Loaded, Broken> {
             )),
         )]));
     }
+    let (tree, layers) =
+        super::overlay::resolve(file, text, tree, root).map_err(|report| Broken {
+            report,
+            partial: None,
+        })?;
+    typed(file, text, tree, layers)
+}
+
+/// The typed blueprint of a (resolved) tree, every structural problem a finding.
+fn typed(file: &str, text: &str, tree: SourceTree, layers: Vec<Layer>) -> Result<Loaded, Broken> {
+    let fail = |findings: Vec<Finding>| Broken {
+        report: FileReport {
+            file: file.to_string(),
+            source: text.to_string(),
+            findings,
+        },
+        partial: None,
+    };
 
     let mut findings = header_findings(&tree);
     let mut value = tree.value.clone();
@@ -176,17 +307,19 @@ pub fn load_str_partial(file: &str, text: &str) -> Result<Loaded, Broken> {
                     source: text.to_string(),
                     tree,
                     blueprint,
+                    layers,
                 };
                 if findings.is_empty() {
                     return Ok(loaded);
                 }
                 findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+                let report = loaded.annotate(FileReport {
+                    file: file.to_string(),
+                    source: text.to_string(),
+                    findings,
+                });
                 return Err(Broken {
-                    report: FileReport {
-                        file: file.to_string(),
-                        source: text.to_string(),
-                        findings,
-                    },
+                    report,
                     partial: Some(Box::new(Partial { loaded, repaired })),
                 });
             }
@@ -207,6 +340,7 @@ pub fn load_str_partial(file: &str, text: &str) -> Result<Loaded, Broken> {
         }
     }
     findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    let findings = annotate(file, &tree, &layers, findings);
     Err(fail(findings))
 }
 

@@ -5,6 +5,7 @@ mod install;
 mod load;
 pub mod model;
 pub mod network;
+pub mod overlay;
 pub mod resources;
 mod scalars;
 pub mod schema;
@@ -12,10 +13,12 @@ mod strict;
 pub mod yaml;
 
 pub use load::{
-    Broken, Loaded, Partial, load_bytes, load_bytes_partial, load_file, load_str, load_str_partial,
+    Broken, Loaded, Partial, load_bytes, load_bytes_in, load_bytes_partial, load_file,
+    load_file_in, load_str, load_str_partial,
 };
 pub use model::*;
 pub use network::{
     DevicePlugin, DevicePluginKind, IpPool, IpPoolKind, IpRange, NetworkOperator, NicDriver,
     NicDriverSource, SecondaryNetwork, SecondaryNetworkKind,
 };
+pub use overlay::Layer;

@@ -22,6 +22,14 @@ pub struct Blueprint {
     pub api_version: String,
     /// Always `ClusterBlueprint`.
     pub kind: String,
+    /// A parent blueprint this one overlays (docs/fleet.md): a relative path inside the fleet's
+    /// root (for a single blueprint, its directory), at most `fleet.max_extends_depth` parents
+    /// deep (profiles/limits.yaml). The loader merges the chain before anything reads it: maps
+    /// merge, scalars replace, `null` removes a key, lists marked `x-kubernetes-list-type: map`
+    /// merge item by item on their keys (`$patch: delete` removes one), other lists are replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &"../base/training.yaml")]
+    pub extends: Option<String>,
     /// Names the blueprint, its ApplySet and the labels on everything it renders.
     pub metadata: Metadata,
     /// What the cluster should be.
@@ -46,15 +54,18 @@ pub struct Spec {
     pub gpu_operator: GpuOperator,
     /// Sets of identical GPU nodes.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub node_pools: Vec<NodePool>,
     /// PriorityClasses to create.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub priority_classes: Vec<PriorityClass>,
     /// Queueing system and its queues.
     #[serde(default)]
     pub scheduling: Scheduling,
     /// Teams, their namespaces, quotas and queues.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub tenants: Vec<Tenant>,
     /// Monitoring and alerting.
     #[serde(default)]
@@ -325,6 +336,7 @@ pub struct NodePool {
     pub labels: BTreeMap<String, String>,
     /// Node taints gpuctl manages, per key.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["key", "effect"]))]
     pub taints: Vec<Taint>,
     /// Which GPU Operator operands run on the pool's nodes (all of them when absent). gpuctl
     /// labels the nodes `nvidia.com/gpu.deploy.<operand>` with the value given, which the operator
@@ -829,9 +841,11 @@ pub struct Kueue {
     pub quota_check_strategy: Option<serde_json::Value>,
     /// Cohorts.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub cohorts: Vec<Cohort>,
     /// ClusterQueues.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub cluster_queues: Vec<ClusterQueue>,
 }
 
@@ -1001,6 +1015,7 @@ pub struct ClusterQueue {
     pub preemption: Option<Preemption>,
     /// One entry per pool used as a ResourceFlavor.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["pool"]))]
     pub resources: Vec<FlavorQuota>,
 }
 
@@ -1095,6 +1110,7 @@ pub struct Volcano {
     pub values: serde_json::Map<String, serde_json::Value>,
     /// Queues.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub queues: Vec<VolcanoQueue>,
 }
 

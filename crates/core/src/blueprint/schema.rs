@@ -9,6 +9,26 @@ use serde_json::{Map, Value, json};
 use super::model::Blueprint;
 use super::yaml::{Segment, split_path};
 
+/// The schema keyword (Kubernetes' structural-schema vocabulary, as CRDs and server-side apply use
+/// it) that marks a list whose items are merged by key: `map` (keyed), `atomic` (replaced whole).
+pub const LIST_TYPE: &str = "x-kubernetes-list-type";
+/// The fields that identify an item of a `map` list (overlays merge items with equal keys).
+pub const LIST_MAP_KEYS: &str = "x-kubernetes-list-map-keys";
+
+/// The keys of the list at `path` (a path as the source tree writes it, any index for items), when
+/// overlays merge it item by item; `None` for a list replaced whole.
+pub fn list_map_keys(root: &Value, path: &str) -> Option<Vec<String>> {
+    let (node, _) = at(root, path)?;
+    (node.get(LIST_TYPE).and_then(Value::as_str) == Some("map")).then_some(())?;
+    let keys = node.get(LIST_MAP_KEYS)?.as_array()?;
+    Some(
+        keys.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
 /// The JSON Schema of the blueprint, derived from the serde model.
 pub fn json() -> Value {
     serde_json::to_value(schemars::schema_for!(Blueprint)).unwrap_or(Value::Null)
@@ -35,6 +55,9 @@ pub struct Field {
     pub examples: Vec<Value>,
     /// Whether the field holds named fields of its own (listed after it).
     pub has_fields: bool,
+    /// For a list overlays merge item by item (`x-kubernetes-list-type: map`), the fields that
+    /// identify an item; empty for every other field.
+    pub merge_keys: Vec<String>,
 }
 
 /// Every field of the blueprint, depth first in declaration order.
@@ -84,6 +107,18 @@ fn walk_fields(root: &Value, schema: &Value, path: &str, out: &mut Vec<Field>) {
                 .cloned()
                 .unwrap_or_default(),
             has_fields,
+            merge_keys: [prop, &inner]
+                .iter()
+                .find(|p| p.get(LIST_TYPE).and_then(Value::as_str) == Some("map"))
+                .and_then(|p| p.get(LIST_MAP_KEYS))
+                .and_then(Value::as_array)
+                .map(|k| {
+                    k.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
         });
         if has_fields {
             walk_fields(root, &item, &item_path, out);
@@ -243,7 +278,7 @@ pub fn at(root: &Value, path: &str) -> Option<(Value, bool)> {
     // A property's own default and description sit beside its `$ref`: keep them.
     let mut out = non_null(root, &schema);
     if let Some(obj) = out.as_object_mut() {
-        for key in ["default", "description"] {
+        for key in ["default", "description", LIST_TYPE, LIST_MAP_KEYS] {
             if let Some(v) = schema.get(key) {
                 obj.insert(key.to_string(), v.clone());
             }

@@ -67,18 +67,20 @@ struct Node {
 pub struct SourceTree {
     /// The document as a JSON value, ready for typed deserialisation.
     pub value: serde_json::Value,
-    positions: PosNode,
+    pub(super) positions: PosNode,
 }
 
-/// Where a node and its children are.
+/// Where a node and its children are, and which file of an overlay chain set it (0: the file
+/// named, 1: the one it `extends`, and so on; see `overlay`).
 #[derive(Debug, Clone)]
-struct PosNode {
-    pos: Pos,
-    children: PosChildren,
+pub(super) struct PosNode {
+    pub(super) pos: Pos,
+    pub(super) file: u32,
+    pub(super) children: PosChildren,
 }
 
 #[derive(Debug, Clone)]
-enum PosChildren {
+pub(super) enum PosChildren {
     Leaf,
     Seq(Vec<PosNode>),
     /// Entries in document order: key, the key's position, the value's positions.
@@ -121,6 +123,25 @@ impl SourceTree {
         (node, key_pos, true)
     }
 
+    /// Which file of an overlay chain set the value at `path` (or its nearest ancestor that
+    /// exists): 0 for the file named, `n` for `Loaded::layers[n - 1]`.
+    pub fn origin(&self, path: &str) -> usize {
+        self.walk(path).0.file as usize
+    }
+
+    /// Marks every node as set by file `file` of an overlay chain.
+    pub(super) fn set_file(&mut self, file: u32) {
+        fn mark(node: &mut PosNode, file: u32) {
+            node.file = file;
+            match &mut node.children {
+                PosChildren::Leaf => {}
+                PosChildren::Seq(items) => items.iter_mut().for_each(|n| mark(n, file)),
+                PosChildren::Map(entries) => entries.iter_mut().for_each(|(_, _, n)| mark(n, file)),
+            }
+        }
+        mark(&mut self.positions, file);
+    }
+
     /// Position of the value at `path`, or of its nearest ancestor that exists.
     pub fn pos(&self, path: &str) -> Option<Pos> {
         Some(self.walk(path).0.pos)
@@ -144,6 +165,7 @@ fn convert(node: Node) -> (serde_json::Value, PosNode) {
             v,
             PosNode {
                 pos,
+                file: 0,
                 children: PosChildren::Leaf,
             },
         )
@@ -166,6 +188,7 @@ fn convert(node: Node) -> (serde_json::Value, PosNode) {
                 Value::Array(values),
                 PosNode {
                     pos,
+                    file: 0,
                     children: PosChildren::Seq(positions),
                 },
             )
@@ -182,6 +205,7 @@ fn convert(node: Node) -> (serde_json::Value, PosNode) {
                 Value::Object(map),
                 PosNode {
                     pos,
+                    file: 0,
                     children: PosChildren::Map(positions),
                 },
             )

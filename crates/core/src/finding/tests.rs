@@ -208,7 +208,7 @@ fn every_registered_id_is_emitted_by_its_family() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let emitters = |family: Family| -> Vec<&str> {
         match family {
-            Family::Validation => vec!["validate", "blueprint"],
+            Family::Validation => vec!["validate", "blueprint", "fleet"],
             Family::Doctor => vec!["doctor"],
             Family::Metrics => vec!["metrics"],
             Family::Import => vec!["import"],

@@ -39,6 +39,29 @@ pub struct Limits {
     pub dcgm_exporter: DcgmExporterLimits,
     /// Fields the API server refuses to change on an existing object.
     pub immutable_fields: ImmutableFields,
+    /// Overlays and fleets: how deep `extends` chains go, how many MultiKueue workers.
+    pub fleet: FleetLimits,
+}
+
+/// Overlay and fleet limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetLimits {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+    /// Most parents an `extends` chain may have (4: a base, a region, an environment, a cluster).
+    pub max_extends_depth: usize,
+    /// Most worker clusters one MultiKueueConfig may list (Kueue: `spec.clusters` maxItems 20).
+    pub multikueue_max_workers: usize,
+    /// Most clusters one fleet file may name.
+    pub max_clusters: usize,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
 }
 
 /// Fields the API server refuses to change on an existing object, per kind gpuctl renders.
@@ -344,7 +367,7 @@ pub(super) fn load_limits(
     const F: &str = LIMITS_FILE;
     require_source(F, "the file", &limits.source)?;
     push_sources(sources, F, None, &limits.source);
-    let sections: [(&str, &[String], Option<PartialDate>); 10] = [
+    let sections: [(&str, &[String], Option<PartialDate>); 11] = [
         (
             "kubernetes_names",
             &limits.kubernetes_names.source,
@@ -387,6 +410,7 @@ pub(super) fn load_limits(
             &limits.immutable_fields.source,
             limits.immutable_fields.read,
         ),
+        ("fleet", &limits.fleet.source, limits.fleet.read),
     ];
     let mut log = RowLog::new(rows, F, &limits.source, limits.read);
     for (name, list, read) in sections {

@@ -17,6 +17,14 @@ use crate::blueprint::yaml::SourceTree;
 /// header): the reference says so once instead of on every row.
 pub const STRUCTURAL: &[&str] = &["GPU001", "GPU002", "GPU003", "GPU004", "GPU005"];
 
+/// Rules about overlays (`extends`, GPU180 and GPU181) and fleet files (the rest of GPU180–189): their findings
+/// are at `extends`, a keyed list, or in a fleet file, not at a field of one blueprint; their
+/// cases are in `blueprint/overlay/tests.rs` and `fleet/tests.rs`.
+pub const OVERLAY_AND_FLEET: &[&str] = &[
+    "GPU180", "GPU181", "GPU182", "GPU183", "GPU184", "GPU185", "GPU186", "GPU187", "GPU188",
+    "GPU189",
+];
+
 /// The fields each rule's findings are about, in the reference's path form (`[]` for list items;
 /// a field covers everything under it, e.g. the entries of a `quota` mapping).
 pub static RULE_FIELDS: &[(&str, &[&str])] = &[
@@ -722,6 +730,16 @@ fn row(w: &mut String, f: &Field, trees: &[Value]) {
     if f.has_fields {
         let item = if f.ty.starts_with("list") { "[]" } else { "" };
         let _ = write!(description, " Fields: `{}{item}` below.", f.path);
+    }
+    if !f.merge_keys.is_empty() {
+        let keys: Vec<String> = f.merge_keys.iter().map(|k| format!("`{k}`")).collect();
+        let _ = write!(
+            description,
+            " Overlays merge items by {} (`$patch: delete` removes one).",
+            keys.join(" and ")
+        );
+    } else if f.ty.starts_with("list") {
+        let _ = write!(description, " Overlays replace the list whole.");
     }
     let example = example(f, trees)
         .map(|e| format!("`{}: {}`", f.name, e))

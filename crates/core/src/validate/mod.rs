@@ -56,8 +56,21 @@ pub fn unchecked_for_tests(loaded: Loaded) -> ValidatedBlueprint {
     }
 }
 
-/// Runs every rule and returns all findings in file order.
+/// Runs every rule and returns all findings in file order. A finding about a value a parent of
+/// an overlay set names that parent's file and line in its message ([`check_split`] reports it in
+/// the parent's file instead).
 pub fn check(loaded: &Loaded, catalog: &Catalog, opts: Options) -> FileReport {
+    loaded.annotate(check_raw(loaded, catalog, opts))
+}
+
+/// [`check`] as one report per file that set a value a finding is about: the file named, then the
+/// parents it `extends` ([`Loaded::split`]).
+pub fn check_split(loaded: &Loaded, catalog: &Catalog, opts: Options) -> Vec<FileReport> {
+    loaded.split(check_raw(loaded, catalog, opts))
+}
+
+/// Every finding at its own position (for an overlay, possibly in a parent).
+fn check_raw(loaded: &Loaded, catalog: &Catalog, opts: Options) -> FileReport {
     let mut ctx = Ctx {
         bp: &loaded.blueprint,
         tree: &loaded.tree,
@@ -96,12 +109,57 @@ pub fn check_broken(broken: &Broken, catalog: &Catalog, opts: Options) -> FileRe
     report
 }
 
+/// [`check_broken`] with the rules' findings in the files that set their values (the structural
+/// ones stay in the file named, naming a parent's line in their message).
+pub fn check_broken_split(broken: &Broken, catalog: &Catalog, opts: Options) -> Vec<FileReport> {
+    let Some(partial) = &broken.partial else {
+        return vec![broken.report.clone()];
+    };
+    let mut raw = check_raw(&partial.loaded, catalog, opts);
+    raw.findings.retain(|f| !partial.covers(&f.path));
+    let mut reports = partial.loaded.split(raw);
+    if reports[0].file != broken.report.file {
+        reports.insert(
+            0,
+            FileReport {
+                findings: Vec::new(),
+                ..broken.report.clone()
+            },
+        );
+    }
+    reports[0]
+        .findings
+        .extend(broken.report.findings.iter().cloned());
+    reports[0]
+        .findings
+        .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    reports[0].findings.dedup();
+    reports
+}
+
 /// Loads and checks a blueprint already read: every structural and semantic finding in one report.
 pub fn check_bytes(file: &str, bytes: Vec<u8>, catalog: &Catalog, opts: Options) -> FileReport {
     match crate::blueprint::load_bytes_partial(file, bytes) {
         Ok(loaded) => check(&loaded, catalog, opts),
         Err(broken) => check_broken(&broken, catalog, opts),
     }
+}
+
+/// Loads and checks the blueprint at `path` (`-`: standard input) with the root its `extends`
+/// chain must stay in (`None`: its directory): every finding, in the file that set the value
+/// (the file named first, then its parents). An unreadable file is an input error.
+pub fn check_path(
+    path: &std::path::Path,
+    root: Option<&std::path::Path>,
+    catalog: &Catalog,
+    opts: Options,
+) -> Result<Vec<FileReport>, crate::input::InputError> {
+    let bytes = crate::input::read(path, &crate::input::BLUEPRINT)?;
+    let file = crate::input::name(path);
+    Ok(match crate::blueprint::load_bytes_in(&file, bytes, root) {
+        Ok(loaded) => check_split(&loaded, catalog, opts),
+        Err(broken) => check_broken_split(&broken, catalog, opts),
+    })
 }
 
 /// Validates; `Ok` when there are no error findings.

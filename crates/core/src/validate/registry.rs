@@ -826,6 +826,76 @@ rules! {
         source: "profiles/dra.yaml (driver.prerequisites, driver.compute_domains, kueue.resource_names)",
         example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], computeDomains: 2}\n",
     }
+    "GPU180" "extends" "overlay" Error {
+        checks: "A blueprint's `extends` names a parent blueprint by a relative path that stays inside the root (the fleet file's directory; for a single blueprint, its own directory) once symbolic links are resolved, that can be read (a regular file under the blueprint size limit, UTF-8, a ClusterBlueprint), and the chain of parents is at most `fleet.max_extends_depth` deep and never loops back.",
+        why: "A pull request must not make gpuctl read files outside the repository it checks, a loop or an unbounded chain would never finish, and a deep chain hides where a value comes from.",
+        fix: "Write the parent's path relative to the file that extends it, keep it inside the fleet's directory, and end every chain at a base that extends nothing.",
+        source: "profiles/limits.yaml (fleet.max_extends_depth); docs/fleet.md",
+        example: "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nextends: ../../etc/base.yaml   # outside the root\n",
+    }
+    "GPU181" "overlay-patch" "overlay" Error {
+        checks: "An item of a keyed list (`x-kubernetes-list-type: map`) with `$patch: delete` removes an item a parent has, and `$patch` is `delete` or `replace`.",
+        why: "A deletion that matches nothing is a typo in a key: the item it meant to remove stays in the cluster.",
+        fix: "Match the item's keys (`name`, `pool`, `key` and `effect`) to the parent's item, or remove the deletion.",
+        source: "docs/fleet.md (merge rules); Kubernetes strategic merge patch directives",
+        example: "extends: base.yaml\nspec:\n  nodePools:\n    - {name: h100-infrence, $patch: delete}   # the base's pool is h100-inference\n",
+    }
+    "GPU182" "fleet-clusters" "fleet" Error {
+        checks: "Every cluster of a fleet file has its own name, a DNS-1123 label, and a fleet file holds at most `fleet.max_clusters` (1,000) clusters.",
+        why: "The name picks the cluster's rendered directory, its wave and its MultiKueue role: two clusters of one name overwrite each other, and a name with `/` or `..` would write outside the rendered tree.",
+        fix: "Rename the cluster (lower case letters, digits and `-`); split a larger fleet into several files.",
+        source: "docs/fleet.md",
+        example: "spec:\n  clusters:\n    - {name: us-east, blueprint: a.yaml, context: a}\n    - {name: us-east, blueprint: b.yaml, context: b}\n",
+    }
+    "GPU183" "fleet-duplicate-context" "fleet" Error {
+        checks: "No two clusters of a fleet file name the same kubeconfig context.",
+        why: "Two blueprints applied through one context fight over one cluster: each apply undoes the other's, and prune deletes the other's objects.",
+        fix: "Give each cluster its own context, or merge the two blueprints into one cluster.",
+        source: "docs/fleet.md",
+        example: "spec:\n  clusters:\n    - {name: a, blueprint: a.yaml, context: prod}\n    - {name: b, blueprint: b.yaml, context: prod}\n",
+    }
+    "GPU184" "fleet-wave-coverage" "fleet" Error {
+        checks: "Every cluster is in exactly one rollout wave: named by one wave's `clusters`, or matched by a wave's `selector` before any other wave takes it.",
+        why: "A cluster in no wave is never rolled out; a cluster in two waves would be applied twice, before and after its bake time.",
+        fix: "Name the cluster in one wave, or end the list of waves with `selector: {}` (every cluster no earlier wave took).",
+        source: "docs/fleet.md",
+        example: "spec:\n  waves:\n    - {name: canary, clusters: [us-canary]}\n    - {name: us, clusters: [us-canary, us-east]}\n",
+    }
+    "GPU185" "fleet-unknown-cluster" "fleet" Error {
+        checks: "Waves and the MultiKueue section name clusters the fleet file declares.",
+        why: "A misspelt cluster in a wave or as a MultiKueue worker is silently never rolled out or never dispatched to.",
+        fix: "Use a name from `spec.clusters`.",
+        source: "docs/fleet.md",
+        example: "spec:\n  waves:\n    - {name: canary, clusters: [us-canery]}\n",
+    }
+    "GPU186" "fleet-blueprint-path" "fleet" Error {
+        checks: "Every cluster's `blueprint` is a relative path that stays inside the fleet file's directory once symbolic links are resolved.",
+        why: "A pull request must not make gpuctl read (and render, and apply) a file outside the repository it checks.",
+        fix: "Keep the blueprints in the fleet's directory and name them relative to the fleet file.",
+        source: "docs/fleet.md",
+        example: "spec:\n  clusters:\n    - {name: a, blueprint: /etc/passwd, context: a}\n",
+    }
+    "GPU187" "multikueue-manager-is-worker" "fleet" Error {
+        checks: "The MultiKueue manager is not one of its own workers.",
+        why: "Kueue does not support a manager that is its own worker (MultiKueue limitations): its workloads would be dispatched to itself.",
+        fix: "Remove the manager from `workers`; run workloads on the manager through a ClusterQueue without the MultiKueue check.",
+        source: "kubernetes-sigs/kueue v0.19.2 site/content/en/docs/concepts/multikueue.md (Limitations)",
+        example: "spec:\n  multiKueue: {manager: hub, workers: [hub, us-east]}\n",
+    }
+    "GPU188" "multikueue-workers" "fleet" Error {
+        checks: "A MultiKueue manager has between 1 and `fleet.multikueue_max_workers` (20) workers, each listed once.",
+        why: "Kueue's MultiKueueConfig refuses an empty list, more than 20 clusters or a cluster twice (`spec.clusters`: minItems 1, maxItems 20, unique).",
+        fix: "List each worker once, at most 20; split a larger fleet over several managers.",
+        source: "profiles/limits.yaml (fleet.multikueue_max_workers); kueue v0.19.2 kueue.x-k8s.io_multikueueconfigs.yaml",
+        example: "spec:\n  multiKueue: {manager: hub, workers: [a, a]}\n",
+    }
+    "GPU189" "fleet-wave" "fleet" Error {
+        checks: "Each wave has a unique name and says which clusters it holds (`clusters`, `selector`, or both), and a bake time is a duration such as `30m` or `24h`.",
+        why: "A wave without members rolls out nothing and hides a mistake; two waves of one name cannot be told apart by `fleet apply --wave`.",
+        fix: "Name each wave once, give it `clusters` or a `selector`, and write bake times as a number and a unit (`s`, `m`, `h`).",
+        source: "docs/fleet.md",
+        example: "spec:\n  waves:\n    - {name: canary, bake: one day}\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.

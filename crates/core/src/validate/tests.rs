@@ -1898,6 +1898,7 @@ fn every_registered_rule_has_a_failing_case() {
         .iter()
         .map(|c| c.0)
         .chain(network::PATCHED_CATALOG_RULES.iter().copied())
+        .chain(super::fields::OVERLAY_AND_FLEET.iter().copied())
         .collect();
     for r in super::registry::RULES {
         assert!(covered.contains(r.id), "{} has no failing case", r.id);
@@ -2285,7 +2286,9 @@ fn rule_fields_match_what_the_rules_report() {
     }
     for r in super::registry::RULES {
         assert!(
-            STRUCTURAL.contains(&r.id) || RULE_FIELDS.iter().any(|(id, _)| *id == r.id),
+            STRUCTURAL.contains(&r.id)
+                || super::fields::OVERLAY_AND_FLEET.contains(&r.id)
+                || RULE_FIELDS.iter().any(|(id, _)| *id == r.id),
             "{} declares no fields in validate/fields.rs",
             r.id
         );

@@ -1,0 +1,221 @@
+//! Fleets: many clusters from one repository (docs/fleet.md). A fleet file (`kind: Fleet`) names
+//! the clusters, each a blueprint (usually an overlay `extends`-ing a shared base, resolved inside
+//! the fleet file's directory), its rollout waves and its MultiKueue wiring; `fleet validate`
+//! checks the file's own rules and every cluster's effective blueprint, `fleet render` renders
+//! each.
+
+mod check;
+pub mod model;
+
+use std::path::{Path, PathBuf};
+
+pub use check::{duration_seconds, members};
+pub use model::{Cluster, Fleet};
+
+use crate::blueprint::yaml::SourceTree;
+use crate::blueprint::{Broken, Loaded};
+use crate::located::{FileReport, Finding, Severity};
+use crate::profiles::Catalog;
+use crate::validate::Options;
+
+/// A fleet file, loaded: where it is and what it says.
+#[derive(Debug, Clone)]
+pub struct LoadedFleet {
+    /// The file as the user named it.
+    pub file: String,
+    /// The directory every blueprint and parent must stay in (the fleet file's).
+    pub root: PathBuf,
+    /// The fleet.
+    pub fleet: Fleet,
+    /// The fleet file's rule findings (empty when it is valid), with its text.
+    pub report: FileReport,
+    /// Per cluster: whether its blueprint path may be read (GPU186 passed).
+    readable: Vec<bool>,
+}
+
+/// Every finding of a fleet: the fleet file's, then each cluster's (in the files that set the
+/// values, each message naming the cluster).
+#[derive(Debug, Clone)]
+pub struct FleetReport {
+    /// The fleet file's findings.
+    pub fleet: FileReport,
+    /// Per cluster, in the fleet's order: its name and reports.
+    pub clusters: Vec<(String, Vec<FileReport>)>,
+}
+
+impl FleetReport {
+    /// Every report, the fleet file's first.
+    pub fn reports(self) -> Vec<FileReport> {
+        std::iter::once(self.fleet)
+            .chain(self.clusters.into_iter().flat_map(|(_, r)| r))
+            .collect()
+    }
+}
+
+/// Parses the fleet file at `path` (its `bytes`, read with [`crate::input::read`] under the
+/// blueprint limit) and runs the fleet rules. `Err` is a report of a file that is not a fleet
+/// (not YAML, wrong kind, wrong fields).
+pub fn load(path: &Path, bytes: Vec<u8>, catalog: &Catalog) -> Result<LoadedFleet, FileReport> {
+    let file = crate::input::name(path);
+    let fail = |findings: Vec<Finding>, source: &str| FileReport {
+        file: file.clone(),
+        source: source.to_string(),
+        findings,
+    };
+    let text = String::from_utf8(bytes).map_err(|_| {
+        let f = finding(
+            "GPU001",
+            "",
+            None,
+            "the file is not UTF-8 text".into(),
+            "a fleet file is YAML text",
+        );
+        fail(vec![f], "")
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();
+    let (fleet, tree) = parse(&text).map_err(|f| fail(vec![f], &text))?;
+    let root = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let l = catalog.limits();
+    let bounds = check::Bounds {
+        max_clusters: l.fleet.max_clusters,
+        max_workers: l.fleet.multikueue_max_workers,
+        name_max: l.kubernetes_names.dns1123_label_max_length,
+    };
+    let mut out = check::Out::new(&tree);
+    let readable = check::run(&fleet, &root, &bounds, &mut out);
+    let mut findings = out.findings;
+    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    Ok(LoadedFleet {
+        report: fail(findings, &text),
+        file,
+        root,
+        fleet,
+        readable,
+    })
+}
+
+/// The fleet document: YAML, the header, then the strict model; the first problem as a finding.
+fn parse(text: &str) -> Result<(Fleet, SourceTree), Finding> {
+    let tree = SourceTree::parse(text).map_err(|e| {
+        finding(
+            "GPU001",
+            "",
+            Some(e.pos),
+            format!("invalid YAML: {}", e.message),
+            "fix the YAML syntax at this position",
+        )
+    })?;
+    for (field, want) in [
+        ("apiVersion", crate::blueprint::API_VERSION),
+        ("kind", model::KIND),
+    ] {
+        if tree.value.get(field).and_then(serde_json::Value::as_str) != Some(want) {
+            return Err(finding(
+                "GPU005",
+                field,
+                tree.pos(field),
+                format!("a fleet file's {field} must be `{want}`"),
+                &format!("set `{field}: {want}`"),
+            ));
+        }
+    }
+    let fleet = serde_path_to_error::deserialize::<_, Fleet>(&tree.value).map_err(|e| {
+        let path = e.path().to_string().replace(".[", "[");
+        let path = if path == "." { String::new() } else { path };
+        let message = e.inner().to_string();
+        let rule = if message.starts_with("unknown field") {
+            "GPU002"
+        } else if message.starts_with("missing field") {
+            "GPU004"
+        } else {
+            "GPU003"
+        };
+        finding(
+            rule,
+            &path,
+            tree.pos(&path),
+            message,
+            "docs/fleet.md lists the fields of a fleet file; credentials never go in it (name a kubeconfig context)",
+        )
+    })?;
+    Ok((fleet, tree))
+}
+
+fn finding(
+    rule: &'static str,
+    path: &str,
+    pos: Option<crate::located::Pos>,
+    message: String,
+    hint: &str,
+) -> Finding {
+    crate::finding::debug_check(crate::finding::Family::Validation, rule, Severity::Error);
+    Finding {
+        rule,
+        severity: Severity::Error,
+        path: path.to_string(),
+        pos,
+        message: crate::located::bounded(message),
+        hint: Some(hint.to_string()),
+    }
+}
+
+impl LoadedFleet {
+    /// The effective blueprint of cluster `i` (its `extends` chain resolved inside the root);
+    /// `None` when its path failed GPU186 (the fleet's report says why).
+    pub fn load_cluster(&self, i: usize) -> Option<Result<Loaded, Broken>> {
+        let cluster = self.fleet.spec.clusters.get(i)?;
+        if !self.readable.get(i).copied().unwrap_or(false) {
+            return None;
+        }
+        let path = self.root.join(&cluster.blueprint);
+        Some(crate::blueprint::load_file_in(&path, Some(&self.root)))
+    }
+
+    /// Every finding of the fleet: its own rules, then each readable cluster's effective blueprint
+    /// (loaded, checked and dropped one at a time, so memory stays that of one cluster).
+    pub fn check(&self, catalog: &Catalog, opts: Options) -> FleetReport {
+        let mut clusters = Vec::new();
+        for (i, c) in self.fleet.spec.clusters.iter().enumerate() {
+            let Some(loaded) = self.load_cluster(i) else {
+                continue;
+            };
+            let mut reports = match loaded {
+                Ok(l) => crate::validate::check_split(&l, catalog, opts),
+                Err(b) => crate::validate::check_broken_split(&b, catalog, opts),
+            };
+            for r in &mut reports {
+                for f in &mut r.findings {
+                    f.message = format!("cluster `{}`: {}", c.name, f.message);
+                }
+            }
+            clusters.push((c.name.clone(), reports));
+        }
+        FleetReport {
+            fleet: self.report.clone(),
+            clusters,
+        }
+    }
+}
+
+/// `fleet validate`: the fleet file's findings, or every finding of the fleet. An unreadable
+/// fleet file is an input error (as for a blueprint).
+pub fn check_path(
+    path: &Path,
+    catalog: &Catalog,
+    opts: Options,
+) -> Result<FleetReport, crate::input::InputError> {
+    let bytes = crate::input::read(path, &crate::input::BLUEPRINT)?;
+    Ok(match load(path, bytes, catalog) {
+        Ok(fleet) => fleet.check(catalog, opts),
+        Err(report) => FleetReport {
+            fleet: report,
+            clusters: Vec::new(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests;

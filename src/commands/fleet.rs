@@ -1,0 +1,128 @@
+//! `gpuctl fleet validate | render`: every cluster of a fleet file (docs/fleet.md), each through
+//! the same stages as one blueprint.
+
+use std::io::Write;
+use std::path::Path;
+
+use gpuctl_core::fleet::{self, LoadedFleet};
+use gpuctl_core::located::FileReport;
+use gpuctl_core::profiles::Catalog;
+use gpuctl_core::{input, validate};
+
+use super::{CommandError, CommandResult, emit};
+use crate::args::{FleetCommand, Format};
+use crate::exit::ExitStatus;
+use crate::output::tree::write_tree;
+use crate::{output, settings};
+
+/// Runs a `gpuctl fleet` subcommand.
+pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
+    match command {
+        FleetCommand::Validate {
+            fleet,
+            output,
+            strict,
+            today,
+        } => run_validate(&fleet, output, strict, today.as_deref(), out),
+        FleetCommand::Render {
+            fleet,
+            output_dir,
+            templates,
+            today,
+        } => run_render(&fleet, &output_dir, templates.as_deref(), today.as_deref()),
+    }
+}
+
+/// `fleet validate`: the fleet file's findings, then each cluster's (messages name the
+/// cluster, each finding in the file that set the value); exit codes as `gpuctl validate`.
+fn run_validate(
+    path: &Path,
+    format: Format,
+    strict: bool,
+    today: Option<&str>,
+    out: &mut dyn Write,
+) -> CommandResult {
+    let today = settings::today(today)?;
+    let reports =
+        fleet::check_path(path, Catalog::embedded(), validate::Options { today })?.reports();
+    let text = match format {
+        Format::Human => output::human(&reports, settings::stdout_style()),
+        Format::Json => output::json(&reports),
+        Format::Sarif => output::sarif(&reports),
+    };
+    emit(out, &text);
+    let s = output::summary(&reports);
+    Ok(if s.errors > 0 || (strict && s.warnings > 0) {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// The fleet at `path`, with no error finding in it or any of its clusters (printed to stderr
+/// otherwise, with `next` in the hint).
+fn checked(path: &Path, today: jiff::civil::Date, next: &str) -> Result<LoadedFleet, CommandError> {
+    let catalog = Catalog::embedded();
+    let bytes = input::read(path, &input::BLUEPRINT)?;
+    let fail = |reports: &[FileReport]| {
+        eprint!("{}", output::human(reports, settings::stderr_style()));
+        CommandError::Failed(format!(
+            "fix the findings above before {next} (`gpuctl fleet validate {}`)",
+            path.display()
+        ))
+    };
+    let loaded = fleet::load(path, bytes, catalog).map_err(|r| fail(&[r]))?;
+    let reports = loaded.check(catalog, validate::Options { today }).reports();
+    if reports.iter().any(super::has_errors) {
+        let errors: Vec<FileReport> = reports
+            .into_iter()
+            .filter(|r| !r.findings.is_empty())
+            .collect();
+        return Err(fail(&errors));
+    }
+    Ok(loaded)
+}
+
+/// `fleet render -o DIR`: `DIR/<cluster>/` for every cluster, each written as `gpuctl render
+/// --output-dir` writes one blueprint's tree (never outside it); nothing is written unless every
+/// cluster validates.
+fn run_render(
+    path: &Path,
+    dir: &Path,
+    templates: Option<&Path>,
+    today: Option<&str>,
+) -> CommandResult {
+    let today = settings::today(today)?;
+    let fleet = checked(path, today, "rendering")?;
+    let clusters = &fleet.fleet.spec.clusters;
+    for (i, cluster) in clusters.iter().enumerate() {
+        let Some(loaded) = fleet.load_cluster(i) else {
+            return Err(CommandError::Failed(format!(
+                "cluster `{}`: its blueprint cannot be read",
+                cluster.name
+            )));
+        };
+        let blueprint = fleet.root.join(&cluster.blueprint);
+        let next = format!("rendering cluster `{}`", cluster.name);
+        let rendered = super::pipeline::render_loaded(
+            loaded.map_err(|b| b.report),
+            &blueprint,
+            today,
+            templates,
+            &next,
+        )?;
+        // Names are DNS-1123 labels (GPU182): one plain directory each.
+        let target = dir.join(&cluster.name);
+        write_tree(&rendered.set, &target).map_err(|source| CommandError::Tree {
+            dir: target.display().to_string(),
+            source,
+        })?;
+    }
+    eprintln!(
+        "wrote {} cluster tree{} to {}",
+        clusters.len(),
+        if clusters.len() == 1 { "" } else { "s" },
+        dir.display()
+    );
+    Ok(ExitStatus::Success)
+}

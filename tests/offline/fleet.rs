@@ -1,0 +1,205 @@
+//! Issue 31: `gpuctl fleet validate | render` through the real binary on the example fleet
+//! (`blueprints/fleet/`), and each cluster's effective render golden-tested in `golden/fleet/`.
+
+use std::process::{Command, Output};
+
+use crate::render_common::{opts, root};
+
+const FLEET: &str = "blueprints/fleet/fleet.yaml";
+
+fn gpuctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(root())
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn the_example_fleet_validates_clean() {
+    let o = gpuctl(&["fleet", "validate", FLEET]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("0 errors, 0 warnings"), "{}", text(&o));
+    let o = gpuctl(&["fleet", "validate", "--strict", "-o", "json", FLEET]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = gpuctl(&["fleet", "validate", "blueprints/fleet/none.yaml"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "an unreadable fleet is an input error: {}",
+        text(&o)
+    );
+}
+
+#[test]
+fn fleet_validate_fails_on_a_fleet_rule_and_on_a_cluster_finding_in_its_base() {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("blueprints/fleet"), d.path());
+    let fleet = d.path().join("fleet.yaml");
+    let text0 = std::fs::read_to_string(&fleet).unwrap();
+    std::fs::write(
+        &fleet,
+        text0.replace("workers: [eu-onprem, us-east]", "workers: [hub, us-east]"),
+    )
+    .unwrap();
+    let o = gpuctl(&["fleet", "validate", fleet.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("GPU187"), "{}", text(&o));
+    std::fs::write(&fleet, &text0).unwrap();
+    let base = d.path().join("base/training.yaml");
+    let b = std::fs::read_to_string(&base).unwrap();
+    std::fs::write(&base, b.replacen("H100-SXM5-80GB", "H100-SXM9", 1)).unwrap();
+    let o = gpuctl(&["fleet", "validate", "-o", "json", fleet.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Every cluster inherits the base's pool: one finding per cluster, each in the base file.
+    let mut got = Vec::new();
+    for f in v["files"].as_array().unwrap() {
+        for finding in f["findings"].as_array().unwrap() {
+            let file = f["file"].as_str().unwrap();
+            let line = finding["pos"]["line"].as_u64();
+            let message = finding["message"].as_str().unwrap();
+            got.push((
+                file.ends_with("base/training.yaml"),
+                line,
+                message.split(':').next().unwrap().to_string(),
+            ));
+        }
+    }
+    for cluster in ["hub", "us-canary", "us-east", "eu-onprem"] {
+        assert!(
+            got.contains(&(true, Some(24), format!("cluster `{cluster}`"))),
+            "{cluster}: {got:?}"
+        );
+    }
+    // And render refuses before writing anything.
+    let out = d.path().join("rendered");
+    let o = gpuctl(&[
+        "fleet",
+        "render",
+        fleet.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(!out.exists(), "nothing written");
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// `fleet render -o DIR` writes `DIR/<cluster>/`, byte for byte what `gpuctl render
+/// --output-dir` writes for that cluster's blueprint (given the fleet's directory as root), the
+/// same bytes on every run.
+#[test]
+fn fleet_render_writes_one_tree_per_cluster_as_render_does() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a");
+    let b = d.path().join("b");
+    for dir in [&a, &b] {
+        let o = gpuctl(&["fleet", "render", FLEET, "-o", dir.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&a)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["eu-onprem", "hub", "us-canary", "us-east"]);
+    assert_eq!(files(&a), files(&b), "deterministic");
+    // us-east.yaml extends ../regions/us.yaml: alone, its directory is the root, so the tree is
+    // compared with a render of a copy of the fleet with the cluster file at the top.
+    let flat = d.path().join("flat");
+    copy_dir(&root().join("blueprints/fleet"), &{
+        std::fs::create_dir_all(&flat).unwrap();
+        flat.clone()
+    });
+    let east = std::fs::read_to_string(flat.join("clusters/us-east.yaml"))
+        .unwrap()
+        .replace("../regions/us.yaml", "regions/us.yaml");
+    std::fs::write(flat.join("us-east.yaml"), east).unwrap();
+    let single = d.path().join("single");
+    let o = gpuctl(&[
+        "render",
+        flat.join("us-east.yaml").to_str().unwrap(),
+        "--output-dir",
+        single.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(files(&single), files(&a.join("us-east")));
+    assert!(a.join("us-east/kustomization.yaml").is_file());
+}
+
+/// Every file under `dir`, relative path and bytes, sorted.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Golden: each cluster's effective objects, Helm values and node patches, so a change to the
+/// base shows in every cluster's snapshot in review.
+#[test]
+fn every_example_cluster_matches_its_golden_render() {
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let path = root().join(FLEET);
+    let bytes = std::fs::read(&path).unwrap();
+    let fleet = gpuctl_core::fleet::load(&path, bytes, catalog).expect("fleet loads");
+    assert!(
+        fleet.report.findings.is_empty(),
+        "{:#?}",
+        fleet.report.findings
+    );
+    for (i, c) in fleet.fleet.spec.clusters.iter().enumerate() {
+        let loaded = fleet
+            .load_cluster(i)
+            .expect("readable")
+            .unwrap_or_else(|b| panic!("{}: {:#?}", c.name, b.report.findings));
+        let v = gpuctl_core::validate::validate(loaded, catalog, opts())
+            .unwrap_or_else(|r| panic!("{}: {:#?}", c.name, r.findings));
+        let set =
+            gpuctl_core::render::render(&v, catalog, &gpuctl_core::render::Templates::embedded())
+                .unwrap();
+        insta::with_settings!({
+            snapshot_path => root().join("golden/fleet"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(format!("{}.yaml", c.name), set.to_yaml());
+            insta::assert_snapshot!(format!("{}.values", c.name), set.helm_values_yaml());
+            insta::assert_snapshot!(format!("{}.nodes", c.name), set.node_patches_yaml());
+        });
+    }
+}
