@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpuctl_core::fleet::{self, LoadedFleet};
+use gpuctl_core::fleet::{self, LoadedFleet, gitops};
 use gpuctl_core::located::FileReport;
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::{input, validate};
@@ -104,13 +104,18 @@ fn run_render(
         };
         let blueprint = fleet.root.join(&cluster.blueprint);
         let next = format!("rendering cluster `{}`", cluster.name);
-        let rendered = super::pipeline::render_loaded(
+        let mut rendered = super::pipeline::render_loaded(
             loaded.map_err(|b| b.report),
             &blueprint,
             today,
             templates,
             &next,
         )?;
+        if let Some(g) = &fleet.fleet.spec.gitops
+            && g.engine == gitops::Engine::Flux
+        {
+            gitops::disable_substitution(&mut rendered.set);
+        }
         // Names are DNS-1123 labels (GPU182): one plain directory each.
         let target = dir.join(&cluster.name);
         write_tree(&rendered.set, &target).map_err(|source| CommandError::Tree {
@@ -124,5 +129,65 @@ fn run_render(
         if clusters.len() == 1 { "" } else { "s" },
         dir.display()
     );
+    if let Some(g) = &fleet.fleet.spec.gitops {
+        let n = write_gitops(dir, &fleet.fleet, g).map_err(|e| {
+            CommandError::Failed(format!(
+                "writing `{}`: {e}",
+                dir.join(g.engine.dir()).display()
+            ))
+        })?;
+        eprintln!(
+            "wrote {n} {} file{} to {}",
+            g.engine.dir(),
+            if n == 1 { "" } else { "s" },
+            dir.join(g.engine.dir()).display()
+        );
+    }
     Ok(ExitStatus::Success)
+}
+
+/// The GitOps engine's files in `DIR/argocd/` or `DIR/flux/` (file names from DNS-1123 cluster
+/// names, GPU182): each written to a fresh temporary file and renamed over its target, never
+/// through a link; a file of an earlier render (it starts with the marker) no longer generated is
+/// removed, every other file kept. Returns how many it wrote.
+fn write_gitops(dir: &Path, fleet: &fleet::Fleet, g: &gitops::GitOps) -> std::io::Result<usize> {
+    use std::io::{Error, ErrorKind};
+    let sub = dir.join(g.engine.dir());
+    match std::fs::symlink_metadata(&sub) {
+        Ok(m) if !m.is_dir() => {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                "not a directory (or a link)",
+            ));
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir_all(&sub)?,
+    }
+    let files = gitops::files(fleet, g);
+    let names: Vec<String> = files
+        .iter()
+        .map(|(rel, _)| rel.rsplit('/').next().unwrap_or(rel).to_string())
+        .collect();
+    for e in std::fs::read_dir(&sub)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().to_string();
+        let ours = e.file_type()?.is_file()
+            && name.ends_with(".yaml")
+            && std::fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with(gitops::MARKER));
+        if ours && !names.contains(&name) {
+            std::fs::remove_file(e.path())?;
+        }
+    }
+    for (name, (_, text)) in names.iter().zip(&files) {
+        let tmp = sub.join(format!(".{name}.gpuctl-new-{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, sub.join(name))?;
+    }
+    Ok(files.len())
 }

@@ -5,6 +5,7 @@
 //! each.
 
 mod check;
+pub mod gitops;
 pub mod model;
 
 use std::path::{Path, PathBuf};
@@ -86,6 +87,7 @@ pub fn load(path: &Path, bytes: Vec<u8>, catalog: &Catalog) -> Result<LoadedFlee
     };
     let mut out = check::Out::new(&tree);
     let readable = check::run(&fleet, &root, &bounds, &mut out);
+    gitops::check(&fleet, &l.kubernetes_names, &mut out);
     let mut findings = out.findings;
     findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     Ok(LoadedFleet {

@@ -43,6 +43,9 @@ pub struct FleetSpec {
     /// MultiKueue: one manager cluster dispatching to workers (optional).
     #[serde(default)]
     pub multi_kueue: Option<MultiKueue>,
+    /// How a GitOps engine syncs the rendered trees (optional; docs/fleet.md "GitOps").
+    #[serde(default)]
+    pub gitops: Option<super::gitops::GitOps>,
 }
 
 /// One cluster of the fleet.

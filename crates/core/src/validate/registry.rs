@@ -896,6 +896,27 @@ rules! {
         source: "docs/fleet.md",
         example: "spec:\n  waves:\n    - {name: canary, bake: one day}\n",
     }
+    "GPU190" "gitops-source" "fleet" Error {
+        checks: "A fleet's `gitops` section names its source without credentials: Argo CD gets a `repoURL` with no `user:secret@`, a non-empty `revision` when one is given, a `path` relative to the repository root without `..`, and no `{{` in what Argo CD evaluates as a template.",
+        why: "The ApplicationSet and Kustomizations are committed to Git: a token in the URL would be published with them, and a path leaving the repository or a template in a literal would sync something other than the rendered trees.",
+        fix: "Keep credentials in the engine's repository Secret; give the render directory relative to the repository root.",
+        source: "docs/fleet.md (GitOps); argo-cd v3.5.1 docs/operator-manual/applicationset/GoTemplate.md",
+        example: "spec:\n  gitops: {engine: argocd, repoURL: \"https://bot:ghp_x@git.example.com/fleet.git\", path: rendered}\n",
+    }
+    "GPU191" "gitops-engine" "fleet" Error {
+        checks: "The `gitops` settings are the chosen engine's (`argocd` or `flux`), name valid objects (DNS-1123 labels: fleet, namespaces, project, source, and the waves Argo CD matches by label), Flux has a `sourceRef` of a source kind it knows and an `interval` its CRD accepts.",
+        why: "Settings of the other engine are silently unused; a name the API server refuses, or an interval such as `1d` outside the Kustomization's pattern, makes the generated objects fail at apply, after review.",
+        fix: "Remove the other engine's settings, rename, name the Flux source, write the interval in ms, s, m or h.",
+        source: "flux v2.9.4 kustomize.toolkit.fluxcd.io_kustomizations.yaml (interval pattern, sourceRef.kind enum)",
+        example: "spec:\n  gitops: {engine: flux, path: rendered, flux: {interval: 1d}}\n",
+    }
+    "GPU192" "gitops-output-dir" "fleet" Error {
+        checks: "No cluster is named like the directory `fleet render` writes the engine's objects to (`argocd` or `flux`).",
+        why: "The cluster's rendered tree and the GitOps objects would share one directory: one would overwrite or be synced as the other.",
+        fix: "Rename the cluster.",
+        source: "docs/fleet.md (GitOps)",
+        example: "spec:\n  clusters:\n    - {name: flux, blueprint: a.yaml, context: a}\n  gitops: {engine: flux, path: rendered, flux: {sourceRef: {name: fleet}}}\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.
