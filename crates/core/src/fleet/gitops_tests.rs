@@ -56,114 +56,7 @@ fn every_gitops_rule_fails_its_case_and_passes_the_valid_sections() {
         let (_d, r) = run(&format!("{FLEET}{section}"));
         assert!(r.fleet.findings.is_empty(), "{:#?}", r.fleet.findings);
     }
-    let cases: &[(&str, &str, &str, &str, &str)] = &[
-        (
-            "GPU190",
-            ARGO,
-            "https://git",
-            "https://bot:ghp_x@git",
-            "spec.gitops.repoURL",
-        ),
-        (
-            "GPU190",
-            ARGO,
-            "repoURL: \"https://git.example.com/fleet.git\", ",
-            "",
-            "spec.gitops.engine",
-        ),
-        (
-            "GPU190",
-            ARGO,
-            "revision: main",
-            "revision: \" \"",
-            "spec.gitops.revision",
-        ),
-        (
-            "GPU190",
-            ARGO,
-            "revision: main",
-            "revision: \"{{.x}}\"",
-            "spec.gitops.revision",
-        ),
-        (
-            "GPU190",
-            ARGO,
-            "path: rendered",
-            "path: ../rendered",
-            "spec.gitops.path",
-        ),
-        (
-            "GPU190",
-            FLUX,
-            "path: rendered/",
-            "path: /rendered",
-            "spec.gitops.path",
-        ),
-        (
-            "GPU190",
-            FLUX,
-            "path: rendered/",
-            "path: \"rendered/{{.cluster}}\"",
-            "spec.gitops.path",
-        ),
-        (
-            "GPU191",
-            ARGO,
-            "argocd: {",
-            "flux: { interval: 5m }, argocd: {",
-            "spec.gitops.flux",
-        ),
-        (
-            "GPU191",
-            ARGO,
-            "project: gpu",
-            "project: GPU_team",
-            "spec.gitops.argocd.project",
-        ),
-        (
-            "GPU191",
-            ARGO,
-            "name: canary",
-            "name: Canary_1",
-            "spec.waves[0].name",
-        ),
-        (
-            "GPU191",
-            FLUX,
-            "interval: 5m",
-            "interval: 1d",
-            "spec.gitops.flux.interval",
-        ),
-        (
-            "GPU191",
-            FLUX,
-            "kind: GitRepository",
-            "kind: HelmRepository",
-            "spec.gitops.flux.sourceRef.kind",
-        ),
-        (
-            "GPU191",
-            FLUX,
-            "sourceRef: { kind: GitRepository, name: fleet }, ",
-            "",
-            "spec.gitops",
-        ),
-        (
-            "GPU191",
-            FLUX,
-            "namespace: flux-system",
-            "namespace: flux.system",
-            "spec.gitops.flux.namespace",
-        ),
-        (
-            "GPU192",
-            FLUX,
-            "name: c,",
-            "name: flux,",
-            "spec.clusters[2].name",
-        ),
-    ];
-    for (rule, section, from, to, path) in cases {
+    for (rule, section, from, to, path) in cases() {
         let text = format!("{FLEET}{section}");
         assert!(text.contains(from), "{from}");
         let (_d, r) = run(&text.replacen(from, to, 1));
@@ -294,4 +187,121 @@ fn objects_holding_a_substitution_are_annotated_and_no_other() {
             .get("annotations")
             .is_none_or(|a| a.get(SUBSTITUTE_ANNOTATION).is_none())
     }));
+}
+
+/// (rule, section, edit from, to, path of the finding).
+fn cases() -> Vec<(
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+)> {
+    vec![
+        (
+            "GPU190",
+            ARGO,
+            "https://git",
+            "https://bot:ghp_x@git",
+            "spec.gitops.repoURL",
+        ),
+        (
+            "GPU190",
+            ARGO,
+            "repoURL: \"https://git.example.com/fleet.git\", ",
+            "",
+            "spec.gitops.engine",
+        ),
+        (
+            "GPU190",
+            ARGO,
+            "revision: main",
+            "revision: \" \"",
+            "spec.gitops.revision",
+        ),
+        (
+            "GPU190",
+            ARGO,
+            "revision: main",
+            "revision: \"{{.x}}\"",
+            "spec.gitops.revision",
+        ),
+        (
+            "GPU190",
+            ARGO,
+            "path: rendered",
+            "path: ../rendered",
+            "spec.gitops.path",
+        ),
+        (
+            "GPU190",
+            FLUX,
+            "path: rendered/",
+            "path: /rendered",
+            "spec.gitops.path",
+        ),
+        (
+            "GPU190",
+            FLUX,
+            "path: rendered/",
+            "path: \"rendered/{{.cluster}}\"",
+            "spec.gitops.path",
+        ),
+        (
+            "GPU191",
+            ARGO,
+            "argocd: {",
+            "flux: { interval: 5m }, argocd: {",
+            "spec.gitops.flux",
+        ),
+        (
+            "GPU191",
+            ARGO,
+            "project: gpu",
+            "project: GPU_team",
+            "spec.gitops.argocd.project",
+        ),
+        (
+            "GPU191",
+            ARGO,
+            "name: canary",
+            "name: Canary_1",
+            "spec.waves[0].name",
+        ),
+        (
+            "GPU191",
+            FLUX,
+            "interval: 5m",
+            "interval: 1d",
+            "spec.gitops.flux.interval",
+        ),
+        (
+            "GPU191",
+            FLUX,
+            "kind: GitRepository",
+            "kind: HelmRepository",
+            "spec.gitops.flux.sourceRef.kind",
+        ),
+        (
+            "GPU191",
+            FLUX,
+            "sourceRef: { kind: GitRepository, name: fleet }, ",
+            "",
+            "spec.gitops",
+        ),
+        (
+            "GPU191",
+            FLUX,
+            "namespace: flux-system",
+            "namespace: flux.system",
+            "spec.gitops.flux.namespace",
+        ),
+        (
+            "GPU192",
+            FLUX,
+            "name: c,",
+            "name: flux,",
+            "spec.clusters[2].name",
+        ),
+    ]
 }

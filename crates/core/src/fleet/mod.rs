@@ -6,6 +6,7 @@
 
 mod check;
 pub mod gitops;
+mod gitops_model;
 pub mod model;
 
 use std::path::{Path, PathBuf};

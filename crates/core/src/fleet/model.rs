@@ -45,7 +45,7 @@ pub struct FleetSpec {
     pub multi_kueue: Option<MultiKueue>,
     /// How a GitOps engine syncs the rendered trees (optional; docs/fleet.md "GitOps").
     #[serde(default)]
-    pub gitops: Option<super::gitops::GitOps>,
+    pub gitops: Option<super::gitops_model::GitOps>,
 }
 
 /// One cluster of the fleet.
