@@ -451,3 +451,29 @@ fn sixty_clusters_fit_one_comment_and_it_says_what_it_cut() {
     assert_eq!(clusters.len(), 60);
     assert!(clusters.iter().all(|c| c["plan"]["mode"] == "snapshot"));
 }
+
+#[test]
+fn no_output_shows_a_credential_from_a_clusters_release() {
+    let d = fixture();
+    // The live operator release of one cluster holds a password the blueprint does not set: the
+    // plan upgrades it away, and no format may print it.
+    let path = d.path().join("snapshots/us-east.json");
+    let mut snap: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    snap["helm_release"]["values"]["auth"] = json!({"password": "hunter2-fleet"});
+    std::fs::write(&path, serde_json::to_string_pretty(&snap).unwrap()).unwrap();
+    for format in ["markdown", "human", "json"] {
+        let (code, out, err) = plan(d.path(), format);
+        assert_eq!(code, Some(2), "{format}: {out}{err}");
+        assert!(out.contains("us-east"), "{format}: {out}");
+        assert!(out.contains("(sensitive)"), "{format}: {out}");
+        assert!(
+            !out.contains("hunter2"),
+            "{format} leaks the password:\n{out}"
+        );
+        assert!(
+            !err.contains("hunter2"),
+            "{format} leaks the password:\n{err}"
+        );
+    }
+}
