@@ -51,6 +51,7 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
                 settings: super::plan::PlanSettings {
                     prune_protected,
                     parallelism: usize::from(parallelism),
+                    unreachable_hint: "no cluster? plan from snapshots with --snapshot-dir DIR",
                 },
                 now: now.as_deref(),
                 templates: render.templates.as_deref(),

@@ -71,6 +71,7 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
     let settings = PlanSettings {
         prune_protected: cmd.prune_protected,
         parallelism: cmd.parallelism,
+        unreachable_hint: PLAN_UNREACHABLE_HINT,
     };
     let plan = plan_rendered(rendered, cmd.blueprint, against, &settings)?;
     if let Some(path) = cmd.save {
@@ -104,7 +105,13 @@ pub struct PlanSettings {
     pub prune_protected: bool,
     /// Concurrent requests.
     pub parallelism: usize,
+    /// What to do instead when the cluster cannot be reached.
+    pub unreachable_hint: &'static str,
 }
+
+/// `gpuctl plan`'s advice when the cluster cannot be reached.
+pub const PLAN_UNREACHABLE_HINT: &str =
+    "no cluster? plan offline with --offline, or against a snapshot with --snapshot FILE";
 
 /// The plan of one rendered blueprint against `against`: the machinery of `gpuctl plan`, which
 /// `gpuctl fleet plan` runs once per cluster.
@@ -122,7 +129,7 @@ pub fn plan_rendered(
     let mut set = rendered.set;
     resolve_chart(&mut set, blueprint)?;
     plan::refuse_empty(&set)?;
-    let (live, kueue_config) = live_view(against, settings.parallelism, &set, elsewhere.is_some())?;
+    let (live, kueue_config) = live_view(against, settings, &set, elsewhere.is_some())?;
     let mut plan = plan::plan(
         &set,
         &live,
@@ -147,7 +154,7 @@ pub fn plan_rendered(
 /// from a cluster when `kueue` asks for it, the running Kueue's configuration.
 fn live_view(
     against: Against<'_>,
-    parallelism: usize,
+    settings: &PlanSettings,
     set: &RenderedSet,
     kueue: bool,
 ) -> Result<(LiveView, Option<read::KueueConfigReading>), CommandError> {
@@ -160,11 +167,7 @@ fn live_view(
         Against::Cluster(cluster) => cluster,
     };
     runtime()?.block_on(async {
-        let k = connect(
-            cluster,
-            Some("no cluster? plan offline with --offline, or against a snapshot with --snapshot FILE"),
-        )
-        .await?;
+        let k = connect(cluster, Some(settings.unreachable_hint)).await?;
         // A dry-run that meets an admission webhook still starting waits for it, said on stderr.
         let waits = Progress::new(ProgressMode::for_output(ApplyOutput::Human));
         k.webhooks.configure(
@@ -174,7 +177,7 @@ fn live_view(
         );
         let reads = Reads {
             dry_run: true,
-            parallelism,
+            parallelism: settings.parallelism,
         };
         let view = read::rendered_set(&k, set, reads).await?;
         let config = if kueue {

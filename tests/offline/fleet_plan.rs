@@ -175,6 +175,17 @@ fn edit(dir: &Path, file: &str, from: &str, to: &str) {
     std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
 }
 
+/// A base change that reaches the clusters keeping the base's team-a quota (the US region sets
+/// its own).
+fn raise_team_a_pods(dir: &Path) {
+    edit(
+        dir,
+        "base/training.yaml",
+        "quota: { nvidia.com/gpu: 64, pods: 200 }",
+        "quota: { nvidia.com/gpu: 64, pods: 300 }",
+    );
+}
+
 /// The clusters in the comment's summary table, in order.
 fn table_clusters(md: &str) -> Vec<String> {
     md.lines()
@@ -221,12 +232,7 @@ fn a_base_change_plans_every_cluster_that_inherits_it() {
         "interval: 15s",
         "interval: 30s",
     );
-    edit(
-        d.path(),
-        "base/training.yaml",
-        "quota: { nvidia.com/gpu: 64, pods: 200 }",
-        "quota: { nvidia.com/gpu: 64, pods: 300 }",
-    );
+    raise_team_a_pods(d.path());
     let (code, md, err) = plan(d.path(), "markdown");
     assert_eq!(code, Some(2), "{md}{err}");
     assert_eq!(table_clusters(&md), ["hub", "eu-onprem"], "{md}");
@@ -316,12 +322,7 @@ fn parse(md: &str) -> (Vec<String>, usize, Vec<String>) {
 #[test]
 fn the_comment_is_commonmark_with_a_table_details_and_diffs_and_its_bytes_are_stable() {
     let d = fixture();
-    edit(
-        d.path(),
-        "base/training.yaml",
-        "quota: { nvidia.com/gpu: 64, pods: 200 }",
-        "quota: { nvidia.com/gpu: 64, pods: 300 }",
-    );
+    raise_team_a_pods(d.path());
     let (_, md, _) = plan(d.path(), "markdown");
     let (header, details, fences) = parse(&md);
     assert_eq!(
@@ -348,12 +349,7 @@ fn the_comment_is_commonmark_with_a_table_details_and_diffs_and_its_bytes_are_st
 #[test]
 fn the_example_fleets_comment_is_golden() {
     let d = fixture();
-    edit(
-        d.path(),
-        "base/training.yaml",
-        "quota: { nvidia.com/gpu: 64, pods: 200 }",
-        "quota: { nvidia.com/gpu: 64, pods: 300 }",
-    );
+    raise_team_a_pods(d.path());
     let (_, md, _) = plan(d.path(), "markdown");
     insta::with_settings!({
         snapshot_path => root().join("golden/fleet"),
