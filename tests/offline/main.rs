@@ -15,6 +15,7 @@ mod cli;
 mod day2_golden;
 mod doctor_example;
 mod fleet;
+mod fleet_plan;
 mod hostile_blueprints;
 mod hostile_io;
 mod plan_secrets;

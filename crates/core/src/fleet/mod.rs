@@ -7,6 +7,8 @@
 mod check;
 pub mod model;
 
+pub mod plan;
+
 use std::path::{Path, PathBuf};
 
 pub use check::{duration_seconds, members};
