@@ -448,6 +448,38 @@ pub enum FleetCommand {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
+    /// One plan per cluster (live through its `context`, or from `DIR/<cluster>.json`), as one
+    /// pull-request comment: a summary table, the unchanged clusters in one line, each changed
+    /// cluster's plan collapsed. Exit codes as `gpuctl plan`.
+    Plan {
+        /// Fleet file (`kind: Fleet`).
+        #[arg(value_name = "FLEET")]
+        fleet: PathBuf,
+        /// Plan each cluster against `DIR/<cluster>.json` (from `gpuctl snapshot`) instead of live.
+        #[arg(long, value_name = "DIR")]
+        snapshot_dir: Option<PathBuf>,
+        /// Kubeconfig file holding the clusters' contexts (default: KUBECONFIG, then ~/.kube/config).
+        #[arg(long, value_name = "FILE", conflicts_with = "snapshot_dir")]
+        kubeconfig: Option<PathBuf>,
+        /// Output format (`markdown`: the PR comment, within GitHub's 65,536 characters).
+        #[arg(short = 'o', long, value_enum, default_value_t = PlanFormat::Human)]
+        output: PlanFormat,
+        /// Exit 2 when any cluster has changes, 0 when none, 1 on error.
+        #[arg(long)]
+        detailed_exitcode: bool,
+        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprints dropped.
+        #[arg(long)]
+        prune_protected: bool,
+        /// Concurrent API requests per cluster.
+        #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallelism: u16,
+        /// The time snapshot ages are measured from (RFC 3339; default now, or GPUCTL_NOW).
+        #[arg(long, value_name = "TIME", env = "GPUCTL_NOW")]
+        now: Option<String>,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
 }
 
 /// `gpuctl upgrade` subcommands.

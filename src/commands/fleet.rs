@@ -30,6 +30,35 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
             templates,
             today,
         } => run_render(&fleet, &output_dir, templates.as_deref(), today.as_deref()),
+        FleetCommand::Plan {
+            fleet,
+            snapshot_dir,
+            kubeconfig,
+            output,
+            detailed_exitcode,
+            prune_protected,
+            parallelism,
+            now,
+            render,
+        } => {
+            let today = settings::today(render.today.as_deref())?;
+            let loaded = checked(&fleet, today, "planning")?;
+            let cmd = super::fleet_plan::FleetPlanCommand {
+                snapshot_dir: snapshot_dir.as_deref(),
+                kubeconfig,
+                format: output,
+                detailed_exitcode,
+                settings: super::plan::PlanSettings {
+                    prune_protected,
+                    parallelism: usize::from(parallelism),
+                    unreachable_hint: "no cluster? plan from snapshots with --snapshot-dir DIR",
+                },
+                now: now.as_deref(),
+                templates: render.templates.as_deref(),
+                today,
+            };
+            super::fleet_plan::run(&cmd, &loaded, out)
+        }
     }
 }
 

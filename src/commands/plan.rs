@@ -14,7 +14,7 @@ use gpuctl_core::render::RenderedSet;
 use gpuctl_core::snapshot::Snapshot;
 
 use super::files::write_owner_only;
-use super::pipeline::{render_file, resolve_chart};
+use super::pipeline::{Rendered, render_file, resolve_chart};
 use super::{CommandError, CommandResult, connect, emit, runtime};
 use crate::args::{ApplyOutput, ClusterArgs, PlanFormat, RenderArgs};
 use crate::exit::ExitStatus;
@@ -61,29 +61,19 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
         cmd.render.templates.as_deref(),
         "planning",
     )?;
-    let kueue = rendered.kueue;
-    let elsewhere = kueue
-        .as_ref()
-        .filter(|(install, _, _)| *install == InstallMode::None)
-        .map(|(_, config, mappings)| (config.clone(), mappings.clone()));
-    let mut set = rendered.set;
-    resolve_chart(&mut set, cmd.blueprint)?;
-    plan::refuse_empty(&set)?;
-    let (live, kueue_config) = live_view(&cmd, &set, elsewhere.is_some())?;
-    let mut plan = plan::plan(
-        &set,
-        &live,
-        PlanOptions {
-            prune_protected: cmd.prune_protected,
-        },
-    )?;
-    if let Some((config, mappings)) = &elsewhere {
-        plan.findings.extend(plan::kueue_config_findings(
-            config,
-            mappings,
-            kueue_config.as_ref(),
-        ));
-    }
+    let against = if cmd.offline {
+        Against::Offline
+    } else if let Some(path) = cmd.snapshot {
+        Against::Snapshot(path)
+    } else {
+        Against::Cluster(cmd.cluster)
+    };
+    let settings = PlanSettings {
+        prune_protected: cmd.prune_protected,
+        parallelism: cmd.parallelism,
+        unreachable_hint: PLAN_UNREACHABLE_HINT,
+    };
+    let plan = plan_rendered(rendered, cmd.blueprint, against, &settings)?;
     if let Some(path) = cmd.save {
         save(&plan, path)?;
     }
@@ -94,32 +84,90 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
     };
     emit(out, &text);
     let status = exit_status(&plan, cmd.detailed_exitcode);
-    // The process ends after this command: freeing every live object and manifest one allocation
-    // at a time was a tenth of a 64-pool plan's time, for memory the exit returns anyway.
-    std::mem::forget((live, plan, set));
+    std::mem::forget(plan);
     Ok(status)
+}
+
+/// What a plan is made against.
+#[derive(Clone, Copy)]
+pub enum Against<'a> {
+    /// No live state: everything is a create.
+    Offline,
+    /// A snapshot file from `gpuctl snapshot`.
+    Snapshot(&'a Path),
+    /// The cluster these arguments connect to.
+    Cluster(&'a ClusterArgs),
+}
+
+/// How a plan is made, beyond its blueprint and live state.
+pub struct PlanSettings {
+    /// Plan deletion of protected kinds too.
+    pub prune_protected: bool,
+    /// Concurrent requests.
+    pub parallelism: usize,
+    /// What to do instead when the cluster cannot be reached.
+    pub unreachable_hint: &'static str,
+}
+
+/// `gpuctl plan`'s advice when the cluster cannot be reached.
+pub const PLAN_UNREACHABLE_HINT: &str =
+    "no cluster? plan offline with --offline, or against a snapshot with --snapshot FILE";
+
+/// The plan of one rendered blueprint against `against`: the machinery of `gpuctl plan`, which
+/// `gpuctl fleet plan` runs once per cluster.
+pub fn plan_rendered(
+    rendered: Rendered,
+    blueprint: &Path,
+    against: Against<'_>,
+    settings: &PlanSettings,
+) -> Result<Plan, CommandError> {
+    let kueue = rendered.kueue;
+    let elsewhere = kueue
+        .as_ref()
+        .filter(|(install, _, _)| *install == InstallMode::None)
+        .map(|(_, config, mappings)| (config.clone(), mappings.clone()));
+    let mut set = rendered.set;
+    resolve_chart(&mut set, blueprint)?;
+    plan::refuse_empty(&set)?;
+    let (live, kueue_config) = live_view(against, settings, &set, elsewhere.is_some())?;
+    let mut plan = plan::plan(
+        &set,
+        &live,
+        PlanOptions {
+            prune_protected: settings.prune_protected,
+        },
+    )?;
+    if let Some((config, mappings)) = &elsewhere {
+        plan.findings.extend(plan::kueue_config_findings(
+            config,
+            mappings,
+            kueue_config.as_ref(),
+        ));
+    }
+    // The process ends soon after: freeing every live object and manifest one allocation at a
+    // time was a tenth of a 64-pool plan's time, for memory the exit returns anyway.
+    std::mem::forget((live, set));
+    Ok(plan)
 }
 
 /// The live state to plan against: empty offline, a snapshot's, or read from the cluster; and,
 /// from a cluster when `kueue` asks for it, the running Kueue's configuration.
 fn live_view(
-    cmd: &PlanCommand<'_>,
+    against: Against<'_>,
+    settings: &PlanSettings,
     set: &RenderedSet,
     kueue: bool,
 ) -> Result<(LiveView, Option<read::KueueConfigReading>), CommandError> {
-    if cmd.offline {
-        return Ok((LiveView::offline(), None));
-    }
-    if let Some(path) = cmd.snapshot {
-        let snap = Snapshot::read(path)?;
-        return Ok((LiveView::from_snapshot(&snap, &parent_of(set).id()), None));
-    }
+    let cluster = match against {
+        Against::Offline => return Ok((LiveView::offline(), None)),
+        Against::Snapshot(path) => {
+            let snap = Snapshot::read(path)?;
+            return Ok((LiveView::from_snapshot(&snap, &parent_of(set).id()), None));
+        }
+        Against::Cluster(cluster) => cluster,
+    };
     runtime()?.block_on(async {
-        let k = connect(
-            cmd.cluster,
-            Some("no cluster? plan offline with --offline, or against a snapshot with --snapshot FILE"),
-        )
-        .await?;
+        let k = connect(cluster, Some(settings.unreachable_hint)).await?;
         // A dry-run that meets an admission webhook still starting waits for it, said on stderr.
         let waits = Progress::new(ProgressMode::for_output(ApplyOutput::Human));
         k.webhooks.configure(
@@ -129,7 +177,7 @@ fn live_view(
         );
         let reads = Reads {
             dry_run: true,
-            parallelism: cmd.parallelism,
+            parallelism: settings.parallelism,
         };
         let view = read::rendered_set(&k, set, reads).await?;
         let config = if kueue {

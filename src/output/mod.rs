@@ -3,6 +3,7 @@
 //! the GitOps tree `render -o` writes. The only place that knows about colours or terminal widths.
 
 pub mod doctor;
+pub mod fleet_plan;
 mod human;
 pub mod plan;
 pub mod profiles;

@@ -420,6 +420,12 @@ fn action_block(a: &Action, style: Style, verbose: bool) -> String {
 /// collapsed ```diff block whose lines start with `-`/`+` (so GitHub colours them) under one `@@`
 /// header per object. Capped to fit a comment.
 pub fn markdown(plan: &Plan) -> String {
+    markdown_within(plan, MARKDOWN_CAP)
+}
+
+/// [`markdown`] within about `cap` characters: the table takes at most half, the collapsed diff
+/// the rest (`fleet plan` gives each cluster a share of one comment).
+pub fn markdown_within(plan: &Plan, cap: usize) -> String {
     let s = &plan.summary;
     let mut out = format!("### {}\n\n", header(plan));
     for r in &plan.driver_rollouts {
@@ -531,7 +537,7 @@ pub fn markdown(plan: &Plan) -> String {
         // The table gets at most half the budget; the collapsed diff gets the rest.
         let mut shown = 0;
         for row in &rows {
-            if out.len() + row.len() > MARKDOWN_CAP / 2 {
+            if out.len() + row.len() > cap / 2 {
                 break;
             }
             out.push_str(row);
@@ -600,7 +606,7 @@ pub fn markdown(plan: &Plan) -> String {
         }
     }
     if !diff.is_empty() {
-        let room = MARKDOWN_CAP.saturating_sub(out.len() + 200);
+        let room = cap.saturating_sub(out.len() + 200);
         let mut body = diff;
         if body.len() > room {
             let mut end = room.min(body.len());

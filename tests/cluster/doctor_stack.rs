@@ -658,6 +658,7 @@ async fn reader_kubeconfig(tc: &TestCluster, sa: &str) -> tempfile::NamedTempFil
                     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "clusterqueues", "localqueues", "cohorts"], "verbs": list},
                     {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups", "queues"], "verbs": list},
                     {"apiGroups": ["nvidia.com"], "resources": ["nvidiadrivers"], "verbs": list},
+                    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceslices"], "verbs": list},
                 ]}))
             .unwrap(),
         )

@@ -96,6 +96,7 @@ fn fleet_validate_fails_on_a_fleet_rule_and_on_a_cluster_finding_in_its_base() {
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let target = to.join(e.file_name());
@@ -202,4 +203,45 @@ fn every_example_cluster_matches_its_golden_render() {
             insta::assert_snapshot!(format!("{}.nodes", c.name), set.node_patches_yaml());
         });
     }
+}
+
+/// One cluster of a fleet validates and renders on its own (`gpuctl validate clusters/x.yaml`,
+/// whose parents are above its directory) inside a repository, whose root bounds its `extends`
+/// chain, and renders exactly what `fleet render` writes for it; outside a repository its own
+/// directory is the root, and the same chain is refused (GPU180).
+#[test]
+fn one_cluster_of_a_fleet_plans_on_its_own_inside_its_repository() {
+    let src = root().join("blueprints/fleet");
+    let repo = tempfile::tempdir().unwrap();
+    copy_dir(&src, &repo.path().join("fleet"));
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let cluster = repo.path().join("fleet/clusters/us-east.yaml");
+    let cluster = cluster.to_str().unwrap();
+    let o = gpuctl(&["validate", cluster]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let one = repo.path().join("one");
+    let o = gpuctl(&["render", cluster, "--output-dir", one.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let all = repo.path().join("all");
+    let fleet = repo.path().join("fleet/fleet.yaml");
+    let o = gpuctl(&[
+        "fleet",
+        "render",
+        fleet.to_str().unwrap(),
+        "-o",
+        all.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(files(&one), files(&all.join("us-east")));
+
+    let bare = tempfile::tempdir().unwrap();
+    copy_dir(&src, &bare.path().join("fleet"));
+    let cluster = bare.path().join("fleet/clusters/us-east.yaml");
+    let o = gpuctl(&["validate", cluster.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("GPU180") && text(&o).contains("outside the root"),
+        "{}",
+        text(&o)
+    );
 }

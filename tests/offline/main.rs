@@ -16,6 +16,7 @@ mod day2_golden;
 mod doctor_example;
 mod fleet;
 mod fleet_gitops;
+mod fleet_plan;
 mod hostile_blueprints;
 mod hostile_io;
 mod plan_secrets;

@@ -92,7 +92,7 @@ pub(super) fn resolve(
             ));
         }
     };
-    let root = match root.map_or_else(|| Ok(parent(&top_path)), Path::canonicalize) {
+    let root = match root.map_or_else(|| Ok(default_root(&top_path)), Path::canonicalize) {
         Ok(r) => r,
         Err(e) => {
             return Err(at_extends(
@@ -143,6 +143,17 @@ pub(super) fn resolve(
         entries.retain(|(k, _, _)| k != EXTENDS);
     }
     Ok((effective.into_tree(), layers))
+}
+
+/// The root of a single blueprint's `extends` chain: the repository it is in (the nearest
+/// directory above it holding `.git`), so one cluster of a fleet plans on its own as `gpuctl fleet`
+/// plans it; outside a repository, the file's own directory. A pull request can make gpuctl read
+/// only files of its own checkout.
+fn default_root(top: &Path) -> PathBuf {
+    let dir = parent(top);
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map_or(dir.clone(), Path::to_path_buf)
 }
 
 fn parent(path: &Path) -> PathBuf {
@@ -203,7 +214,7 @@ fn parent_doc(chain: &[Doc], root: &Path) -> Result<Doc, FileReport> {
                 path.display(),
                 root.display()
             ),
-            "keep every parent inside the fleet's directory (for a single blueprint, its own directory); `gpuctl fleet validate` uses the fleet file's directory as the root",
+            "keep every parent inside the fleet's directory (for a single blueprint, its repository, or its own directory outside one); `gpuctl fleet validate` uses the fleet file's directory as the root",
         ));
     }
     if let Some(i) = chain.iter().position(|d| d.path == path) {

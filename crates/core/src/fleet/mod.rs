@@ -9,6 +9,8 @@ pub mod gitops;
 mod gitops_model;
 pub mod model;
 
+pub mod plan;
+
 use std::path::{Path, PathBuf};
 
 pub use check::{duration_seconds, members};

@@ -827,7 +827,7 @@ rules! {
         example: "spec:\n  tenants:\n    - {name: a, namespaces: [a], computeDomains: 2}\n",
     }
     "GPU180" "extends" "overlay" Error {
-        checks: "A blueprint's `extends` names a parent blueprint by a relative path that stays inside the root (the fleet file's directory; for a single blueprint, its own directory) once symbolic links are resolved, that can be read (a regular file under the blueprint size limit, UTF-8, a ClusterBlueprint), and the chain of parents is at most `fleet.max_extends_depth` deep and never loops back.",
+        checks: "A blueprint's `extends` names a parent blueprint by a relative path that stays inside the root (the fleet file's directory; for a single blueprint, its repository, or its own directory outside one) once symbolic links are resolved, that can be read (a regular file under the blueprint size limit, UTF-8, a ClusterBlueprint), and the chain of parents is at most `fleet.max_extends_depth` deep and never loops back.",
         why: "A pull request must not make gpuctl read files outside the repository it checks, a loop or an unbounded chain would never finish, and a deep chain hides where a value comes from.",
         fix: "Write the parent's path relative to the file that extends it, keep it inside the fleet's directory, and end every chain at a base that extends nothing.",
         source: "profiles/limits.yaml (fleet.max_extends_depth); docs/fleet.md",

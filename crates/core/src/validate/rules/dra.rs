@@ -145,6 +145,15 @@ fn devices_per_node(
     driver: Option<&DriverVersion>,
     shape: &DeviceShape,
 ) -> Result<u32, String> {
+    // Per-GPU layouts are built below: a count beyond what a node can hold is GPU018's finding,
+    // and must not size an allocation (a hostile `gpu.count: 4294967295`).
+    let max = ctx.catalog.limits().node_pools.max_gpus_per_node;
+    if pool.gpu.count > max {
+        return Err(format!(
+            "its gpu.count {} is beyond the {max} GPUs a node can hold",
+            pool.gpu.count
+        ));
+    }
     let gpu = ctx
         .catalog
         .gpu(&pool.gpu.model)

@@ -391,3 +391,27 @@ fn the_dra_base_is_clean() {
     assert!(r.findings.is_empty(), "{:#?}", r.findings);
     assert!(rules(&r).is_empty());
 }
+
+/// A hostile GPU count must not size the per-GPU layouts GPU172 builds (it did: a 128 GiB
+/// allocation found by the hostile corpus): GPU018 reports the count, GPU172 says why the pool
+/// cannot hold the shape, and nothing is allocated by it.
+#[test]
+fn a_hostile_gpu_count_is_reported_not_allocated() {
+    let text = edit(
+        DRA_BASE,
+        &[(
+            "gpu: { model: A100-SXM4-80GB, count: 4 }",
+            "gpu: { model: A100-SXM4-80GB, count: 4294967295 }",
+        )],
+    );
+    let r = run(&text);
+    let found = rules(&r);
+    assert!(found.contains(&"GPU018"), "{found:?}");
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.rule == "GPU172" && f.message.contains("beyond the")),
+        "{:#?}",
+        r.findings
+    );
+}

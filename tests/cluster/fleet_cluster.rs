@@ -1,0 +1,179 @@
+//! Issue 31: `gpuctl fleet plan` live, against a real API server.
+//!
+//! The example fleet (`blueprints/fleet/`, copied into a directory marked as a repository) has four
+//! clusters, each naming a kubeconfig context. A fresh harness plays all four: the test writes a
+//! kubeconfig whose four contexts point at it. `fleet plan --kubeconfig` plans every cluster
+//! through its own context (every object a create: the cluster is empty), exits 2 under
+//! `--detailed-exitcode` and names each source `live`. Then `gpuctl snapshot` of each overlay
+//! cluster on its own (its `extends` chain bounded by the repository) through the same context
+//! writes the files `fleet plan --snapshot-dir` reads, and the snapshot plans count exactly what
+//! the live ones did.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use support::cluster::TestCluster;
+use support::fresh::FreshCluster;
+use support::releases::text;
+
+/// The example fleet's clusters and their contexts.
+const CLUSTERS: [(&str, &str); 4] = [
+    ("hub", "hub-admin"),
+    ("us-canary", "gke-us-canary"),
+    ("us-east", "gke-us-east"),
+    ("eu-onprem", "dgx-eu"),
+];
+
+fn gpuctl(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
+        .args(args)
+        .current_dir(dir)
+        .env("GPUCTL_TODAY", "2026-11-30")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("gpuctl runs")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// The harness's kubeconfig with one context per fleet cluster, all on its one cluster and user.
+fn fleet_kubeconfig(harness: &Path, out: &Path) {
+    let text = std::fs::read_to_string(harness).unwrap();
+    let mut kc: Value = serde_saphyr::from_str(&text).unwrap();
+    let first = kc["contexts"][0]["context"].clone();
+    kc["contexts"] = Value::Array(
+        CLUSTERS
+            .iter()
+            .map(|(_, ctx)| json!({"name": ctx, "context": first}))
+            .collect(),
+    );
+    kc["current-context"] = json!(CLUSTERS[0].1);
+    std::fs::write(out, serde_json::to_string_pretty(&kc).unwrap()).unwrap();
+}
+
+/// Per cluster: (name, create, update, delete) of a `fleet plan -o json` document.
+fn counts(doc: &Value) -> Vec<(String, u64, u64, u64)> {
+    let mut out: Vec<_> = doc["clusters"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no clusters: {doc:#}"))
+        .iter()
+        .map(|c| {
+            let s = &c["plan"]["summary"];
+            let n = |k: &str| s[k].as_u64().unwrap_or(0);
+            (
+                c["name"].as_str().unwrap_or_default().to_string(),
+                n("create"),
+                n("update"),
+                n("delete"),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    gpuctl_no_test_cluster,
+    ignore = "skipped: needs the test API server (docs/testing.md)"
+)]
+async fn fleet_plan_plans_every_cluster_through_its_context_and_snapshots_agree() {
+    let Some(_shared) = TestCluster::connect("fleet_plan_live").await else {
+        return;
+    };
+    // A cluster of its own: the plans must not see other tests' objects come and go between the
+    // live plan and the snapshots.
+    let fresh = FreshCluster::up_with("fleet-plan", &["--without-kueue"]);
+    let repo = tempfile::tempdir().unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("blueprints/fleet"),
+        &repo.path().join("fleet"),
+    );
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let kc = repo.path().join("kubeconfig.json");
+    fleet_kubeconfig(&fresh.kubeconfig(), &kc);
+    let kcs = kc.display().to_string();
+    let dir = repo.path();
+
+    let o = gpuctl(
+        &[
+            "fleet",
+            "plan",
+            "fleet/fleet.yaml",
+            "--kubeconfig",
+            &kcs,
+            "-o",
+            "json",
+            "--detailed-exitcode",
+        ],
+        dir,
+    );
+    assert_eq!(o.status.code(), Some(2), "live fleet plan: {}", text(&o));
+    let live: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for c in live["clusters"].as_array().unwrap() {
+        assert!(
+            c["source"].to_string().contains("live"),
+            "{}: {}",
+            c["name"],
+            c["source"]
+        );
+    }
+    let live_counts = counts(&live);
+    assert_eq!(live_counts.len(), 4, "{live_counts:?}");
+    for (name, create, _, delete) in &live_counts {
+        assert!(*create > 0, "{name} plans creates on an empty cluster");
+        assert_eq!(*delete, 0, "{name}");
+    }
+
+    // One snapshot per overlay cluster, through its own context; the snapshot plans agree.
+    let snaps = dir.join("snapshots");
+    std::fs::create_dir(&snaps).unwrap();
+    for (name, ctx) in CLUSTERS {
+        let bp = format!("fleet/clusters/{name}.yaml");
+        let out = snaps.join(format!("{name}.json"));
+        let o = gpuctl(
+            &[
+                "snapshot",
+                &bp,
+                "--kubeconfig",
+                &kcs,
+                "--context",
+                ctx,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir,
+        );
+        assert!(o.status.success(), "snapshot of {name}: {}", text(&o));
+    }
+    let o = gpuctl(
+        &[
+            "fleet",
+            "plan",
+            "fleet/fleet.yaml",
+            "--snapshot-dir",
+            snaps.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        dir,
+    );
+    assert!(o.status.success(), "snapshot fleet plan: {}", text(&o));
+    let offline: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(counts(&offline), live_counts);
+    drop(fresh);
+}
