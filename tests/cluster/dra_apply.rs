@@ -37,9 +37,14 @@ use support::cluster::{GpuNode, TestCluster, create_admitted};
 use support::dra::{self, DraNode};
 use support::fresh::FreshCluster;
 
-/// What both tests' blueprints start with: metadata, Kubernetes, the GPU Operator (not installed;
-/// nodes' driver 595.91.07).
-fn head(p: &str) -> String {
+/// What the DRA tests' blueprints start with: metadata, Kubernetes, the GPU Operator (not
+/// installed; nodes' driver 595.91.07). Also dra_kueue's.
+pub(crate) fn head(p: &str) -> String {
+    head_with_driver(p, "595.91.07")
+}
+
+/// [`head`] with the nodes' NVIDIA driver `driver` (dra_operator's GB200 pool runs 580).
+pub(crate) fn head_with_driver(p: &str, driver: &str) -> String {
     format!(
         r#"apiVersion: gpuctl.dev/v1alpha1
 kind: ClusterBlueprint
@@ -53,7 +58,7 @@ spec:
     namespace: {p}-gpu-operator
     install: none
     driver:
-      version: "595.91.07"
+      version: "{driver}"
       kernelModuleType: open
 "#
     )

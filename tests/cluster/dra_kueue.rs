@@ -31,21 +31,7 @@ use support::releases::{Hooks, gpuctl, text};
 
 fn blueprint(p: &str) -> String {
     format!(
-        r#"apiVersion: gpuctl.dev/v1alpha1
-kind: ClusterBlueprint
-metadata:
-  name: {p}
-spec:
-  kubernetes:
-    version: "1.35.1"
-  gpuOperator:
-    version: v26.7.0
-    namespace: {p}-gpu-operator
-    install: none
-    driver:
-      version: "595.91.07"
-      kernelModuleType: open
-  nodePools:
+        r#"{head}  nodePools:
     - name: {p}-h100
       role: training
       selector: {{ gpuctl.dev/pool: {p}-h100 }}
@@ -72,7 +58,8 @@ spec:
       namespaces: [{p}-ns]
       queue: {p}-cq
       claims: {{ {p}-h100x2: 4 }}
-"#
+"#,
+        head = crate::dra_apply::head(p)
     )
 }
 

@@ -173,21 +173,7 @@ async fn gpu_operator_chart_renders_one_gpucluster_from_gpuctls_values() {
 
 fn blueprint(p: &str) -> String {
     format!(
-        r#"apiVersion: gpuctl.dev/v1alpha1
-kind: ClusterBlueprint
-metadata:
-  name: {p}
-spec:
-  kubernetes:
-    version: "1.35.1"
-  gpuOperator:
-    version: v26.7.0
-    namespace: {p}-gpu-operator
-    install: none
-    driver:
-      version: "580.173.02"
-      kernelModuleType: open
-  nodePools:
+        r#"{head}  nodePools:
     - name: {p}-gb200
       selector: {{ gpuctl.dev/pool: {p}-gb200 }}
       nodes: 2
@@ -206,7 +192,8 @@ spec:
     - name: {p}-other
       namespaces: [{p}-other]
       claims: {{ {p}-tray: 4 }}
-"#
+"#,
+        head = crate::dra_apply::head_with_driver(p, "580.173.02")
     )
 }
 
