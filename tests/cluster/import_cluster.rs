@@ -21,14 +21,6 @@ use gpuctl_core::import::fixture;
 use gpuctl_core::render::{RenderedSet, Templates};
 use serde_json::{Value, json};
 
-const EXAMPLES: &[&str] = &[
-    "dgx-h100-training.yaml",
-    "gb200-nvl72-training.yaml",
-    "inference-mig.yaml",
-    "mixed-lab-fixed.yaml",
-    "air-gapped.yaml",
-];
-
 const CHART: &str = "gpu-operator-v26.7.0.tgz";
 
 fn repo() -> &'static Path {
@@ -404,25 +396,46 @@ fn round_trip(file: &str, release: Release) {
     }
 }
 
-#[test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
-fn every_example_round_trips_through_import_and_adoption() {
-    // The same switch as every cluster test: without a configured server, say so (or fail in CI).
-    if std::env::var_os(support::cluster::KUBECONFIG_ENV).is_none() {
-        assert!(
-            !support::cluster::cluster_required(),
-            "{} is not set, but CI/GPUCTL_REQUIRE_CLUSTER says cluster tests must run",
-            support::cluster::KUBECONFIG_ENV
-        );
-        eprintln!("skipped: no test cluster");
-        return;
+/// The same switch as every cluster test: without a configured server, say so (or fail in CI).
+fn no_test_cluster() -> bool {
+    if std::env::var_os(support::cluster::KUBECONFIG_ENV).is_some() {
+        return false;
     }
-    for file in EXAMPLES {
-        round_trip(file, GPUCTLS_RELEASE);
-    }
+    assert!(
+        !support::cluster::cluster_required(),
+        "{} is not set, but CI/GPUCTL_REQUIRE_CLUSTER says cluster tests must run",
+        support::cluster::KUBECONFIG_ENV
+    );
+    eprintln!("skipped: no test cluster");
+    true
+}
+
+/// One test per example (each on a harness of its own), so the test runner spreads them over its
+/// threads: as one loop they were the longest cluster test by far (issue 27).
+macro_rules! round_trip_tests {
+    ($($name:ident => $file:literal),* $(,)?) => {
+        $(
+            #[test]
+            #[cfg_attr(
+                gpuctl_no_test_cluster,
+                ignore = "skipped: needs the test API server (docs/testing.md)"
+            )]
+            fn $name() {
+                if no_test_cluster() {
+                    return;
+                }
+                round_trip($file, GPUCTLS_RELEASE);
+            }
+        )*
+    };
+}
+
+round_trip_tests! {
+    dgx_h100_training_round_trips_through_import_and_adoption => "dgx-h100-training.yaml",
+    gb200_nvl72_training_round_trips_through_import_and_adoption => "gb200-nvl72-training.yaml",
+    inference_mig_round_trips_through_import_and_adoption => "inference-mig.yaml",
+    mixed_lab_fixed_round_trips_through_import_and_adoption => "mixed-lab-fixed.yaml",
+    air_gapped_round_trips_through_import_and_adoption => "air-gapped.yaml",
 }
 
 /// The operator installed by the real helm as release `nvidia-gpu` in namespace `platform-gpu`:
