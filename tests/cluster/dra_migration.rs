@@ -11,7 +11,8 @@
 //! refuses under its lock with nothing written (the nodes keep their labels). Once the pod is
 //! gone, apply moves the labels: the DRA pool's nodes get the operator's device-plugin switch off
 //! and the DRA kubelet plugin's label on, the other pool's node the reverse; and the next plan is
-//! empty. No DRA driver runs here (its chart cannot be obtained in this environment): the test
+//! empty, with one warning: the moved nodes still advertise `nvidia.com/gpu` (no GPU Operator runs
+//! here to take the device plugin off). No DRA driver runs here (its chart cannot be obtained in this environment): the test
 //! covers gpuctl's side of the move, not the kubelet plugin publishing ResourceSlices.
 
 use crate::render_common;
@@ -209,4 +210,18 @@ async fn a_pool_moves_to_dra_only_once_no_pod_holds_device_plugin_gpus() {
         next.summary
     );
     assert!(errors(&next).is_empty(), "{:#?}", errors(&next));
+    // No GPU Operator runs here to take the device plugin off: the moved nodes still advertise
+    // `nvidia.com/gpu`, which the plan warns about (the runbook's step 4).
+    let still: Vec<&str> = next
+        .findings
+        .iter()
+        .filter(|f| f.message.contains("still advertise device-plugin GPUs"))
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(still.len(), 1, "{:#?}", next.findings);
+    assert!(
+        still[0].contains(&format!("2 node(s) of pool `{p}-h100`")),
+        "{}",
+        still[0]
+    );
 }

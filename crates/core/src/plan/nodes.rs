@@ -303,6 +303,48 @@ fn cr_move_finding(p: &NodePatch, from: &str, to: &str, names: &[String]) -> Pla
     }
 }
 
+/// A warning for the nodes of a DRA pool that carry the device-plugin switch's value already and
+/// still advertise device-plugin GPUs in their allocatable: the GPU Operator has not removed the
+/// device plugin there (yet), and until it does both plugins hand out the same GPUs.
+fn still_advertised(p: &NodePatch, key: &str, want: &str, nodes: &[&Value]) -> Option<PlanFinding> {
+    let mut held: Vec<String> = Vec::new();
+    let mut resources = std::collections::BTreeSet::new();
+    for n in nodes {
+        if n["metadata"]["labels"][key].as_str() != Some(want) {
+            continue;
+        }
+        let Some(alloc) = n["status"]["allocatable"].as_object() else {
+            continue;
+        };
+        let gpus: Vec<&String> = alloc
+            .iter()
+            .filter(|(r, v)| {
+                crate::blueprint::resources::is_gpu_resource(r)
+                    && v.as_str().is_some_and(|v| v != "0")
+            })
+            .map(|(r, _)| r)
+            .collect();
+        if !gpus.is_empty() {
+            resources.extend(gpus.into_iter().cloned());
+            held.push(
+                n["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+    }
+    (!held.is_empty()).then(|| {
+        PlanFinding::warning(format!(
+            "{} node(s) of pool `{}` ({}) are switched to DRA (`{key}={want}`) but still advertise device-plugin GPUs ({}): the GPU Operator has not removed the device plugin there yet, and until it does the scheduler can place device-plugin pods on GPUs the DRA driver also hands out; keep the nodes cordoned until their allocatable shows none (runbooks/dra-migration.md, step 4)",
+            held.len(),
+            p.pool,
+            shown_names(&held),
+            resources.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
 /// Moves of pools from the device plugin to DRA (the standalone path): per pool whose nodes'
 /// device-plugin switch changes, an error naming the pods on those nodes that hold device-plugin
 /// GPUs (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`): the device plugin leaves
@@ -320,6 +362,9 @@ pub fn dra_migrations(live: &LiveView, patches: &[NodePatch], force: bool) -> Ve
         let Some(nodes) = live.nodes_matching(&p.selector) else {
             continue;
         };
+        if let Some(f) = still_advertised(p, key, want, &nodes) {
+            out.push(f);
+        }
         let moving: Vec<String> = nodes
             .iter()
             .filter(|n| n["metadata"]["labels"][key.as_str()].as_str() != Some(want.as_str()))

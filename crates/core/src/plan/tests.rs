@@ -1673,6 +1673,21 @@ fn a_pool_moves_to_dra_only_without_device_plugin_gpus() {
 
     live.migrating_pods = Some(BTreeMap::new());
     assert!(nodes::dra_migrations(&live, std::slice::from_ref(&p), false).is_empty());
+
+    // Moved, but the device plugin still advertises GPUs on n3 (the operator has not acted yet).
+    live.nodes.as_mut().unwrap()[2]["status"] =
+        json!({"allocatable": {"cpu": "64", "nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": "0"}});
+    let f = nodes::dra_migrations(&live, std::slice::from_ref(&p), false);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].message.contains("1 node(s) of pool `train` (n3)")
+            && f[0].message.contains("(nvidia.com/gpu)"),
+        "{}",
+        f[0].message
+    );
+    live.nodes.as_mut().unwrap()[2]["status"] = json!({"allocatable": {"nvidia.com/gpu": "0"}});
+    assert!(nodes::dra_migrations(&live, std::slice::from_ref(&p), false).is_empty());
     p.dra_switch = None;
     live.migrating_pods = None;
     assert!(nodes::dra_migrations(&live, &[p], false).is_empty());
