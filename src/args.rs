@@ -96,6 +96,10 @@ pub enum Command {
         /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
         #[arg(long)]
         prune_protected: bool,
+        /// Move pools to DRA (`gpuPlugin: dra`) even while pods on their nodes hold device-plugin
+        /// GPUs (the plan's refusal becomes a warning; runbooks/dra-migration.md).
+        #[arg(long)]
+        force_migration: bool,
         /// Concurrent API requests.
         #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
         parallelism: u16,
@@ -124,6 +128,10 @@ pub enum Command {
         /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
         #[arg(long)]
         prune_protected: bool,
+        /// Move pools to DRA (`gpuPlugin: dra`) even while pods on their nodes hold device-plugin
+        /// GPUs (the plan's refusal becomes a warning; runbooks/dra-migration.md).
+        #[arg(long)]
+        force_migration: bool,
         /// Concurrent API requests.
         #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
         parallelism: u16,

@@ -29,6 +29,8 @@ pub struct ApplyCommand<'a> {
     pub cluster: &'a ClusterArgs,
     /// Plan deletion of protected kinds too (when planning a blueprint).
     pub prune_protected: bool,
+    /// Move pools to DRA despite pods holding device-plugin GPUs (when planning a blueprint).
+    pub force_migration: bool,
     /// Apply options.
     pub options: ApplyOptions,
     /// Progress output.
@@ -127,6 +129,7 @@ async fn plan_or_load(
         (None, Some(set)) => {
             let opts = PlanOptions {
                 prune_protected: cmd.prune_protected,
+                force_migration: cmd.force_migration,
             };
             read::plan(&k, set, opts, cmd.options.parallelism).await?
         }

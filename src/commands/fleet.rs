@@ -50,6 +50,7 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
                 detailed_exitcode,
                 settings: super::plan::PlanSettings {
                     prune_protected,
+                    force_migration: false,
                     parallelism: usize::from(parallelism),
                     unreachable_hint: "no cluster? plan from snapshots with --snapshot-dir DIR",
                 },

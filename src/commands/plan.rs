@@ -39,6 +39,8 @@ pub struct PlanCommand<'a> {
     pub detailed_exitcode: bool,
     /// Plan deletion of protected kinds too.
     pub prune_protected: bool,
+    /// `--force-migration`.
+    pub force_migration: bool,
     /// Concurrent requests.
     pub parallelism: usize,
     /// Verbose human output.
@@ -70,6 +72,7 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
     };
     let settings = PlanSettings {
         prune_protected: cmd.prune_protected,
+        force_migration: cmd.force_migration,
         parallelism: cmd.parallelism,
         unreachable_hint: PLAN_UNREACHABLE_HINT,
     };
@@ -103,6 +106,8 @@ pub enum Against<'a> {
 pub struct PlanSettings {
     /// Plan deletion of protected kinds too.
     pub prune_protected: bool,
+    /// Move pools to DRA despite pods holding device-plugin GPUs.
+    pub force_migration: bool,
     /// Concurrent requests.
     pub parallelism: usize,
     /// What to do instead when the cluster cannot be reached.
@@ -135,6 +140,7 @@ pub fn plan_rendered(
         &live,
         PlanOptions {
             prune_protected: settings.prune_protected,
+            force_migration: settings.force_migration,
         },
     )?;
     if let Some((config, mappings)) = &elsewhere {

@@ -21,6 +21,7 @@ mod doctor_stack;
 mod dra_apply;
 mod dra_harness;
 mod dra_kueue;
+mod dra_migration;
 mod dra_operator;
 mod fleet_cluster;
 mod gitops_crds;

@@ -139,6 +139,7 @@ impl Fixture {
                 expected_driver: "580.105.08".into(),
                 blue_green: false,
                 topology_levels: Vec::new(),
+                dra_switch: None,
             }],
             helm: HelmRelease {
                 stack: Default::default(),
@@ -386,6 +387,7 @@ async fn prune_removes_only_members() {
         &set,
         PlanOptions {
             prune_protected: true,
+            ..PlanOptions::default()
         },
         32,
     )

@@ -1231,3 +1231,76 @@ fn volcano_chart_facts_match_the_chart() {
     sections.sort();
     assert_eq!(sections, want);
 }
+
+/// The standalone DRA driver chart's values (`helm/dra-driver-values.yaml`): every key gpuctl
+/// renders exists in the chart's values.yaml of each release whose values tree is stored in
+/// ../shared (profiles/dra.yaml `standalone.values_tree_in_shared`: v25.12.0; the v0.4.0+ trees
+/// are not there, and neither is the chart itself, so no `helm template` of it runs anywhere in
+/// the tests), and the GPU Operator values of the same render (the driver manager's eviction
+/// label) exist in the operator's chart.
+#[test]
+fn every_rendered_dra_driver_value_exists_in_the_real_chart() {
+    let catalog = gpuctl_core::profiles::Catalog::embedded();
+    let facts = &catalog.dra().standalone;
+    assert!(!facts.values_tree_in_shared.is_empty());
+    let base = std::fs::read_to_string(root().join("tests/fixtures/dra/shapes.yaml")).unwrap();
+    for version in &facts.values_tree_in_shared {
+        let text = base
+            .replace(
+                "  dra:\n    shapes:\n",
+                &format!("  dra:\n    driver: {{ deployment: standalone, version: {version}, install: helm, featureGates: {{ MPSSupport: true }} }}\n    shapes:\n"),
+            )
+            .replace(
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      gpuPlugin: dra\n",
+            );
+        let set = render_common::render_text("standalone.yaml", &text);
+        let dra = set
+            .releases
+            .iter()
+            .find(|r| r.stack == gpuctl_core::render::Stack::DraDriver)
+            .expect("the DRA driver release is rendered");
+        let path = shared().join(format!(
+            "upstream/dra-driver-nvidia-gpu/{version}/values.yaml"
+        ));
+        let upstream: Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let upstream = upstream.as_object().unwrap();
+        let mut paths = Vec::new();
+        leaf_paths(&dra.values, "", &mut paths);
+        for rendered in facts.rendered_paths() {
+            assert!(
+                path_in_values(upstream, rendered),
+                "profiles/dra.yaml standalone.values `{rendered}` is not a key of {}",
+                path.display()
+            );
+        }
+        assert!(paths.len() >= 5, "{paths:?}");
+        for p in paths {
+            assert!(
+                path_in_values(upstream, &p),
+                "`{p}` is not a key of the DRA driver chart {version} values ({})",
+                path.display()
+            );
+        }
+        // The chart's own name in that release is the one the facts give it.
+        let chart = std::fs::read_to_string(path.with_file_name("Chart.yaml")).unwrap();
+        let release = catalog.dra().driver.release(version).unwrap();
+        assert!(
+            chart.contains(&format!("\nname: {}\n", release.chart)),
+            "{version}: chart name {}",
+            release.chart
+        );
+        assert_eq!(dra.chart_name(), release.chart);
+        let (text, op) = upstream_values(&set.helm.version);
+        let mut paths = Vec::new();
+        leaf_paths(&set.helm.values, "", &mut paths);
+        assert!(paths.iter().any(|p| p.starts_with("driver.manager.env")));
+        for p in paths {
+            assert!(
+                path_in_values(&op, &p) || commented_key_exists(&text, &p),
+                "`{p}` is not a key of the GPU Operator chart"
+            );
+        }
+    }
+}

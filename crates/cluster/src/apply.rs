@@ -50,6 +50,9 @@ pub struct ApplyOptions {
     pub lock_timeout: Duration,
     /// How long the apply lock outlives a run that stopped renewing it (`--lock-duration`).
     pub lock_duration: Duration,
+    /// Move pools to DRA even while pods on their nodes hold device-plugin GPUs
+    /// (`--force-migration`).
+    pub force_migration: bool,
 }
 
 impl Default for ApplyOptions {
@@ -65,6 +68,7 @@ impl Default for ApplyOptions {
             force_uninstall: false,
             lock_timeout: Duration::ZERO,
             lock_duration: Duration::from_secs(60),
+            force_migration: false,
         }
     }
 }
@@ -146,6 +150,10 @@ pub enum ApplyError {
     /// would undo.
     #[error("{}", .0.join("\n"))]
     Upgrade(Vec<String>),
+    /// A pool the plan moves from the device plugin to DRA has pods holding device-plugin GPUs on
+    /// its nodes now (and `--force-migration` was not given); nothing was applied.
+    #[error("nothing was applied: {}", .0.join("\n"))]
+    Migration(Vec<String>),
     /// apply would run helm, and helm is not on PATH or does not run; nothing was applied.
     #[error("{0}")]
     HelmUnavailable(String),
@@ -302,6 +310,7 @@ pub async fn apply(
         })?;
     let result = async {
         refuse_running_upgrades(k, plan).await?;
+        refuse_migrations(k, plan, opts).await?;
         let lock_ns = created.then_some(lock.namespace.as_str());
         check_stale_except(k, plan, opts.parallelism, lock_ns).await?;
         uninstall::refuse_blocked(k, plan, opts).await?;
@@ -317,6 +326,27 @@ pub async fn apply(
     .await;
     guard.release().await;
     result
+}
+
+/// Under the lock, the pools the plan moves from the device plugin to DRA are checked again
+/// against their nodes' pods now (a saved plan, or a pod that arrived after the plan): refused
+/// while one holds device-plugin GPUs, unless `opts.force_migration`.
+async fn refuse_migrations(k: &Kube, plan: &Plan, opts: &ApplyOptions) -> Result<(), ApplyError> {
+    if plan.node_patches.iter().all(|p| p.dra_switch.is_none()) {
+        return Ok(());
+    }
+    let view = crate::read::migration_view(k, &plan.node_patches).await?;
+    let errors: Vec<String> =
+        gpuctl_core::plan::nodes::dra_migrations(&view, &plan.node_patches, opts.force_migration)
+            .into_iter()
+            .filter(|f| f.severity == Severity::Error)
+            .map(|f| f.message)
+            .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApplyError::Migration(errors))
+    }
 }
 
 /// A driver upgrade that is running now (its pool's Lease is live) moves nodes and driver CRs

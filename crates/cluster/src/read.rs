@@ -92,8 +92,51 @@ pub async fn rendered_set(
     view.helm_release = helm_release;
     view.releases = releases;
     view.owned_releases = owned;
+    view.migrating_pods = Some(migrating_pods(k, &set.node_patches, &view).await?);
     read_objects(k, set, &kinds, &known, reads, &mut view).await?;
     Ok(view)
+}
+
+/// The nodes of the pools moving to DRA and the pods on the nodes that move, read now (apply's
+/// check under its lock).
+pub async fn migration_view(k: &Kube, patches: &[NodePatch]) -> Result<LiveView, ClusterError> {
+    let moving: Vec<NodePatch> = patches
+        .iter()
+        .filter(|p| p.dra_switch.is_some())
+        .cloned()
+        .collect();
+    let mut view = LiveView::empty(Source::Cluster {
+        server: k.server.clone(),
+        fingerprint: String::new(),
+    });
+    view.nodes = Some(pool_nodes(k, &moving).await?);
+    view.migrating_pods = Some(migrating_pods(k, &moving, &view).await?);
+    Ok(view)
+}
+
+/// The pods on each node a plan moves from the device plugin to DRA (a pool declared
+/// `gpuPlugin: dra` whose node does not carry the device-plugin switch's value yet): plan refuses
+/// the move while one of them holds device-plugin GPUs. No pool moving: nothing is read.
+async fn migrating_pods(
+    k: &Kube,
+    patches: &[NodePatch],
+    view: &LiveView,
+) -> Result<BTreeMap<String, Vec<LivePod>>, ClusterError> {
+    let mut out = BTreeMap::new();
+    for p in patches {
+        let Some(key) = &p.dra_switch else {
+            continue;
+        };
+        let want = p.labels.get(key).map(String::as_str);
+        for n in view.nodes_matching(&p.selector).unwrap_or_default() {
+            let name = n["metadata"]["name"].as_str().unwrap_or_default();
+            if n["metadata"]["labels"][key.as_str()].as_str() == want || out.contains_key(name) {
+                continue;
+            }
+            out.insert(name.to_string(), pods_on(k, name).await?);
+        }
+    }
+    Ok(out)
 }
 
 /// The `gpuctl upgrade` journals in `namespace`; a failure is kept in the view (a plan says it

@@ -524,6 +524,8 @@ impl LiveView {
             owned_releases: Reading::NotRead,
             dry_run: BTreeMap::new(),
             workloads: None,
+            // Snapshots hold no pods: a move to DRA is planned with a warning.
+            migrating_pods: None,
         }
     }
 }

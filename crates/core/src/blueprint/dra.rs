@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::scalars::{Quantity, version_text};
+use super::{ChartSourceSpec, InstallMode};
 
 /// `spec.dra`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
@@ -31,17 +32,25 @@ pub enum DraDeployment {
     /// container toolkit, on every GPU node. NVIDIA supports no in-place move from a ClusterPolicy
     /// to it: it is for a new cluster.
     GpuCluster,
+    /// The GPU Operator's ClusterPolicy (device plugin kept) plus NVIDIA's DRA driver chart, pinned
+    /// by `version`: the pools declared `gpuPlugin: dra` move to DRA one by one (their device
+    /// plugin switched off per node), the others stay on the device plugin.
+    Standalone,
 }
 
 /// `spec.dra.driver`: NVIDIA's DRA driver as gpuctl deploys it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DraDriver {
-    /// `gpuCluster`: the GPU Operator's GPUCluster (rendered into its chart values).
+    /// `gpuCluster`: the GPU Operator's GPUCluster (rendered into its chart values);
+    /// `standalone`: the ClusterPolicy plus NVIDIA's DRA driver chart (`helm/dra-driver-values.yaml`)
+    /// on the pools declared `gpuPlugin: dra`.
     #[schemars(example = &"gpuCluster")]
     pub deployment: DraDeployment,
-    /// Release of NVIDIA's DRA driver (profiles/dra.yaml `driver.releases`); default: the one
-    /// the GPU Operator release pins (`v0.5.0` for v26.7.0).
+    /// Release of NVIDIA's DRA driver (profiles/dra.yaml `driver.releases`); under `gpuCluster`
+    /// default: the one the GPU Operator release pins (`v0.5.0` for v26.7.0); under `standalone`
+    /// required (the chart's name and home follow from it: `nvidia-dra-driver-gpu` before
+    /// v0.4.0, `dra-driver-nvidia-gpu` from it; upgrades go forward only).
     #[serde(default, deserialize_with = "optional_version")]
     #[schemars(example = &"v0.5.0")]
     pub version: Option<String>,
@@ -55,6 +64,25 @@ pub struct DraDriver {
     #[serde(default)]
     #[schemars(example = &feature_gates_example())]
     pub feature_gates: std::collections::BTreeMap<String, bool>,
+    /// `standalone` only: how the chart is installed: `none` (the default: someone else installs
+    /// it with gpuctl's values), `helm` (apply runs `helm upgrade --install` in the operator
+    /// phase) or `gitops`.
+    #[serde(default = "install_none")]
+    #[schemars(example = &"helm")]
+    pub install: InstallMode,
+    /// `standalone` only: where the chart comes from (default: the release's own home,
+    /// profiles/dra.yaml), as for `gpuOperator.chart`.
+    #[serde(default)]
+    pub chart: ChartSourceSpec,
+    /// `standalone` only: chart values deep-merged over gpuctl's (e.g. `nameOverride:
+    /// nvidia-dra-driver-gpu` for the first upgrade across v0.4.0, or `image`).
+    #[serde(default)]
+    #[schemars(with = "std::collections::BTreeMap<String, serde_json::Value>")]
+    pub values: serde_json::Map<String, serde_json::Value>,
+}
+
+fn install_none() -> InstallMode {
+    InstallMode::None
 }
 
 /// `gpuctl explain --fields` shows this for `driver.featureGates`.
@@ -135,6 +163,13 @@ pub struct MigShape {
 }
 
 impl Dra {
+    /// The driver settings when the blueprint deploys the standalone chart.
+    pub fn standalone(&self) -> Option<&DraDriver> {
+        self.driver
+            .as_ref()
+            .filter(|d| d.deployment == DraDeployment::Standalone)
+    }
+
     /// The shape named `name`.
     pub fn shape(&self, name: &str) -> Option<&DeviceShape> {
         self.shapes.iter().find(|s| s.name == name)

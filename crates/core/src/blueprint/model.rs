@@ -343,6 +343,33 @@ pub struct NodePool {
     /// honours per node; `driver: false` leaves the driver to the host (consumer GPUs, GPU029).
     #[serde(default, skip_serializing_if = "Operands::is_empty")]
     pub operands: Operands,
+    /// Which plugin gives the pool's GPUs to pods: `devicePlugin` (the default: the GPU
+    /// Operator's device plugin, `nvidia.com/gpu` requests) or `dra` (NVIDIA's DRA kubelet
+    /// plugin, claims; only with `spec.dra.driver.deployment: standalone`). gpuctl moves a pool by
+    /// its node labels: the operator's per-node device-plugin switch off, and the label the DRA
+    /// chart's kubelet plugin selects on (docs/dra.md, Migration). Pools not declared `dra` stay
+    /// on the device plugin, so an existing cluster stays as it is.
+    #[serde(default, skip_serializing_if = "GpuPlugin::is_device_plugin")]
+    #[schemars(example = &"dra")]
+    pub gpu_plugin: GpuPlugin,
+}
+
+/// The plugin that serves a pool's GPUs (`nodePools[].gpuPlugin`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum GpuPlugin {
+    /// The GPU Operator's device plugin (extended resources `nvidia.com/gpu`, `nvidia.com/mig-*`).
+    #[default]
+    DevicePlugin,
+    /// NVIDIA's DRA driver's GPU kubelet plugin (ResourceSlices, claims).
+    Dra,
+}
+
+impl GpuPlugin {
+    /// The default (for `skip_serializing_if`).
+    pub fn is_device_plugin(&self) -> bool {
+        *self == GpuPlugin::DevicePlugin
+    }
 }
 
 /// Per-pool switches for the GPU Operator's operands. Each field set becomes the node label

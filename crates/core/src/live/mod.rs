@@ -106,6 +106,9 @@ pub struct LiveView {
     pub dry_run: BTreeMap<ObjectRef, DryRun>,
     /// One pool's workloads (nodes, GPU pods, PDBs, driver CRs), for upgrades.
     pub workloads: Option<Workloads>,
+    /// The pods on the nodes a plan moves from the device plugin to DRA, by node name (`None`:
+    /// not read, e.g. from a snapshot).
+    pub migrating_pods: Option<BTreeMap<String, Vec<workloads::LivePod>>>,
 }
 
 impl LiveView {
@@ -128,6 +131,7 @@ impl LiveView {
             owned_releases: Reading::NotRead,
             dry_run: BTreeMap::new(),
             workloads: None,
+            migrating_pods: None,
         }
     }
 

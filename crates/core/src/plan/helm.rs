@@ -101,6 +101,49 @@ fn stack_switch(helm: &HelmRelease, cur: &LiveRelease) -> Option<PlanFinding> {
     })
 }
 
+/// The DRA driver chart's release (standalone path) between driver releases: a downgrade is an
+/// error (the kubelet plugin's checkpoint cannot be read by an older release); the first upgrade
+/// across the chart's rename (v0.4.0) is an error unless the values set the documented
+/// `nameOverride`, and a warning with it (its CRDs must be applied by hand first).
+fn dra_driver_upgrade(helm: &HelmRelease, cur: &LiveRelease) -> Option<PlanFinding> {
+    if helm.stack != Stack::DraDriver {
+        return None;
+    }
+    let facts = crate::profiles::Catalog::embedded().dra();
+    let (from, to) = (cur.chart_version.as_str(), helm.version.as_str());
+    let id = format!("{}/{}", helm.namespace, helm.release);
+    match facts.driver.upgrade(from, to)? {
+        crate::profiles::dra::Upgrade::Backward => Some(PlanFinding::error(format!(
+            "the installed NVIDIA DRA driver release {id} is {from}, the blueprint's {to} is older: the driver supports no downgrade (its kubelet plugin's checkpoint cannot be read by an older release); keep `spec.dra.driver.version` at {from} or later"
+        ))),
+        crate::profiles::dra::Upgrade::Same | crate::profiles::dra::Upgrade::Forward
+            if !facts.driver.crosses(from, to, &facts.standalone.renamed_in) =>
+        {
+            None
+        }
+        _ => {
+            let s = &facts.standalone;
+            let set = helm.values[s.values.name_override.as_str()].as_str()
+                == Some(s.name_override.as_str());
+            let what = format!(
+                "the NVIDIA DRA driver release {id} moves from {from} to {to}, across {} where the chart was renamed (`{}`, OCI registry)",
+                s.renamed_in,
+                helm.chart_name()
+            );
+            Some(if set {
+                PlanFinding::warning(format!(
+                    "{what}: apply the CRDs of {to} by hand before this apply (runbooks/dra-migration.md, Upgrading the DRA driver)"
+                ))
+            } else {
+                PlanFinding::error(format!(
+                    "{what}: the first upgrade needs `nameOverride: {}` (set `spec.dra.driver.values.nameOverride`) and the new CRDs applied by hand first (runbooks/dra-migration.md)",
+                    s.name_override
+                ))
+            })
+        }
+    }
+}
+
 /// [`plan_helm`] once the live release is known (`None`: not installed).
 pub fn helm_plan(
     helm: &HelmRelease,
@@ -131,6 +174,7 @@ pub fn helm_plan(
     if let Some(f) = stack_switch(helm, cur) {
         findings.push(f);
     }
+    findings.extend(dra_driver_upgrade(helm, cur));
     let version_changes =
         cur.chart_version.trim_start_matches('v') != helm.version.trim_start_matches('v');
     // Diffed raw, masked after: two different passwords must still make an upgrade.

@@ -429,6 +429,9 @@ impl DriverRollout {
 pub struct PlanOptions {
     /// Plan deletion of protected kinds too.
     pub prune_protected: bool,
+    /// Move pools to DRA even while pods on their nodes hold device-plugin GPUs
+    /// (`--force-migration`): the refusal becomes a warning.
+    pub force_migration: bool,
 }
 
 /// The existing objects a plan takes over from no ApplySet (`adopt` actions and updates of
@@ -477,7 +480,12 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
             a.content_digest = live.get(&a.object_ref()).map(stale::content_digest);
         }
     }
-    let node_plan = nodes::plan_nodes(live, &set.node_patches);
+    let mut node_plan = nodes::plan_nodes(live, &set.node_patches);
+    node_plan.findings.extend(nodes::dra_migrations(
+        live,
+        &set.node_patches,
+        opts.force_migration,
+    ));
     let upgrades = upgrades::findings(live, &set.blueprint, &set.helm.namespace, &set.node_patches);
     let (helm_release, helm_findings) = helm::plan_helm(live, &set.helm);
     let (releases, release_findings) = helm::plan_releases(live, &set.releases);

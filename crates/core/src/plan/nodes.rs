@@ -302,3 +302,119 @@ fn cr_move_finding(p: &NodePatch, from: &str, to: &str, names: &[String]) -> Pla
         PlanFinding::warning(format!("{what}; apply when the pool can take that"))
     }
 }
+
+/// A warning for the nodes of a DRA pool that carry the device-plugin switch's value already and
+/// still advertise device-plugin GPUs in their allocatable: the GPU Operator has not removed the
+/// device plugin there (yet), and until it does both plugins hand out the same GPUs.
+fn still_advertised(p: &NodePatch, key: &str, want: &str, nodes: &[&Value]) -> Option<PlanFinding> {
+    let mut held: Vec<String> = Vec::new();
+    let mut resources = std::collections::BTreeSet::new();
+    for n in nodes {
+        if n["metadata"]["labels"][key].as_str() != Some(want) {
+            continue;
+        }
+        let Some(alloc) = n["status"]["allocatable"].as_object() else {
+            continue;
+        };
+        let gpus: Vec<&String> = alloc
+            .iter()
+            .filter(|(r, v)| {
+                crate::blueprint::resources::is_gpu_resource(r)
+                    && v.as_str().is_some_and(|v| v != "0")
+            })
+            .map(|(r, _)| r)
+            .collect();
+        if !gpus.is_empty() {
+            resources.extend(gpus.into_iter().cloned());
+            held.push(
+                n["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+    }
+    (!held.is_empty()).then(|| {
+        PlanFinding::warning(format!(
+            "{} node(s) of pool `{}` ({}) are switched to DRA (`{key}={want}`) but still advertise device-plugin GPUs ({}): the GPU Operator has not removed the device plugin there yet, and until it does the scheduler can place device-plugin pods on GPUs the DRA driver also hands out; keep the nodes cordoned until their allocatable shows none (runbooks/dra-migration.md, step 4)",
+            held.len(),
+            p.pool,
+            shown_names(&held),
+            resources.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+/// Moves of pools from the device plugin to DRA (the standalone path): per pool whose nodes'
+/// device-plugin switch changes, an error naming the pods on those nodes that hold device-plugin
+/// GPUs (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`): the device plugin leaves
+/// the node under them and the scheduler stops accounting for their GPUs. `force` makes it a
+/// warning. Pods not read (a snapshot) give a warning.
+pub fn dra_migrations(live: &LiveView, patches: &[NodePatch], force: bool) -> Vec<PlanFinding> {
+    let mut out = Vec::new();
+    for p in patches {
+        let Some(key) = &p.dra_switch else {
+            continue;
+        };
+        let Some(want) = p.labels.get(key) else {
+            continue;
+        };
+        let Some(nodes) = live.nodes_matching(&p.selector) else {
+            continue;
+        };
+        if let Some(f) = still_advertised(p, key, want, &nodes) {
+            out.push(f);
+        }
+        let moving: Vec<String> = nodes
+            .iter()
+            .filter(|n| n["metadata"]["labels"][key.as_str()].as_str() != Some(want.as_str()))
+            .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        if moving.is_empty() {
+            continue;
+        }
+        let Some(pods) = &live.migrating_pods else {
+            out.push(PlanFinding::warning(format!(
+                "{} node(s) of pool `{}` ({}) move from the device plugin to DRA, and the pods on them were not read (a snapshot): make sure none holds `nvidia.com/gpu` or `nvidia.com/mig-*` before applying (runbooks/dra-migration.md)",
+                moving.len(),
+                p.pool,
+                shown_names(&moving)
+            )));
+            continue;
+        };
+        let holders: Vec<String> = moving
+            .iter()
+            .flat_map(|n| pods.get(n).into_iter().flatten())
+            .filter(|pod| !pod.finished())
+            .filter_map(|pod| {
+                let held: Vec<String> = pod
+                    .gpus
+                    .iter()
+                    .filter(|(r, n)| **n > 0 && crate::blueprint::resources::is_gpu_resource(r))
+                    .map(|(r, n)| format!("{r}: {n}"))
+                    .collect();
+                (!held.is_empty())
+                    .then(|| format!("{} ({} on {})", pod.id(), held.join(", "), pod.node))
+            })
+            .collect();
+        if holders.is_empty() {
+            continue;
+        }
+        let what = format!(
+            "pool `{}` moves {} node(s) ({}) from the device plugin to DRA while {} pod(s) hold device-plugin GPUs there: {}; the device plugin leaves those nodes under them and the scheduler stops accounting for their GPUs",
+            p.pool,
+            moving.len(),
+            shown_names(&moving),
+            holders.len(),
+            holders.join(", ")
+        );
+        out.push(if force {
+            PlanFinding::warning(format!("{what} (--force-migration)"))
+        } else {
+            PlanFinding::error(format!(
+                "{what}. Cordon the nodes and drain those pods first (runbooks/dra-migration.md), or re-run with --force-migration"
+            ))
+        });
+    }
+    out
+}

@@ -84,6 +84,7 @@ fn patch() -> NodePatch {
         expected_driver: "580.95.05".into(),
         blue_green: true,
         topology_levels: Vec::new(),
+        dra_switch: None,
     }
 }
 
@@ -308,6 +309,7 @@ fn members_no_longer_declared_are_pruned_except_protected_kinds() {
         &v,
         PlanOptions {
             prune_protected: true,
+            ..PlanOptions::default()
         },
     )
     .unwrap();
@@ -1573,4 +1575,172 @@ fn a_dropped_component_plans_its_release_uninstall_blocked_while_its_objects_exi
             .iter()
             .any(|w| w.contains("cannot read which Helm releases gpuctl installed")),
     );
+}
+
+/// A node with the DRA pool's selector, its device-plugin switch as given.
+fn dra_node(name: &str, switch: Option<&str>) -> Value {
+    let mut labels = json!({"gpuctl.dev/pool": "h100"});
+    if let Some(s) = switch {
+        labels["nvidia.com/gpu.deploy.device-plugin"] = json!(s);
+    }
+    json!({"metadata": {"name": name, "labels": labels}})
+}
+
+fn dra_pod(
+    name: &str,
+    node: &str,
+    gpus: &[(&str, u64)],
+    phase: &str,
+) -> crate::live::workloads::LivePod {
+    crate::live::workloads::LivePod {
+        namespace: "research".into(),
+        name: name.into(),
+        uid: format!("u-{name}"),
+        node: node.into(),
+        phase: phase.into(),
+        terminating: false,
+        ready: true,
+        gpus: gpus.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+        owner: None,
+        role: crate::live::workloads::PodRole::Service,
+        labels: BTreeMap::new(),
+        grace_seconds: 30,
+    }
+}
+
+/// Moving a pool to DRA: refused while a pod on a moving node holds `nvidia.com/gpu` or a MIG
+/// device (named, with its node), a warning with `force`; pods without device-plugin GPUs, pods
+/// that finished and nodes already moved do not count; unread pods (a snapshot) warn.
+#[test]
+fn a_pool_moves_to_dra_only_without_device_plugin_gpus() {
+    let mut p = patch();
+    p.selector = BTreeMap::from([("gpuctl.dev/pool".to_string(), "h100".to_string())]);
+    p.labels
+        .insert("nvidia.com/gpu.deploy.device-plugin".into(), "false".into());
+    p.dra_switch = Some("nvidia.com/gpu.deploy.device-plugin".into());
+    let mut live = snapshot_view();
+    live.nodes = Some(vec![
+        dra_node("n1", None),
+        dra_node("n2", Some("true")),
+        dra_node("n3", Some("false")),
+    ]);
+    let f = nodes::dra_migrations(&live, std::slice::from_ref(&p), false);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(f[0].message.contains("not read"), "{}", f[0].message);
+
+    live.migrating_pods = Some(BTreeMap::from([
+        (
+            "n1".to_string(),
+            vec![
+                dra_pod("train-0", "n1", &[("nvidia.com/gpu", 8)], "Running"),
+                dra_pod("web", "n1", &[], "Running"),
+                dra_pod("done", "n1", &[("nvidia.com/gpu", 1)], "Succeeded"),
+            ],
+        ),
+        (
+            "n2".to_string(),
+            vec![dra_pod(
+                "infer",
+                "n2",
+                &[("nvidia.com/mig-1g.10gb", 1)],
+                "Running",
+            )],
+        ),
+        (
+            "n3".to_string(),
+            vec![dra_pod("moved", "n3", &[("nvidia.com/gpu", 1)], "Running")],
+        ),
+    ]));
+    let f = nodes::dra_migrations(&live, std::slice::from_ref(&p), false);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].severity, Severity::Error);
+    let m = &f[0].message;
+    assert!(
+        m.contains("research/train-0 (nvidia.com/gpu: 8 on n1)"),
+        "{m}"
+    );
+    assert!(
+        m.contains("research/infer (nvidia.com/mig-1g.10gb: 1 on n2)"),
+        "{m}"
+    );
+    assert!(m.contains("2 node(s) (n1, n2)"), "{m}");
+    for not in ["web", "done", "moved"] {
+        assert!(!m.contains(&format!("research/{not}")), "{not}: {m}");
+    }
+    let f = nodes::dra_migrations(&live, std::slice::from_ref(&p), true);
+    assert_eq!(f[0].severity, Severity::Warning);
+
+    live.migrating_pods = Some(BTreeMap::new());
+    assert!(nodes::dra_migrations(&live, std::slice::from_ref(&p), false).is_empty());
+
+    // Moved, but the device plugin still advertises GPUs on n3 (the operator has not acted yet).
+    live.nodes.as_mut().unwrap()[2]["status"] =
+        json!({"allocatable": {"cpu": "64", "nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": "0"}});
+    let f = nodes::dra_migrations(&live, std::slice::from_ref(&p), false);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].message.contains("1 node(s) of pool `train` (n3)")
+            && f[0].message.contains("(nvidia.com/gpu)"),
+        "{}",
+        f[0].message
+    );
+    live.nodes.as_mut().unwrap()[2]["status"] = json!({"allocatable": {"nvidia.com/gpu": "0"}});
+    assert!(nodes::dra_migrations(&live, std::slice::from_ref(&p), false).is_empty());
+    p.dra_switch = None;
+    live.migrating_pods = None;
+    assert!(nodes::dra_migrations(&live, &[p], false).is_empty());
+}
+
+/// The DRA driver chart's release: a downgrade is an error; the first upgrade across v0.4.0 is an
+/// error without the documented nameOverride and a warning with it; forward upgrades otherwise
+/// pass.
+#[test]
+fn dra_driver_releases_go_forward_and_cross_the_rename_with_its_override() {
+    let release = |to: &str, values: Value| HelmRelease {
+        stack: crate::render::Stack::DraDriver,
+        release: "nvidia-dra-driver-gpu".into(),
+        chart: "dra-driver-nvidia-gpu".into(),
+        version: to.into(),
+        namespace: "nvidia-dra-driver-gpu".into(),
+        install: InstallMode::Helm,
+        values,
+        source: Default::default(),
+    };
+    let live = |version: &str| crate::live::release::LiveRelease {
+        revision: 3,
+        status: "deployed".into(),
+        chart: "nvidia-dra-driver-gpu".into(),
+        chart_version: version.into(),
+        values: json!({}),
+    };
+    let errors = |to: &str, from: &str, values: Value| -> Vec<(Severity, String)> {
+        let (_, f) = helm::helm_plan(&release(to, values), Some(&live(from)));
+        f.into_iter()
+            .filter(|f| f.message.contains("DRA driver"))
+            .map(|f| (f.severity, f.message))
+            .collect()
+    };
+    let down = errors("25.8.0", "25.12.0", json!({}));
+    assert_eq!(down.len(), 1);
+    assert_eq!(down[0].0, Severity::Error);
+    assert!(down[0].1.contains("no downgrade"), "{}", down[0].1);
+    let cross = errors("0.4.0", "25.12.0", json!({}));
+    assert_eq!(cross[0].0, Severity::Error);
+    assert!(
+        cross[0].1.contains("nameOverride: nvidia-dra-driver-gpu"),
+        "{}",
+        cross[0].1
+    );
+    let with = errors(
+        "0.4.1",
+        "25.12.0",
+        json!({"nameOverride": "nvidia-dra-driver-gpu"}),
+    );
+    assert_eq!(with[0].0, Severity::Warning);
+    assert!(with[0].1.contains("CRDs"), "{}", with[0].1);
+    assert!(errors("0.5.0", "0.4.1", json!({})).is_empty());
+    assert!(errors("25.12.0", "25.8.0", json!({})).is_empty());
+    assert!(errors("25.12.0", "25.12.0", json!({})).is_empty());
 }

@@ -64,6 +64,8 @@ pub fn api_groups(stack: Stack) -> &'static [&'static str] {
         // NicClusterPolicy and the network CRs, and nv-ipam's pools (a subchart of it).
         Stack::NetworkOperator => &["mellanox.com", "nv-ipam.nvidia.com"],
         Stack::Kueue => &["kueue.x-k8s.io"],
+        // ComputeDomains and their cliques.
+        Stack::DraDriver => &["resource.nvidia.com"],
         // Every group Volcano's chart serves a CRD of (queues and pod groups, jobs and cron jobs,
         // job flows, bus commands, NUMA topologies, hypernodes, node shards, colocation configs).
         Stack::Volcano => &[

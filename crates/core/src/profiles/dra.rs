@@ -21,6 +21,7 @@ pub(super) struct DraFile {
     pub(super) read: Option<PartialDate>,
     pub(super) kubernetes: KubernetesDra,
     pub(super) driver: DriverFacts,
+    pub(super) standalone: StandaloneFacts,
     pub(super) gpu_operator: OperatorDra,
     pub(super) kueue: KueueDra,
 }
@@ -32,10 +33,78 @@ pub struct DraFacts {
     pub kubernetes: KubernetesDra,
     /// NVIDIA's DRA driver.
     pub driver: DriverFacts,
+    /// The ClusterPolicy + standalone DRA chart path.
+    pub standalone: StandaloneFacts,
     /// The GPU Operator's DRA deployment (GPUCluster).
     pub gpu_operator: OperatorDra,
     /// Kueue's DRA integration.
     pub kueue: KueueDra,
+}
+
+/// NVIDIA's DRA driver chart next to a ClusterPolicy: release, node labels, the values gpuctl
+/// renders, the rename of v0.4.0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandaloneFacts {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+    /// Helm release name.
+    pub release: String,
+    /// Namespace of the release.
+    pub namespace: String,
+    /// Helm repository of the charts before the rename.
+    pub calver_chart_repository: String,
+    /// Node label the kubelet plugin's nodeSelector names.
+    pub pool_label: String,
+    /// The GPU Operator's per-node device-plugin switch.
+    pub device_plugin_label: String,
+    /// The driver manager's variable naming the DRA nodes' label.
+    pub driver_manager_eviction_env: String,
+    /// The release that renamed the chart.
+    pub renamed_in: String,
+    /// `nameOverride` of the first upgrade across the rename.
+    pub name_override: String,
+    /// The chart values gpuctl renders.
+    pub values: StandaloneValues,
+    /// Releases whose values tree is stored in shared/upstream.
+    pub values_tree_in_shared: Vec<String>,
+}
+
+/// Dotted paths of the chart values gpuctl renders.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandaloneValues {
+    /// The guard against both plugins on one node.
+    pub gpu_resources_override: String,
+    /// GPU allocation on or off.
+    pub gpus_enabled: String,
+    /// Compute domains on or off.
+    pub compute_domains_enabled: String,
+    /// The driver's feature gates.
+    pub feature_gates: String,
+    /// The kubelet plugin's nodeSelector.
+    pub kubelet_plugin_node_selector: String,
+    /// The chart's name override.
+    pub name_override: String,
+}
+
+impl StandaloneFacts {
+    /// Every value path gpuctl renders.
+    pub fn rendered_paths(&self) -> Vec<&str> {
+        let v = &self.values;
+        vec![
+            &v.gpu_resources_override,
+            &v.gpus_enabled,
+            &v.compute_domains_enabled,
+            &v.feature_gates,
+            &v.kubelet_plugin_node_selector,
+            &v.name_override,
+        ]
+    }
 }
 
 /// A feature gate's stage, and so its default, in one release.
@@ -352,6 +421,24 @@ pub struct RemovedAttribute {
 }
 
 impl DriverFacts {
+    /// Whether a change from `from` to `to` goes forward across the release `renamed_in` (the
+    /// chart rename): `from` before it, `to` at or after it.
+    pub fn crosses(&self, from: &str, to: &str, renamed_in: &str) -> bool {
+        match (
+            self.position(from),
+            self.position(to),
+            self.position(renamed_in),
+        ) {
+            (Some(a), Some(b), Some(r)) => a < r && b >= r,
+            _ => false,
+        }
+    }
+
+    /// The release a chart version names (`25.12.0`, `0.4.1`: Helm's chart versions carry no `v`).
+    pub fn release_of_chart(&self, chart_version: &str) -> Option<&DriverRelease> {
+        self.release(chart_version)
+    }
+
     fn position(&self, version: &str) -> Option<usize> {
         let want = format!("v{}", version.trim_start_matches('v'));
         self.releases.iter().position(|r| r.version == want)
@@ -496,6 +583,7 @@ pub(super) fn load_dra(
         Some("driver.compute_domains"),
         &file.driver.compute_domains.source,
     )?;
+    sourced(sources, F, Some("standalone"), &file.standalone.source)?;
     sourced(sources, F, Some("gpu_operator"), &file.gpu_operator.source)?;
     sourced(sources, F, Some("kueue"), &file.kueue.source)?;
     let mut log = RowLog::new(rows, F, &file.source.0, file.read);
@@ -513,6 +601,7 @@ pub(super) fn load_dra(
             file.driver.read,
         );
     }
+    log.row("standalone", &file.standalone.source, file.standalone.read);
     log.row(
         "gpu_operator",
         &file.gpu_operator.source,
@@ -534,9 +623,19 @@ pub(super) fn load_dra(
             ),
         ));
     }
+    if file.driver.release(&file.standalone.renamed_in).is_none() {
+        return Err(inconsistent(
+            F,
+            format!(
+                "standalone.renamed_in `{}` is not a driver release of the table",
+                file.standalone.renamed_in
+            ),
+        ));
+    }
     Ok(DraFacts {
         kubernetes: file.kubernetes,
         driver: file.driver,
+        standalone: file.standalone,
         gpu_operator: file.gpu_operator,
         kueue: file.kueue,
     })

@@ -124,6 +124,8 @@ fn gpu_cluster(bp: &Blueprint) -> Option<Value> {
             "computeDomains": d.compute_domains,
             "featureGates": (!d.feature_gates.is_empty()).then(|| json!(d.feature_gates)),
         })),
+        // The ClusterPolicy stays; the DRA driver is a chart of its own (render/dra_chart.rs).
+        crate::blueprint::dra::DraDeployment::Standalone => None,
     }
 }
 

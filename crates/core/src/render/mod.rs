@@ -6,6 +6,7 @@
 //! sorted by (phase, kind, namespace, name), so the same blueprint always gives the same bytes.
 
 pub mod dra;
+pub mod dra_chart;
 mod driver;
 mod helm;
 pub mod kueue_config;
@@ -270,7 +271,8 @@ pub fn render(
     };
 
     let plan = nodes::plan(bp, catalog, release)?;
-    let helm = helm::release(bp, &plan, release, templates)?;
+    let mut helm = helm::release(bp, &plan, release, templates)?;
+    dra_chart::driver_manager_env(bp, &catalog.dra().standalone, &mut helm.values);
     objects::foundation(bp, &mut out)?;
     driver::objects(bp, &plan, release, &helm.values, &mut out)?;
     nodes::config_maps(bp, &plan, &mut out)?;
@@ -376,8 +378,19 @@ fn other_releases(
             volcano::values_document(r, name),
         );
     }
+    let dra = dra_chart::release(bp, catalog);
+    if let Some(r) = &dra {
+        documents.insert(
+            dra_chart::DRA_DRIVER_VALUES.to_string(),
+            dra_chart::values_document(r, name),
+        );
+    }
+    if let Some(runbook) = dra_chart::migration_runbook(bp, &catalog.dra().standalone) {
+        documents.insert(dra_chart::DRA_MIGRATION_RUNBOOK.to_string(), runbook);
+    }
     let releases: Vec<HelmRelease> = network
         .into_iter()
+        .chain(dra)
         .filter(|r| r.install != crate::blueprint::InstallMode::None)
         .chain(kueue)
         .chain(volcano)
@@ -393,6 +406,7 @@ fn other_releases(
             Stack::Volcano,
             bp.spec.scheduling.queueing != crate::blueprint::Queueing::Volcano,
         ),
+        (Stack::DraDriver, dra_chart::standalone(bp).is_none()),
     ]
     .into_iter()
     .filter_map(|(stack, absent)| absent.then_some(stack))

@@ -405,6 +405,11 @@ fn node_patch(
             on.to_string(),
         );
     }
+    let standalone = &catalog.dra().standalone;
+    labels.extend(super::dra_chart::pool_labels(bp, standalone, p));
+    let dra_switch = (super::dra_chart::standalone(bp).is_some()
+        && p.gpu_plugin == crate::blueprint::GpuPlugin::Dra)
+        .then(|| standalone.device_plugin_label.clone());
     let expected_driver = p
         .driver
         .as_ref()
@@ -424,6 +429,7 @@ fn node_patch(
             .as_ref()
             .map(|t| t.levels.clone())
             .unwrap_or_default(),
+        dra_switch,
     };
     Ok((cr, patch))
 }

@@ -126,6 +126,11 @@ pub struct NodePatch {
     /// that lack one, which topology-aware scheduling cannot place.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topology_levels: Vec<String>,
+    /// On a pool moving to NVIDIA's DRA driver (`gpuPlugin: dra`, standalone path): the GPU
+    /// Operator's per-node device-plugin label. A node whose value of it changes leaves the device
+    /// plugin: plan refuses that while pods on it hold device-plugin GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dra_switch: Option<String>,
 }
 
 /// A taint gpuctl manages.
@@ -155,6 +160,8 @@ pub enum Stack {
     Kueue,
     /// Volcano.
     Volcano,
+    /// NVIDIA's DRA driver chart (the standalone path, `spec.dra.driver`).
+    DraDriver,
 }
 
 impl Stack {
@@ -165,7 +172,7 @@ impl Stack {
     /// both); Kueue and Volcano their queue CRDs and webhooks (the queues phase).
     pub fn before(self) -> Phase {
         match self {
-            Stack::GpuOperator | Stack::NetworkOperator => Phase::Operator,
+            Stack::GpuOperator | Stack::NetworkOperator | Stack::DraDriver => Phase::Operator,
             Stack::Kueue | Stack::Volcano => Phase::Queues,
         }
     }
@@ -177,6 +184,7 @@ impl Stack {
             Stack::NetworkOperator => "Network Operator",
             Stack::Kueue => "Kueue",
             Stack::Volcano => "Volcano",
+            Stack::DraDriver => "NVIDIA DRA driver",
         }
     }
 
@@ -187,6 +195,7 @@ impl Stack {
             Stack::NetworkOperator => "spec.networkOperator",
             Stack::Kueue => "spec.scheduling.kueue",
             Stack::Volcano => "spec.scheduling.volcano",
+            Stack::DraDriver => "spec.dra.driver",
         }
     }
 }

@@ -582,6 +582,26 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.nodePools[].driver.version",
         ],
     ),
+    (
+        "GPU165",
+        &[
+            "spec.dra.driver",
+            "spec.kubernetes.version",
+            "spec.nodePools[].gpuPlugin",
+            "spec.gpuOperator.driver.version",
+            "spec.nodePools[].driver.version",
+        ],
+    ),
+    (
+        "GPU166",
+        &[
+            "spec.nodePools[].operands.devicePlugin",
+            "spec.nodePools[].labels",
+        ],
+    ),
+    ("GPU167", &["spec.nodePools[].partitioning.mode"]),
+    ("GPU168", &["spec.dra.driver.deployment"]),
+    ("GPU169", &["spec.dra.shapes"]),
     ("GPU176", &["spec.nodePools[].partitioning.mode"]),
     ("GPU177", &["spec.nodePools[].partitioning.mode"]),
     ("GPU178", &["spec.tenants[].namespaces"]),

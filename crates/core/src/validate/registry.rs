@@ -756,7 +756,43 @@ rules! {
         fix: "Correct the name or field the finding names.",
         source: "docs/blueprint.md; nv-ipam IPPool and CIDRPool CRDs (upstream/nvidia-k8s-ipam)",
         example: "spec:\n  networkOperator:\n    secondaryNetwork: {kind: ipoib, master: ibp12s0, ipPool: ib-pol}\n    ipPools:\n      - {name: ib-pool, range: 10.210.0.0/16}\n",
-    }    "GPU170" "dra-kubernetes" "dra" Error {
+    }
+    "GPU165" "dra-standalone" "dra" Error {
+        checks: "With `spec.dra.driver.deployment: standalone`: `version` names a release of NVIDIA's DRA driver gpuctl knows, Kubernetes is 1.34.2+, every pool declared `gpuPlugin: dra` runs NVIDIA driver 565+, and the feature gates exist in that release and agree; `gpuPlugin: dra` only on that path; `install`, `chart` and `values` only on that path.",
+        why: "The chart's name and home, its values and the upgrade order follow from the release (renamed at v0.4.0, no downgrade); the driver serves resource.k8s.io/v1 from Kubernetes 1.34.2 and GPUs from driver 565; under GPUCluster every node is DRA, and without a deployed driver a pool labelled for DRA has no plugin at all.",
+        fix: "Pin a known `version`, upgrade the control plane or the pool's driver, fix the gates, or set `deployment: standalone`.",
+        source: "profiles/dra.yaml (driver.releases, driver.prerequisites, driver.gates, standalone)",
+        example: "spec:\n  dra:\n    driver: {deployment: standalone}\n",
+    }
+    "GPU166" "dra-pool-device-plugin" "dra" Error {
+        checks: "On the standalone path no node gets both GPU plugins: a pool with `gpuPlugin: dra` does not turn the device plugin on (`operands.devicePlugin: true`) nor set the device-plugin or DRA kubelet-plugin labels otherwise than gpuctl does, and a pool on the device plugin is not labelled for the DRA kubelet plugin.",
+        why: "Both plugins would hand out the same GPUs to different pods; the DRA chart refuses GPU resources unless told (`gpuResourcesEnabledOverride`) that something keeps them apart, and gpuctl tells it so only because it labels each node for one plugin.",
+        fix: "Remove the operand switch or the label: gpuctl sets them from `gpuPlugin`.",
+        source: "profiles/dra.yaml (standalone: pool_label, device_plugin_label); the DRA chart's templates/validation.yaml",
+        example: "spec:\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n  nodePools:\n    - {name: a, gpuPlugin: dra, operands: {devicePlugin: true}}\n",
+    }
+    "GPU167" "dra-pool-sharing" "dra" Warning {
+        checks: "A pool served by DRA on the standalone path does not share GPUs through the device plugin's time-slicing or MPS.",
+        why: "The device plugin is off on the pool's nodes: its sharing settings do nothing, and pods get what their claims ask for.",
+        fix: "Remove the pool's `partitioning` (the DRA driver shares GPUs through its alpha TimeSlicingSettings and MPSSupport gates), or keep the pool on the device plugin.",
+        source: "profiles/dra.yaml (standalone, driver.gates)",
+        example: "spec:\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n  nodePools:\n    - {name: dev, gpuPlugin: dra, partitioning: {mode: time-slicing, timeSlicing: {replicas: 4}}}\n",
+    }
+    "GPU168" "dra-standalone-unused" "dra" Warning {
+        checks: "The standalone DRA driver chart serves at least one pool (`gpuPlugin: dra`).",
+        why: "Its kubelet plugin runs only on nodes labelled for it: with no DRA pool it runs nowhere, claims are never allocated, and every GPU stays with the device plugin.",
+        fix: "Declare `gpuPlugin: dra` on the pools to move (one at a time), or drop `spec.dra.driver` until then.",
+        source: "profiles/dra.yaml (standalone.pool_label)",
+        example: "spec:\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n",
+    }
+    "GPU169" "dra-shape-no-dra-pool" "dra" Warning {
+        checks: "On the standalone path, some pool that has devices of a shape is served by DRA (`gpuPlugin: dra`).",
+        why: "The DRA kubelet plugin runs, and publishes devices, on DRA pools only: a shape only device-plugin pools could hold is accepted, and its claims wait until one of them moves.",
+        fix: "Move one of those pools to DRA, or leave the shape unclaimed until then.",
+        source: "profiles/dra.yaml (standalone.pool_label); the blueprint's pools and shapes",
+        example: "spec:\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    shapes: [{name: mig, mig: {profile: 1g.10gb}}]\n  nodePools:\n    - {name: a100, partitioning: {mode: mig, mig: {layout: {\"1g.10gb\": 7}}}}\n",
+    }
+    "GPU170" "dra-kubernetes" "dra" Error {
         checks: "A blueprint with DRA device shapes declares a Kubernetes release NVIDIA's DRA driver supports (profiles/dra.yaml prerequisites, 1.34.2 today).",
         why: "Older control planes do not serve `resource.k8s.io/v1` by default: the DeviceClasses and templates are refused at apply, or the driver does not run.",
         fix: "Upgrade the control plane, or drop `spec.dra`.",

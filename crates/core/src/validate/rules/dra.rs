@@ -229,21 +229,50 @@ fn version_less(a: &str, b: &str) -> bool {
     parse(a) < parse(b)
 }
 
-/// GPU172: some pool has nodes with at least `count` devices of the shape.
+/// GPU172: some pool has nodes with at least `count` devices of the shape. GPU169: on the
+/// standalone path, one of those pools is served by DRA.
 fn satisfiable(ctx: &mut Ctx<'_>, path: &str, shape: &DeviceShape) {
     let drivers = pool_drivers(ctx);
     let mut reasons = Vec::new();
     let mut best = 0;
+    let mut holders: Vec<&NodePool> = Vec::new();
     for (i, pool) in ctx.bp.spec.node_pools.iter().enumerate() {
         let driver = drivers.get(i).and_then(|d| d.as_ref()).map(|d| &d.version);
         match devices_per_node(ctx, pool, driver, shape) {
-            Ok(n) if n >= shape.count => return,
+            Ok(n) if n >= shape.count => holders.push(pool),
             Ok(n) => {
                 best = best.max(n);
                 reasons.push(format!("pool `{}`: {n} per node", pool.name));
             }
             Err(e) => reasons.push(format!("pool `{}`: {e}", pool.name)),
         }
+    }
+    if !holders.is_empty() {
+        let standalone = ctx
+            .bp
+            .spec
+            .dra
+            .as_ref()
+            .is_some_and(|d| d.standalone().is_some());
+        if standalone
+            && !holders
+                .iter()
+                .any(|p| p.gpu_plugin == crate::blueprint::GpuPlugin::Dra)
+        {
+            let names: Vec<String> = holders.iter().map(|p| format!("`{}`", p.name)).collect();
+            let message = format!(
+                "only pools on the device plugin have devices of shape `{}` ({}): on the standalone path the DRA driver publishes the devices of pools declared `gpuPlugin: dra` only, so claims of it are not allocated until one of them moves",
+                shape.name,
+                names.join(", ")
+            );
+            ctx.emit(
+                "GPU169",
+                path.to_string(),
+                message,
+                "move one of those pools to DRA (`gpuPlugin: dra`, docs/dra.md, Migration), or keep the shape unclaimed until then",
+            );
+        }
+        return;
     }
     let message = if best > 0 {
         format!(

@@ -13,6 +13,7 @@ use crate::version::OperatorVersion;
 
 pub(super) fn check(ctx: &mut Ctx<'_>) {
     compute_domains(ctx);
+    super::dra_standalone::pools(ctx);
     let Some(driver) = ctx.bp.spec.dra.as_ref().and_then(|d| d.driver.clone()) else {
         return;
     };
@@ -22,6 +23,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
             pools_under_gpu_cluster(ctx, &driver);
             operator_namespace(ctx);
         }
+        DraDeployment::Standalone => super::dra_standalone::check(ctx, &driver),
     }
 }
 
@@ -91,65 +93,7 @@ fn gpu_cluster(ctx: &mut Ctx<'_>, driver: &DraDriver) {
             );
         }
     }
-    gates(ctx, driver, &version);
-}
-
-/// GPU175: feature gates the release has, none excluding another, each one's requirements on.
-fn gates(ctx: &mut Ctx<'_>, driver: &DraDriver, version: &str) {
-    let Some(known) = ctx.catalog.dra().driver.gates_at(version) else {
-        return;
-    };
-    let known: Vec<crate::profiles::dra::DriverGate> = known.into_iter().cloned().collect();
-    let on = |name: &str| -> bool {
-        driver.feature_gates.get(name).copied().unwrap_or_else(|| {
-            known
-                .iter()
-                .find(|g| g.name == name)
-                .is_some_and(|g| g.stage.on_by_default())
-        })
-    };
-    for name in driver.feature_gates.keys() {
-        let path = crate::blueprint::yaml::join("spec.dra.driver.featureGates", name);
-        let Some(gate) = known.iter().find(|g| &g.name == name) else {
-            let hint = match crate::suggest::closest(name, known.iter().map(|g| g.name.as_str())) {
-                Some(c) => format!("did you mean `{c}`?"),
-                None => format!(
-                    "name a gate of {version}: {}",
-                    known
-                        .iter()
-                        .map(|g| g.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            ctx.emit_at_key(
-                "GPU175",
-                path,
-                format!("NVIDIA's DRA driver {version} has no feature gate `{name}`: the driver refuses to start with it"),
-                hint,
-            );
-            continue;
-        };
-        if !on(name) {
-            continue;
-        }
-        for other in gate.excludes.iter().filter(|o| on(o)) {
-            ctx.emit_at_key(
-                "GPU175",
-                path.clone(),
-                format!("feature gates `{name}` and `{other}` of NVIDIA's DRA driver may not be on together"),
-                format!("turn one of them off (`{other}: false`)"),
-            );
-        }
-        for need in gate.requires.iter().filter(|r| !on(r)) {
-            ctx.emit_at_key(
-                "GPU175",
-                path.clone(),
-                format!("feature gate `{name}` of NVIDIA's DRA driver needs `{need}` on"),
-                format!("set `{need}: true`, or turn `{name}` off"),
-            );
-        }
-    }
+    super::dra_standalone::gates(ctx, driver, &version, "GPU175");
 }
 
 /// GPU176 (time-slicing, MPS: an error) and GPU177 (a MIG layout: a warning): GPUCluster deploys

@@ -4,6 +4,7 @@ mod compat;
 mod composition;
 mod dra;
 mod dra_driver;
+mod dra_standalone;
 mod install;
 mod ip_pools;
 mod kueue;

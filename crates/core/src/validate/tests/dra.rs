@@ -38,6 +38,32 @@ fn cd() -> String {
     )
 }
 
+/// The base on the standalone path: the DRA chart v25.12.0 next to the ClusterPolicy, the H100
+/// pool moved to DRA, the A100 pool left on the device plugin.
+fn sa() -> String {
+    edit(
+        DRA_BASE,
+        &[
+            (
+                "  dra:\n    shapes:\n",
+                "  dra:\n    driver: { deployment: standalone, version: v25.12.0 }\n    shapes:\n",
+            ),
+            (
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      gpuPlugin: dra\n",
+            ),
+        ],
+    )
+}
+
+const DRA_POOL: &str = "      gpuPlugin: dra\n";
+
+/// The A100 (MIG) pool moved to DRA too.
+const A100_TO_DRA: (&str, &str) = (
+    "      gpu: { model: A100-SXM4-80GB, count: 4 }\n",
+    "      gpu: { model: A100-SXM4-80GB, count: 4 }\n      gpuPlugin: dra\n",
+);
+
 const TIME_SLICED: (&str, &str) = (
     "        mode: mig\n        mig:\n          strategy: mixed\n          layout: { \"1g.10gb\": 7 }",
     "        mode: time-slicing\n        timeSlicing: { replicas: 4 }",
@@ -278,6 +304,98 @@ pub(super) fn cases() -> Vec<Case> {
                 "deployment: gpuCluster, featureGates: { DeviceMetadata: true } }",
             )],
         ),
+        (
+            "GPU165",
+            sa(),
+            vec![(
+                "deployment: standalone, version: v25.12.0 }",
+                "deployment: standalone }",
+            )],
+        ),
+        (
+            "GPU165",
+            sa(),
+            vec![("version: v25.12.0 }", "version: v9.9.9 }")],
+        ),
+        (
+            "GPU165",
+            sa(),
+            vec![("version: \"1.35.1\"", "version: \"1.34.1\"")],
+        ),
+        (
+            "GPU165",
+            sa(),
+            vec![("version: \"595.91.07\"", "version: \"560.35.03\"")],
+        ),
+        (
+            "GPU165",
+            sa(),
+            vec![(
+                "version: v25.12.0 }",
+                "version: v25.12.0, featureGates: { DynamicMIG: true, MPSSupport: true } }",
+            )],
+        ),
+        (
+            "GPU165",
+            edit(
+                &sa(),
+                &[(
+                    "deployment: standalone, version: v25.12.0 }",
+                    "deployment: gpuCluster }",
+                )],
+            ),
+            vec![],
+        ),
+        (
+            "GPU165",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, install: helm }",
+            )],
+        ),
+        (
+            "GPU165",
+            d(),
+            vec![(
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      gpuPlugin: dra\n",
+            )],
+        ),
+        (
+            "GPU166",
+            sa(),
+            vec![(
+                DRA_POOL,
+                "      gpuPlugin: dra\n      operands: { devicePlugin: true }\n",
+            )],
+        ),
+        (
+            "GPU166",
+            sa(),
+            vec![(
+                DRA_POOL,
+                "      gpuPlugin: dra\n      labels: { nvidia.com/gpu.deploy.device-plugin: \"true\" }\n",
+            )],
+        ),
+        (
+            "GPU166",
+            sa(),
+            vec![(
+                "      gpu: { model: A100-SXM4-80GB, count: 4 }\n",
+                "      gpu: { model: A100-SXM4-80GB, count: 4 }\n      labels: { nvidia.com/dra-kubelet-plugin: \"true\" }\n",
+            )],
+        ),
+        (
+            "GPU167",
+            sa(),
+            vec![(
+                DRA_POOL,
+                "      gpuPlugin: dra\n      partitioning: { mode: time-slicing, timeSlicing: { replicas: 4 } }\n",
+            )],
+        ),
+        ("GPU168", sa(), vec![(DRA_POOL, "")]),
+        ("GPU169", sa(), vec![]),
         ("GPU176", gc(), vec![TIME_SLICED]),
         ("GPU177", gc(), vec![]),
         (
@@ -360,6 +478,31 @@ pub(super) fn passing_cases() -> Vec<Case> {
                 "deployment: gpuCluster, version: v0.4.1, featureGates: { DynamicMIG: true, PassthroughSupport: false } }",
             )],
         ),
+        ("GPU165", sa(), vec![]),
+        (
+            "GPU165",
+            sa(),
+            vec![(
+                "version: v25.12.0 }",
+                "version: v0.4.1, install: helm, featureGates: { DynamicMIG: true, PassthroughSupport: false }, values: { nameOverride: nvidia-dra-driver-gpu } }",
+            )],
+        ),
+        ("GPU165", d(), vec![]),
+        ("GPU166", sa(), vec![]),
+        (
+            "GPU166",
+            sa(),
+            vec![(
+                DRA_POOL,
+                "      gpuPlugin: dra\n      labels: { nvidia.com/gpu.deploy.device-plugin: \"false\", nvidia.com/dra-kubelet-plugin: \"true\" }\n      operands: { devicePlugin: false }\n",
+            )],
+        ),
+        ("GPU167", sa(), vec![]),
+        ("GPU167", edit(&sa(), &[TIME_SLICED]), vec![]),
+        ("GPU168", sa(), vec![]),
+        ("GPU169", sa(), vec![A100_TO_DRA]),
+        ("GPU169", d(), vec![]),
+        ("GPU168", gc(), vec![]),
         ("GPU176", gc(), vec![]),
         ("GPU176", d(), vec![TIME_SLICED]),
         (
@@ -383,6 +526,17 @@ pub(super) fn passing_cases() -> Vec<Case> {
         ("GPU179", cd(), vec![]),
         ("GPU179", d(), vec![]),
     ]
+}
+
+/// The standalone base: the MIG shape only the A100 pool (still on the device plugin) has warns
+/// (GPU169); nothing else. With the A100 pool moved too it is clean.
+#[test]
+fn the_standalone_base_is_clean() {
+    let r = run(&sa());
+    assert_eq!(rules(&r), vec!["GPU169"], "{:#?}", r.findings);
+    assert!(r.findings[0].message.contains("`mig-1g`"));
+    let r = run(&edit(&sa(), &[A100_TO_DRA]));
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
 }
 
 #[test]
