@@ -22,6 +22,7 @@ mod dra_apply;
 mod dra_harness;
 mod dra_kueue;
 mod dra_operator;
+mod fleet_apply;
 mod fleet_cluster;
 mod gitops_crds;
 mod import_cluster;
