@@ -59,6 +59,23 @@ struct Member {
 /// gate refused it or a cluster failed.
 pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write) -> CommandResult {
     let waves = Waves::of(&fleet.fleet);
+    let fleet_file = cmd.fleet_file.display().to_string();
+    let name = &fleet.fleet.metadata.name;
+    // A wave that does not exist is a wrong command line, said before any cluster is read.
+    let named = match cmd.wave {
+        Some(w) => Some(waves.index(w).ok_or_else(|| {
+            CommandError::Usage(format!(
+                "fleet `{name}` has no wave `{w}`; its waves: {}",
+                waves
+                    .members
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?),
+        None => None,
+    };
     let members = members(cmd, fleet)?;
     let rt = runtime()?;
     let mut observed: Vec<Observed> = members
@@ -73,32 +90,14 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
             doctor: Check::NotRun,
         })
         .collect();
-    let fleet_file = cmd.fleet_file.display().to_string();
-    let name = &fleet.fleet.metadata.name;
-    let target = match cmd.wave {
-        Some(w) => waves.index(w).ok_or_else(|| {
-            CommandError::Usage(format!(
-                "fleet `{name}` has no wave `{w}`; its waves: {}",
-                waves
-                    .members
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?,
-        None => match waves.next(&observed) {
-            Some(t) => t,
-            None => {
-                emit(
-                    out,
-                    &format!(
-                        "fleet {name}: every cluster carries its revision; nothing to apply (`gpuctl fleet plan {fleet_file}` shows drift).\n"
-                    ),
-                );
-                return Ok(ExitStatus::Success);
-            }
-        },
+    let Some(target) = named.or_else(|| waves.next(&observed)) else {
+        emit(
+            out,
+            &format!(
+                "fleet {name}: every cluster carries its revision; nothing to apply (`gpuctl fleet plan {fleet_file}` shows drift).\n"
+            ),
+        );
+        return Ok(ExitStatus::Success);
     };
     let (wave, clusters) = &waves.members[target];
     emit(

@@ -6,7 +6,8 @@
 //! - the first `fleet apply` changes only the canary (the other two hold none of its objects and
 //!   no stamp) and stamps its ApplySet parent;
 //! - after a change of the base, `--wave rest` is refused, naming the canary's missing revision;
-//!   `fleet apply` then takes the canary first;
+//!   `fleet apply` then takes the canary first; with a bake time of 1h the next wave is refused
+//!   naming the bake and the time it ends;
 //! - while the GPU Operator reports the canary's NVIDIADriver notReady (the status its condition
 //!   updater writes; doctor's GPU232), wave `rest` is refused naming `doctor` and GPU232, and
 //!   allowed once it reports ready; then `fleet plan` is empty on all three;
@@ -265,6 +266,18 @@ async fn fleet_apply_rolls_out_in_waves_behind_gates_and_resumes_after_a_kill() 
     assert!(out(&o).contains("wave `canary` (1 of 2)"), "{}", text(&o));
     let r2 = revision(canary, "canary").await.unwrap();
     assert_ne!(r1, r2, "a base change is a new revision");
+    // With a bake time of an hour, the canary applied seconds ago holds wave `rest`.
+    write(dir, "fleet.yaml", &FLEET.replace("bake: 0s", "bake: 1h"));
+    let o = apply(&[]);
+    assert_eq!(o.status.code(), Some(1), "rest while baking: {}", text(&o));
+    let refused = out(&o);
+    assert!(
+        refused.contains("canary (wave canary) bake: applied at ")
+            && refused.contains("next: wait 1h for bake (until "),
+        "{}",
+        text(&o)
+    );
+    write(dir, "fleet.yaml", FLEET);
 
     // 3. Doctor reports an error on the canary (its NVIDIADriver notReady): wave `rest` waits.
     let drivers = nvidia_drivers(canary);
