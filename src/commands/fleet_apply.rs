@@ -130,26 +130,47 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
             ),
         );
     }
-    for c in clusters {
-        let Some(m) = members.iter().find(|m| &m.name == c) else {
-            continue;
-        };
-        let o = observed.iter().find(|o| &o.name == c);
-        let stamp = o.and_then(|o| o.stamp.as_ref().ok().cloned().flatten());
-        let line = match apply_one(cmd, fleet, &rt, m, stamp) {
-            Ok(line) => line,
-            Err(e) => {
-                emit(
-                    out,
-                    &format!(
-                        "  {c}{}: failed (below); wave `{wave}` stops here, a re-run continues it\n",
-                        on(m)
-                    ),
-                );
-                return Err(e);
+    let todo: Vec<(&Member, Option<Stamp>)> = clusters
+        .iter()
+        .filter_map(|c| {
+            let m = members.iter().find(|m| &m.name == c)?;
+            let o = observed.iter().find(|o| &o.name == c);
+            Some((m, o.and_then(|o| o.stamp.as_ref().ok().cloned().flatten())))
+        })
+        .collect();
+    // `maxParallel` clusters at a time, in batches; one at a time while a person at a terminal
+    // confirms each plan.
+    let batch = if cmd.yes || !super::interactive() {
+        waves.max_parallel(target)
+    } else {
+        1
+    };
+    for chunk in todo.chunks(batch) {
+        let results = apply_batch(cmd, fleet, &rt, chunk);
+        let mut failed = None;
+        for ((m, _), result) in chunk.iter().zip(results) {
+            match result {
+                Ok(line) => emit(out, &format!("  {}{}: {line}\n", m.name, on(m))),
+                Err(e) => {
+                    emit(
+                        out,
+                        &format!(
+                            "  {}{}: failed; wave `{wave}` stops here, a re-run continues it\n",
+                            m.name,
+                            on(m)
+                        ),
+                    );
+                    if failed.is_some() {
+                        eprintln!("error: cluster `{}`: {e}", m.name);
+                    } else {
+                        failed = Some(e);
+                    }
+                }
             }
-        };
-        emit(out, &format!("  {c}{}: {line}\n", on(m)));
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
     }
     if let Some((next, _)) = waves.members.get(target + 1) {
         let bake = waves.bake_seconds(target);
@@ -362,6 +383,38 @@ fn doctor(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check
             .collect::<Vec<_>>()
             .join("; ")
     ))
+}
+
+/// [`apply_one`] for each cluster of `chunk`: at once, each on a thread and runtime of its own,
+/// when there are several (their plans and progress lines interleave on stderr).
+fn apply_batch(
+    cmd: &FleetApplyCommand<'_>,
+    fleet: &LoadedFleet,
+    rt: &tokio::runtime::Runtime,
+    chunk: &[(&Member, Option<Stamp>)],
+) -> Vec<Result<String, CommandError>> {
+    if let [(m, stamp)] = chunk {
+        return vec![apply_one(cmd, fleet, rt, m, stamp.clone())];
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = chunk
+            .iter()
+            .map(|(m, stamp)| {
+                s.spawn(move || {
+                    let rt = runtime()?;
+                    apply_one(cmd, fleet, &rt, m, stamp.clone())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(CommandError::Failed("the cluster's apply panicked".into()))
+                })
+            })
+            .collect()
+    })
 }
 
 /// `gpuctl apply` of one cluster, then its stamp when its revision changed; what it did, one line.

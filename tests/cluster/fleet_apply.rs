@@ -10,7 +10,8 @@
 //!   naming the bake and the time it ends;
 //! - while the GPU Operator reports the canary's NVIDIADriver notReady (the status its condition
 //!   updater writes; doctor's GPU232), wave `rest` is refused naming `doctor` and GPU232, and
-//!   allowed once it reports ready; then `fleet plan` is empty on all three;
+//!   allowed once it reports ready (its two clusters at once, `maxParallel: 2`); then `fleet plan`
+//!   is empty on all three;
 //! - killed (SIGKILL) in the middle of wave `rest`, with `west`'s apply lock held: `east` carries
 //!   the new revision, `west` does not; a re-run (waiting out the dead run's lock) converges and
 //!   `fleet plan` is empty again.
@@ -313,9 +314,28 @@ async fn fleet_apply_rolls_out_in_waves_behind_gates_and_resumes_after_a_kill() 
     );
     assert!(!has_namespace(east, "team-a").await);
     report_ready(&drivers, "cluster-default", "gpu-operator").await;
+    // Wave `rest` with `maxParallel: 2`: east and west are applied at once.
+    write(
+        dir,
+        "fleet.yaml",
+        &FLEET.replace(
+            "gates: [converged, doctor] }",
+            "gates: [converged, doctor], maxParallel: 2 }",
+        ),
+    );
     let o = apply(&[]);
     assert_eq!(o.status.code(), Some(0), "rest once healthy: {}", text(&o));
     assert!(out(&o).contains("gates passed"), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let first_done = err.find("Apply complete").expect("applies");
+    for c in ["east", "west"] {
+        let started = err.find(&format!("== cluster {c}")).expect("started");
+        assert!(
+            started < first_done,
+            "{c} started after the first apply ended:\n{err}"
+        );
+    }
+    write(dir, "fleet.yaml", FLEET);
     for (c, name) in [(east, "east"), (west, "west")] {
         assert!(has_namespace(c, "team-a").await, "{name}");
         assert!(revision(c, name).await.is_some(), "{name}");

@@ -142,6 +142,17 @@ impl<'a> Waves<'a> {
             .unwrap_or(0)
     }
 
+    /// How many clusters of wave `i` are applied at once: its `maxParallel` (at least 1; 1
+    /// without one).
+    pub fn max_parallel(&self, i: usize) -> usize {
+        self.fleet
+            .spec
+            .waves
+            .get(i)
+            .and_then(|w| w.max_parallel)
+            .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX).max(1))
+    }
+
     /// The gates wave `i` asks of the clusters of earlier waves: its `gates`, or both when it
     /// lists none. The revision and the bake time are always required.
     pub fn gates(&self, i: usize) -> Vec<Gate> {

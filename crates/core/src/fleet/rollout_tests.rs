@@ -213,6 +213,11 @@ fn a_wave_checks_only_the_gates_it_lists_and_both_when_it_lists_none() {
         Waves::of(&both).gates(1),
         vec![Gate::Converged, Gate::Doctor]
     );
+    // maxParallel: 1 without it, at least 1, as given otherwise.
+    assert_eq!(Waves::of(&both).max_parallel(1), 1);
+    assert_eq!(Waves::of(&fleet(", maxParallel: 0")).max_parallel(1), 1);
+    assert_eq!(Waves::of(&fleet(", maxParallel: 3")).max_parallel(1), 3);
+    assert_eq!(Waves::of(&both).max_parallel(7), 1);
 }
 
 #[test]
