@@ -301,7 +301,7 @@ pub enum Command {
         #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
         today: Option<String>,
     },
-    /// Many clusters from one fleet file: validate every cluster, render one tree per cluster.
+    /// Many clusters from one fleet file: validate, render, plan and apply them in waves.
     Fleet {
         /// What to do.
         #[command(subcommand)]
@@ -484,6 +484,52 @@ pub enum FleetCommand {
         /// The time snapshot ages are measured from (RFC 3339; default now, or GPUCTL_NOW).
         #[arg(long, value_name = "TIME", env = "GPUCTL_NOW")]
         now: Option<String>,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
+    /// Roll the fleet out wave by wave: the first wave whose clusters do not all carry their
+    /// revision (or `--wave NAME`), each cluster with `gpuctl apply` and then stamped; refused
+    /// while a cluster of an earlier wave lacks its revision, is baking, plans changes or has a
+    /// doctor error. Exit 0 applied (or nothing left), 1 refused or failed.
+    Apply {
+        /// Fleet file (`kind: Fleet`).
+        #[arg(value_name = "FLEET")]
+        fleet: PathBuf,
+        /// Apply this wave (its earlier waves' gates still apply).
+        #[arg(long, value_name = "NAME")]
+        wave: Option<String>,
+        /// Kubeconfig file holding the clusters' contexts (default: KUBECONFIG, then ~/.kube/config).
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprints dropped.
+        #[arg(long)]
+        prune_protected: bool,
+        /// Concurrent API requests per cluster.
+        #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallelism: u16,
+        /// Longest wait for node state such as MIG reconfiguration (e.g. 10m).
+        #[arg(long, default_value = "10m", value_name = "DURATION")]
+        wait_timeout: String,
+        /// Longest wait for a CRD to be served (e.g. 2m).
+        #[arg(long, default_value = "2m", value_name = "DURATION")]
+        crd_timeout: String,
+        /// Run no helm: apply the objects and print the helm command of each release.
+        #[arg(long)]
+        no_helm: bool,
+        /// Wait this long for another apply of a cluster's blueprint to finish (e.g. 5m; default:
+        /// refuse at once, naming who holds the lock).
+        #[arg(long, default_value = "0s", value_name = "DURATION")]
+        lock_timeout: String,
+        /// How long a cluster's apply lock outlives a run that stopped renewing it (killed, cut off).
+        #[arg(long, default_value = "60s", value_name = "DURATION")]
+        lock_duration: String,
+        /// Longest wait for an admission webhook that cannot be called yet (e.g. 2m).
+        #[arg(long, default_value = "2m", value_name = "DURATION")]
+        webhook_timeout: String,
+        /// Do not ask for confirmation on a terminal (runs without a terminal never ask).
+        #[arg(long, short = 'y', alias = "auto-approve")]
+        yes: bool,
         /// Rendering settings.
         #[command(flatten)]
         render: RenderArgs,

@@ -78,18 +78,49 @@ pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
         Target::Blueprint(loaded) => {
             let today = settings::today(cmd.render.today.as_deref())?;
             let templates = cmd.render.templates.as_deref();
-            let mut set = render_loaded(loaded, cmd.target, today, templates, "planning")?.set;
-            resolve_chart(&mut set, cmd.target)?;
+            let set = render_loaded(loaded, cmd.target, today, templates, "planning")?.set;
             (None, Some(set))
         }
     };
     let rt = runtime()?;
+    apply_planned(&cmd, &rt, saved, set)?;
+    Ok(ExitStatus::Success)
+}
+
+/// What applying a blueprint or a saved plan to one cluster did.
+pub struct Applied {
+    /// The connection it used.
+    pub kube: Kube,
+    /// What the apply did; `None` when the plan had no changes.
+    pub report: Option<gpuctl_cluster::apply::ApplyReport>,
+}
+
+/// The apply of `gpuctl apply` once its target is read: plans the rendered `set` against the
+/// cluster (or takes the `saved` plan), refuses error findings, shows the plan and asks at a
+/// terminal, then applies it under the blueprint's lock. `gpuctl fleet apply` runs it once per
+/// cluster of a wave.
+pub fn apply_planned(
+    cmd: &ApplyCommand<'_>,
+    rt: &tokio::runtime::Runtime,
+    saved: Option<Plan>,
+    set: Option<RenderedSet>,
+) -> Result<Applied, CommandError> {
+    let set = match set {
+        Some(mut set) => {
+            resolve_chart(&mut set, cmd.target)?;
+            Some(set)
+        }
+        None => None,
+    };
     let progress = Arc::new(Progress::new(ProgressMode::for_output(cmd.output)));
-    let (k, plan) = rt.block_on(plan_or_load(&cmd, saved, set.as_ref(), progress.clone()))?;
+    let (k, plan) = rt.block_on(plan_or_load(cmd, saved, set.as_ref(), progress.clone()))?;
     refuse_errors(&plan)?;
     if !plan.summary.has_changes() {
         eprintln!("No changes. The cluster matches the blueprint.");
-        return Ok(ExitStatus::Success);
+        return Ok(Applied {
+            kube: k,
+            report: None,
+        });
     }
     // A helm the apply needs and cannot run refuses it before the plan is shown for
     // confirmation (apply checks again under its lock).
@@ -109,8 +140,11 @@ pub fn run(cmd: ApplyCommand<'_>) -> CommandResult {
     }
     // Under the blueprint's apply lock, the plan is checked against the cluster again (a saved
     // plan, or the one just shown: another apply may have written since), then applied.
-    rt.block_on(apply::apply(&k, &plan, &cmd.options, progress.as_ref()))?;
-    Ok(ExitStatus::Success)
+    let report = rt.block_on(apply::apply(&k, &plan, &cmd.options, progress.as_ref()))?;
+    Ok(Applied {
+        kube: k,
+        report: Some(report),
+    })
 }
 
 /// Connects (webhook waits report to `progress`), then takes the saved plan or plans the

@@ -1,4 +1,4 @@
-//! `gpuctl fleet validate | render`: every cluster of a fleet file (docs/fleet.md), each through
+//! `gpuctl fleet validate | render` (and the dispatch of `plan` and `apply`): every cluster of a fleet file (docs/fleet.md), each through
 //! the same stages as one blueprint.
 
 use std::io::Write;
@@ -59,6 +59,49 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
                 today,
             };
             super::fleet_plan::run(&cmd, &loaded, out)
+        }
+        FleetCommand::Apply {
+            fleet,
+            wave,
+            kubeconfig,
+            prune_protected,
+            parallelism,
+            wait_timeout,
+            crd_timeout,
+            no_helm,
+            lock_timeout,
+            lock_duration,
+            webhook_timeout,
+            yes,
+            render,
+        } => {
+            let today = settings::today(render.today.as_deref())?;
+            let options = gpuctl_cluster::apply::ApplyOptions {
+                parallelism: usize::from(parallelism),
+                crd_timeout: settings::duration("crd-timeout", &crd_timeout)?,
+                wait_timeout: settings::duration("wait-timeout", &wait_timeout)?,
+                run_helm: !no_helm,
+                lock_timeout: settings::duration("lock-timeout", &lock_timeout)?,
+                lock_duration: settings::at_least(
+                    "lock-duration",
+                    &lock_duration,
+                    std::time::Duration::from_secs(1),
+                )?,
+                ..gpuctl_cluster::apply::ApplyOptions::default()
+            };
+            let loaded = checked(&fleet, today, "applying")?;
+            let cmd = super::fleet_apply::FleetApplyCommand {
+                fleet_file: &fleet,
+                wave: wave.as_deref(),
+                kubeconfig,
+                prune_protected,
+                options,
+                webhook_timeout: settings::duration("webhook-timeout", &webhook_timeout)?,
+                yes,
+                render: &render,
+                today,
+            };
+            super::fleet_apply::run(&cmd, &loaded, out)
         }
     }
 }

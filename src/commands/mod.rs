@@ -9,6 +9,7 @@ mod doctor;
 mod explain;
 mod files;
 mod fleet;
+mod fleet_apply;
 mod fleet_plan;
 mod import;
 mod pipeline;

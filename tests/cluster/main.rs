@@ -23,6 +23,7 @@ mod dra_harness;
 mod dra_kueue;
 mod dra_migration;
 mod dra_operator;
+mod fleet_apply;
 mod fleet_cluster;
 mod gitops_crds;
 mod import_cluster;

@@ -473,3 +473,48 @@ fn no_output_shows_a_credential_from_a_clusters_release() {
         );
     }
 }
+
+/// `fleet apply`'s command line without a cluster: an unknown `--wave` is a usage error naming
+/// the fleet's waves (before any cluster is read); clusters whose stamps cannot be read never let
+/// a later wave go first: the first wave is tried, and its cluster's connection error fails it.
+#[test]
+fn fleet_apply_refuses_an_unknown_wave_and_starts_with_the_first_wave_it_cannot_read() {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("blueprints/fleet"), d.path());
+    let missing = d.path().join("no-such-kubeconfig");
+    let missing = missing.to_str().unwrap();
+    let o = gpuctl(
+        d.path(),
+        &[
+            "fleet",
+            "apply",
+            "fleet.yaml",
+            "--wave",
+            "eu",
+            "--kubeconfig",
+            missing,
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains("fleet `gpu-platform` has no wave `eu`; its waves: canary, us, rest"),
+        "{err}"
+    );
+    let o = gpuctl(
+        d.path(),
+        &["fleet", "apply", "fleet.yaml", "--kubeconfig", missing],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("wave `canary` (1 of 3): us-canary")
+            && out.contains("us-canary (context gke-us-canary): failed"),
+        "{out}\n{err}"
+    );
+    assert!(
+        !out.contains("us-east") && !err.contains("== cluster us-east"),
+        "{out}\n{err}"
+    );
+}

@@ -2,14 +2,16 @@
 //! connects ([`client::connect`]), reads kinds in bulk the one way every command shares
 //! ([`lists`]: aggregated discovery, concurrent paged LISTs), reads a cluster into the core's one
 //! [`gpuctl_core::live::LiveView`] ([`read`]), applies plans ([`apply`]), runs driver upgrades with
-//! their journal and Lease ([`upgrade`], [`nodeops`]), reads Helm's release storage ([`release`])
-//! and runs doctor's metric queries against Prometheus ([`prometheus`]). Everything it decides with
+//! their journal and Lease ([`upgrade`], [`nodeops`]), reads Helm's release storage ([`release`]),
+//! runs doctor's metric queries against Prometheus ([`prometheus`]) and keeps a fleet's revision
+//! stamp on each cluster ([`fleet`]). Everything it decides with
 //! is a pure function of the core crate; what it shows goes through a [`report::Reporter`] the
 //! binary implements.
 
 pub mod apply;
 pub mod client;
 pub mod diagnostics;
+pub mod fleet;
 pub mod helm;
 pub mod import;
 pub mod lists;

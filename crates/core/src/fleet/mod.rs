@@ -10,6 +10,7 @@ mod gitops_model;
 pub mod model;
 
 pub mod plan;
+pub mod rollout;
 
 use std::path::{Path, PathBuf};
 

@@ -81,7 +81,8 @@ pub struct Wave {
     /// (`30m`, `24h`).
     #[serde(default)]
     pub bake: Option<String>,
-    /// What must hold on every cluster of earlier waves before this one starts.
+    /// What must hold on every cluster of earlier waves before this one starts, besides their
+    /// revision and bake time (which always must): none listed means both gates.
     #[serde(default)]
     pub gates: Vec<Gate>,
     /// Clusters of the wave applied at once (default 1).
