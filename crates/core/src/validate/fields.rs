@@ -515,6 +515,7 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.networkOperator.values",
         ],
     ),
+    ("GPU157", &["spec.dra.driver.featureGates"]),
     (
         "GPU160",
         &[

@@ -722,6 +722,13 @@ rules! {
         source: "profiles/network-operator-values/<version>.yaml (generated from the chart's values.yaml)",
         example: "spec:\n  networkOperator:\n    values: {operatr: {}}\n",
     }
+    "GPU157" "dra-kubernetes-gate" "dra" Warning {
+        checks: "Each feature gate of NVIDIA's DRA driver that is on and needs a Kubernetes feature gate (DynamicMIG: DRAPartitionableDevices) finds that gate on by default on the declared Kubernetes minor.",
+        why: "An alpha Kubernetes gate is off unless the control plane and kubelets turn it on; the API server then drops the fields it guards on write (the ResourceSlices' shared counters), so the driver publishes partitions nobody can allocate, without an error anywhere.",
+        fix: "Turn the Kubernetes gate on in kube-apiserver, kube-scheduler, kube-controller-manager and every kubelet (`--feature-gates=DRAPartitionableDevices=true`), or move to a Kubernetes release where it is on by default (1.36).",
+        source: "profiles/dra.yaml (driver.gates[].kubernetes_gates, kubernetes.gates)",
+        example: "spec:\n  kubernetes: {version: \"1.35.1\"}\n  dra:\n    driver: {deployment: gpuCluster, featureGates: {DynamicMIG: true}}\n",
+    }
     "GPU160" "ip-range" "network" Error {
         checks: "Every address range the blueprint declares is an IPv4 or IPv6 CIDR: nv-ipam pool ranges (a `cidrpool`'s written at its network address and holding more than one address), the secondary network's `range`, and `kubernetes.podCIDR` / `serviceCIDR` (one CIDR per address family); pool exclusions are addresses of the pool's range, `endIP` not before `startIP`.",
         why: "Under the Network Operator the nv-ipam webhook is off and the API server stores any string, so a bad range is only found when pods start without a secondary address; an exclusion outside the range protects nothing.",

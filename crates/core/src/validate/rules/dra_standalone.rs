@@ -230,5 +230,47 @@ pub(super) fn gates(ctx: &mut Ctx<'_>, driver: &DraDriver, version: &str, rule: 
                 format!("set `{need}: true`, or turn `{name}` off"),
             );
         }
+        kubernetes_gates(ctx, gate, &path);
+    }
+}
+
+/// GPU157 (a warning): a driver gate that needs a Kubernetes feature gate which is off by default
+/// on the declared Kubernetes minor (DynamicMIG needs DRAPartitionableDevices, alpha on 1.34 and
+/// 1.35). The blueprint does not declare the control plane's gates, so gpuctl cannot know they are
+/// on: it says which to turn on where, since the API server drops the fields they guard silently.
+fn kubernetes_gates(
+    ctx: &mut Ctx<'_>,
+    gate: &crate::profiles::dra::DriverGate,
+    path: &str,
+) {
+    let version = ctx.bp.spec.kubernetes.version.clone();
+    for need in &gate.kubernetes_gates {
+        let Some(stage) = ctx.catalog.dra().kubernetes.gate(need, &version) else {
+            continue;
+        };
+        if stage.on_by_default() {
+            continue;
+        }
+        ctx.emit_at_key(
+            "GPU157",
+            path.to_string(),
+            format!(
+                "feature gate `{}` of NVIDIA's DRA driver needs the Kubernetes feature gate `{need}`, which is {} on Kubernetes {version}: without it the API server drops the ResourceSlices' counters silently and no partition is ever allocated",
+                gate.name,
+                stage_words(stage)
+            ),
+            format!(
+                "turn `{need}=true` on in kube-apiserver, kube-scheduler, kube-controller-manager and the kubelets (`--feature-gates`), or use a Kubernetes release where it is on by default"
+            ),
+        );
+    }
+}
+
+fn stage_words(stage: crate::profiles::dra::GateStage) -> &'static str {
+    use crate::profiles::dra::GateStage;
+    match stage {
+        GateStage::Alpha => "alpha and off by default",
+        GateStage::BetaOff => "beta and off by default",
+        GateStage::BetaOn | GateStage::Ga | GateStage::GaLocked => "on by default",
     }
 }

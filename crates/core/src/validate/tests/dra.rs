@@ -399,6 +399,14 @@ pub(super) fn cases() -> Vec<Case> {
         ("GPU176", gc(), vec![TIME_SLICED]),
         ("GPU177", gc(), vec![]),
         (
+            "GPU157",
+            gc(),
+            vec![(
+                "deployment: gpuCluster }",
+                "deployment: gpuCluster, featureGates: { DynamicMIG: true } }",
+            )],
+        ),
+        (
             "GPU178",
             gc(),
             vec![(
@@ -514,6 +522,18 @@ pub(super) fn passing_cases() -> Vec<Case> {
             )],
         ),
         ("GPU177", d(), vec![]),
+        ("GPU157", gc(), vec![]),
+        (
+            "GPU157",
+            gc(),
+            vec![
+                (
+                    "deployment: gpuCluster }",
+                    "deployment: gpuCluster, featureGates: { DynamicMIG: true } }",
+                ),
+                ("version: \"1.35.1\"", "version: \"1.36.0\""),
+            ],
+        ),
         ("GPU178", gc(), vec![]),
         (
             "GPU178",
