@@ -238,11 +238,7 @@ pub(super) fn gates(ctx: &mut Ctx<'_>, driver: &DraDriver, version: &str, rule: 
 /// on the declared Kubernetes minor (DynamicMIG needs DRAPartitionableDevices, alpha on 1.34 and
 /// 1.35). The blueprint does not declare the control plane's gates, so gpuctl cannot know they are
 /// on: it says which to turn on where, since the API server drops the fields they guard silently.
-fn kubernetes_gates(
-    ctx: &mut Ctx<'_>,
-    gate: &crate::profiles::dra::DriverGate,
-    path: &str,
-) {
+fn kubernetes_gates(ctx: &mut Ctx<'_>, gate: &crate::profiles::dra::DriverGate, path: &str) {
     let version = ctx.bp.spec.kubernetes.version.clone();
     for need in &gate.kubernetes_gates {
         let Some(stage) = ctx.catalog.dra().kubernetes.gate(need, &version) else {
