@@ -570,16 +570,19 @@ fn mark(tree: &SourceTree, steps: &[Step]) -> (Mark, Option<Pos>) {
     let mut p = &tree.positions;
     // The line shown: a key's for a mapping entry, the item's for a list item.
     let mut at = p.pos;
+    // Below a `$patch: replace` or inside a list replaced whole, this file sets everything: what
+    // it lacks there, the parents' values lose.
+    let mut whole = false;
     for (n, step) in steps.iter().enumerate() {
         if n > 0 && v.is_null() {
             return (Mark::Removed, Some(at));
         }
-        let replaced = n > 0 && v.get(PATCH).and_then(Value::as_str) == Some("replace");
+        whole |= n > 0 && v.get(PATCH).and_then(Value::as_str) == Some("replace");
         let next = match (step, v, &p.children) {
             (Step::Key(k), Value::Object(m), PosChildren::Map(entries)) => {
                 match (m.get(k), entries.iter().find(|e| e.0 == *k)) {
                     (Some(nv), Some((_, kp, np))) => Ok((nv, np, *kp)),
-                    _ if replaced => Err(Mark::Dropped),
+                    _ if whole => Err(Mark::Dropped),
                     _ => return (Mark::NotSet, None),
                 }
             }
@@ -595,7 +598,11 @@ fn mark(tree: &SourceTree, steps: &[Step]) -> (Mark, Option<Pos>) {
                     .iter()
                     .position(|it| key_values(it, &keys).as_ref() == Some(kv))
                 else {
-                    return (Mark::NotSet, None);
+                    return if whole {
+                        (Mark::Dropped, Some(at))
+                    } else {
+                        (Mark::NotSet, None)
+                    };
                 };
                 if a[i].get(PATCH).and_then(Value::as_str) == Some("delete") {
                     return (Mark::Deleted, Some(patch_pos(&ps[i])));
@@ -609,6 +616,7 @@ fn mark(tree: &SourceTree, steps: &[Step]) -> (Mark, Option<Pos>) {
             Ok(n) => n,
             Err(m) => return (m, Some(at)),
         };
+        whole |= matches!(step, Step::Index(_));
         v = nv;
         p = np;
         at = pos;
@@ -616,7 +624,7 @@ fn mark(tree: &SourceTree, steps: &[Step]) -> (Mark, Option<Pos>) {
     if v.is_null() {
         return (Mark::Removed, Some(at));
     }
-    let replace = v.get(PATCH).and_then(Value::as_str) == Some("replace");
+    let replace = whole || v.get(PATCH).and_then(Value::as_str) == Some("replace");
     let mut value = v.clone();
     if let Value::Object(m) = &mut value {
         m.remove(PATCH);

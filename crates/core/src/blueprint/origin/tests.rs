@@ -175,6 +175,37 @@ fn each_thing_a_file_can_do_to_a_field() {
             ],
         ),
         (
+            "a field inside a mapping of an item replaced whole",
+            "spec:\n  nodePools:\n    - name: train\n      $patch: replace\n      role: training\n      selector: { gpuctl.dev/pool: train }\n      nodes: 1\n      gpu: { model: H100-SXM5-80GB, count: 4 }\n      labels: { tier: basic }\n",
+            "spec.nodePools[train].labels.zone",
+            None,
+            vec![
+                (Mark::Dropped, Some(13), none),
+                (sets(json!("a")), Some(16), by(0)),
+            ],
+        ),
+        (
+            "a mapping inside an item replaced whole replaces the parent's",
+            "spec:\n  nodePools:\n    - name: train\n      $patch: replace\n      role: training\n      selector: { gpuctl.dev/pool: train }\n      nodes: 1\n      gpu: { model: H100-SXM5-80GB, count: 4 }\n      labels: { tier: basic }\n",
+            "spec.nodePools[train].labels",
+            Some(json!({"tier": "basic"})),
+            vec![
+                (
+                    Mark::Sets {
+                        value: json!({"tier": "basic"}),
+                        replace: true,
+                    },
+                    Some(13),
+                    merged,
+                ),
+                (
+                    sets(json!({"tier": "premium", "zone": "a"})),
+                    Some(16),
+                    by(0),
+                ),
+            ],
+        ),
+        (
             "a list replaced whole",
             "spec:\n  tenants:\n    - name: team-a\n      namespaces: [a]\n",
             "spec.tenants[team-a].namespaces",
