@@ -488,6 +488,23 @@ pub enum FleetCommand {
         #[command(flatten)]
         render: RenderArgs,
     },
+    /// Where one field of a cluster's effective blueprint comes from: its value, then every file
+    /// of the cluster's `extends` chain, nearest first, with the line that sets the field there
+    /// and which one wins. Exit 0, 1 when the fleet or the cluster's blueprint cannot be read, 64
+    /// for an unknown cluster or field.
+    Explain {
+        /// Fleet file (`kind: Fleet`).
+        #[arg(value_name = "FLEET")]
+        fleet: PathBuf,
+        /// The cluster, by its name in the fleet file.
+        #[arg(value_name = "CLUSTER")]
+        cluster: String,
+        /// The field as findings print it (`spec.nodePools[0].gpu.count`); an item of a keyed
+        /// list may be named by its keys (`spec.nodePools[train].gpu.count`,
+        /// `spec.nodePools[0].taints[key=nvidia.com/gpu,effect=NoSchedule]`).
+        #[arg(value_name = "FIELD")]
+        field: String,
+    },
     /// Roll the fleet out wave by wave: the first wave whose clusters do not all carry their
     /// revision (or `--wave NAME`), each cluster with `gpuctl apply` and then stamped; refused
     /// while a cluster of an earlier wave lacks its revision, is baking, plans changes or has a

@@ -1,4 +1,4 @@
-//! `gpuctl fleet validate | render` (and the dispatch of `plan` and `apply`): every cluster of a fleet file (docs/fleet.md), each through
+//! `gpuctl fleet validate | render | explain` (and the dispatch of `plan` and `apply`): every cluster of a fleet file (docs/fleet.md), each through
 //! the same stages as one blueprint.
 
 use std::io::Write;
@@ -60,6 +60,11 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
             };
             super::fleet_plan::run(&cmd, &loaded, out)
         }
+        FleetCommand::Explain {
+            fleet,
+            cluster,
+            field,
+        } => run_explain(&fleet, &cluster, &field, out),
         FleetCommand::Apply {
             fleet,
             wave,
@@ -130,6 +135,41 @@ fn run_validate(
     } else {
         ExitStatus::Success
     })
+}
+
+/// `fleet explain`: the chain of one field of one cluster (docs/fleet.md). The fleet and the
+/// cluster's blueprint need only load: findings elsewhere do not stop it.
+fn run_explain(path: &Path, cluster: &str, field: &str, out: &mut dyn Write) -> CommandResult {
+    let catalog = Catalog::embedded();
+    let bytes = input::read(path, &input::BLUEPRINT)?;
+    let fail = |reports: &[FileReport], what: String| {
+        eprint!("{}", output::human(reports, settings::stderr_style()));
+        CommandError::Failed(what)
+    };
+    let fleet = fleet::load(path, bytes, catalog)
+        .map_err(|r| fail(&[r], format!("`{}` is not a fleet file", path.display())))?;
+    let i = fleet.cluster_index(cluster).map_err(CommandError::Usage)?;
+    let loaded = match fleet.load_cluster(i) {
+        Some(Ok(l)) => l,
+        Some(Err(broken)) => {
+            return Err(fail(
+                &[broken.report],
+                format!("cluster `{cluster}`: fix the findings above, then explain its fields"),
+            ));
+        }
+        None => {
+            return Err(fail(
+                &[fleet.report],
+                format!(
+                    "cluster `{cluster}`: its blueprint cannot be read (see the findings above)"
+                ),
+            ));
+        }
+    };
+    let explained = gpuctl_core::blueprint::origin::explain(&loaded, field)
+        .map_err(|e| CommandError::Usage(format!("cluster `{cluster}`: {e}")))?;
+    emit(out, &format!("cluster: {cluster}\n{}", explained.text()));
+    Ok(ExitStatus::Success)
 }
 
 /// The fleet at `path`, with no error finding in it or any of its clusters (printed to stderr

@@ -245,3 +245,90 @@ fn one_cluster_of_a_fleet_plans_on_its_own_inside_its_repository() {
         text(&o)
     );
 }
+
+/// `fleet explain` on the example fleet: an overridden field (us-east's region sets its pool's
+/// nodes over the base's), an inherited one (the base's GPU count), and the usage errors.
+#[test]
+fn fleet_explain_prints_the_chain_of_one_field() {
+    let o = gpuctl(&[
+        "fleet",
+        "explain",
+        FLEET,
+        "us-east",
+        "spec.nodePools[0].nodes",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "cluster: us-east
+field: spec.nodePools[0].nodes (spec.nodePools[name=h100-train].nodes)
+value: 16
+chain, nearest first:
+  blueprints/fleet/clusters/us-east.yaml  -   not set
+  blueprints/fleet/regions/us.yaml:10     16  set here, wins
+  blueprints/fleet/base/training.yaml:23  8   overridden by blueprints/fleet/regions/us.yaml:10
+"
+    );
+    let o = gpuctl(&[
+        "fleet",
+        "explain",
+        FLEET,
+        "us-east",
+        "spec.nodePools[h100-train].gpu.count",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "cluster: us-east
+field: spec.nodePools[0].gpu.count (spec.nodePools[name=h100-train].gpu.count)
+value: 8
+chain, nearest first:
+  blueprints/fleet/clusters/us-east.yaml  -  not set
+  blueprints/fleet/regions/us.yaml        -  not set
+  blueprints/fleet/base/training.yaml:24  8  set here, wins
+"
+    );
+    // The canary deletes the inference pool the base declares.
+    let o = gpuctl(&[
+        "fleet",
+        "explain",
+        FLEET,
+        "us-canary",
+        "spec.nodePools[name=h100-infer].nodes",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("value: none (removed from the effective blueprint)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "blueprints/fleet/clusters/us-canary.yaml:14  -  deleted here ($patch: delete)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("blueprints/fleet/base/training.yaml:30       2  deleted by blueprints/fleet/clusters/us-canary.yaml:14"), "{out}");
+
+    let o = gpuctl(&["fleet", "explain", FLEET, "us-west", "spec"]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+    assert!(
+        text(&o).contains("has no cluster `us-west`; did you mean `us-east`? its clusters: hub, us-canary, us-east, eu-onprem"),
+        "{}",
+        text(&o)
+    );
+    let o = gpuctl(&[
+        "fleet",
+        "explain",
+        FLEET,
+        "us-east",
+        "spec.nodePools[0].gpu.cont",
+    ]);
+    assert_eq!(o.status.code(), Some(64), "{}", text(&o));
+    assert!(
+        text(&o).contains("did you mean `spec.nodePools[0].gpu.count`?"),
+        "{}",
+        text(&o)
+    );
+    assert!(o.stdout.is_empty());
+}

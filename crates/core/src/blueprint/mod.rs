@@ -5,6 +5,7 @@ mod install;
 mod load;
 pub mod model;
 pub mod network;
+pub mod origin;
 pub mod overlay;
 pub mod resources;
 mod scalars;

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use serde_json::Value;
 
 pub use crate::located::Pos;
 
@@ -157,8 +158,7 @@ impl SourceTree {
 }
 
 /// Splits the builder's tree into the JSON value and the position tree, moving strings (no copy).
-fn convert(node: Node) -> (serde_json::Value, PosNode) {
-    use serde_json::Value;
+fn convert(node: Node) -> (Value, PosNode) {
     let pos = node.pos;
     let leaf = |v: Value| {
         (
@@ -704,6 +704,40 @@ fn resolve_plain(text: &str) -> Kind {
         return Kind::Float(f);
     }
     Kind::Str(text.to_string())
+}
+
+/// A value as YAML flow text: `v26.7.0`, `"1.34.2"`, `{ gpu: 8 }`, `[a, b]`.
+pub fn inline(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            let plain = !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./%".contains(c))
+                && !s.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-')
+                && !matches!(s.as_str(), "true" | "false" | "null" | "yes" | "no");
+            if plain {
+                s.clone()
+            } else {
+                serde_json::to_string(s).unwrap_or_default()
+            }
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(inline).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(m) => {
+            let entries: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}: {}", inline(&Value::String(k.clone())), inline(v)))
+                .collect();
+            if entries.is_empty() {
+                "{}".to_string()
+            } else {
+                format!("{{ {} }}", entries.join(", "))
+            }
+        }
+        other => other.to_string(),
+    }
 }
 
 /// At most 80 characters of `text` for a message, so a hostile value cannot flood the output.

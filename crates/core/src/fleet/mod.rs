@@ -180,6 +180,31 @@ impl LoadedFleet {
         Some(crate::blueprint::load_file_in(&path, Some(&self.root)))
     }
 
+    /// The index of the cluster named `name`; `Err` says which clusters the fleet has (and the
+    /// closest name).
+    pub fn cluster_index(&self, name: &str) -> Result<usize, String> {
+        let clusters = &self.fleet.spec.clusters;
+        if let Some(i) = clusters.iter().position(|c| c.name == name) {
+            return Ok(i);
+        }
+        let names = clusters.iter().map(|c| c.name.as_str());
+        let guess = crate::suggest::closest(name, names.clone())
+            .map_or_else(String::new, |c| format!("did you mean `{c}`? "));
+        let listed: Vec<&str> = names.take(20).collect();
+        let more = clusters.len().saturating_sub(listed.len());
+        Err(format!(
+            "fleet `{}` has no cluster `{}`; {guess}its clusters: {}{}",
+            self.fleet.metadata.name,
+            crate::blueprint::yaml::shorten(name),
+            listed.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+    }
+
     /// Every finding of the fleet: its own rules, then each readable cluster's effective blueprint
     /// (loaded, checked and dropped one at a time, so memory stays that of one cluster).
     pub fn check(&self, catalog: &Catalog, opts: Options) -> FleetReport {

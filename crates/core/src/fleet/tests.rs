@@ -334,3 +334,22 @@ fn a_thousand_clusters_validate_without_error() {
     );
     eprintln!("1,000 clusters validated in {took:?}");
 }
+
+#[test]
+fn a_cluster_is_found_by_name_and_an_unknown_one_names_the_known_ones() {
+    let d = fleet_dir(&format!("{HEAD}{CLUSTERS}"));
+    let path = d.path().join("fleet.yaml");
+    let l = load(&path, std::fs::read(&path).unwrap(), Catalog::embedded()).unwrap();
+    assert_eq!(l.cluster_index("b"), Ok(1));
+    let e = l.cluster_index("zz").unwrap_err();
+    assert_eq!(e, "fleet `f` has no cluster `zz`; its clusters: a, b, c");
+    // The explained cluster's chain: the overlay, then the base it extends.
+    let Some(Ok(loaded)) = l.load_cluster(2) else {
+        panic!("cluster c loads")
+    };
+    let x = crate::blueprint::origin::explain(&loaded, "metadata.name").expect("explains");
+    assert_eq!(x.value, Some(serde_json::json!("c")));
+    assert_eq!(x.files.len(), 2);
+    assert!(x.files[1].file.ends_with("base/base.yaml"), "{x:?}");
+    assert_eq!(x.files[0].verdict, crate::blueprint::origin::Verdict::Wins);
+}

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::blueprint::schema::{self, Field};
-use crate::blueprint::yaml::SourceTree;
+use crate::blueprint::yaml::{SourceTree, inline};
 
 /// Rules that check every field's structure (syntax, unknown fields, types, required fields,
 /// header): the reference says so once instead of on every row.
@@ -827,40 +827,6 @@ fn first_at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     match rest.strip_prefix('.') {
         Some(rest) => first_at(v, rest),
         None => Some(v),
-    }
-}
-
-/// A value as YAML flow text: `v26.7.0`, `"1.34.2"`, `{ gpu: 8 }`, `[a, b]`.
-fn inline(v: &Value) -> String {
-    match v {
-        Value::String(s) => {
-            let plain = !s.is_empty()
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./%".contains(c))
-                && !s.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-')
-                && !matches!(s.as_str(), "true" | "false" | "null" | "yes" | "no");
-            if plain {
-                s.clone()
-            } else {
-                serde_json::to_string(s).unwrap_or_default()
-            }
-        }
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(inline).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(m) => {
-            let entries: Vec<String> = m
-                .iter()
-                .map(|(k, v)| format!("{}: {}", inline(&Value::String(k.clone())), inline(v)))
-                .collect();
-            if entries.is_empty() {
-                "{}".to_string()
-            } else {
-                format!("{{ {} }}", entries.join(", "))
-            }
-        }
-        other => other.to_string(),
     }
 }
 
