@@ -224,6 +224,7 @@ fn run_render(
             templates,
             &next,
         )?;
+        fleet::multikueue::add(&fleet.fleet, &cluster.name, &mut rendered.set.objects);
         if let Some(g) = &fleet.fleet.spec.gitops
             && g.engine == gitops::Engine::Flux
         {

@@ -97,6 +97,7 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
                 "fleet {name}: every cluster carries its revision; nothing to apply (`gpuctl fleet plan {fleet_file}` shows drift).\n"
             ),
         );
+        super::fleet_multikueue::credentials(cmd.kubeconfig.as_ref(), &fleet.fleet, &rt, out)?;
         return Ok(ExitStatus::Success);
     };
     let (wave, clusters) = &waves.members[target];
@@ -172,6 +173,7 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
             return Err(e);
         }
     }
+    super::fleet_multikueue::credentials(cmd.kubeconfig.as_ref(), &fleet.fleet, &rt, out)?;
     if let Some((next, _)) = waves.members.get(target + 1) {
         let bake = waves.bake_seconds(target);
         emit(
@@ -222,13 +224,14 @@ fn render(
     let bp = loaded.as_ref().ok().map(|l| l.blueprint.clone());
     let path = fleet.root.join(&c.blueprint);
     let next = format!("applying cluster `{}`", c.name);
-    let rendered = render_loaded(
+    let mut rendered = render_loaded(
         loaded,
         &path,
         cmd.today,
         cmd.render.templates.as_deref(),
         &next,
     )?;
+    gpuctl_core::fleet::multikueue::add(&fleet.fleet, &c.name, &mut rendered.set.objects);
     // A blueprint that did not load does not render either (its findings were printed).
     let bp = bp.ok_or(CommandError::Reported)?;
     Ok((bp, rendered))

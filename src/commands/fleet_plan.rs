@@ -138,7 +138,7 @@ fn plan_one(
         .load_cluster(i)
         .ok_or_else(|| "its blueprint cannot be read".to_string())?;
     let next = format!("planning cluster `{}`", cluster.name);
-    let rendered = super::pipeline::render_loaded(
+    let mut rendered = super::pipeline::render_loaded(
         loaded.map_err(|b| b.report),
         blueprint,
         today,
@@ -146,6 +146,7 @@ fn plan_one(
         &next,
     )
     .map_err(|e| e.to_string())?;
+    gpuctl_core::fleet::multikueue::add(&fleet.fleet, &cluster.name, &mut rendered.set.objects);
     plan_rendered(rendered, blueprint, against, &cmd.settings).map_err(|e| one_line(&e))
 }
 

@@ -10,6 +10,7 @@ mod explain;
 mod files;
 mod fleet;
 mod fleet_apply;
+mod fleet_multikueue;
 mod fleet_plan;
 mod import;
 mod pipeline;

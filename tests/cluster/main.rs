@@ -29,6 +29,7 @@ mod gitops_crds;
 mod import_cluster;
 mod kueue_release;
 mod lists_cluster;
+mod multikueue;
 mod network_cluster;
 mod plan_apply;
 mod releases_cluster;

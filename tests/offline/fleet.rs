@@ -128,27 +128,38 @@ fn fleet_render_writes_one_tree_per_cluster_as_render_does() {
     names.sort();
     assert_eq!(names, ["eu-onprem", "hub", "us-canary", "us-east"]);
     assert_eq!(files(&a), files(&b), "deterministic");
-    // us-east.yaml extends ../regions/us.yaml: alone, its directory is the root, so the tree is
+    // us-canary.yaml (no MultiKueue role) extends ../regions/us.yaml: alone, its directory is the root, so the tree is
     // compared with a render of a copy of the fleet with the cluster file at the top.
     let flat = d.path().join("flat");
     copy_dir(&root().join("blueprints/fleet"), &{
         std::fs::create_dir_all(&flat).unwrap();
         flat.clone()
     });
-    let east = std::fs::read_to_string(flat.join("clusters/us-east.yaml"))
+    let canary = std::fs::read_to_string(flat.join("clusters/us-canary.yaml"))
         .unwrap()
         .replace("../regions/us.yaml", "regions/us.yaml");
-    std::fs::write(flat.join("us-east.yaml"), east).unwrap();
+    std::fs::write(flat.join("us-canary.yaml"), canary).unwrap();
     let single = d.path().join("single");
     let o = gpuctl(&[
         "render",
-        flat.join("us-east.yaml").to_str().unwrap(),
+        flat.join("us-canary.yaml").to_str().unwrap(),
         "--output-dir",
         single.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(files(&single), files(&a.join("us-east")));
+    assert_eq!(files(&single), files(&a.join("us-canary")));
     assert!(a.join("us-east/kustomization.yaml").is_file());
+    // A MultiKueue worker's tree adds what the manager uses on it; the manager's, the wiring.
+    let east = std::fs::read_to_string(a.join("us-east/.gpuctl-render-manifest")).unwrap();
+    assert!(
+        east.contains("serviceaccount_kueue-system_gpuctl-multikueue"),
+        "{east}"
+    );
+    let hub = std::fs::read_to_string(a.join("hub/.gpuctl-render-manifest")).unwrap();
+    assert!(
+        hub.contains("multikueuecluster_us-east") && hub.contains("admissioncheck_multikueue"),
+        "{hub}"
+    );
 }
 
 /// Every file under `dir`, relative path and bytes, sorted.
@@ -215,7 +226,7 @@ fn one_cluster_of_a_fleet_plans_on_its_own_inside_its_repository() {
     let repo = tempfile::tempdir().unwrap();
     copy_dir(&src, &repo.path().join("fleet"));
     std::fs::create_dir(repo.path().join(".git")).unwrap();
-    let cluster = repo.path().join("fleet/clusters/us-east.yaml");
+    let cluster = repo.path().join("fleet/clusters/us-canary.yaml");
     let cluster = cluster.to_str().unwrap();
     let o = gpuctl(&["validate", cluster]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -232,7 +243,7 @@ fn one_cluster_of_a_fleet_plans_on_its_own_inside_its_repository() {
         all.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(files(&one), files(&all.join("us-east")));
+    assert_eq!(files(&one), files(&all.join("us-canary")));
 
     let bare = tempfile::tempdir().unwrap();
     copy_dir(&src, &bare.path().join("fleet"));

@@ -16,6 +16,7 @@ pub mod helm;
 pub mod import;
 pub mod lists;
 pub mod lock;
+pub mod multikueue;
 pub mod nodeops;
 pub mod prometheus;
 pub mod read;

@@ -8,6 +8,7 @@ mod check;
 pub mod gitops;
 mod gitops_model;
 pub mod model;
+pub mod multikueue;
 
 pub mod plan;
 pub mod rollout;

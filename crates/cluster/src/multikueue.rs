@@ -1,0 +1,103 @@
+//! MultiKueue credentials (docs/fleet.md "MultiKueue"): a worker's ServiceAccount token, its
+//! endpoint from a kubeconfig context, the kubeconfig Kueue accepts (embedded CA, bearer token,
+//! no exec plugin, no file path) and the manager's Secret holding it, written with server-side
+//! apply under its own field manager (no ApplySet member: a prune leaves it alone).
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use gpuctl_core::fleet::multikueue::{KUEUE_NAMESPACE, TOKEN_SECRET};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+/// The field manager of the credential Secrets.
+pub const FIELD_MANAGER: &str = "gpuctl-multikueue";
+
+/// The worker's token and CA (base64) from its token Secret, waiting briefly for the token
+/// controller to fill a new one; `None` when there is none.
+pub async fn worker_token(worker: &Client) -> Option<(String, String)> {
+    let api: Api<Secret> = Api::namespaced(worker.clone(), KUEUE_NAMESPACE);
+    for _ in 0..40 {
+        let s = api.get_opt(TOKEN_SECRET).await.ok()??;
+        let data = s.data.unwrap_or_default();
+        if let (Some(t), Some(ca)) = (data.get("token"), data.get("ca.crt")) {
+            let token = String::from_utf8(t.0.clone()).ok()?;
+            return Some((token, STANDARD.encode(&ca.0)));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    None
+}
+
+/// The server URL and, when the context has one, the CA (base64) of `context` in `kubeconfig`
+/// (default: KUBECONFIG, then ~/.kube/config).
+pub fn endpoint(
+    kubeconfig: Option<&Path>,
+    context: &str,
+) -> Result<(String, Option<String>), String> {
+    let fail = |m: String| m;
+    let kc = match kubeconfig {
+        Some(p) => kube::config::Kubeconfig::read_from(p),
+        None => kube::config::Kubeconfig::read(),
+    }
+    .map_err(|e| fail(format!("cannot read the kubeconfig: {e}")))?;
+    let ctx = context;
+    let cluster = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == ctx)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone())
+        .ok_or_else(|| fail(format!("no context `{ctx}` in the kubeconfig")))?;
+    let c = kc
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster)
+        .and_then(|c| c.cluster.clone())
+        .ok_or_else(|| fail(format!("context `{ctx}` names no cluster")))?;
+    let server = c
+        .server
+        .ok_or_else(|| fail(format!("context `{ctx}` has no server")))?;
+    let ca =
+        match (c.certificate_authority_data, c.certificate_authority) {
+            (Some(d), _) => Some(d),
+            (None, Some(file)) => {
+                Some(STANDARD.encode(std::fs::read(&file).map_err(|e| {
+                    fail(format!("cannot read the CA file of context `{ctx}`: {e}"))
+                })?))
+            }
+            _ => None,
+        };
+    Ok((server, ca))
+}
+
+/// A kubeconfig Kueue accepts: embedded CA, a bearer token, no exec plugin, no file path.
+pub fn kubeconfig_text(worker: &str, server: &str, ca: &str, token: &str) -> String {
+    let kc = json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": worker,
+        "clusters": [{"name": worker, "cluster": {"server": server, "certificate-authority-data": ca}}],
+        "users": [{"name": worker, "user": {"token": token}}],
+        "contexts": [{"name": worker, "context": {"cluster": worker, "user": worker}}],
+    });
+    serde_json::to_string_pretty(&kc).unwrap_or_default()
+}
+
+pub async fn write_secret(
+    manager: &Client,
+    name: &str,
+    kubeconfig: &str,
+) -> Result<(), kube::Error> {
+    let api: Api<Secret> = Api::namespaced(manager.clone(), KUEUE_NAMESPACE);
+    let body = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "namespace": KUEUE_NAMESPACE,
+            "labels": {"app.kubernetes.io/managed-by": "gpuctl"}},
+        "data": {"kubeconfig": STANDARD.encode(kubeconfig)},
+    });
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(name, &pp, &Patch::Apply(&body)).await.map(|_| ())
+}

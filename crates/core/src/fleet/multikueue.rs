@@ -1,0 +1,253 @@
+//! MultiKueue objects of a fleet (docs/fleet.md "MultiKueue"; Kueue v0.19.2, issue 31): on the
+//! manager one `MultiKueueCluster` per worker (its kubeconfig in a Secret of Kueue's namespace,
+//! which `fleet apply` writes, never rendered), one `MultiKueueConfig` listing the workers in
+//! order, one `AdmissionCheck` naming it, and the dispatching ClusterQueues' admission-check
+//! strategy; on each worker the ServiceAccount, its long-lived token Secret (filled by the
+//! worker's token controller) and the ClusterRole and binding the manager uses.
+
+use serde_json::{Value, json};
+
+use super::model::Fleet;
+use crate::render::{Phase, RenderedObject};
+
+/// Kueue's MultiKueue admission-check controller (immutable in an AdmissionCheck).
+pub const CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
+/// Kueue's own namespace: MultiKueueCluster Secrets must be in it.
+pub const KUEUE_NAMESPACE: &str = "kueue-system";
+/// The ServiceAccount the manager uses on each worker, in [`KUEUE_NAMESPACE`].
+pub const SERVICE_ACCOUNT: &str = "gpuctl-multikueue";
+/// Its long-lived token Secret on each worker.
+pub const TOKEN_SECRET: &str = "gpuctl-multikueue-token";
+/// The AdmissionCheck (and MultiKueueConfig) name on the manager.
+pub const CHECK: &str = "multikueue";
+const KUEUE_API: &str = "kueue.x-k8s.io/v1beta2";
+
+/// The Secret on the manager holding `worker`'s kubeconfig (key `kubeconfig`).
+pub fn secret_name(worker: &str) -> String {
+    format!("multikueue-{worker}")
+}
+
+/// What `cluster` is in the fleet's MultiKueue wiring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// It dispatches.
+    Manager,
+    /// It runs what the manager dispatches.
+    Worker,
+    /// Neither.
+    None,
+}
+
+/// `cluster`'s role.
+pub fn role(fleet: &Fleet, cluster: &str) -> Role {
+    match &fleet.spec.multi_kueue {
+        Some(mk) if mk.manager == cluster => Role::Manager,
+        Some(mk) if mk.workers.iter().any(|w| w == cluster) => Role::Worker,
+        _ => Role::None,
+    }
+}
+
+/// The resources Kueue's recipe (site/static/examples/multikueue/create-multikueue-kubeconfig.sh)
+/// lets the manager use on a worker: the jobs it mirrors, their pods, and Kueue's workloads.
+fn rules() -> Value {
+    let rw = json!(["create", "delete", "get", "list", "watch"]);
+    let status = json!(["get", "patch", "update"]);
+    json!([
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": rw},
+        {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": rw},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": rw},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": status},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": rw},
+        {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["get"]},
+    ])
+}
+
+/// Adds `cluster`'s MultiKueue objects to its rendered objects (nothing when it has no role),
+/// keeping them sorted.
+pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
+    let Some(mk) = &fleet.spec.multi_kueue else {
+        return;
+    };
+    let labels = objects
+        .first()
+        .and_then(|o| o.manifest.pointer("/metadata/labels"))
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let mut add = |api: &str, kind: &str, ns: Option<&str>, name: &str, body: Value| {
+        let mut manifest = json!({"apiVersion": api, "kind": kind,
+            "metadata": {"name": name, "labels": labels}});
+        if let Some(ns) = ns {
+            manifest["metadata"]["namespace"] = json!(ns);
+        }
+        if let (Some(m), Some(b)) = (manifest.as_object_mut(), body.as_object()) {
+            for (k, v) in b {
+                if k == "annotations" {
+                    m["metadata"]["annotations"] = v.clone();
+                } else {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        objects.push(RenderedObject {
+            phase: Phase::Queues,
+            api_version: api.into(),
+            kind: kind.into(),
+            namespace: ns.map(str::to_string),
+            name: name.into(),
+            manifest,
+        });
+    };
+    match role(fleet, cluster) {
+        Role::None => return,
+        Role::Worker => {
+            let ns = Some(KUEUE_NAMESPACE);
+            add("v1", "ServiceAccount", ns, SERVICE_ACCOUNT, json!({}));
+            add(
+                "v1",
+                "Secret",
+                ns,
+                TOKEN_SECRET,
+                json!({"type": "kubernetes.io/service-account-token",
+                    "annotations": {"kubernetes.io/service-account.name": SERVICE_ACCOUNT}}),
+            );
+            let rbac = "rbac.authorization.k8s.io/v1";
+            add(
+                rbac,
+                "ClusterRole",
+                None,
+                SERVICE_ACCOUNT,
+                json!({"rules": rules()}),
+            );
+            add(
+                rbac,
+                "ClusterRoleBinding",
+                None,
+                SERVICE_ACCOUNT,
+                json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": SERVICE_ACCOUNT},
+                    "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT,
+                    "namespace": KUEUE_NAMESPACE}]}),
+            );
+        }
+        Role::Manager => {
+            for w in &mk.workers {
+                add(
+                    KUEUE_API,
+                    "MultiKueueCluster",
+                    None,
+                    w,
+                    json!({"spec": {"clusterSource": {"kubeConfig": {
+                        "locationType": "Secret", "location": secret_name(w)}}}}),
+                );
+            }
+            add(
+                KUEUE_API,
+                "MultiKueueConfig",
+                None,
+                CHECK,
+                json!({"spec": {"clusters": mk.workers}}),
+            );
+            add(
+                KUEUE_API,
+                "AdmissionCheck",
+                None,
+                CHECK,
+                json!({"spec": {"controllerName": CONTROLLER, "parameters": {
+                    "apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": CHECK}}}),
+            );
+        }
+    }
+    if role(fleet, cluster) == Role::Manager {
+        for o in objects.iter_mut() {
+            if o.kind == "ClusterQueue" && mk.cluster_queues.contains(&o.name) {
+                o.manifest["spec"]["admissionChecksStrategy"] =
+                    json!({"admissionChecks": [{"name": CHECK}]});
+            }
+        }
+    }
+    objects.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fleet() -> Fleet {
+        serde_saphyr::from_str(
+            "apiVersion: gpuctl.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  clusters:\n    - {name: hub, blueprint: a.yaml}\n    - {name: w1, blueprint: a.yaml}\n    - {name: w2, blueprint: a.yaml}\n  multiKueue: {manager: hub, workers: [w2, w1], clusterQueues: [cq]}\n",
+        )
+        .unwrap()
+    }
+
+    fn set() -> Vec<RenderedObject> {
+        let mut s = Vec::new();
+        s.push(RenderedObject {
+            phase: Phase::Queues,
+            api_version: KUEUE_API.into(),
+            kind: "ClusterQueue".into(),
+            namespace: None,
+            name: "cq".into(),
+            manifest: json!({"kind": "ClusterQueue", "metadata": {"name": "cq", "labels": {"a": "b"}}, "spec": {}}),
+        });
+        s
+    }
+
+    #[test]
+    fn multikueue_manager_objects() {
+        let mut s = set();
+        add(&fleet(), "hub", &mut s);
+        let kinds: Vec<_> = s
+            .iter()
+            .map(|o| (o.kind.as_str(), o.name.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("AdmissionCheck", "multikueue"),
+                ("ClusterQueue", "cq"),
+                ("MultiKueueCluster", "w1"),
+                ("MultiKueueCluster", "w2"),
+                ("MultiKueueConfig", "multikueue")
+            ]
+        );
+        let cfg = s.iter().find(|o| o.kind == "MultiKueueConfig").unwrap();
+        assert_eq!(cfg.manifest["spec"]["clusters"], json!(["w2", "w1"]));
+        let cq = s.iter().find(|o| o.kind == "ClusterQueue").unwrap();
+        assert_eq!(
+            cq.manifest["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["name"],
+            "multikueue"
+        );
+        let mkc = s.iter().find(|o| o.name == "w1").unwrap();
+        assert_eq!(mkc.manifest["metadata"]["labels"]["a"], "b");
+        assert_eq!(
+            mkc.manifest["spec"]["clusterSource"]["kubeConfig"]["location"],
+            "multikueue-w1"
+        );
+    }
+
+    #[test]
+    fn multikueue_worker_objects_and_none() {
+        let mut s = set();
+        add(&fleet(), "w1", &mut s);
+        let kinds: Vec<_> = s.iter().map(|o| o.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ClusterQueue",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Secret",
+                "ServiceAccount"
+            ]
+        );
+        let cq = s.iter().find(|o| o.kind == "ClusterQueue").unwrap();
+        assert!(cq.manifest["spec"].get("admissionChecksStrategy").is_none());
+        let mut f = fleet();
+        f.spec.multi_kueue = None;
+        let mut s = set();
+        add(&f, "hub", &mut s);
+        assert_eq!(s.len(), 1);
+    }
+}

@@ -1,0 +1,85 @@
+//! `fleet apply`'s MultiKueue credentials step (docs/fleet.md "MultiKueue"): after a wave, for
+//! each worker whose ServiceAccount token exists (its wave was applied), the manager gets the
+//! Secret `kueue-system/multikueue-<worker>` (key `kubeconfig`): the worker's server URL and CA
+//! from its kubeconfig context and the token of `kueue-system/gpuctl-multikueue-token`. The
+//! Secret is built here, in memory, and written with server-side apply under its own field
+//! manager: it is never rendered, planned or printed (output names it and shows the token as
+//! `***`), and it is no member of the ApplySet, so a prune leaves it alone.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use gpuctl_cluster::multikueue::{endpoint, kubeconfig_text, worker_token, write_secret};
+use gpuctl_core::fleet::Fleet;
+use gpuctl_core::fleet::multikueue::{KUEUE_NAMESPACE, secret_name};
+
+use super::{CommandError, connect, emit};
+use crate::args::ClusterArgs;
+
+/// Writes every ready worker's kubeconfig Secret on the manager; a worker without its token yet
+/// is named and skipped (a later `fleet apply` writes it).
+pub fn credentials(
+    kubeconfig: Option<&PathBuf>,
+    fleet: &Fleet,
+    rt: &tokio::runtime::Runtime,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let Some(mk) = &fleet.spec.multi_kueue else {
+        return Ok(());
+    };
+    let args = |cluster: &str| -> Result<ClusterArgs, CommandError> {
+        let context = fleet
+            .spec
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster)
+            .and_then(|c| c.context.clone())
+            .ok_or_else(|| {
+                CommandError::Failed(format!(
+                    "MultiKueue: cluster `{cluster}` has no `context` in the fleet file"
+                ))
+            })?;
+        Ok(ClusterArgs {
+            kubeconfig: kubeconfig.cloned(),
+            context: Some(context),
+        })
+    };
+    let manager = rt.block_on(connect(&args(&mk.manager)?, None))?.client();
+    for w in &mk.workers {
+        let wargs = args(w)?;
+        let worker = rt.block_on(connect(&wargs, None))?.client();
+        let Some((token, secret_ca)) = rt.block_on(worker_token(&worker)) else {
+            emit(
+                out,
+                &format!(
+                    "  MultiKueue: worker `{w}` has no ServiceAccount token yet (its wave is not applied); its MultiKueueCluster stays inactive until a later `fleet apply`\n"
+                ),
+            );
+            continue;
+        };
+        let (server, ca) = endpoint(
+            wargs.kubeconfig.as_deref(),
+            wargs.context.as_deref().unwrap_or_default(),
+        )
+        .map_err(|e| CommandError::Failed(format!("MultiKueue: {e}")))?;
+        let ca = ca.unwrap_or(secret_ca);
+        let text = kubeconfig_text(w, &server, &ca, &token);
+        rt.block_on(write_secret(&manager, &secret_name(w), &text))
+            .map_err(|e| {
+                CommandError::Failed(format!(
+                    "MultiKueue: cannot write Secret {KUEUE_NAMESPACE}/{} on `{}`: {e}",
+                    secret_name(w),
+                    mk.manager
+                ))
+            })?;
+        emit(
+            out,
+            &format!(
+                "  MultiKueue: kubeconfig of `{w}` ({server}, token ***) in Secret {KUEUE_NAMESPACE}/{} on `{}`\n",
+                secret_name(w),
+                mk.manager
+            ),
+        );
+    }
+    Ok(())
+}
