@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use gpuctl_cluster::multikueue::{endpoint, kubeconfig_text, worker_token, write_secret};
 use gpuctl_core::fleet::Fleet;
-use gpuctl_core::fleet::multikueue::{KUEUE_NAMESPACE, secret_name};
+use gpuctl_core::fleet::multikueue::{kueue_namespace, secret_name};
 
 use super::{CommandError, connect, emit};
 use crate::args::ClusterArgs;
@@ -67,7 +67,8 @@ pub fn credentials(
         rt.block_on(write_secret(&manager, &secret_name(w), &text))
             .map_err(|e| {
                 CommandError::Failed(format!(
-                    "MultiKueue: cannot write Secret {KUEUE_NAMESPACE}/{} on `{}`: {e}",
+                    "MultiKueue: cannot write Secret {}/{} on `{}`: {e}",
+                    kueue_namespace(),
                     secret_name(w),
                     mk.manager
                 ))
@@ -75,7 +76,8 @@ pub fn credentials(
         emit(
             out,
             &format!(
-                "  MultiKueue: kubeconfig of `{w}` ({server}, token ***) in Secret {KUEUE_NAMESPACE}/{} on `{}`\n",
+                "  MultiKueue: kubeconfig of `{w}` ({server}, token ***) in Secret {}/{} on `{}`\n",
+                kueue_namespace(),
                 secret_name(w),
                 mk.manager
             ),

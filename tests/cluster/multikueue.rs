@@ -135,7 +135,9 @@ fn condition(o: &DynamicObject, kind: &str) -> Option<(String, String, String)> 
     ))
 }
 
-/// Polls `f` every 250 ms until it is `Some`, at most `secs`; `what` names it in the panic.
+/// Polls `f` every 250 ms until it is `Some`, at most `secs`; `what` names it in the panic. The
+/// bounds are generous (120 s): CI runs four cluster tests at a time on two cores, and a wait
+/// ends as soon as its state is reached (45 s failed once under that load).
 async fn until<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T
 where
     F: FnMut() -> Fut,
@@ -267,7 +269,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
         &kueue("MultiKueueCluster", "multikueueclusters"),
     );
     for w in ["worker-a", "worker-b"] {
-        until(45, &format!("MultiKueueCluster {w} Active"), || async {
+        until(120, &format!("MultiKueueCluster {w} Active"), || async {
             let o = mkc.get(w).await.map_err(|e| e.to_string())?;
             match condition(&o, "Active") {
                 Some((s, _, _)) if s == "True" => Ok(()),
@@ -278,7 +280,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     }
     let ac: Api<DynamicObject> =
         Api::all_with(hub.clone(), &kueue("AdmissionCheck", "admissionchecks"));
-    until(30, "AdmissionCheck Active", || async {
+    until(120, "AdmissionCheck Active", || async {
         let o = ac.get("multikueue").await.map_err(|e| e.to_string())?;
         match condition(&o, "Active") {
             Some((s, _, _)) if s == "True" => Ok(()),
@@ -315,7 +317,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
         .unwrap();
     let wl: Api<DynamicObject> =
         Api::namespaced_with(hub.clone(), "team-a", &kueue("Workload", "workloads"));
-    let cluster = until(45, "the manager's Workload names its worker", || async {
+    let cluster = until(120, "the manager's Workload names its worker", || async {
         let list = wl
             .list(&Default::default())
             .await
@@ -343,7 +345,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     .await;
     assert_eq!(cluster, "worker-b");
     let remote: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(worker_b.clone(), "team-a");
-    until(30, "the Job's copy on worker-b", || async {
+    until(120, "the Job's copy on worker-b", || async {
         remote
             .get_opt("train-1")
             .await
@@ -353,7 +355,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     })
     .await;
     let other: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(worker_a.clone(), "team-a");
-    until(30, "no copy left on worker-a", || async {
+    until(120, "no copy left on worker-a", || async {
         match other.get_opt("train-1").await.map_err(|e| e.to_string())? {
             None => Ok(()),
             Some(_) => Err("present".to_string()),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use gpuctl_core::fleet::multikueue::{KUEUE_NAMESPACE, TOKEN_SECRET};
+use gpuctl_core::fleet::multikueue::{TOKEN_SECRET, kueue_namespace};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
@@ -20,7 +20,7 @@ pub const FIELD_MANAGER: &str = "gpuctl-multikueue";
 /// The worker's token and CA (base64) from its token Secret, waiting briefly for the token
 /// controller to fill a new one; `None` when there is none.
 pub async fn worker_token(worker: &Client) -> Option<(String, String)> {
-    let api: Api<Secret> = Api::namespaced(worker.clone(), KUEUE_NAMESPACE);
+    let api: Api<Secret> = Api::namespaced(worker.clone(), kueue_namespace());
     for _ in 0..40 {
         let s = api.get_opt(TOKEN_SECRET).await.ok()??;
         let data = s.data.unwrap_or_default();
@@ -91,10 +91,10 @@ pub async fn write_secret(
     name: &str,
     kubeconfig: &str,
 ) -> Result<(), kube::Error> {
-    let api: Api<Secret> = Api::namespaced(manager.clone(), KUEUE_NAMESPACE);
+    let api: Api<Secret> = Api::namespaced(manager.clone(), kueue_namespace());
     let body = json!({
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": name, "namespace": KUEUE_NAMESPACE,
+        "metadata": {"name": name, "namespace": kueue_namespace(),
             "labels": {"app.kubernetes.io/managed-by": "gpuctl"}},
         "data": {"kubeconfig": STANDARD.encode(kubeconfig)},
     });

@@ -10,17 +10,28 @@ use serde_json::{Value, json};
 use super::model::Fleet;
 use crate::render::{Phase, RenderedObject};
 
-/// Kueue's MultiKueue admission-check controller (immutable in an AdmissionCheck).
-pub const CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
-/// Kueue's own namespace: MultiKueueCluster Secrets must be in it.
-pub const KUEUE_NAMESPACE: &str = "kueue-system";
-/// The ServiceAccount the manager uses on each worker, in [`KUEUE_NAMESPACE`].
+/// Kueue's facts for MultiKueue (profiles/queueing.yaml `multikueue`).
+fn facts() -> &'static crate::profiles::MultiKueueFacts {
+    &crate::profiles::Catalog::embedded().queueing().multikueue
+}
+
+/// Kueue's own namespace: MultiKueueCluster Secrets must be in it (profiles/queueing.yaml).
+pub fn kueue_namespace() -> &'static str {
+    &facts().namespace
+}
+
+/// The `apiVersion` gpuctl writes Kueue's objects with (profiles/queueing.yaml `kueue`).
+fn kueue_api() -> String {
+    let kueue = &crate::profiles::Catalog::embedded().queueing().kueue;
+    format!("{}/{}", kueue.group, kueue.renders)
+}
+
+/// The ServiceAccount the manager uses on each worker, in [`kueue_namespace`].
 pub const SERVICE_ACCOUNT: &str = "gpuctl-multikueue";
 /// Its long-lived token Secret on each worker.
 pub const TOKEN_SECRET: &str = "gpuctl-multikueue-token";
 /// The AdmissionCheck (and MultiKueueConfig) name on the manager.
 pub const CHECK: &str = "multikueue";
-const KUEUE_API: &str = "kueue.x-k8s.io/v1beta2";
 
 /// The Secret on the manager holding `worker`'s kubeconfig (key `kubeconfig`).
 pub fn secret_name(worker: &str) -> String {
@@ -48,20 +59,14 @@ pub fn role(fleet: &Fleet, cluster: &str) -> Role {
 }
 
 /// The resources Kueue's recipe (site/static/examples/multikueue/create-multikueue-kubeconfig.sh)
-/// lets the manager use on a worker: the jobs it mirrors, their pods, and Kueue's workloads.
+/// lets the manager use on a worker: the jobs it mirrors, their pods, and Kueue's workloads
+/// (profiles/queueing.yaml `multikueue.worker_rules`).
 fn rules() -> Value {
-    let rw = json!(["create", "delete", "get", "list", "watch"]);
-    let status = json!(["get", "patch", "update"]);
-    json!([
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": rw},
-        {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
-        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": rw},
-        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": rw},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": status},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": rw},
-        {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["get"]},
-    ])
+    facts()
+        .worker_rules
+        .iter()
+        .map(|r| json!({"apiGroups": r.api_groups, "resources": r.resources, "verbs": r.verbs}))
+        .collect()
 }
 
 /// Adds `cluster`'s MultiKueue objects to its rendered objects (nothing when it has no role),
@@ -102,7 +107,7 @@ pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
     match role(fleet, cluster) {
         Role::None => return,
         Role::Worker => {
-            let ns = Some(KUEUE_NAMESPACE);
+            let ns = Some(kueue_namespace());
             add("v1", "ServiceAccount", ns, SERVICE_ACCOUNT, json!({}));
             add(
                 "v1",
@@ -128,13 +133,14 @@ pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
                 json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                     "name": SERVICE_ACCOUNT},
                     "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT,
-                    "namespace": KUEUE_NAMESPACE}]}),
+                    "namespace": kueue_namespace()}]}),
             );
         }
         Role::Manager => {
+            let api = kueue_api();
             for w in &mk.workers {
                 add(
-                    KUEUE_API,
+                    &api,
                     "MultiKueueCluster",
                     None,
                     w,
@@ -143,18 +149,18 @@ pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
                 );
             }
             add(
-                KUEUE_API,
+                &api,
                 "MultiKueueConfig",
                 None,
                 CHECK,
                 json!({"spec": {"clusters": mk.workers}}),
             );
             add(
-                KUEUE_API,
+                &api,
                 "AdmissionCheck",
                 None,
                 CHECK,
-                json!({"spec": {"controllerName": CONTROLLER, "parameters": {
+                json!({"spec": {"controllerName": facts().controller_name, "parameters": {
                     "apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": CHECK}}}),
             );
         }
@@ -185,7 +191,7 @@ mod tests {
         let mut s = Vec::new();
         s.push(RenderedObject {
             phase: Phase::Queues,
-            api_version: KUEUE_API.into(),
+            api_version: kueue_api(),
             kind: "ClusterQueue".into(),
             namespace: None,
             name: "cq".into(),

@@ -50,9 +50,9 @@ pub use operator::{
 };
 pub use queueing::{
     Affixes, Composition, ConfigMapKey, KUEUE_API_VERSIONS, KUEUE_API_VERSIONS_FROM_ALPHA,
-    KueueChart, KueueConfiguration, KueueMessages, QueueSystem, ReleaseLine, ReleaseProblem,
-    RequiredValue, SchedulingMessages, VolcanoChart, VolcanoHierarchy, VolcanoMessages,
-    VolcanoRelease,
+    KueueChart, KueueConfiguration, KueueMessages, MultiKueueFacts, PolicyRule, QueueSystem,
+    ReleaseLine, ReleaseProblem, RequiredValue, SchedulingMessages, VolcanoChart, VolcanoHierarchy,
+    VolcanoMessages, VolcanoRelease,
 };
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};
@@ -181,6 +181,8 @@ pub struct Queueing {
     pub volcano_release: VolcanoRelease,
     /// The Kueue and Volcano texts the doctor matches.
     pub messages: SchedulingMessages,
+    /// What MultiKueue needs rendered.
+    pub multikueue: MultiKueueFacts,
 }
 
 impl Catalog {

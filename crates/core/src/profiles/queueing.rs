@@ -35,6 +35,40 @@ pub(super) struct QueueingFile {
     pub(super) volcano_hierarchy: VolcanoHierarchy,
     pub(super) volcano_release: VolcanoRelease,
     pub(super) scheduling_messages: SchedulingMessages,
+    pub(super) multikueue: MultiKueueFacts,
+}
+
+/// What gpuctl renders for MultiKueue, as Kueue defines it (`multikueue` of the data file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MultiKueueFacts {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When the facts were last read against their sources (`gpuctl profiles --stale-after`).
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+    /// Kueue's namespace (the kubeconfig Secrets of MultiKueueClusters live there).
+    pub namespace: String,
+    /// The MultiKueue admission-check controller name.
+    pub controller_name: String,
+    /// The rules of the ClusterRole the manager uses on each worker.
+    pub worker_rules: Vec<PolicyRule>,
+    /// Caveats from the data file.
+    #[serde(default, rename = "note", deserialize_with = "text_list")]
+    pub notes: Vec<String>,
+}
+
+/// One RBAC rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRule {
+    /// API groups (`""`: the core group).
+    pub api_groups: Vec<String>,
+    /// Resources (`jobs`, `jobs/status`).
+    pub resources: Vec<String>,
+    /// Verbs.
+    pub verbs: Vec<String>,
 }
 
 /// What Kueue and Volcano write on the objects the doctor reads, and the parts it tells causes
@@ -787,6 +821,8 @@ pub(super) fn load_queueing(
         &file.scheduling_messages.source,
         file.scheduling_messages.read,
     );
+    sourced(sources, F, Some("multikueue"), &file.multikueue.source)?;
+    log.row("multikueue", &file.multikueue.source, file.multikueue.read);
     Ok(Queueing {
         kueue: file.kueue,
         volcano: file.volcano,
@@ -795,6 +831,7 @@ pub(super) fn load_queueing(
         volcano_hierarchy: file.volcano_hierarchy,
         volcano_release: file.volcano_release,
         messages: file.scheduling_messages,
+        multikueue: file.multikueue,
     })
 }
 
