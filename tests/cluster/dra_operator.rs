@@ -301,6 +301,11 @@ async fn compute_domains_are_creatable_by_tenant_editors_within_their_quota() {
         .create(&PostParams::default(), &compute_domain("job-b", 0))
         .await
         .unwrap();
+    // Quota is eventually consistent: the quota controller's resync recomputes `used` from its
+    // informer cache and can briefly undercount objects admitted a moment ago, letting one more
+    // through. The limit is enforced once the controller has counted both; under load in CI (four
+    // cluster tests at a time) a third create right away was accepted once.
+    counted(&tc.client, &train, 2).await;
     match as_alice
         .create(&PostParams::default(), &compute_domain("job-c", 0))
         .await
@@ -349,4 +354,33 @@ async fn compute_domains_are_creatable_by_tenant_editors_within_their_quota() {
     let o = gpuctl(&["plan", &bps, "--kubeconfig", &kcs, "--detailed-exitcode"]);
     assert_eq!(o.status.code(), Some(0), "plan after apply: {}", text(&o));
     drop(fresh);
+}
+
+/// Waits (up to 120 s) until a ResourceQuota of `ns` counts `n` ComputeDomains in its status.
+async fn counted(client: &Client, ns: &str, n: u32) {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+    const KEY: &str = "count/computedomains.resource.nvidia.com";
+    let api: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let used: Vec<String> = api
+            .list(&Default::default())
+            .await
+            .map(|l| {
+                l.items
+                    .iter()
+                    .filter_map(|q| q.status.as_ref()?.used.as_ref()?.get(KEY))
+                    .map(|q| q.0.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if used.iter().any(|u| u == &n.to_string()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the quota of {ns} did not count {n} ComputeDomains within 120 s (used: {used:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
