@@ -52,7 +52,8 @@ pub fn credentials(
             emit(
                 out,
                 &format!(
-                    "  MultiKueue: worker `{w}` has no ServiceAccount token yet (its wave is not applied); its MultiKueueCluster stays inactive until a later `fleet apply`\n"
+                    "  MultiKueue: worker `{w}` has no ServiceAccount token yet (its wave is not applied, or its token controller left the token Secret empty for {}s); its MultiKueueCluster stays inactive until a later `fleet apply`\n",
+                    gpuctl_cluster::multikueue::TOKEN_WAIT.as_secs()
                 ),
             );
             continue;

@@ -17,11 +17,17 @@ use serde_json::json;
 /// The field manager of the credential Secrets.
 pub const FIELD_MANAGER: &str = "gpuctl-multikueue";
 
-/// The worker's token and CA (base64) from its token Secret, waiting briefly for the token
-/// controller to fill a new one; `None` when there is none.
+/// How long [`worker_token`] waits for the worker's token controller to fill a Secret that was
+/// just applied: 10 s was too short once on a loaded CI machine (four cluster tests at a time).
+pub const TOKEN_WAIT: Duration = Duration::from_secs(60);
+
+/// The worker's token and CA (base64) from its token Secret, waiting up to [`TOKEN_WAIT`] for the
+/// token controller to fill a new one; `None` when there is no such Secret (at once) or it stays
+/// empty.
 pub async fn worker_token(worker: &Client) -> Option<(String, String)> {
     let api: Api<Secret> = Api::namespaced(worker.clone(), kueue_namespace());
-    for _ in 0..40 {
+    let polls = TOKEN_WAIT.as_millis() / 250;
+    for _ in 0..polls {
         let s = api.get_opt(TOKEN_SECRET).await.ok()??;
         let data = s.data.unwrap_or_default();
         if let (Some(t), Some(ca)) = (data.get("token"), data.get("ca.crt")) {
