@@ -48,7 +48,11 @@ pub async fn write_stamp(
     );
     let body = json!({"metadata": {"annotations": {
         REVISION_ANNOTATION: revision,
-        APPLIED_AT_ANNOTATION: at.round(k8s_openapi::jiff::Unit::Second).unwrap_or(at).to_string(),
+        // Whole seconds, truncated: a time rounded up lies up to half a second in the future,
+        // and a gate read in that half second would count more than the whole bake time.
+        APPLIED_AT_ANNOTATION: k8s_openapi::jiff::Timestamp::from_second(at.as_second())
+            .unwrap_or(at)
+            .to_string(),
     }}});
     let params = PatchParams {
         field_manager: Some(STAMP_MANAGER.to_string()),

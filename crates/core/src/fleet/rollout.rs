@@ -287,7 +287,9 @@ fn baking(s: &Stamp, bake: u64, now: Timestamp) -> Option<(String, String)> {
             "apply its wave again (that writes a new time)".into(),
         ));
     };
-    let elapsed = now.as_second().saturating_sub(at.as_second());
+    // A stamp ahead of this machine's clock (written by one whose clock runs fast) counts as
+    // applied now: the wait is never longer than the bake time itself.
+    let elapsed = now.as_second().saturating_sub(at.as_second()).max(0);
     let left = i64::try_from(bake)
         .unwrap_or(i64::MAX)
         .saturating_sub(elapsed);

@@ -165,6 +165,19 @@ fn bake_time_counts_from_the_applied_at_stamp() {
         )
         .is_empty()
     );
+    // A stamp a second ahead of this clock waits the bake time, never more.
+    let b = blocks(
+        &w,
+        1,
+        &[a.clone()],
+        at("2026-12-04T05:50:59Z"),
+        "fleet.yaml",
+    );
+    assert_eq!(
+        b[0].next, "wait 10m for bake (until 2026-12-04T06:01:00Z)",
+        "clock behind the stamp"
+    );
+    assert!(b[0].why.contains("bakes 10m: 10m left"), "{}", b[0].why);
     // No applied-at time: the bake cannot be measured, so it holds.
     a.stamp = Ok(Some(Stamp {
         revision: a.want.clone(),
