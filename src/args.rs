@@ -488,6 +488,24 @@ pub enum FleetCommand {
         #[command(flatten)]
         render: RenderArgs,
     },
+    /// One snapshot per cluster, `DIR/<cluster>.json`, through each cluster's `context`: what
+    /// `fleet plan --snapshot-dir DIR` reads (MultiKueue objects included), for CI without
+    /// cluster credentials. Exit 0 when every cluster was captured, 1 when any failed (the others
+    /// are still written).
+    Snapshot {
+        /// Fleet file (`kind: Fleet`).
+        #[arg(value_name = "FLEET")]
+        fleet: PathBuf,
+        /// The directory that receives `<cluster>.json` per cluster (created if missing).
+        #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+        output_dir: PathBuf,
+        /// Kubeconfig file holding the clusters' contexts (default: KUBECONFIG, then ~/.kube/config).
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        /// Rendering settings.
+        #[command(flatten)]
+        render: RenderArgs,
+    },
     /// Where one field of a cluster's effective blueprint comes from: its value, then every file
     /// of the cluster's `extends` chain, nearest first, with the line that sets the field there
     /// and which one wins. Exit 0, 1 when the fleet or the cluster's blueprint cannot be read, 64

@@ -60,6 +60,23 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
             };
             super::fleet_plan::run(&cmd, &loaded, out)
         }
+        FleetCommand::Snapshot {
+            fleet,
+            output_dir,
+            kubeconfig,
+            render,
+        } => {
+            let today = settings::today(render.today.as_deref())?;
+            let loaded = checked(&fleet, today, "taking snapshots")?;
+            super::fleet_snapshot::run(
+                &loaded,
+                &output_dir,
+                kubeconfig.as_ref(),
+                render.templates.as_deref(),
+                today,
+                out,
+            )
+        }
         FleetCommand::Explain {
             fleet,
             cluster,

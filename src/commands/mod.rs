@@ -12,6 +12,7 @@ mod fleet;
 mod fleet_apply;
 mod fleet_multikueue;
 mod fleet_plan;
+mod fleet_snapshot;
 mod import;
 mod pipeline;
 mod plan;

@@ -84,7 +84,7 @@ pub fn run_all(cluster: &ClusterArgs, file: &Path) -> CommandResult {
 }
 
 /// Now, in UTC to the second (`2026-11-30T11:12:20Z`).
-fn captured_now() -> String {
+pub(super) fn captured_now() -> String {
     let now = jiff::Timestamp::now();
     now.round(jiff::Unit::Second).unwrap_or(now).to_string()
 }

@@ -4,10 +4,10 @@
 //! clusters, each naming a kubeconfig context. A fresh harness plays all four: the test writes a
 //! kubeconfig whose four contexts point at it. `fleet plan --kubeconfig` plans every cluster
 //! through its own context (every object a create: the cluster is empty), exits 2 under
-//! `--detailed-exitcode` and names each source `live`. Then `gpuctl snapshot` of each overlay
-//! cluster on its own (its `extends` chain bounded by the repository) through the same context
-//! writes the files `fleet plan --snapshot-dir` reads, and the snapshot plans count exactly what
-//! the live ones did.
+//! `--detailed-exitcode` and names each source `live`. The hub's MultiKueueConfig is in the
+//! cluster beforehand, so neither plan may create it. Then `gpuctl fleet snapshot` writes one
+//! snapshot per cluster through its context (owner-only), the snapshot plans count exactly what
+//! the live ones did, and a context that does not connect is named while the others are written.
 
 use crate::support;
 
@@ -86,6 +86,30 @@ fn counts(doc: &Value) -> Vec<(String, u64, u64, u64)> {
     out
 }
 
+fn out_text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// Whether cluster `name`'s plan in a `fleet plan -o json` document creates an object of `kind`.
+fn creates(doc: &Value, name: &str, kind: &str) -> bool {
+    let plan = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no cluster {name}: {doc:#}"));
+    let text = plan["plan"].to_string();
+    assert!(
+        text.contains("\"create\""),
+        "the plan format changed: {text}"
+    );
+    plan["plan"]["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["action"] == "create" && c["kind"] == kind)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     gpuctl_no_test_cluster,
@@ -108,6 +132,48 @@ async fn fleet_plan_plans_every_cluster_through_its_context_and_snapshots_agree(
     fleet_kubeconfig(&fresh.kubeconfig(), &kc);
     let kcs = kc.display().to_string();
     let dir = repo.path();
+
+    // The hub's MultiKueueConfig is already in the cluster (Kueue v0.19.2's CRD, the object as
+    // `fleet render` renders it, applied under gpuctl's field manager): a snapshot must read it,
+    // or a plan from the snapshot would create what exists.
+    let kubectl = |args: &[&str]| {
+        let o = Command::new(fresh.var("GPUCTL_KUBECTL"))
+            .arg("--kubeconfig")
+            .arg(fresh.kubeconfig())
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
+    };
+    let crd = support::releases::shared()
+        .join("upstream/kueue/v0.19.2/crds/kueue.x-k8s.io_multikueueconfigs.yaml");
+    kubectl(&["apply", "--server-side", "-f", crd.to_str().unwrap()]);
+    kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=120s",
+        "crd/multikueueconfigs.kueue.x-k8s.io",
+    ]);
+    let rendered = dir.join("rendered");
+    let o = gpuctl(
+        &[
+            "fleet",
+            "render",
+            "fleet/fleet.yaml",
+            "-o",
+            rendered.to_str().unwrap(),
+        ],
+        dir,
+    );
+    assert!(o.status.success(), "fleet render: {}", text(&o));
+    let mkc = rendered.join("hub/40-queues/multikueueconfig_multikueue.yaml");
+    kubectl(&[
+        "apply",
+        "--server-side",
+        "--field-manager=gpuctl",
+        "-f",
+        mkc.to_str().unwrap(),
+    ]);
 
     let o = gpuctl(
         &[
@@ -139,26 +205,40 @@ async fn fleet_plan_plans_every_cluster_through_its_context_and_snapshots_agree(
         assert_eq!(*delete, 0, "{name}");
     }
 
-    // One snapshot per overlay cluster, through its own context; the snapshot plans agree.
+    assert!(
+        !creates(&live, "hub", "MultiKueueConfig"),
+        "the live plan creates the hub's MultiKueueConfig that exists"
+    );
+
+    // `fleet snapshot`: one snapshot per cluster through its own context (an overlay's `extends`
+    // chain bounded by the repository); the snapshot plans agree, object for object.
     let snaps = dir.join("snapshots");
-    std::fs::create_dir(&snaps).unwrap();
-    for (name, ctx) in CLUSTERS {
-        let bp = format!("fleet/clusters/{name}.yaml");
-        let out = snaps.join(format!("{name}.json"));
-        let o = gpuctl(
-            &[
-                "snapshot",
-                &bp,
-                "--kubeconfig",
-                &kcs,
-                "--context",
-                ctx,
-                "--out",
-                out.to_str().unwrap(),
-            ],
-            dir,
-        );
-        assert!(o.status.success(), "snapshot of {name}: {}", text(&o));
+    let o = gpuctl(
+        &[
+            "fleet",
+            "snapshot",
+            "fleet/fleet.yaml",
+            "--kubeconfig",
+            &kcs,
+            "-o",
+            snaps.to_str().unwrap(),
+        ],
+        dir,
+    );
+    assert!(o.status.success(), "fleet snapshot: {}", text(&o));
+    assert!(
+        out_text(&o).contains("4 of 4 cluster(s) captured"),
+        "{}",
+        text(&o)
+    );
+    for (name, _) in CLUSTERS {
+        let meta = std::fs::metadata(snaps.join(format!("{name}.json"))).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+        }
+        assert!(meta.len() > 0, "{name}");
     }
     let o = gpuctl(
         &[
@@ -175,5 +255,41 @@ async fn fleet_plan_plans_every_cluster_through_its_context_and_snapshots_agree(
     assert!(o.status.success(), "snapshot fleet plan: {}", text(&o));
     let offline: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(counts(&offline), live_counts);
+    assert!(
+        !creates(&offline, "hub", "MultiKueueConfig"),
+        "the snapshot missed the hub's MultiKueueConfig"
+    );
+
+    // A context that does not connect: that cluster is named, the others are still written.
+    let mut kc_text: Value = serde_json::from_str(&std::fs::read_to_string(&kc).unwrap()).unwrap();
+    kc_text["contexts"][3]["context"]["cluster"] = json!("nowhere");
+    kc_text["clusters"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "nowhere", "cluster": {"server": "https://127.0.0.1:1"}}));
+    std::fs::write(&kc, serde_json::to_string(&kc_text).unwrap()).unwrap();
+    let again = dir.join("snapshots-2");
+    let o = gpuctl(
+        &[
+            "fleet",
+            "snapshot",
+            "fleet/fleet.yaml",
+            "--kubeconfig",
+            &kcs,
+            "-o",
+            again.to_str().unwrap(),
+        ],
+        dir,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let said = out_text(&o);
+    assert!(
+        said.contains(&format!("{}: not captured: ", CLUSTERS[3].0))
+            && said.contains("3 of 4 cluster(s) captured"),
+        "{}",
+        text(&o)
+    );
+    assert!(again.join(format!("{}.json", CLUSTERS[0].0)).is_file());
+    assert!(!again.join(format!("{}.json", CLUSTERS[3].0)).exists());
     drop(fresh);
 }

@@ -69,17 +69,31 @@ fn rules() -> Value {
         .collect()
 }
 
+/// The labels every rendered object carries with the same value (the ApplySet membership and
+/// any blueprint-wide label), never one object's own: a Namespace's Pod Security labels do not
+/// belong on a MultiKueueConfig.
+fn shared_labels(objects: &[RenderedObject]) -> Value {
+    let labels = |o: &RenderedObject| {
+        o.manifest
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .cloned()
+    };
+    let mut shared = objects.first().and_then(labels).unwrap_or_default();
+    for o in objects.iter().skip(1) {
+        let these = labels(o).unwrap_or_default();
+        shared.retain(|k, v| these.get(k) == Some(v));
+    }
+    Value::Object(shared)
+}
+
 /// Adds `cluster`'s MultiKueue objects to its rendered objects (nothing when it has no role),
 /// keeping them sorted.
 pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
     let Some(mk) = &fleet.spec.multi_kueue else {
         return;
     };
-    let labels = objects
-        .first()
-        .and_then(|o| o.manifest.pointer("/metadata/labels"))
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let labels = shared_labels(objects);
     let mut add = |api: &str, kind: &str, ns: Option<&str>, name: &str, body: Value| {
         let mut manifest = json!({"apiVersion": api, "kind": kind,
             "metadata": {"name": name, "labels": labels}});
@@ -198,6 +212,22 @@ mod tests {
             manifest: json!({"kind": "ClusterQueue", "metadata": {"name": "cq", "labels": {"a": "b"}}, "spec": {}}),
         });
         s
+    }
+
+    #[test]
+    fn multikueue_objects_carry_only_the_labels_every_object_shares() {
+        let mut s = vec![RenderedObject {
+            phase: Phase::Foundation,
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: "gpu-operator".into(),
+            manifest: json!({"kind": "Namespace", "metadata": {"name": "gpu-operator", "labels": {"a": "b", "pod-security.kubernetes.io/enforce": "privileged"}}}),
+        }];
+        s.extend(set());
+        add(&fleet(), "hub", &mut s);
+        let cfg = s.iter().find(|o| o.kind == "MultiKueueConfig").unwrap();
+        assert_eq!(cfg.manifest["metadata"]["labels"], json!({"a": "b"}));
     }
 
     #[test]
