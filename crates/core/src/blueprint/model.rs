@@ -904,6 +904,30 @@ pub struct KueueConfig {
     /// Kueue's `waitForPodsReady`: all-or-nothing admission for gangs.
     #[serde(default)]
     pub wait_for_pods_ready: Option<KueueWaitForPodsReady>,
+    /// Kueue's `multiKueue`, on a MultiKueue manager: set only by a fleet, from its
+    /// `multiKueue.dispatcher`, for its manager (MultiKueue needs a fleet, so the fleet file is
+    /// the one place that says it); never read from a blueprint file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub multi_kueue: Option<KueueMultiKueue>,
+}
+
+/// Kueue's `multiKueue` settings gpuctl renders.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KueueMultiKueue {
+    /// How the manager picks workers for a workload (absent: Kueue's default, `AllAtOnce`).
+    #[serde(default)]
+    pub dispatcher: Option<MultiKueueDispatcher>,
+}
+
+/// Kueue's MultiKueue dispatchers (Kueue v0.19 `multiKueue.dispatcherName`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum MultiKueueDispatcher {
+    /// Every worker gets a copy; the first to admit wins (Kueue's default).
+    AllAtOnce,
+    /// Workers are tried a few at a time, in the MultiKueueConfig's order.
+    Incremental,
 }
 
 impl KueueConfig {

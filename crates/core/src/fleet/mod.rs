@@ -178,7 +178,30 @@ impl LoadedFleet {
             return None;
         }
         let path = self.root.join(&cluster.blueprint);
-        Some(crate::blueprint::load_file_in(&path, Some(&self.root)))
+        let mut loaded = crate::blueprint::load_file_in(&path, Some(&self.root));
+        if let Ok(l) = &mut loaded {
+            self.manager_settings(&cluster.name, &mut l.blueprint);
+        }
+        Some(loaded)
+    }
+
+    /// What the fleet says of cluster `name`'s own Kueue: the MultiKueue manager gets the
+    /// fleet's dispatcher in its Kueue configuration (rendered into the chart's `managerConfig`,
+    /// or compared with the running Kueue's under `install: none`).
+    fn manager_settings(&self, name: &str, bp: &mut crate::blueprint::Blueprint) {
+        let Some(mk) = &self.fleet.spec.multi_kueue else {
+            return;
+        };
+        let (true, Some(dispatcher), Some(kueue)) = (
+            mk.manager == name,
+            mk.dispatcher,
+            bp.spec.scheduling.kueue.as_mut(),
+        ) else {
+            return;
+        };
+        kueue.config.multi_kueue = Some(crate::blueprint::KueueMultiKueue {
+            dispatcher: Some(dispatcher),
+        });
     }
 
     /// The index of the cluster named `name`; `Err` says which clusters the fleet has (and the

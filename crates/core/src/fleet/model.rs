@@ -134,11 +134,6 @@ pub struct MultiKueue {
     pub cluster_queues: Vec<String>,
 }
 
-/// Kueue's MultiKueue dispatchers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Dispatcher {
-    /// Every worker gets a copy; the first to admit wins.
-    AllAtOnce,
-    /// Workers are tried a few at a time, in order.
-    Incremental,
-}
+/// Kueue's MultiKueue dispatchers (the blueprint's type: the fleet puts its choice into the
+/// manager's Kueue configuration).
+pub use crate::blueprint::MultiKueueDispatcher as Dispatcher;

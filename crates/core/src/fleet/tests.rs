@@ -226,6 +226,43 @@ fn multikueue_rules() {
 }
 
 #[test]
+fn the_multikueue_manager_gets_the_fleets_dispatcher_and_no_other_cluster_does() {
+    // The example fleet: `hub` dispatches to `eu-onprem` and `us-east`, `dispatcher: Incremental`.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../blueprints/fleet/fleet.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("dispatcher: Incremental"),
+        "the example changed"
+    );
+    let dispatchers = |text: &str| {
+        let loaded = load(&path, text.as_bytes().to_vec(), Catalog::embedded()).expect("loads");
+        ["hub", "us-canary", "us-east", "eu-onprem"].map(|name| {
+            let i = loaded.cluster_index(name).unwrap();
+            let l = loaded
+                .load_cluster(i)
+                .unwrap()
+                .unwrap_or_else(|_| panic!("{name}"));
+            let kueue = l
+                .blueprint
+                .spec
+                .scheduling
+                .kueue
+                .expect("the base has Kueue");
+            kueue.config.multi_kueue.and_then(|m| m.dispatcher)
+        })
+    };
+    assert_eq!(
+        dispatchers(&text),
+        [Some(model::Dispatcher::Incremental), None, None, None]
+    );
+    // No dispatcher in the fleet: the manager's Kueue keeps its own default.
+    assert_eq!(
+        dispatchers(&text.replace("    dispatcher: Incremental\n", "")),
+        [None, None, None, None]
+    );
+}
+
+#[test]
 fn a_file_that_is_not_a_fleet_is_one_structural_finding() {
     for (text, rule) in [
         ("spec: [\n", "GPU001"),

@@ -6,7 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::blueprint::{KueueConfig, QuotaCheckStrategy, TransformationStrategy};
+use crate::blueprint::{
+    KueueConfig, MultiKueueDispatcher, QuotaCheckStrategy, TransformationStrategy,
+};
 use crate::profiles::KueueConfiguration;
 
 /// Kueue's `resources.deviceClassMappings`: per Kueue resource, the DeviceClasses charged to it.
@@ -110,7 +112,40 @@ fn declared(config: &KueueConfig, mappings: &ClassMappings) -> Map<String, Value
         }
         out.insert("waitForPodsReady".into(), Value::Object(m));
     }
+    if let Some(d) = config.multi_kueue.as_ref().and_then(|m| m.dispatcher) {
+        out.insert(
+            "multiKueue".into(),
+            json!({ "dispatcherName": dispatcher_name(d) }),
+        );
+    }
     out
+}
+
+/// Kueue's spelling of a dispatcher (v0.19.2 `configuration_types.go`,
+/// `MultiKueueDispatcherModeAllAtOnce` / `MultiKueueDispatcherModeIncremental`); an API enum, like
+/// [`strategy_name`], not a fact that changes by release.
+fn dispatcher_name(d: MultiKueueDispatcher) -> &'static str {
+    match d {
+        MultiKueueDispatcher::AllAtOnce => "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+        MultiKueueDispatcher::Incremental => "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+    }
+}
+
+/// The dispatcher: compared only when the blueprint (or its fleet) names one; a running Kueue
+/// without `multiKueue.dispatcherName` uses `AllAtOnce`.
+fn dispatcher(config: &KueueConfig, live: &Value, out: &mut Vec<String>) {
+    let Some(want) = config.multi_kueue.as_ref().and_then(|m| m.dispatcher) else {
+        return;
+    };
+    let want = dispatcher_name(want);
+    let have = live["multiKueue"]["dispatcherName"]
+        .as_str()
+        .unwrap_or_else(|| dispatcher_name(MultiKueueDispatcher::AllAtOnce));
+    if want != have {
+        out.push(format!(
+            "MultiKueue dispatcher: the fleet says `{want}` (`multiKueue.dispatcher`), the running Kueue `{have}`"
+        ));
+    }
 }
 
 fn strategy_name(s: QuotaCheckStrategy) -> &'static str {
@@ -257,6 +292,7 @@ pub fn contradictions(
         }
     }
     wait_for_pods_ready(config, &live, &mut out);
+    dispatcher(config, &live, &mut out);
     Ok(out)
 }
 
@@ -560,6 +596,47 @@ mod tests {
         assert_eq!(contradictions(&transforming, &[], &other).unwrap().len(), 1);
         assert!(contradictions(&config, &[], "[not, a, mapping]").is_err());
         assert!(contradictions(&config, &[], "a: [").is_err());
+    }
+
+    #[test]
+    fn a_fleets_dispatcher_is_rendered_and_compared_with_the_running_kueue() {
+        use crate::blueprint::{KueueMultiKueue, MultiKueueDispatcher};
+        let incremental = KueueConfig {
+            multi_kueue: Some(KueueMultiKueue {
+                dispatcher: Some(MultiKueueDispatcher::Incremental),
+            }),
+            ..KueueConfig::default()
+        };
+        let c = configuration(&incremental, &[], facts());
+        assert_eq!(
+            c["multiKueue"],
+            json!({"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental"})
+        );
+        // Not named: nothing written, nothing compared.
+        assert!(configuration(&KueueConfig::default(), &[], facts())["multiKueue"].is_null());
+        let chart = super::super::text::yaml(&facts().chart_defaults);
+        assert!(
+            contradictions(&KueueConfig::default(), &[], &chart)
+                .unwrap()
+                .is_empty()
+        );
+        // The chart's Kueue dispatches all at once.
+        let found = contradictions(&incremental, &[], &chart).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("multikueue-dispatcher-incremental` (`multiKueue.dispatcher`), the running Kueue `kueue.x-k8s.io/multikueue-dispatcher-all-at-once`"),
+            "{found:?}"
+        );
+        let same = super::super::text::yaml(&c);
+        assert!(contradictions(&incremental, &[], &same).unwrap().is_empty());
+        // Naming Kueue's default matches a Kueue that names none.
+        let all = KueueConfig {
+            multi_kueue: Some(KueueMultiKueue {
+                dispatcher: Some(MultiKueueDispatcher::AllAtOnce),
+            }),
+            ..KueueConfig::default()
+        };
+        assert!(contradictions(&all, &[], &chart).unwrap().is_empty());
     }
 
     #[test]
