@@ -9,7 +9,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use gpuctl_cluster::multikueue::{endpoint, kubeconfig_text, worker_token, write_secret};
+use gpuctl_cluster::multikueue::{
+    endpoint, kubeconfig_text, manager_ready, worker_token, write_secret,
+};
 use gpuctl_core::fleet::Fleet;
 use gpuctl_core::fleet::multikueue::{kueue_namespace, secret_name};
 
@@ -45,6 +47,20 @@ pub fn credentials(
         })
     };
     let manager = rt.block_on(connect(&args(&mk.manager)?, None))?.client();
+    let ready = rt.block_on(manager_ready(&manager)).map_err(|e| {
+        CommandError::Failed(format!("MultiKueue: cannot read `{}`: {e}", mk.manager))
+    })?;
+    if !ready {
+        emit(
+            out,
+            &format!(
+                "  MultiKueue: `{}` has no namespace {} yet (its wave is not applied, or its Kueue is not installed); the workers' kubeconfig Secrets are written by the `fleet apply` that applies it\n",
+                mk.manager,
+                kueue_namespace()
+            ),
+        );
+        return Ok(());
+    }
     for w in &mk.workers {
         let wargs = args(w)?;
         let worker = rt.block_on(connect(&wargs, None))?.client();

@@ -92,6 +92,14 @@ pub fn kubeconfig_text(worker: &str, server: &str, ca: &str, token: &str) -> Str
     serde_json::to_string_pretty(&kc).unwrap_or_default()
 }
 
+/// Whether the manager has Kueue's namespace, where the Secrets go (`Err` when it cannot be
+/// read). A manager whose wave comes after its workers' has none yet when its Kueue is installed by
+/// gpuctl's own apply.
+pub async fn manager_ready(manager: &Client) -> Result<bool, kube::Error> {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(manager.clone());
+    Ok(api.get_opt(kueue_namespace()).await?.is_some())
+}
+
 pub async fn write_secret(
     manager: &Client,
     name: &str,
