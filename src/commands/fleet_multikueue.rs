@@ -10,10 +10,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use gpuctl_cluster::multikueue::{
-    endpoint, kubeconfig_text, manager_ready, worker_token, write_secret,
+    NoToken, TOKEN_WAIT, endpoint, kubeconfig_text, manager_ready, worker_token, write_secret,
 };
 use gpuctl_core::fleet::Fleet;
-use gpuctl_core::fleet::multikueue::{kueue_namespace, secret_name};
+use gpuctl_core::fleet::multikueue::{TOKEN_SECRET, kueue_namespace, secret_name};
 
 use super::{CommandError, connect, emit};
 use crate::args::ClusterArgs;
@@ -64,15 +64,31 @@ pub fn credentials(
     for w in &mk.workers {
         let wargs = args(w)?;
         let worker = rt.block_on(connect(&wargs, None))?.client();
-        let Some((token, secret_ca)) = rt.block_on(worker_token(&worker)) else {
-            emit(
-                out,
-                &format!(
-                    "  MultiKueue: worker `{w}` has no ServiceAccount token yet (its wave is not applied, or its token controller left the token Secret empty for {}s); its MultiKueueCluster stays inactive until a later `fleet apply`\n",
-                    gpuctl_cluster::multikueue::TOKEN_WAIT.as_secs()
-                ),
-            );
-            continue;
+        let (token, secret_ca) = match rt.block_on(worker_token(&worker)) {
+            Ok(t) => t,
+            Err(why) => {
+                let why = match why {
+                    NoToken::NoSecret => format!(
+                        "has no ServiceAccount token Secret {}/{TOKEN_SECRET} (its wave is not applied yet)",
+                        kueue_namespace()
+                    ),
+                    NoToken::Empty => format!(
+                        "has an empty token Secret {}/{TOKEN_SECRET}: its token controller did not fill it within {}s (is kube-controller-manager running?)",
+                        kueue_namespace(),
+                        TOKEN_WAIT.as_secs()
+                    ),
+                    NoToken::Unreadable(e) => {
+                        format!("could not be read for {}s: {e}", TOKEN_WAIT.as_secs())
+                    }
+                };
+                emit(
+                    out,
+                    &format!(
+                        "  MultiKueue: worker `{w}` {why}; its MultiKueueCluster stays inactive until a later `fleet apply` writes its kubeconfig\n"
+                    ),
+                );
+                continue;
+            }
         };
         let (server, ca) = endpoint(
             wargs.kubeconfig.as_deref(),

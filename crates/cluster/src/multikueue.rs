@@ -21,22 +21,41 @@ pub const FIELD_MANAGER: &str = "gpuctl-multikueue";
 /// just applied: 10 s was too short once on a loaded CI machine (four cluster tests at a time).
 pub const TOKEN_WAIT: Duration = Duration::from_secs(60);
 
+/// Why a worker has no token to give (see [`worker_token`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoToken {
+    /// Its token Secret does not exist: its wave is not applied.
+    NoSecret,
+    /// The Secret exists but the token controller left it empty for [`TOKEN_WAIT`].
+    Empty,
+    /// The worker could not be read for [`TOKEN_WAIT`] (the last error).
+    Unreadable(String),
+}
+
 /// The worker's token and CA (base64) from its token Secret, waiting up to [`TOKEN_WAIT`] for the
-/// token controller to fill a new one; `None` when there is no such Secret (at once) or it stays
-/// empty.
-pub async fn worker_token(worker: &Client) -> Option<(String, String)> {
+/// token controller to fill a new one and retrying a read that fails (a loaded API server times
+/// out now and then); [`NoToken::NoSecret`] at once when the Secret does not exist.
+pub async fn worker_token(worker: &Client) -> Result<(String, String), NoToken> {
     let api: Api<Secret> = Api::namespaced(worker.clone(), kueue_namespace());
-    let polls = TOKEN_WAIT.as_millis() / 250;
-    for _ in 0..polls {
-        let s = api.get_opt(TOKEN_SECRET).await.ok()??;
-        let data = s.data.unwrap_or_default();
-        if let (Some(t), Some(ca)) = (data.get("token"), data.get("ca.crt")) {
-            let token = String::from_utf8(t.0.clone()).ok()?;
-            return Some((token, STANDARD.encode(&ca.0)));
+    let deadline = tokio::time::Instant::now() + TOKEN_WAIT;
+    let mut last = NoToken::Empty;
+    while tokio::time::Instant::now() < deadline {
+        match api.get_opt(TOKEN_SECRET).await {
+            Ok(None) => return Err(NoToken::NoSecret),
+            Ok(Some(s)) => {
+                let data = s.data.unwrap_or_default();
+                if let (Some(t), Some(ca)) = (data.get("token"), data.get("ca.crt"))
+                    && let Ok(token) = String::from_utf8(t.0.clone())
+                {
+                    return Ok((token, STANDARD.encode(&ca.0)));
+                }
+                last = NoToken::Empty;
+            }
+            Err(e) => last = NoToken::Unreadable(e.to_string()),
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    None
+    Err(last)
 }
 
 /// The server URL and, when the context has one, the CA (base64) of `context` in `kubeconfig`
