@@ -18,7 +18,10 @@
 //! objects, applied by field manager `kustomize-controller` with Flux's two ownership labels; `gpuctl
 //! plan` of the cluster's blueprint against `edge` reports every object unchanged (exit 0 under
 //! `--detailed-exitcode`). Then a value changed on `edge` by hand is a conflict with that change in
-//! the plan (the check can fail), and once Flux reconciles again the plan is empty again.
+//! the plan (the check can fail), and once Flux reconciles again the plan is empty again. Last,
+//! `gpuctl apply` of the blueprint on that cluster says "No changes" and writes nothing (every
+//! object keeps its resourceVersion and `kustomize-controller` as its only field manager; no
+//! ApplySet parent is created).
 
 use crate::support;
 
@@ -632,6 +635,61 @@ fn flux_kustomize_controller_applies_a_rendered_tree_and_plan_shows_no_change() 
     let (code, p, o) = plan(dir, &kubeconfig);
     assert_eq!(code, Some(0), "plan after Flux's reconcile: {}", text(&o));
     assert_eq!(summary(&p), vec![("unchanged".to_string(), 5)]);
+
+    // gpuctl apply on the same cluster afterwards has nothing to do and writes nothing: no object
+    // changes (each keeps its resourceVersion, but the ResourceQuota, whose status
+    // kube-controller-manager keeps writing, and has no field manager `gpuctl`) and no ApplySet
+    // parent is created.
+    let versions = |k: &Kubectl| -> Vec<(String, String)> {
+        OBJECTS
+            .iter()
+            .map(|(kind, ns, name)| {
+                let mut args = vec!["get", *kind, *name, "--show-managed-fields"];
+                if !ns.is_empty() {
+                    args.extend(["-n", *ns]);
+                }
+                let o = k.json(&args);
+                let managers: Vec<&str> = o["metadata"]["managedFields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|m| m["manager"].as_str())
+                    .filter(|m| *m != "kube-controller-manager")
+                    .collect();
+                let rv = match *kind {
+                    "resourcequota" => String::new(),
+                    _ => o["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                };
+                (rv, managers.join(","))
+            })
+            .collect()
+    };
+    let before = versions(&target);
+    for (_, managers) in &before {
+        assert_eq!(managers, "kustomize-controller", "{before:?}");
+    }
+    let o = gpuctl(
+        &[
+            "apply",
+            "clusters/edge.yaml",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+        ],
+        dir,
+    );
+    assert_eq!(o.status.code(), Some(0), "gpuctl apply: {}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("No changes. The cluster matches the blueprint."),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(versions(&target), before, "gpuctl apply changed an object");
+    let parents = target.json(&["get", "configmaps", "-A", "-l", "applyset.kubernetes.io/id"]);
+    assert_eq!(parents["items"], serde_json::json!([]), "{parents:#}");
     drop(ctl);
     drop(server);
     eprintln!(
