@@ -327,7 +327,7 @@ fn ready(k: &Kubectl) -> Option<(String, String, String)> {
 
 /// Ask kustomize-controller to reconcile now (what `flux reconcile kustomization` does) and wait
 /// until it has handled that request and is Ready.
-fn reconcile(k: &Kubectl, ctl: &Controller, token: &str) {
+fn reconcile(k: &Kubectl, ctl: &mut Controller, token: &str) {
     let annotation = format!("reconcile.fluxcd.io/requestedAt={token}");
     k.ok(
         &[
@@ -346,7 +346,7 @@ fn reconcile(k: &Kubectl, ctl: &Controller, token: &str) {
 
 /// Wait (180 s: CI runs four cluster tests at once on 2 cores) until the Kustomization is Ready
 /// for the served revision (and has handled the reconcile request `token`, when given).
-fn wait_ready(k: &Kubectl, ctl: &Controller, token: Option<&str>) {
+fn wait_ready(k: &Kubectl, ctl: &mut Controller, token: Option<&str>) {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let ks = k.json(&["-n", "flux-system", "get", "kustomization", "edge"]);
@@ -355,6 +355,12 @@ fn wait_ready(k: &Kubectl, ctl: &Controller, token: Option<&str>) {
         let r = ready(k);
         if handled && applied && r.as_ref().is_some_and(|(s, _, _)| s == "True") {
             return;
+        }
+        if let Some(status) = ctl.child.try_wait().unwrap() {
+            panic!(
+                "kustomize-controller exited ({status}); its log ends:\n{}",
+                ctl.log_tail()
+            );
         }
         assert!(
             Instant::now() < deadline,
@@ -537,6 +543,8 @@ fn flux_kustomize_controller_applies_a_rendered_tree_and_plan_shows_no_change() 
 
     // kustomize-controller out of cluster against `flux`.
     let log = repo.path().join("kustomize-controller.log");
+    let out = std::fs::File::create(&log).unwrap();
+    let err = out.try_clone().unwrap();
     let child = Command::new(&controller)
         .args([
             "--watch-all-namespaces",
@@ -549,13 +557,13 @@ fn flux_kustomize_controller_applies_a_rendered_tree_and_plan_shows_no_change() 
         .env("KUBECONFIG", flux.kubeconfig())
         .env("RUNTIME_NAMESPACE", "flux-system")
         .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::fs::File::create(repo.path().join("stderr.log")).unwrap())
+        .stdout(out)
+        .stderr(err)
         .spawn()
         .expect("kustomize-controller starts");
-    let ctl = Controller { child, log };
+    let mut ctl = Controller { child, log };
     let applying = Instant::now();
-    wait_ready(&home, &ctl, None);
+    wait_ready(&home, &mut ctl, None);
     eprintln!(
         "flux_apply: Kustomization Ready after {:.1}s: {:?}",
         applying.elapsed().as_secs_f64(),
@@ -629,7 +637,7 @@ fn flux_kustomize_controller_applies_a_rendered_tree_and_plan_shows_no_change() 
     );
 
     // ... and once Flux reconciles, the drift is gone and the plan is empty again.
-    reconcile(&home, &ctl, "gpuctl-test-1");
+    reconcile(&home, &mut ctl, "gpuctl-test-1");
     let quota = target.json(&["-n", "team-a", "get", "resourcequota", "team-a-quota"]);
     assert_eq!(quota["spec"]["hard"]["requests.nvidia.com/gpu"], "8");
     let (code, p, o) = plan(dir, &kubeconfig);
