@@ -8,7 +8,8 @@
 //! kustomize inside the harness's kubectl, what Argo CD's repo-server does with a directory holding
 //! `kustomization.yaml`) yields exactly gpuctl's objects for each cluster.
 //!
-//! Not run: the Argo CD and Flux controllers themselves (docs/fleet.md says why).
+//! Not run here: Argo CD's controllers (3.x does not build from Go modules; docs/fleet.md).
+//! Flux's kustomize-controller applies a rendered tree in `flux_apply.rs`.
 
 use crate::support;
 

@@ -25,6 +25,7 @@ mod dra_migration;
 mod dra_operator;
 mod fleet_apply;
 mod fleet_cluster;
+mod flux_apply;
 mod gitops_crds;
 mod import_cluster;
 mod kueue_release;
