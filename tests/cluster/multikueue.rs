@@ -1,12 +1,19 @@
 //! Issue 31: MultiKueue for real. Three fresh harnesses, each with the real Kueue v0.19.2: the
-//! manager `hub` (Kueue with only `batch/job`, the one framework every worker has) and the workers
+//! manager `hub` (Kueue with `batch/job` and `jobset.x-k8s.io/jobset`, whose CRD the test gives
+//! both workers: Kueue connects only workers that serve every framework's kind) and the workers
 //! `worker-a` (no GPU quota) and `worker-b` (8 GPUs). `fleet apply` (one wave) renders and applies
 //! the workers' ServiceAccount, token Secret and RBAC, the manager's MultiKueueClusters, config,
 //! AdmissionCheck and the ClusterQueue's strategy, then writes each worker's kubeconfig Secret on
 //! the manager (never printed: the output shows `***`, `fleet plan` never names it). The test
 //! checks, against the clusters: both MultiKueueClusters become Active; a Job submitted to the
 //! manager's LocalQueue gets a Workload there whose `status.clusterName` is `worker-b`, and a copy
-//! of the Job appears on worker-b (not on worker-a).
+//! of the Job appears on worker-b (not on worker-a). Then each MultiKueue mistake gpuctl refuses
+//! (GPU188, GPU193, GPU194) or never renders (exec kubeconfigs, check placements) is forced through
+//! by writing the objects directly, and the test asserts what Kueue does: the exec kubeconfig's
+//! MultiKueueCluster inactive (`InsecureKubeConfig`), ClusterQueues with two MultiKueue checks, a
+//! per-flavor one, one beside a ProvisioningRequest check, or one on a worker inactive with
+//! Kueue's reason, 21 clusters refused by the CRD, a Job from a LocalQueue the workers lack never
+//! admitted there, and a worker without the JobSet CRD never connected.
 
 use crate::support;
 
@@ -184,7 +191,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
                 s.spawn(move || {
                     let mut flags = vec!["--without-volcano"];
                     if *c == "hub" {
-                        flags.extend(["--kueue-frameworks", "batch/job"]);
+                        flags.extend(["--kueue-frameworks", "batch/job,jobset.x-k8s.io/jobset"]);
                     }
                     FreshCluster::up_with(&format!("multikueue-{c}"), &flags)
                 })
@@ -224,6 +231,9 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
         clients.push(client(&f.kubeconfig()).await);
     }
     let (hub, worker_a, worker_b) = (&clients[0], &clients[1], &clients[2]);
+    for w in [worker_a, worker_b] {
+        jobset_crd(w).await;
+    }
 
     let o = gpuctl(
         &[
@@ -238,6 +248,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     );
     assert_eq!(o.status.code(), Some(0), "fleet apply: {}", text(&o));
     let shown = text(&o);
+    eprintln!("multikueue: fleet apply said:\n{shown}");
     assert!(
         shown.contains("kubeconfig of `worker-b`") && shown.contains("token ***"),
         "{shown}"
@@ -363,7 +374,367 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     })
     .await;
     eprintln!(
+        "multikueue: positive part done in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Each MultiKueue rule gpuctl checks (or guarantees), forced through by writing the objects
+    // directly: what the real Kueue does. Fresh object names, so the wiring above is untouched.
+    forced_exec_kubeconfig(hub, &fresh[1].kubeconfig()).await;
+    forced_checks_on_cluster_queues(hub, worker_a).await;
+    forced_too_many_workers(hub).await;
+    forced_unmirrored_local_queue(hub, worker_a, worker_b).await;
+    forced_missing_framework(hub).await;
+    eprintln!(
         "multikueue: done in {:.1}s",
         started.elapsed().as_secs_f64()
+    );
+}
+
+async fn create(client: &Client, ns: Option<&str>, ar: &ApiResource, body: Value) {
+    let api: Api<DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
+        None => Api::all_with(client.clone(), ar),
+    };
+    let o: DynamicObject = serde_json::from_value(body).unwrap();
+    api.create(&PostParams::default(), &o).await.unwrap();
+}
+
+/// The `Active` condition of a cluster-scoped Kueue object once it is `False` with a reason other
+/// than Kueue's placeholder.
+async fn inactive(client: &Client, ar: &ApiResource, name: &str) -> (String, String) {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
+    until(120, &format!("{} {name} inactive", ar.kind), || async {
+        let o = api.get(name).await.map_err(|e| e.to_string())?;
+        match condition(&o, "Active") {
+            Some((s, r, m)) if s == "False" && !r.is_empty() => Ok((r, m)),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await
+}
+
+/// A kubeconfig with an exec plugin (what an EKS or GKE context holds; gpuctl never writes one:
+/// its kubeconfig holds the worker's ServiceAccount token) for a real worker: Kueue refuses it, the MultiKueueCluster is inactive with reason
+/// `InsecureKubeConfig`.
+async fn forced_exec_kubeconfig(hub: &Client, worker: &Path) {
+    let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(worker).unwrap()).unwrap();
+    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "w", "cluster": kc["clusters"][0]["cluster"]}],
+        "users": [{"name": "w", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+            "command": "aws", "args": ["eks", "get-token", "--cluster-name", "w"],
+            "interactiveMode": "Never"}}}],
+        "contexts": [{"name": "w", "context": {"cluster": "w", "user": "w"}}],
+        "current-context": "w"});
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(hub.clone(), "kueue-system");
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": "neg-exec-kubeconfig"},
+        "stringData": {"kubeconfig": kubeconfig.to_string()}}))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let mkc = kueue("MultiKueueCluster", "multikueueclusters");
+    create(
+        hub,
+        None,
+        &mkc,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueCluster", "metadata": {"name": "neg-exec"},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret",
+            "location": "neg-exec-kubeconfig"}}}}),
+    )
+    .await;
+    let (reason, message) = inactive(hub, &mkc, "neg-exec").await;
+    eprintln!("multikueue: exec plugin -> {reason}: {message}");
+    assert_eq!(reason, "InsecureKubeConfig", "{message}");
+    assert!(
+        message.contains("exec plugins are not allowed"),
+        "{message}"
+    );
+}
+
+/// The check placements gpuctl never renders: two MultiKueue checks on one ClusterQueue, one per
+/// flavor, one beside a ProvisioningRequest check (manager), and one on a worker's ClusterQueue.
+/// Kueue keeps each ClusterQueue inactive, saying why.
+async fn forced_checks_on_cluster_queues(hub: &Client, worker: &Client) {
+    let ac = kueue("AdmissionCheck", "admissionchecks");
+    let cq = kueue("ClusterQueue", "clusterqueues");
+    let check = |name: &str, controller: &str, params: Value| {
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+            "metadata": {"name": name}, "spec": {"controllerName": controller, "parameters": params}})
+    };
+    let mk_params =
+        json!({"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "multikueue"});
+    create(
+        hub,
+        None,
+        &ac,
+        check("neg-mk-2", "kueue.x-k8s.io/multikueue", mk_params.clone()),
+    )
+    .await;
+    create(
+        hub,
+        None,
+        &ac,
+        check(
+            "neg-prov",
+            "kueue.x-k8s.io/provisioning-request",
+            json!(null),
+        ),
+    )
+    .await;
+    let rf = kueue("ResourceFlavor", "resourceflavors");
+    create(
+        hub,
+        None,
+        &rf,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor", "metadata": {"name": "neg-flavor"}}),
+    )
+    .await;
+    let queue = |name: &str, flavors: &[&str], checks: Value| {
+        let flavors: Vec<Value> = flavors
+            .iter()
+            .map(|f| {
+                json!({"name": f,
+            "resources": [{"name": "cpu", "nominalQuota": "1"}]})
+            })
+            .collect();
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": name}, "spec": {
+                "namespaceSelector": {"matchLabels": {"gpuctl.dev/none": "none"}},
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
+                "admissionChecksStrategy": {"admissionChecks": checks}}})
+    };
+    let cases = [
+        (
+            "neg-two-checks",
+            vec!["train"],
+            json!([{"name": "multikueue"}, {"name": "neg-mk-2"}]),
+            "MultipleMultiKueueAdmissionChecks",
+            "Cannot use multiple MultiKueue AdmissionChecks",
+        ),
+        (
+            "neg-per-flavor",
+            vec!["train", "neg-flavor"],
+            json!([{"name": "multikueue", "onFlavors": ["train"]}]),
+            "MultiKueueAdmissionCheckAppliedPerFlavor",
+            "Cannot specify MultiKueue AdmissionCheck per flavor",
+        ),
+        (
+            "neg-with-prov",
+            vec!["train"],
+            json!([{"name": "multikueue"}, {"name": "neg-prov"}]),
+            "",
+            "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together",
+        ),
+    ];
+    for (name, flavors, checks, want_reason, want_message) in cases {
+        create(hub, None, &cq, queue(name, &flavors, checks)).await;
+        let (reason, message) = inactive(hub, &cq, name).await;
+        eprintln!("multikueue: {name} -> {reason}: {message}");
+        if !want_reason.is_empty() {
+            assert_eq!(reason, want_reason, "{message}");
+        }
+        assert!(message.contains(want_message), "{reason}: {message}");
+    }
+    // A worker's ClusterQueue with a MultiKueue check: the worker has no MultiKueueConfig, so
+    // the check is inactive and so is the queue.
+    create(
+        worker,
+        None,
+        &ac,
+        check("neg-worker-mk", "kueue.x-k8s.io/multikueue", mk_params),
+    )
+    .await;
+    create(
+        worker,
+        None,
+        &cq,
+        queue(
+            "neg-worker-cq",
+            &["train"],
+            json!([{"name": "neg-worker-mk"}]),
+        ),
+    )
+    .await;
+    let (reason, message) = inactive(worker, &cq, "neg-worker-cq").await;
+    eprintln!("multikueue: worker queue with a MultiKueue check -> {reason}: {message}");
+    assert_eq!(reason, "AdmissionCheckInactive", "{message}");
+    assert!(message.contains("neg-worker-mk"), "{message}");
+}
+
+/// A MultiKueueConfig of 21 clusters (GPU188 allows 20): the real CRD refuses it at create.
+async fn forced_too_many_workers(hub: &Client) {
+    let api: Api<DynamicObject> =
+        Api::all_with(hub.clone(), &kueue("MultiKueueConfig", "multikueueconfigs"));
+    let clusters: Vec<String> = (0..21).map(|i| format!("c{i}")).collect();
+    let o: DynamicObject = serde_json::from_value(json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueConfig", "metadata": {"name": "neg-21"},
+        "spec": {"clusters": clusters}}))
+    .unwrap();
+    match api.create(&PostParams::default(), &o).await {
+        Err(kube::Error::Api(e)) => {
+            eprintln!("multikueue: 21 clusters -> {} {}", e.code, e.message);
+            assert_eq!(e.code, 422, "{e:?}");
+            assert!(
+                e.message.contains("must have at most 20 items"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("a MultiKueueConfig of 21 clusters: {other:?}"),
+    }
+}
+
+/// A manager LocalQueue the workers lack (GPU194): the namespace exists on both workers, its
+/// LocalQueue does not. The manager admits the Job and Kueue copies the Workload to the workers,
+/// where it is never admitted (`LocalQueue default doesn't exist`); the manager's Workload names
+/// no worker.
+async fn forced_unmirrored_local_queue(hub: &Client, worker_a: &Client, worker_b: &Client) {
+    let ns = "team-a-unmirrored";
+    for c in [hub, worker_a, worker_b] {
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c.clone());
+        let n = serde_json::from_value(json!({"metadata": {"name": ns,
+            "labels": {"gpuctl.dev/tenant": "team-a"}}}))
+        .unwrap();
+        api.create(&PostParams::default(), &n).await.unwrap();
+    }
+    create(
+        hub,
+        Some(ns),
+        &kueue("LocalQueue", "localqueues"),
+        json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "default", "namespace": ns}, "spec": {"clusterQueue": "cq-team-a"}}),
+    )
+    .await;
+    // Kueue's Job webhook sets `managedBy: kueue.x-k8s.io/multikueue` only for a LocalQueue it
+    // has cached (jobframework/defaults.go ApplyDefaultForManagedBy): a Job created before that is
+    // never dispatched. Wait until the manager's Kueue reports the new LocalQueue active.
+    let lqs: Api<DynamicObject> =
+        Api::namespaced_with(hub.clone(), ns, &kueue("LocalQueue", "localqueues"));
+    until(120, "the manager's new LocalQueue active", || async {
+        let o = lqs.get("default").await.map_err(|e| e.to_string())?;
+        match condition(&o, "Active") {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let mut j = job("unmirrored-1");
+    j.metadata.namespace = Some(ns.into());
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(hub.clone(), ns);
+    jobs.create(&PostParams::default(), &j).await.unwrap();
+    let remote: Api<DynamicObject> =
+        Api::namespaced_with(worker_b.clone(), ns, &kueue("Workload", "workloads"));
+    let local: Api<DynamicObject> =
+        Api::namespaced_with(hub.clone(), ns, &kueue("Workload", "workloads"));
+    let (reason, message) = until(120, "the copy on worker-b says why it waits", || async {
+        let list = remote
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(w) = list.items.first() else {
+            let hub = local
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            return Err(format!(
+                "no copy yet; the manager's: {:?}",
+                hub.items
+                    .iter()
+                    .map(|w| &w.data["status"])
+                    .collect::<Vec<_>>()
+            ));
+        };
+        match condition(w, "QuotaReserved") {
+            Some((s, r, m)) if s == "False" && m.contains("LocalQueue") => Ok((r, m)),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    eprintln!("multikueue: unmirrored LocalQueue -> worker-b Workload {reason}: {message}");
+    assert!(
+        message.contains("LocalQueue default doesn't exist"),
+        "{message}"
+    );
+    let list = local.list(&Default::default()).await.unwrap();
+    let w = list.items.first().expect("the manager's Workload");
+    assert!(
+        w.data.pointer("/status/clusterName").is_none(),
+        "{:?}",
+        w.data["status"]
+    );
+}
+
+/// The JobSet CRD's served kind (`jobset.x-k8s.io/v1alpha2` JobSet, the version Kueue v0.19.2's
+/// adapter watches): all a watch needs; the schema is left open.
+async fn jobset_crd(client: &Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "jobsets.jobset.x-k8s.io"},
+        "spec": {"group": "jobset.x-k8s.io", "scope": "Namespaced",
+            "names": {"kind": "JobSet", "listKind": "JobSetList", "plural": "jobsets",
+                "singular": "jobset"},
+            "versions": [{"name": "v1alpha2", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}}}]}}))
+    .unwrap();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.create(&PostParams::default(), &crd).await.unwrap();
+    until(120, "the JobSet CRD established", || async {
+        let o = api
+            .get("jobsets.jobset.x-k8s.io")
+            .await
+            .map_err(|e| e.to_string())?;
+        let conds = o.status.and_then(|s| s.conditions).unwrap_or_default();
+        conds
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+            .then_some(())
+            .ok_or_else(|| format!("{conds:?}"))
+    })
+    .await;
+}
+
+/// A framework the manager enables (`jobset.x-k8s.io/jobset`) on a cluster without its CRD
+/// (GPU195): a MultiKueueCluster for the shared test cluster, which has Kueue's CRDs but not
+/// JobSet's, with a kubeconfig Kueue accepts. Kueue's JobSet watch fails there, so it never
+/// connects: inactive, `ClientConnectionFailed`.
+async fn forced_missing_framework(hub: &Client) {
+    let path = std::env::var("GPUCTL_TEST_KUBECONFIG").expect("the shared test cluster");
+    let kubeconfig = std::fs::read_to_string(path).unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(hub.clone(), "kueue-system");
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": "neg-no-crd-kubeconfig"},
+        "stringData": {"kubeconfig": kubeconfig}}))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let mkc = kueue("MultiKueueCluster", "multikueueclusters");
+    create(
+        hub,
+        None,
+        &mkc,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueCluster", "metadata": {"name": "neg-no-crd"},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret",
+            "location": "neg-no-crd-kubeconfig"}}}}),
+    )
+    .await;
+    let (reason, message) = inactive(hub, &mkc, "neg-no-crd").await;
+    eprintln!("multikueue: worker without the JobSet CRD -> {reason}: {message}");
+    assert_eq!(reason, "ClientConnectionFailed", "{message}");
+    assert!(
+        message.contains("no matches for kind \"JobSet\""),
+        "{message}"
     );
 }

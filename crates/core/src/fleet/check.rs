@@ -1,4 +1,4 @@
-//! The fleet file's own rules (GPU182–GPU189 in the validation registry): cluster names and
+//! The fleet file's own rules (GPU182–GPU189 and GPU193's duplicates in the validation registry): cluster names and
 //! contexts, blueprint paths inside the fleet's directory, waves that hold every cluster once,
 //! and the MultiKueue rules that need no blueprint.
 
@@ -314,6 +314,17 @@ fn multi_kueue(fleet: &Fleet, bounds: &Bounds, out: &mut Out) {
             ),
             "list at least one worker and at most 20; split a larger fleet over several managers",
         );
+    }
+    let mut queues = BTreeSet::new();
+    for (i, cq) in mk.cluster_queues.iter().enumerate() {
+        if !queues.insert(cq.as_str()) {
+            out.emit(
+                "GPU193",
+                format!("spec.multiKueue.clusterQueues[{i}]"),
+                format!("ClusterQueue `{cq}` is listed twice"),
+                "list each dispatching ClusterQueue once: it gets one MultiKueue check either way",
+            );
+        }
     }
     let mut seen = BTreeSet::new();
     for (i, w) in mk.workers.iter().enumerate() {

@@ -7,6 +7,7 @@
 mod check;
 pub mod gitops;
 mod gitops_model;
+mod mk_rules;
 pub mod model;
 pub mod multikueue;
 
@@ -233,12 +234,18 @@ impl LoadedFleet {
     /// (loaded, checked and dropped one at a time, so memory stays that of one cluster).
     pub fn check(&self, catalog: &Catalog, opts: Options) -> FleetReport {
         let mut clusters = Vec::new();
+        let mut queues = std::collections::BTreeMap::new();
         for (i, c) in self.fleet.spec.clusters.iter().enumerate() {
             let Some(loaded) = self.load_cluster(i) else {
                 continue;
             };
             let mut reports = match loaded {
-                Ok(l) => crate::validate::check_split(&l, catalog, opts),
+                Ok(l) => {
+                    if multikueue::role(&self.fleet, &c.name) != multikueue::Role::None {
+                        queues.insert(c.name.clone(), mk_rules::Queues::of(&l.blueprint, catalog));
+                    }
+                    crate::validate::check_split(&l, catalog, opts)
+                }
                 Err(b) => crate::validate::check_broken_split(&b, catalog, opts),
             };
             for r in &mut reports {
@@ -248,10 +255,16 @@ impl LoadedFleet {
             }
             clusters.push((c.name.clone(), reports));
         }
-        FleetReport {
-            fleet: self.report.clone(),
-            clusters,
+        let mut fleet = self.report.clone();
+        if let Ok(tree) = SourceTree::parse(&fleet.source) {
+            let mut out = check::Out::new(&tree);
+            mk_rules::run(&self.fleet, &queues, catalog, &mut out);
+            fleet.findings.extend(out.findings);
+            fleet
+                .findings
+                .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         }
+        FleetReport { fleet, clusters }
     }
 }
 

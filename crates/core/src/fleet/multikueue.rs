@@ -179,6 +179,21 @@ pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
             );
         }
     }
+    if role(fleet, cluster) == Role::Worker {
+        // The ServiceAccount goes one phase ahead of its token Secret (the objects of one phase
+        // are applied concurrently): the token controller deletes a token Secret whose
+        // ServiceAccount it cannot find (kubernetes v1.35.4
+        // pkg/controller/serviceaccount/tokens_controller.go syncSecret, a live lookup), and then
+        // `fleet apply` finds no token to build the worker's kubeconfig from.
+        for o in objects.iter_mut() {
+            if o.kind == "ServiceAccount"
+                && o.name == SERVICE_ACCOUNT
+                && o.namespace.as_deref() == Some(kueue_namespace())
+            {
+                o.phase = Phase::Quotas;
+            }
+        }
+    }
     if role(fleet, cluster) == Role::Manager {
         for o in objects.iter_mut() {
             if o.kind == "ClusterQueue" && mk.cluster_queues.contains(&o.name) {
@@ -271,13 +286,15 @@ mod tests {
         assert_eq!(
             kinds,
             [
+                "ServiceAccount",
                 "ClusterQueue",
                 "ClusterRole",
                 "ClusterRoleBinding",
-                "Secret",
-                "ServiceAccount"
+                "Secret"
             ]
         );
+        // The ServiceAccount is applied a phase before its token Secret.
+        assert!(s[0].phase < s.iter().find(|o| o.kind == "Secret").unwrap().phase);
         let cq = s.iter().find(|o| o.kind == "ClusterQueue").unwrap();
         assert!(cq.manifest["spec"].get("admissionChecksStrategy").is_none());
         let mut f = fleet();

@@ -54,6 +54,9 @@ pub struct MultiKueueFacts {
     pub controller_name: String,
     /// The rules of the ClusterRole the manager uses on each worker.
     pub worker_rules: Vec<PolicyRule>,
+    /// Frameworks of kinds every Kubernetes cluster serves (no CRD): a manager may enable them
+    /// whatever its workers enable (GPU195).
+    pub builtin_frameworks: Vec<String>,
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,
@@ -822,6 +825,19 @@ pub(super) fn load_queueing(
         file.scheduling_messages.read,
     );
     sourced(sources, F, Some("multikueue"), &file.multikueue.source)?;
+    if let Some(f) = file
+        .multikueue
+        .builtin_frameworks
+        .iter()
+        .find(|f| !file.kueue_configuration.frameworks.contains(f))
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "multikueue.builtin_frameworks names `{f}`, not one of kueue_configuration.frameworks"
+            ),
+        ));
+    }
     log.row("multikueue", &file.multikueue.source, file.multikueue.read);
     Ok(Queueing {
         kueue: file.kueue,

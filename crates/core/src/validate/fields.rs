@@ -17,12 +17,12 @@ use crate::blueprint::yaml::{SourceTree, inline};
 /// header): the reference says so once instead of on every row.
 pub const STRUCTURAL: &[&str] = &["GPU001", "GPU002", "GPU003", "GPU004", "GPU005"];
 
-/// Rules about overlays (`extends`, GPU180 and GPU181) and fleet files (the rest of GPU180–192): their findings
+/// Rules about overlays (`extends`, GPU180 and GPU181) and fleet files (the rest of GPU180–196): their findings
 /// are at `extends`, a keyed list, or in a fleet file, not at a field of one blueprint; their
 /// cases are in `blueprint/overlay/tests.rs` and `fleet/tests.rs`.
 pub const OVERLAY_AND_FLEET: &[&str] = &[
     "GPU180", "GPU181", "GPU182", "GPU183", "GPU184", "GPU185", "GPU186", "GPU187", "GPU188",
-    "GPU189", "GPU190", "GPU191", "GPU192",
+    "GPU189", "GPU190", "GPU191", "GPU192", "GPU193", "GPU194", "GPU195", "GPU196",
 ];
 
 /// The fields each rule's findings are about, in the reference's path form (`[]` for list items;

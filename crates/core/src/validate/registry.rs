@@ -960,6 +960,34 @@ rules! {
         source: "docs/fleet.md (GitOps)",
         example: "spec:\n  clusters:\n    - {name: flux, blueprint: a.yaml, context: a}\n  gitops: {engine: flux, path: rendered, flux: {sourceRef: {name: fleet}}}\n",
     }
+    "GPU193" "multikueue-cluster-queues" "fleet" Error {
+        checks: "The MultiKueue manager and every worker use Kueue, and each of `multiKueue.clusterQueues` is a ClusterQueue the manager's effective blueprint declares, listed once.",
+        why: "MultiKueue is part of Kueue: a worker without it never runs a dispatched Workload. gpuctl gives each listed ClusterQueue exactly one MultiKueue check at ClusterQueue level (never per flavor, never on a worker, never beside a ProvisioningRequest check, which the blueprint cannot declare): a misspelt name would silently leave the real queue without it, so its jobs run on the manager.",
+        fix: "Declare Kueue in the manager's and workers' blueprints (or their base); name ClusterQueues of the manager, each once.",
+        source: "kubernetes-sigs/kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go (a ClusterQueue with two MultiKueue checks, one per flavor, or one beside a ProvisioningRequest check is inactive)",
+        example: "spec:\n  multiKueue: {manager: hub, workers: [us-east], clusterQueues: [cq-team-a, cq-team-a]}\n",
+    }
+    "GPU194" "multikueue-mirrored-queues" "fleet" Error {
+        checks: "Every namespace whose LocalQueue feeds a dispatching ClusterQueue on the manager has, on every worker, a tenant with that namespace and a queue (so the LocalQueue `default` exists there).",
+        why: "Kueue creates the remote copy of a Workload in the same namespace and LocalQueue on the worker; on a worker that lacks them the copy is never admitted, and the job waits on the manager without a clear error.",
+        fix: "Declare the tenant with that namespace and a `queue` (a ClusterQueue of the worker; it may differ from the manager's) in the shared base or in the worker's overlay.",
+        source: "kubernetes-sigs/kueue v0.19.2 site/content/en/docs/tasks/manage/setup_multikueue.md (workers mirror the manager's namespaces and LocalQueues)",
+        example: "# the manager's tenant team-a (namespace team-a, queue cq-team-a) is deleted in a worker's overlay\nspec:\n  tenants:\n    - {name: team-a, $patch: delete}\n",
+    }
+    "GPU195" "multikueue-frameworks" "fleet" Error {
+        checks: "Every job framework the manager's Kueue enables (its `integrations.frameworks`, or the chart's default list when the blueprint declares none) is enabled on every worker, except the kinds of Kubernetes itself (`multikueue.builtin_frameworks`: batch/job, pod, deployment, statefulset).",
+        why: "Kueue's MultiKueue controller opens a watch on every worker for each enabled framework's kind and does not connect a worker where one fails (its CRD is missing): that worker's MultiKueueCluster stays inactive and nothing is dispatched to it.",
+        fix: "Enable (and install) the framework on every worker, or declare on the manager only the frameworks every worker runs.",
+        source: "kubernetes-sigs/kueue v0.19.2 pkg/controller/admissionchecks/multikueue/multikueuecluster.go:351-366; profiles/queueing.yaml (multikueue.builtin_frameworks, kueue_configuration.chart_defaults)",
+        example: "# manager: integrations.frameworks [batch/job, jobset.x-k8s.io/jobset]; a worker: [batch/job]\nspec:\n  scheduling:\n    kueue:\n      config: {integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}}\n",
+    }
+    "GPU196" "multikueue-quota" "fleet" Warning {
+        checks: "Per resource, a dispatching ClusterQueue's nominal quota on the manager (summed over its flavors) is at most the sum of the workers' quotas of the ClusterQueues their mirrored LocalQueues point to.",
+        why: "The manager admits against its own quota, then dispatches: quota the workers do not have lets the manager admit jobs that then wait on the workers (Kueue: ideally the manager's quota equals the total quota of the workers). Borrowing within a worker's cohort is not counted.",
+        fix: "Lower the manager's quota to the workers' total, or raise the workers'.",
+        source: "kubernetes-sigs/kueue v0.19.2 site/content/en/docs/concepts/multikueue.md",
+        example: "# manager cq-team-a: nvidia.com/gpu 64; workers' cq-team-a: 8 + 16\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.
