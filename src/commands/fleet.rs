@@ -241,7 +241,12 @@ fn run_render(
             templates,
             &next,
         )?;
-        fleet::multikueue::add(&fleet.fleet, &cluster.name, &mut rendered.set.objects);
+        fleet::multikueue::add(
+            &fleet.fleet,
+            &cluster.name,
+            fleet.manager_frameworks(),
+            &mut rendered.set.objects,
+        );
         if let Some(g) = &fleet.fleet.spec.gitops
             && g.engine == gitops::Engine::Flux
         {

@@ -231,7 +231,12 @@ fn render(
         cmd.render.templates.as_deref(),
         &next,
     )?;
-    gpuctl_core::fleet::multikueue::add(&fleet.fleet, &c.name, &mut rendered.set.objects);
+    gpuctl_core::fleet::multikueue::add(
+        &fleet.fleet,
+        &c.name,
+        fleet.manager_frameworks(),
+        &mut rendered.set.objects,
+    );
     // A blueprint that did not load does not render either (its findings were printed).
     let bp = bp.ok_or(CommandError::Reported)?;
     Ok((bp, rendered))

@@ -146,7 +146,12 @@ fn plan_one(
         &next,
     )
     .map_err(|e| e.to_string())?;
-    gpuctl_core::fleet::multikueue::add(&fleet.fleet, &cluster.name, &mut rendered.set.objects);
+    gpuctl_core::fleet::multikueue::add(
+        &fleet.fleet,
+        &cluster.name,
+        fleet.manager_frameworks(),
+        &mut rendered.set.objects,
+    );
     plan_rendered(rendered, blueprint, against, &cmd.settings).map_err(|e| one_line(&e))
 }
 

@@ -109,7 +109,12 @@ fn one(
         &next,
     )
     .map_err(|e| one_line(&e))?;
-    gpuctl_core::fleet::multikueue::add(&fleet.fleet, &cluster.name, &mut rendered.set.objects);
+    gpuctl_core::fleet::multikueue::add(
+        &fleet.fleet,
+        &cluster.name,
+        fleet.manager_frameworks(),
+        &mut rendered.set.objects,
+    );
     let args = ClusterArgs {
         kubeconfig: kubeconfig.cloned(),
         context: Some(context.clone()),

@@ -90,7 +90,12 @@ fn converged_snapshot(dir: &Path, name: &str) -> String {
             .unwrap_or_else(|r| panic!("{name} validates: {:?}", r.findings));
     let mut set = gpuctl_core::render::render(&valid, catalog, &Templates::embedded()).unwrap();
     // A converged cluster holds its MultiKueue objects too (fleet render adds them).
-    gpuctl_core::fleet::multikueue::add(&fleet.fleet, name, &mut set.objects);
+    gpuctl_core::fleet::multikueue::add(
+        &fleet.fleet,
+        name,
+        fleet.manager_frameworks(),
+        &mut set.objects,
+    );
     let mut snap = Snapshot {
         format_version: SNAPSHOT_FORMAT_VERSION,
         fingerprint: Some(format!("fp-{name}")),

@@ -266,7 +266,12 @@ fn rendered_fleets_carry_one_multikueue_check_per_dispatching_cluster_queue_and_
             let mut set =
                 crate::render::render(&valid, catalog, &crate::render::Templates::embedded())
                     .unwrap();
-            crate::fleet::multikueue::add(&l.fleet, &c.name, &mut set.objects);
+            crate::fleet::multikueue::add(
+                &l.fleet,
+                &c.name,
+                l.manager_frameworks(),
+                &mut set.objects,
+            );
             let checks: Vec<_> = set
                 .objects
                 .iter()

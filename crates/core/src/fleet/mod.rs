@@ -38,6 +38,8 @@ pub struct LoadedFleet {
     pub report: FileReport,
     /// Per cluster: whether its blueprint path may be read (GPU186 passed).
     readable: Vec<bool>,
+    /// [`LoadedFleet::manager_frameworks`], read once.
+    manager_frameworks: std::sync::OnceLock<Vec<String>>,
 }
 
 /// Every finding of a fleet: the fleet file's, then each cluster's (in the files that set the
@@ -102,6 +104,7 @@ pub fn load(path: &Path, bytes: Vec<u8>, catalog: &Catalog) -> Result<LoadedFlee
         root,
         fleet,
         readable,
+        manager_frameworks: std::sync::OnceLock::new(),
     })
 }
 
@@ -184,6 +187,28 @@ impl LoadedFleet {
             self.manager_settings(&cluster.name, &mut l.blueprint);
         }
         Some(loaded)
+    }
+
+    /// The frameworks the MultiKueue manager's Kueue enables (declared, else the chart's list);
+    /// empty without MultiKueue or when the manager's blueprint cannot be read (reported by
+    /// `fleet validate`). Workers' ClusterRoles are rendered from it.
+    pub fn manager_frameworks(&self) -> &[String] {
+        self.manager_frameworks.get_or_init(|| {
+            let Some(mk) = &self.fleet.spec.multi_kueue else {
+                return Vec::new();
+            };
+            let Ok(i) = self.cluster_index(&mk.manager) else {
+                return Vec::new();
+            };
+            match self.load_cluster(i) {
+                Some(Ok(l)) => {
+                    mk_rules::Queues::of(&l.blueprint, Catalog::embedded())
+                        .frameworks
+                        .0
+                }
+                _ => Vec::new(),
+            }
+        })
     }
 
     /// What the fleet says of cluster `name`'s own Kueue: the MultiKueue manager gets the

@@ -58,15 +58,39 @@ pub fn role(fleet: &Fleet, cluster: &str) -> Role {
     }
 }
 
-/// The resources Kueue's recipe (site/static/examples/multikueue/create-multikueue-kubeconfig.sh)
-/// lets the manager use on a worker: the jobs it mirrors, their pods, and Kueue's workloads
-/// (profiles/queueing.yaml `multikueue.worker_rules`).
-fn rules() -> Value {
-    facts()
+/// The ClusterRole's rules on a worker: Kueue's recipe
+/// (site/static/examples/multikueue/create-multikueue-kubeconfig.sh: the jobs it mirrors, their
+/// pods, Kueue's workloads; profiles/queueing.yaml `multikueue.worker_rules`), then, for every
+/// framework the manager enables whose kind the recipe does not cover, the same two rules the
+/// recipe gives Job (`job_verbs` on the kind, `status_verbs` on its status): Kueue's MultiKueue
+/// client lists and watches every enabled framework's kind on each worker.
+fn rules(manager_frameworks: &[String]) -> Value {
+    let f = facts();
+    let mut out: Vec<Value> = f
         .worker_rules
         .iter()
         .map(|r| json!({"apiGroups": r.api_groups, "resources": r.resources, "verbs": r.verbs}))
-        .collect()
+        .collect();
+    let covered = |group: &str, resource: &str| {
+        f.worker_rules.iter().any(|r| {
+            r.api_groups.iter().any(|g| g == group) && r.resources.iter().any(|x| x == resource)
+        })
+    };
+    let mut kinds: Vec<&crate::profiles::FrameworkResource> = manager_frameworks
+        .iter()
+        .filter_map(|name| f.framework_resources.get(name))
+        .filter(|k| !covered(&k.group, &k.resource))
+        .collect();
+    kinds.sort_by(|a, b| (&a.group, &a.resource).cmp(&(&b.group, &b.resource)));
+    kinds.dedup();
+    for k in kinds {
+        out.push(json!({"apiGroups": [k.group], "resources": [k.resource], "verbs": f.job_verbs}));
+        out.push(
+            json!({"apiGroups": [k.group], "resources": [format!("{}/status", k.resource)],
+            "verbs": f.status_verbs}),
+        );
+    }
+    Value::Array(out)
 }
 
 /// The labels every rendered object carries with the same value (the ApplySet membership and
@@ -88,8 +112,14 @@ fn shared_labels(objects: &[RenderedObject]) -> Value {
 }
 
 /// Adds `cluster`'s MultiKueue objects to its rendered objects (nothing when it has no role),
-/// keeping them sorted.
-pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
+/// keeping them sorted; `manager_frameworks` are the frameworks the manager's Kueue enables
+/// ([`super::LoadedFleet::manager_frameworks`]), which a worker's ClusterRole must let it use.
+pub fn add(
+    fleet: &Fleet,
+    cluster: &str,
+    manager_frameworks: &[String],
+    objects: &mut Vec<RenderedObject>,
+) {
     let Some(mk) = &fleet.spec.multi_kueue else {
         return;
     };
@@ -137,7 +167,7 @@ pub fn add(fleet: &Fleet, cluster: &str, objects: &mut Vec<RenderedObject>) {
                 "ClusterRole",
                 None,
                 SERVICE_ACCOUNT,
-                json!({"rules": rules()}),
+                json!({"rules": rules(manager_frameworks)}),
             );
             add(
                 rbac,
@@ -240,7 +270,7 @@ mod tests {
             manifest: json!({"kind": "Namespace", "metadata": {"name": "gpu-operator", "labels": {"a": "b", "pod-security.kubernetes.io/enforce": "privileged"}}}),
         }];
         s.extend(set());
-        add(&fleet(), "hub", &mut s);
+        add(&fleet(), "hub", &[], &mut s);
         let cfg = s.iter().find(|o| o.kind == "MultiKueueConfig").unwrap();
         assert_eq!(cfg.manifest["metadata"]["labels"], json!({"a": "b"}));
     }
@@ -248,7 +278,7 @@ mod tests {
     #[test]
     fn multikueue_manager_objects() {
         let mut s = set();
-        add(&fleet(), "hub", &mut s);
+        add(&fleet(), "hub", &[], &mut s);
         let kinds: Vec<_> = s
             .iter()
             .map(|o| (o.kind.as_str(), o.name.as_str()))
@@ -279,9 +309,42 @@ mod tests {
     }
 
     #[test]
+    fn a_workers_role_lets_the_manager_use_every_framework_it_enables() {
+        let role = |frameworks: &[&str]| {
+            let frameworks: Vec<String> = frameworks.iter().map(|f| f.to_string()).collect();
+            let mut s = set();
+            add(&fleet(), "w1", &frameworks, &mut s);
+            s.into_iter()
+                .find(|o| o.kind == "ClusterRole")
+                .unwrap()
+                .manifest["rules"]
+                .clone()
+        };
+        let recipe = role(&[]);
+        let n = recipe.as_array().unwrap().len();
+        // Job, JobSet and Pods are the recipe's already: nothing added.
+        assert_eq!(
+            role(&["batch/job", "jobset.x-k8s.io/jobset", "pod"]),
+            recipe
+        );
+        // RayJob and PyTorchJob: the kind and its status each, sorted by group, once.
+        let more = role(&["ray.io/rayjob", "kubeflow.org/pytorchjob", "ray.io/rayjob"]);
+        let added: Vec<Value> = more.as_array().unwrap()[n..].to_vec();
+        assert_eq!(
+            added,
+            vec![
+                json!({"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["create", "delete", "get", "list", "watch"]}),
+                json!({"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs/status"], "verbs": ["get"]}),
+                json!({"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["create", "delete", "get", "list", "watch"]}),
+                json!({"apiGroups": ["ray.io"], "resources": ["rayjobs/status"], "verbs": ["get"]}),
+            ]
+        );
+    }
+
+    #[test]
     fn multikueue_worker_objects_and_none() {
         let mut s = set();
-        add(&fleet(), "w1", &mut s);
+        add(&fleet(), "w1", &[], &mut s);
         let kinds: Vec<_> = s.iter().map(|o| o.kind.as_str()).collect();
         assert_eq!(
             kinds,
@@ -300,7 +363,7 @@ mod tests {
         let mut f = fleet();
         f.spec.multi_kueue = None;
         let mut s = set();
-        add(&f, "hub", &mut s);
+        add(&f, "hub", &[], &mut s);
         assert_eq!(s.len(), 1);
     }
 }

@@ -49,10 +49,10 @@ pub use operator::{
     OperatorSupport, OsSupport, OsSystem, Precompiled,
 };
 pub use queueing::{
-    Affixes, Composition, ConfigMapKey, KUEUE_API_VERSIONS, KUEUE_API_VERSIONS_FROM_ALPHA,
-    KueueChart, KueueConfiguration, KueueMessages, MultiKueueFacts, PolicyRule, QueueSystem,
-    ReleaseLine, ReleaseProblem, RequiredValue, SchedulingMessages, VolcanoChart, VolcanoHierarchy,
-    VolcanoMessages, VolcanoRelease,
+    Affixes, Composition, ConfigMapKey, FrameworkResource, KUEUE_API_VERSIONS,
+    KUEUE_API_VERSIONS_FROM_ALPHA, KueueChart, KueueConfiguration, KueueMessages, MultiKueueFacts,
+    PolicyRule, QueueSystem, ReleaseLine, ReleaseProblem, RequiredValue, SchedulingMessages,
+    VolcanoChart, VolcanoHierarchy, VolcanoMessages, VolcanoRelease,
 };
 
 use crate::version::{CudaVersion, DriverVersion, OperatorVersion};

@@ -57,9 +57,25 @@ pub struct MultiKueueFacts {
     /// Frameworks of kinds every Kubernetes cluster serves (no CRD): a manager may enable them
     /// whatever its workers enable (GPU195).
     pub builtin_frameworks: Vec<String>,
+    /// Per framework name, the API group and resource of its kind on a worker.
+    pub framework_resources: std::collections::BTreeMap<String, FrameworkResource>,
+    /// What the worker's ClusterRole grants on each enabled framework's resource.
+    pub job_verbs: Vec<String>,
+    /// What it grants on the resource's `status`.
+    pub status_verbs: Vec<String>,
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,
+}
+
+/// A framework's kind as RBAC names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameworkResource {
+    /// API group (`""`: the core group).
+    pub group: String,
+    /// Resource (the plural).
+    pub resource: String,
 }
 
 /// One RBAC rule.
@@ -734,6 +750,37 @@ fn parse_line(line: &str) -> Option<(u64, u64)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
+/// The MultiKueue facts agree with Kueue's framework list: every built-in is one of its names, and
+/// every name has its kind in `framework_resources` (a worker's role is rendered from it).
+fn check_multikueue(file: &QueueingFile) -> Result<(), ProfileError> {
+    const F: &str = QUEUEING_FILE;
+    if let Some(f) = file
+        .multikueue
+        .builtin_frameworks
+        .iter()
+        .find(|f| !file.kueue_configuration.frameworks.contains(f))
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "multikueue.builtin_frameworks names `{f}`, not one of kueue_configuration.frameworks"
+            ),
+        ));
+    }
+    if let Some(f) = file
+        .kueue_configuration
+        .frameworks
+        .iter()
+        .find(|f| !file.multikueue.framework_resources.contains_key(*f))
+    {
+        return Err(inconsistent(
+            F,
+            format!("multikueue.framework_resources has no entry for framework `{f}`"),
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn load_queueing(
     file: QueueingFile,
     sources: &mut Vec<(&'static str, String)>,
@@ -825,19 +872,7 @@ pub(super) fn load_queueing(
         file.scheduling_messages.read,
     );
     sourced(sources, F, Some("multikueue"), &file.multikueue.source)?;
-    if let Some(f) = file
-        .multikueue
-        .builtin_frameworks
-        .iter()
-        .find(|f| !file.kueue_configuration.frameworks.contains(f))
-    {
-        return Err(inconsistent(
-            F,
-            format!(
-                "multikueue.builtin_frameworks names `{f}`, not one of kueue_configuration.frameworks"
-            ),
-        ));
-    }
+    check_multikueue(&file)?;
     log.row("multikueue", &file.multikueue.source, file.multikueue.read);
     Ok(Queueing {
         kueue: file.kueue,
