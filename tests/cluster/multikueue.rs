@@ -13,7 +13,8 @@
 //! MultiKueueCluster inactive (`InsecureKubeConfig`), ClusterQueues with two MultiKueue checks, a
 //! per-flavor one, one beside a ProvisioningRequest check, or one on a worker inactive with
 //! Kueue's reason, 21 clusters refused by the CRD, a Job from a LocalQueue the workers lack never
-//! admitted there, and a worker without the JobSet CRD never connected.
+//! admitted there, a worker without the JobSet CRD never connected, and a manager quota above the
+//! workers' (GPU196) admitting a Job on the manager that no worker admits.
 
 use crate::support;
 
@@ -385,6 +386,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     forced_too_many_workers(hub).await;
     forced_unmirrored_local_queue(hub, worker_a, worker_b).await;
     forced_missing_framework(hub).await;
+    forced_manager_quota_above_workers(hub, worker_b).await;
     eprintln!(
         "multikueue: done in {:.1}s",
         started.elapsed().as_secs_f64()
@@ -736,5 +738,96 @@ async fn forced_missing_framework(hub: &Client) {
     assert!(
         message.contains("no matches for kind \"JobSet\""),
         "{message}"
+    );
+}
+
+/// A manager quota above the workers' sum (GPU196, a warning): the hub's `cq-team-a` raised to
+/// 16 GPUs while worker-b keeps 8 (worker-a 0). An 8-GPU Job is admitted on the manager (its
+/// quota holds it) and copied to the workers, where it is not admitted for want of quota: the
+/// manager's Workload holds 8 GPUs of quota and names no worker.
+async fn forced_manager_quota_above_workers(hub: &Client, worker_b: &Client) {
+    let cqs: Api<DynamicObject> =
+        Api::all_with(hub.clone(), &kueue("ClusterQueue", "clusterqueues"));
+    let mut cq = cqs.get("cq-team-a").await.unwrap();
+    let mut raised = 0;
+    for g in cq.data["spec"]["resourceGroups"].as_array_mut().unwrap() {
+        for f in g["flavors"].as_array_mut().unwrap() {
+            for r in f["resources"].as_array_mut().unwrap() {
+                if r["name"] == "nvidia.com/gpu" {
+                    r["nominalQuota"] = json!("16");
+                    raised += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(raised, 1, "{:?}", cq.data["spec"]);
+    cqs.replace("cq-team-a", &PostParams::default(), &cq)
+        .await
+        .unwrap();
+    let mut j = job("over-quota-1");
+    let c = &mut j
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0];
+    let res = c.resources.as_mut().unwrap();
+    for m in [res.requests.as_mut().unwrap(), res.limits.as_mut().unwrap()] {
+        m.insert(
+            "nvidia.com/gpu".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("8".into()),
+        );
+    }
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(hub.clone(), "team-a");
+    jobs.create(&PostParams::default(), &j).await.unwrap();
+    let remote: Api<DynamicObject> =
+        Api::namespaced_with(worker_b.clone(), "team-a", &kueue("Workload", "workloads"));
+    let message = until(120, "the copy on worker-b waits for quota", || async {
+        let list = remote
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let copy = list.items.iter().find(|w| {
+            w.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.contains("over-quota-1"))
+        });
+        let Some(w) = copy else {
+            return Err("no copy yet".to_string());
+        };
+        match condition(w, "QuotaReserved") {
+            Some((s, _, m)) if s == "False" && m.contains("insufficient") => Ok(m),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    eprintln!("multikueue: manager quota above the workers' -> worker-b copy: {message}");
+    let local: Api<DynamicObject> =
+        Api::namespaced_with(hub.clone(), "team-a", &kueue("Workload", "workloads"));
+    let list = local.list(&Default::default()).await.unwrap();
+    let w = list
+        .items
+        .iter()
+        .find(|w| {
+            w.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.contains("over-quota-1"))
+        })
+        .expect("the manager's Workload");
+    assert_eq!(
+        condition(w, "QuotaReserved").map(|c| c.0),
+        Some("True".to_string()),
+        "the manager holds quota for it: {:?}",
+        w.data["status"]
+    );
+    assert!(
+        w.data.pointer("/status/clusterName").is_none(),
+        "{:?}",
+        w.data["status"]
     );
 }
