@@ -14,7 +14,8 @@
 //! per-flavor one, one beside a ProvisioningRequest check, or one on a worker inactive with
 //! Kueue's reason, 21 clusters refused by the CRD, a Job from a LocalQueue the workers lack never
 //! admitted there, a worker without the JobSet CRD never connected, and a manager quota above the
-//! workers' (GPU196) admitting a Job on the manager that no worker admits.
+//! workers' (GPU196) admitting a Job on the manager that no worker admits, and the manager as its
+//! own worker (GPU187): connected, and its Job suspended for good.
 
 use crate::support;
 
@@ -387,6 +388,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     forced_unmirrored_local_queue(hub, worker_a, worker_b).await;
     forced_missing_framework(hub).await;
     forced_manager_quota_above_workers(hub, worker_b).await;
+    forced_manager_as_its_own_worker(hub, &fresh[0].kubeconfig()).await;
     eprintln!(
         "multikueue: done in {:.1}s",
         started.elapsed().as_secs_f64()
@@ -830,4 +832,174 @@ async fn forced_manager_quota_above_workers(hub: &Client, worker_b: &Client) {
         "{:?}",
         w.data["status"]
     );
+}
+
+/// The manager as its own worker (GPU187): a MultiKueueCluster whose kubeconfig is the manager's
+/// own API server, with a ServiceAccount token the way gpuctl builds a worker's (the manager gets
+/// the JobSet CRD first, so only the self-reference is wrong). Kueue connects it (`Active`) and
+/// dispatches to it: a Job's Workload reserves the manager's quota and is nominated to the
+/// manager itself, and then nothing happens: its MultiKueue check stays `Pending`, no cluster is
+/// named, the Job stays suspended (its remote copy is itself).
+async fn forced_manager_as_its_own_worker(hub: &Client, own: &Path) {
+    jobset_crd(hub).await;
+    let ns = "kueue-system";
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(hub.clone(), ns);
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "neg-self"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let crbs: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(hub.clone());
+    crbs.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "neg-self"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "neg-self", "namespace": ns}]}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(hub.clone(), ns);
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "neg-self-token",
+                "annotations": {"kubernetes.io/service-account.name": "neg-self"}},
+                "type": "kubernetes.io/service-account-token"}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let (token, ca) = until(120, "the self token", || async {
+        let s = secrets
+            .get("neg-self-token")
+            .await
+            .map_err(|e| e.to_string())?;
+        let d = s.data.unwrap_or_default();
+        match (d.get("token"), d.get("ca.crt")) {
+            (Some(t), Some(c)) => Ok((String::from_utf8(t.0.clone()).unwrap(), c.0.clone())),
+            _ => Err("empty".to_string()),
+        }
+    })
+    .await;
+    use base64::Engine as _;
+    let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(own).unwrap()).unwrap();
+    let server = kc["clusters"][0]["cluster"]["server"].clone();
+    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "self", "cluster": {"server": server,
+            "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(&ca)}}],
+        "users": [{"name": "self", "user": {"token": token}}],
+        "contexts": [{"name": "self", "context": {"cluster": "self", "user": "self"}}],
+        "current-context": "self"});
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "neg-self-kubeconfig"},
+                "stringData": {"kubeconfig": kubeconfig.to_string()}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mkc = kueue("MultiKueueCluster", "multikueueclusters");
+    create(
+        hub,
+        None,
+        &mkc,
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueCluster", "metadata": {"name": "neg-self"},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret",
+            "location": "neg-self-kubeconfig"}}}}),
+    )
+    .await;
+    let api: Api<DynamicObject> = Api::all_with(hub.clone(), &mkc);
+    let (status, reason, message) = until(120, "neg-self has a verdict", || async {
+        let o = api.get("neg-self").await.map_err(|e| e.to_string())?;
+        match condition(&o, "Active") {
+            Some((s, r, m)) if !r.is_empty() => Ok((s, r, m)),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    eprintln!(
+        "multikueue: manager as its own worker -> MultiKueueCluster {status} {reason}: {message}"
+    );
+    // Kueue does not refuse it: it connects.
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "Active"),
+        "{message}"
+    );
+    create(hub, None, &kueue("MultiKueueConfig", "multikueueconfigs"), json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueConfig", "metadata": {"name": "neg-self"}, "spec": {"clusters": ["neg-self"]}})).await;
+    create(hub, None, &kueue("AdmissionCheck", "admissionchecks"), json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+        "metadata": {"name": "neg-self"}, "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "neg-self"}}})).await;
+    create(hub, None, &kueue("ClusterQueue", "clusterqueues"), json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": "neg-self-cq"}, "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-self"}},
+            "resourceGroups": [{"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [{"name": "train",
+                "resources": [{"name": "cpu", "nominalQuota": "4"}, {"name": "nvidia.com/gpu", "nominalQuota": "4"}]}]}],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "neg-self"}]}}})).await;
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(hub.clone());
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "team-self"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    create(hub, Some("team-self"), &kueue("LocalQueue", "localqueues"), json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "default", "namespace": "team-self"}, "spec": {"clusterQueue": "neg-self-cq"}})).await;
+    let lqs: Api<DynamicObject> = Api::namespaced_with(
+        hub.clone(),
+        "team-self",
+        &kueue("LocalQueue", "localqueues"),
+    );
+    until(120, "team-self LocalQueue active", || async {
+        let o = lqs.get("default").await.map_err(|e| e.to_string())?;
+        match condition(&o, "Active") {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let mut j = job("self-1");
+    j.metadata.namespace = Some("team-self".into());
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(hub.clone(), "team-self");
+    jobs.create(&PostParams::default(), &j).await.unwrap();
+    let wl: Api<DynamicObject> =
+        Api::namespaced_with(hub.clone(), "team-self", &kueue("Workload", "workloads"));
+    let nominated = || async {
+        let list = wl
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let w = list.items.into_iter().next().ok_or("no Workload yet")?;
+        let st = &w.data["status"];
+        let named = st["nominatedClusterNames"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c == "neg-self"));
+        let reserved = condition(&w, "QuotaReserved").is_some_and(|c| c.0 == "True");
+        if named && reserved {
+            Ok(w)
+        } else {
+            Err(format!("{st}"))
+        }
+    };
+    until(
+        120,
+        "the Workload nominated to the manager itself",
+        nominated,
+    )
+    .await;
+    // Nominated, with quota held on the manager: it never gets further. The check stays Pending,
+    // no cluster is named, and the Job stays suspended.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let w = nominated().await.expect("still nominated");
+    let st = &w.data["status"];
+    eprintln!("multikueue: manager as its own worker -> Workload after 15 s: {st}");
+    assert!(st.pointer("/clusterName").is_none(), "{st}");
+    assert_eq!(st["admissionChecks"][0]["state"], "Pending", "{st}");
+    let job = jobs.get("self-1").await.unwrap();
+    assert_eq!(job.spec.unwrap().suspend, Some(true), "the Job started");
 }
