@@ -10,7 +10,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use gpuctl_cluster::multikueue::{
-    NoToken, TOKEN_WAIT, endpoint, kubeconfig_text, manager_ready, worker_token, write_secret,
+    NoToken, TOKEN_WAIT, endpoint, kubeconfig_text, manager_ready, unserved, worker_token,
+    write_secret,
 };
 use gpuctl_core::fleet::Fleet;
 use gpuctl_core::fleet::multikueue::{TOKEN_SECRET, kueue_namespace, secret_name};
@@ -23,6 +24,7 @@ use crate::args::ClusterArgs;
 pub fn credentials(
     kubeconfig: Option<&PathBuf>,
     fleet: &Fleet,
+    manager_frameworks: &[String],
     rt: &tokio::runtime::Runtime,
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
@@ -61,9 +63,26 @@ pub fn credentials(
         );
         return Ok(());
     }
+    let kinds = framework_kinds(manager_frameworks);
     for w in &mk.workers {
         let wargs = args(w)?;
         let worker = rt.block_on(connect(&wargs, None))?.client();
+        match rt.block_on(unserved(&worker, &kinds)) {
+            Ok(missing) if missing.is_empty() => {}
+            Ok(missing) => emit(
+                out,
+                &format!(
+                    "  warning: MultiKueue: worker `{w}` does not serve {} (CRDs missing), which the manager's Kueue enables: Kueue will not connect it (its MultiKueueCluster stays inactive, ClientConnectionFailed); install them there, or take the frameworks out of the manager's `config.integrations.frameworks` (GPU195)\n",
+                    missing.join(", ")
+                ),
+            ),
+            Err(e) => emit(
+                out,
+                &format!(
+                    "  warning: MultiKueue: could not check which frameworks worker `{w}` serves: {e}\n"
+                ),
+            ),
+        }
         let (token, secret_ca) = match rt.block_on(worker_token(&worker)) {
             Ok(t) => t,
             Err(why) => {
@@ -117,4 +136,19 @@ pub fn credentials(
         );
     }
     Ok(())
+}
+
+/// The API group and resource of each framework `frameworks` names (profiles/queueing.yaml
+/// `multikueue.framework_resources`); a name without an entry is left out (validation refuses
+/// unknown framework names).
+fn framework_kinds(frameworks: &[String]) -> Vec<(String, String)> {
+    let facts = &gpuctl_core::profiles::Catalog::embedded()
+        .queueing()
+        .multikueue
+        .framework_resources;
+    frameworks
+        .iter()
+        .filter_map(|f| facts.get(f))
+        .map(|k| (k.group.clone(), k.resource.clone()))
+        .collect()
 }

@@ -15,7 +15,8 @@
 //! Kueue's reason, 21 clusters refused by the CRD, a Job from a LocalQueue the workers lack never
 //! admitted there, a worker without the JobSet CRD never connected, and a manager quota above the
 //! workers' (GPU196) admitting a Job on the manager that no worker admits, and the manager as its
-//! own worker (GPU187): connected, and its Job suspended for good.
+//! own worker (GPU187): connected, and its Job suspended for good. Last, worker-a loses the JobSet
+//! CRD and the next `fleet apply` names what it no longer serves.
 
 use crate::support;
 
@@ -58,6 +59,7 @@ spec:
     kueue:
       version: v0.19.2
       install: none
+      config: { integrations: { frameworks: [batch/job, jobset.x-k8s.io/jobset] } }
       clusterQueues:
         - name: cq-team-a
           resources:
@@ -255,6 +257,8 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
         shown.contains("kubeconfig of `worker-b`") && shown.contains("token ***"),
         "{shown}"
     );
+    // Both workers serve every kind the manager's Kueue enables (Job, and JobSet by its CRD).
+    assert!(!shown.contains("does not serve"), "{shown}");
     // The token never leaves gpuctl: read it from the worker and look for it in the output.
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(worker_b.clone(), "kueue-system");
@@ -389,6 +393,43 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     forced_missing_framework(hub).await;
     forced_manager_quota_above_workers(hub, worker_b).await;
     forced_manager_as_its_own_worker(hub, &fresh[0].kubeconfig()).await;
+    // gpuctl's own check of GPU195 on the live workers: worker-a loses the JobSet CRD, and the
+    // next `fleet apply` names it (the Secret is still written; Kueue will not connect it).
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(worker_a.clone());
+    crds.delete("jobsets.jobset.x-k8s.io", &Default::default())
+        .await
+        .unwrap();
+    until(120, "worker-a no longer serves JobSets", || async {
+        match crds
+            .get_opt("jobsets.jobset.x-k8s.io")
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await;
+    let o = gpuctl(
+        &[
+            "fleet",
+            "apply",
+            "fleet.yaml",
+            "--kubeconfig",
+            &kcs,
+            "--yes",
+        ],
+        dir,
+    );
+    let again = text(&o);
+    eprintln!("multikueue: fleet apply without worker-a's JobSet CRD:\n{again}");
+    assert_eq!(o.status.code(), Some(0), "{again}");
+    assert!(
+        again.contains("worker `worker-a` does not serve jobsets.jobset.x-k8s.io")
+            && !again.contains("worker `worker-b` does not serve"),
+        "{again}"
+    );
     eprintln!(
         "multikueue: done in {:.1}s",
         started.elapsed().as_secs_f64()

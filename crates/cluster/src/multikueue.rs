@@ -111,6 +111,45 @@ pub fn kubeconfig_text(worker: &str, server: &str, ca: &str, token: &str) -> Str
     serde_json::to_string_pretty(&kc).unwrap_or_default()
 }
 
+/// Of `kinds` (API group and resource), those `worker` does not serve, as `resource.group`
+/// (`jobsets.jobset.x-k8s.io`): Kueue's MultiKueue client watches each kind the manager's Kueue
+/// enables on every worker and does not connect a worker that lacks one.
+pub async fn unserved(
+    worker: &Client,
+    kinds: &[(String, String)],
+) -> Result<Vec<String>, kube::Error> {
+    let mut groups: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (g, r) in kinds {
+        groups.entry(g.as_str()).or_default().push(r.as_str());
+    }
+    let mut out = Vec::new();
+    for (group, resources) in groups {
+        let served: Vec<String> = match kube::discovery::group(worker, group).await {
+            Ok(g) => g
+                .resources_by_stability()
+                .into_iter()
+                .map(|(ar, _)| ar.plural)
+                .collect(),
+            // The group is not served at all.
+            Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingApiGroup(_))) => {
+                Vec::new()
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        for r in resources {
+            if !served.iter().any(|p| p == r) {
+                out.push(if group.is_empty() {
+                    r.to_string()
+                } else {
+                    format!("{r}.{group}")
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Whether the manager has Kueue's namespace, where the Secrets go (`Err` when it cannot be
 /// read). A manager whose wave comes after its workers' has none yet when its Kueue is installed by
 /// gpuctl's own apply.
