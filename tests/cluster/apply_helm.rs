@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
 use kube::api::{Api, ListParams};
 use support::cluster::{GpuNode, TestCluster};
 use support::fresh::FreshCluster;
-use support::releases::{gpuctl, text};
+use support::releases::{gpuctl, text, write_script};
 
 const BLUEPRINT: &str = r#"apiVersion: gpuctl.dev/v1alpha1
 kind: ClusterBlueprint
@@ -68,16 +68,13 @@ fn stand_in_chart(dir: &Path) {
     .unwrap();
 }
 
-/// A directory holding only an executable `helm` with `body`, and the PATH that puts it first
+/// A directory holding an executable `helm` with `body` (and its `helm.src`), and the PATH that puts it first
 /// (`None`: a PATH with no helm at all).
 fn helm_path(dir: &Path, name: &str, body: Option<&str>) -> String {
-    use std::os::unix::fs::PermissionsExt;
     let bin = dir.join(name);
     std::fs::create_dir_all(&bin).unwrap();
     if let Some(body) = body {
-        let helm = bin.join("helm");
-        std::fs::write(&helm, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&helm, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_script(&bin.join("helm"), &format!("#!/bin/sh\n{body}\n"));
     }
     // The system's directories for `sh` and `sleep`, which have no helm.
     format!("{}:/usr/bin:/bin", bin.display())

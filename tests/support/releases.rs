@@ -97,6 +97,24 @@ pub enum Hooks {
     Skip,
 }
 
+/// Writes `text` to `path` as an executable (mode 755), without this process ever holding a write
+/// descriptor to `path`: the text goes to `<path>.src` and `install(1)` copies it into place. A
+/// test thread forking while this process held one would pass it to its child until that child's
+/// exec, and an exec of `path` in that moment fails with ETXTBSY ("Text file busy"), as a helm
+/// stand-in once did in CI.
+pub fn write_script(path: &Path, text: &str) {
+    let mut src = path.as_os_str().to_owned();
+    src.push(".src");
+    std::fs::write(&src, text).unwrap();
+    let status = std::process::Command::new("install")
+        .args(["-m", "755"])
+        .arg(&src)
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "install {}: {status}", path.display());
+}
+
 /// A PATH whose first `helm` is `helm` (the harness's real one, `GPUCTL_HELM`), in `dir/bin`.
 /// With [`Hooks::Skip`] it is a two-line wrapper that adds `--no-hooks`, and logs each command
 /// line to `dir/helm.log` (what apply ran, in order).
@@ -108,11 +126,10 @@ pub fn helm_path(dir: &Path, helm: &str, hooks: Hooks) -> String {
     match hooks {
         Hooks::Run => std::os::unix::fs::symlink(helm, &target).unwrap(),
         Hooks::Skip => {
-            use std::os::unix::fs::PermissionsExt;
             let log = dir.join("helm.log");
-            std::fs::write(
+            write_script(
                 &target,
-                format!(
+                &format!(
                     "#!/bin/sh\n\
                      # Test-only (tests/support/releases.rs): the real helm, with chart hooks skipped on\n\
                      # install and upgrade (their Jobs need a kubelet).\n\
@@ -121,9 +138,7 @@ pub fn helm_path(dir: &Path, helm: &str, hooks: Hooks) -> String {
                      exec '{helm}' \"$@\"\n",
                     log = log.display()
                 ),
-            )
-            .unwrap();
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+            );
         }
     }
     format!(

@@ -137,11 +137,21 @@ pub async fn run(helm: &Path, args: &[OsString], limit: Duration) -> Outcome {
 mod tests {
     use super::*;
 
+    /// An executable `helm` script in `dir`. It is written as `helm.src` and copied into place
+    /// by `install(1)`, so this process never holds a write descriptor to the file it executes:
+    /// a test thread forking meanwhile would inherit one until its exec, and the exec of the
+    /// script would then fail with ETXTBSY ("Text file busy"; it failed a CI run so).
     fn script(dir: &Path, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
+        let src = dir.join("helm.src");
+        std::fs::write(&src, format!("#!/bin/sh\n{body}\n")).unwrap();
         let path = dir.join("helm");
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let status = std::process::Command::new("install")
+            .args(["-m", "755"])
+            .arg(&src)
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "install {}: {status}", path.display());
         path
     }
 
