@@ -265,6 +265,12 @@ fn run_render(
         if clusters.len() == 1 { "" } else { "s" },
         dir.display()
     );
+    for stale in stale_trees(dir, clusters.iter().map(|c| c.name.as_str())) {
+        eprintln!(
+            "warning: {} is a gpuctl tree of no cluster of this fleet (a cluster removed from it?); it is left as it is, with any file of yours in it: delete it once nothing delivers from it",
+            dir.join(stale).display()
+        );
+    }
     if let Some(g) = &fleet.fleet.spec.gitops {
         let n = write_gitops(dir, &fleet.fleet, g).map_err(|e| {
             CommandError::Failed(format!(
@@ -279,7 +285,57 @@ fn run_render(
             dir.join(g.engine.dir()).display()
         );
     }
+    let engine = fleet.fleet.spec.gitops.as_ref().map(|g| g.engine);
+    for other in [gitops::Engine::Argocd, gitops::Engine::Flux] {
+        let sub = dir.join(other.dir());
+        if Some(other) != engine && holds_gitops_files(&sub) {
+            eprintln!(
+                "warning: {} holds gpuctl's {} files of an earlier render, and this fleet does not deliver with {}; they are left as they are: delete them once the engine no longer reads them",
+                sub.display(),
+                other.dir(),
+                other.dir()
+            );
+        }
+    }
     Ok(ExitStatus::Success)
+}
+
+/// Whether `sub` is a directory (not a link) with a YAML file `fleet render` wrote (its marker).
+fn holds_gitops_files(sub: &Path) -> bool {
+    if !std::fs::symlink_metadata(sub).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    std::fs::read_dir(sub).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|e| {
+            e.file_type().is_ok_and(|t| t.is_file())
+                && e.file_name().to_string_lossy().ends_with(".yaml")
+                && std::fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with(gitops::MARKER))
+        })
+    })
+}
+
+/// The directories of `dir` that hold a gpuctl tree (its render manifest) and are named after none
+/// of `clusters`, sorted: trees of clusters since removed from the fleet. They are named, never
+/// removed: a tree may hold the user's own files, and whether something still delivers from it (a
+/// GitOps engine watching the path, a script) is not for gpuctl to know.
+fn stale_trees<'a>(dir: &Path, clusters: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let clusters: std::collections::BTreeSet<&str> = clusters.collect();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut stale: Vec<String> = entries
+        .filter_map(Result::ok)
+        // `file_type` does not follow links: a link is never taken for a tree.
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            std::fs::symlink_metadata(e.path().join(crate::output::tree::MANIFEST))
+                .is_ok_and(|m| m.is_file())
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !clusters.contains(name.as_str()))
+        .collect();
+    stale.sort();
+    stale
 }
 
 /// The GitOps engine's files in `DIR/argocd/` or `DIR/flux/` (file names from DNS-1123 cluster

@@ -128,6 +128,25 @@ fn fleet_render_writes_one_tree_per_cluster_as_render_does() {
     names.sort();
     assert_eq!(names, ["eu-onprem", "hub", "us-canary", "us-east"]);
     assert_eq!(files(&a), files(&b), "deterministic");
+    // The tree of a cluster no longer in the fleet is named, and left with its files; a directory
+    // of the user's without a render manifest is not named.
+    copy_dir(&a.join("us-east"), &{
+        std::fs::create_dir_all(a.join("gone")).unwrap();
+        a.join("gone")
+    });
+    std::fs::create_dir_all(a.join("notes")).unwrap();
+    let o = gpuctl(&["fleet", "render", FLEET, "-o", a.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("gone is a gpuctl tree of no cluster of this fleet"),
+        "{out}"
+    );
+    assert_eq!(out.matches("warning:").count(), 1, "{out}");
+    assert_eq!(files(&a.join("gone")), files(&a.join("us-east")));
+    std::fs::remove_dir_all(a.join("gone")).unwrap();
+    std::fs::remove_dir_all(a.join("notes")).unwrap();
+    assert_eq!(files(&a), files(&b));
     // us-canary.yaml (no MultiKueue role) extends ../regions/us.yaml: alone, its directory is the root, so the tree is
     // compared with a render of a copy of the fleet with the cluster file at the top.
     let flat = d.path().join("flat");

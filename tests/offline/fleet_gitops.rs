@@ -130,6 +130,33 @@ fn a_rerender_removes_only_its_own_stale_files_and_never_writes_through_a_link()
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
 
+/// Switching engines (or dropping `gitops`) leaves the other engine's files, and says so.
+#[test]
+fn a_render_names_the_files_of_an_engine_the_fleet_no_longer_uses() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    render("blueprints/fleet/fleet-argocd.yaml", &out);
+    let stderr = |fleet: &str| {
+        let o = gpuctl(&["fleet", "render", fleet, "-o", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = stderr("blueprints/fleet/fleet-argocd.yaml");
+    assert!(!e.contains("warning:"), "{e}");
+    let e = stderr("blueprints/fleet/fleet-flux.yaml");
+    assert!(
+        e.contains("argocd holds gpuctl's argocd files of an earlier render"),
+        "{e}"
+    );
+    assert!(!e.contains("flux holds"), "{e}");
+    let e = stderr("blueprints/fleet/fleet.yaml");
+    assert!(
+        e.contains("argocd holds") && e.contains("flux holds"),
+        "{e}"
+    );
+    assert!(out.join("argocd").read_dir().unwrap().count() > 0, "kept");
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
