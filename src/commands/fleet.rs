@@ -305,13 +305,24 @@ fn holds_gitops_files(sub: &Path) -> bool {
     if !std::fs::symlink_metadata(sub).is_ok_and(|m| m.is_dir()) {
         return false;
     }
-    std::fs::read_dir(sub).is_ok_and(|entries| {
-        entries.filter_map(Result::ok).any(|e| {
-            e.file_type().is_ok_and(|t| t.is_file())
-                && e.file_name().to_string_lossy().ends_with(".yaml")
-                && std::fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with(gitops::MARKER))
-        })
-    })
+    std::fs::read_dir(sub)
+        .is_ok_and(|entries| entries.filter_map(Result::ok).any(|e| rendered_by_us(&e)))
+}
+
+/// Whether a directory entry is a YAML file `fleet render` wrote: a plain file (a link is never
+/// followed) that starts with gpuctl's marker line. Only the marker's bytes are read, so a large
+/// file of the user's in the directory costs nothing.
+fn rendered_by_us(e: &std::fs::DirEntry) -> bool {
+    use std::io::Read;
+    if !e.file_type().is_ok_and(|t| t.is_file())
+        || !e.file_name().to_string_lossy().ends_with(".yaml")
+    {
+        return false;
+    }
+    let mut head = vec![0; gitops::MARKER.len()];
+    std::fs::File::open(e.path())
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == gitops::MARKER.as_bytes())
 }
 
 /// The directories of `dir` that hold a gpuctl tree (its render manifest) and are named after none
@@ -363,10 +374,7 @@ fn write_gitops(dir: &Path, fleet: &fleet::Fleet, g: &gitops::GitOps) -> std::io
     for e in std::fs::read_dir(&sub)? {
         let e = e?;
         let name = e.file_name().to_string_lossy().to_string();
-        let ours = e.file_type()?.is_file()
-            && name.ends_with(".yaml")
-            && std::fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with(gitops::MARKER));
-        if ours && !names.contains(&name) {
+        if rendered_by_us(&e) && !names.contains(&name) {
             std::fs::remove_file(e.path())?;
         }
     }

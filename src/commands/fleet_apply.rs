@@ -97,13 +97,7 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
                 "fleet {name}: every cluster carries its revision; nothing to apply (`gpuctl fleet plan {fleet_file}` shows drift).\n"
             ),
         );
-        super::fleet_multikueue::credentials(
-            cmd.kubeconfig.as_ref(),
-            &fleet.fleet,
-            fleet.manager_frameworks(),
-            &rt,
-            out,
-        )?;
+        super::fleet_multikueue::credentials(cmd.kubeconfig.as_ref(), fleet, &rt, out)?;
         return Ok(ExitStatus::Success);
     };
     let (wave, clusters) = &waves.members[target];
@@ -179,13 +173,7 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
             return Err(e);
         }
     }
-    super::fleet_multikueue::credentials(
-        cmd.kubeconfig.as_ref(),
-        &fleet.fleet,
-        fleet.manager_frameworks(),
-        &rt,
-        out,
-    )?;
+    super::fleet_multikueue::credentials(cmd.kubeconfig.as_ref(), fleet, &rt, out)?;
     if let Some((next, _)) = waves.members.get(target + 1) {
         let bake = waves.bake_seconds(target);
         emit(

@@ -13,21 +13,22 @@ use gpuctl_cluster::multikueue::{
     NoToken, TOKEN_WAIT, endpoint, kubeconfig_text, manager_ready, unserved, worker_token,
     write_secret,
 };
-use gpuctl_core::fleet::Fleet;
+use gpuctl_core::fleet::LoadedFleet;
 use gpuctl_core::fleet::multikueue::{TOKEN_SECRET, kueue_namespace, secret_name};
 
 use super::{CommandError, connect, emit};
 use crate::args::ClusterArgs;
 
 /// Writes every ready worker's kubeconfig Secret on the manager; a worker without its token yet
-/// is named and skipped (a later `fleet apply` writes it).
+/// is named and skipped (a later `fleet apply` writes it). A worker that does not serve a kind
+/// the manager's Kueue enables is named too (GPU195, live).
 pub fn credentials(
     kubeconfig: Option<&PathBuf>,
-    fleet: &Fleet,
-    manager_frameworks: &[String],
+    loaded: &LoadedFleet,
     rt: &tokio::runtime::Runtime,
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
+    let fleet = &loaded.fleet;
     let Some(mk) = &fleet.spec.multi_kueue else {
         return Ok(());
     };
@@ -63,7 +64,7 @@ pub fn credentials(
         );
         return Ok(());
     }
-    let kinds = framework_kinds(manager_frameworks);
+    let kinds = framework_kinds(loaded.manager_frameworks());
     for w in &mk.workers {
         let wargs = args(w)?;
         let worker = rt.block_on(connect(&wargs, None))?.client();
@@ -79,7 +80,7 @@ pub fn credentials(
             Err(e) => emit(
                 out,
                 &format!(
-                    "  warning: MultiKueue: could not check which frameworks worker `{w}` serves: {e}\n"
+                    "  warning: MultiKueue: could not check which frameworks worker `{w}` serves ({e}); the next `gpuctl fleet apply` checks again, or list them with `kubectl api-resources` on its context\n"
                 ),
             ),
         }

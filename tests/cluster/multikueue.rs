@@ -239,17 +239,21 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
         jobset_crd(w).await;
     }
 
-    let o = gpuctl(
-        &[
-            "fleet",
-            "apply",
-            "fleet.yaml",
-            "--kubeconfig",
-            &kcs,
-            "--yes",
-        ],
-        dir,
-    );
+    // `fleet apply`, run first to connect the workers and last to check what they serve.
+    let fleet_apply = || {
+        gpuctl(
+            &[
+                "fleet",
+                "apply",
+                "fleet.yaml",
+                "--kubeconfig",
+                &kcs,
+                "--yes",
+            ],
+            dir,
+        )
+    };
+    let o = fleet_apply();
     assert_eq!(o.status.code(), Some(0), "fleet apply: {}", text(&o));
     let shown = text(&o);
     eprintln!("multikueue: fleet apply said:\n{shown}");
@@ -411,17 +415,7 @@ async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
         }
     })
     .await;
-    let o = gpuctl(
-        &[
-            "fleet",
-            "apply",
-            "fleet.yaml",
-            "--kubeconfig",
-            &kcs,
-            "--yes",
-        ],
-        dir,
-    );
+    let o = fleet_apply();
     let again = text(&o);
     eprintln!("multikueue: fleet apply without worker-a's JobSet CRD:\n{again}");
     assert_eq!(o.status.code(), Some(0), "{again}");
