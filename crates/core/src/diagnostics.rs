@@ -5,7 +5,7 @@
 //! [`DIAGNOSTIC_KINDS`] once and hands the items to [`Diagnostics::ingest`], which keeps what the
 //! readers need (pods that request GPU, MIG, shared or RDMA resources, the events about them),
 //! masks at capture (never a Secret; every Pod environment `value`; anything that looks like a
-//! credential, through [`crate::plan::redact`]) and drops what only bloats (managedFields, node
+//! credential, through [`crate::redact`]) and drops what only bloats (managedFields, node
 //! image lists, `last-applied-configuration`). [`Diagnostics::finish`] sorts, so the same cluster
 //! gives the same bytes.
 //!
@@ -20,7 +20,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::plan::redact::{MASK, redact_value};
+use crate::redact::{MASK, redact_value};
 use crate::quantity::parse_count;
 
 /// Version of the diagnostics part of a snapshot (inside snapshot format 4 and later).

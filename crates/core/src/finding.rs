@@ -5,14 +5,16 @@
 //! whose [`Rule`] is registered here: its family, the most severe level it is reported at, what it
 //! finds, why that matters, how to fix it and where its facts come from. `gpuctl explain ID` prints
 //! an entry, `gpuctl explain --all` prints docs/rules.md, and the SARIF log's rule table comes from
-//! the same records. Each family keeps its table next to the code that emits it:
+//! the same records. The tables are data here, in the model crate, so that every crate can emit a
+//! registered finding without importing the code of another family (issue 38: the tables used to
+//! sit beside their emitters, which made this module import four features that import it back):
 //!
 //! | family | ids | table | emitted by |
 //! |---|---|---|---|
-//! | validation | GPU001–GPU199 | `validate/registry.rs` | `validate/rules/`, `blueprint/load.rs` |
-//! | doctor | GPU200–GPU249 | `doctor/rules.rs` | `doctor/` (through `doctor::finding`) |
-//! | metrics | GPU250–GPU299 | `metrics/rules.rs` | `metrics/analyze.rs` |
-//! | import | GPU300–GPU349 | `import/rules.rs` | `import/` (through `Draft::warn`) |
+//! | validation | GPU001–GPU199 | `finding/validation.rs` | `validate/rules/`, `blueprint/load.rs` |
+//! | doctor | GPU200–GPU249 | `finding/doctor.rs` | `doctor/` (through `doctor::finding`) |
+//! | metrics | GPU250–GPU299 | `finding/metrics.rs` | `metrics/analyze.rs` |
+//! | import | GPU300–GPU349 | `finding/import.rs` | `import/` (through `Draft::warn`) |
 //!
 //! Where a finding points decides its shape: validation findings point into the blueprint file
 //! ([`crate::located::Finding`]: path, line and column); doctor's and metrics' findings point at
@@ -23,8 +25,12 @@
 //! emitted by its family's code, and that an emitted finding is never more severe than its
 //! registration says (`finding/tests.rs`).
 
+pub mod doctor;
+pub mod import;
+pub mod metrics;
 #[cfg(test)]
 mod tests;
+pub mod validation;
 
 use serde::{Deserialize, Serialize};
 
@@ -77,10 +83,10 @@ impl Family {
     /// The family's rules, ordered by id.
     pub fn rules(self) -> &'static [Rule] {
         match self {
-            Family::Validation => crate::validate::registry::RULES,
-            Family::Doctor => crate::doctor::rules::RULES,
-            Family::Metrics => crate::metrics::rules::RULES,
-            Family::Import => crate::import::rules::RULES,
+            Family::Validation => validation::RULES,
+            Family::Doctor => doctor::RULES,
+            Family::Metrics => metrics::RULES,
+            Family::Import => import::RULES,
         }
     }
 
@@ -278,7 +284,7 @@ pub struct Finding {
     /// The objects it concerns, `kind/namespace/name` or `kind/name` in lower case
     /// (`pod/team-a/train-0`, `node/gpu-a-3`, `pool/h100-train`, `clusterqueue/cq-team-a`).
     pub subjects: Vec<String>,
-    /// What shows it, newest first, at most [`crate::doctor::MAX_EVIDENCE`].
+    /// What shows it, newest first, at most the doctor's `MAX_EVIDENCE`.
     pub evidence: Vec<Evidence>,
     /// The cause, in one sentence.
     pub cause: String,

@@ -16,6 +16,12 @@ pub fn is_dns_label(s: &str, max: usize) -> bool {
         && !s.ends_with('-')
 }
 
+/// Field manager of everything `gpuctl apply` writes (server-side apply).
+pub const FIELD_MANAGER: &str = "gpuctl";
+/// Field manager of everything an upgrade writes (distinct from `gpuctl`: an apply never takes
+/// over the labels an upgrade in progress owns; `upgrade/mod.rs` explains).
+pub const UPGRADE_FIELD_MANAGER: &str = "gpuctl-upgrade";
+
 // Labels and annotations gpuctl renders.
 
 /// Node label naming the mig-parted config MIG Manager applies.

@@ -301,7 +301,7 @@ impl Snapshot {
             Reading::Failed(message) => {
                 return Err(CaptureError::Journals {
                     message: message.clone(),
-                    label: crate::upgrade::UPGRADE_POOL_LABEL,
+                    label: crate::names::UPGRADE_POOL_LABEL,
                     namespace: set.helm.namespace.clone(),
                 });
             }
@@ -445,7 +445,7 @@ fn keep_own_managed_fields(v: &mut Value) {
         return;
     };
     entries.retain(|e| {
-        e["manager"] == crate::plan::FIELD_MANAGER || e["manager"] == crate::upgrade::FIELD_MANAGER
+        e["manager"] == crate::names::FIELD_MANAGER || e["manager"] == crate::names::UPGRADE_FIELD_MANAGER
     });
     if entries.is_empty() {
         meta.remove("managedFields");

@@ -13,7 +13,7 @@
 //! `finding()` (which checks, in tests, that the id is registered), a scenario in `tests.rs`.
 
 mod fit;
-pub(crate) mod rules;
+pub(crate) use crate::finding::doctor as rules;
 mod scheduling;
 mod stack;
 #[cfg(test)]
@@ -388,7 +388,7 @@ pub(crate) fn subject(kind: &str, namespace: Option<&str>, name: &str) -> String
 /// Masks credentials in text taken from the cluster (event and condition messages) before it is
 /// shown.
 pub(crate) fn clean(text: &str) -> String {
-    let t = crate::plan::redact::redact_str(text).unwrap_or_else(|| text.to_string());
+    let t = crate::redact::redact_str(text).unwrap_or_else(|| text.to_string());
     // Keep a finding readable: long messages (a scheduler message over 200 nodes) are cut.
     const MAX: usize = 600;
     if t.len() > MAX {

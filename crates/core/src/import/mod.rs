@@ -20,7 +20,7 @@ mod map;
 mod network;
 mod pools;
 pub mod releases;
-pub(crate) mod rules;
+pub(crate) use crate::finding::import as rules;
 
 use std::collections::BTreeMap;
 

@@ -8,7 +8,7 @@
 //! No network here: a test builds `Results` by hand.
 
 mod analyze;
-pub(crate) mod rules;
+pub(crate) use crate::finding::metrics as rules;
 #[cfg(test)]
 mod tests;
 
@@ -102,7 +102,7 @@ impl Finding {
     /// ([`crate::doctor::Report::extend`]): subjects as `node/<name>`, `gpu/<uuid>`,
     /// `pod/<namespace>/<name>`; the title is the cause up to its colon; evidence is `metric
     /// <series>` with its value, at the last time it was seen.
-    pub fn to_doctor(&self) -> crate::doctor::Finding {
+    pub fn to_doctor(&self) -> crate::finding::Finding {
         let subjects = self
             .subjects
             .iter()
@@ -121,7 +121,7 @@ impl Finding {
         let evidence = self
             .evidence
             .iter()
-            .map(|e| crate::doctor::Evidence {
+            .map(|e| crate::finding::Evidence {
                 source: format!("metric {}", e.metric),
                 text: match (&e.first_seen, &e.last_seen) {
                     (Some(a), Some(b)) if a != b => format!("{} (since {a})", e.value),
@@ -135,7 +135,7 @@ impl Finding {
             .split_once(": ")
             .map_or(self.cause.as_str(), |(head, _)| head)
             .to_owned();
-        crate::doctor::Finding {
+        crate::finding::Finding {
             id: self.id.to_owned(),
             layer: self.layer,
             severity: self.severity,
@@ -289,10 +289,7 @@ impl Results {
     }
 }
 
-/// The subquery step for a window: about 60 steps per window, between 1 s and 60 s.
-pub fn resolution_s(window_ms: u64) -> u64 {
-    (window_ms / 60_000).clamp(1, 60)
-}
+pub use crate::promql::resolution_s;
 
 fn dur(ms: u64) -> String {
     if ms.is_multiple_of(1000) {

@@ -39,8 +39,7 @@ pub use nodes::{node_driver, selector_string};
 pub use uninstall::{HelmRun, UninstallStep, helm_runs};
 pub use upgrades::journal_findings;
 
-/// Field manager of everything `gpuctl apply` writes (server-side apply).
-pub const FIELD_MANAGER: &str = "gpuctl";
+pub use crate::names::FIELD_MANAGER;
 
 /// Version of the plan JSON format (docs/plan-apply.md). 2: printed plans are masked and say so
 /// (`redacted`, and `apply` refuses them); an older gpuctl, which knows only version 1, must

@@ -173,7 +173,7 @@ fn adoptable(current: &Value) -> bool {
             .as_array()
             .into_iter()
             .flatten()
-            .any(|m| m["manager"] == FIELD_MANAGER || m["manager"] == crate::upgrade::FIELD_MANAGER)
+            .any(|m| m["manager"] == FIELD_MANAGER || m["manager"] == crate::names::UPGRADE_FIELD_MANAGER)
 }
 
 /// `v` without the ApplySet membership label.

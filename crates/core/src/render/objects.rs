@@ -443,7 +443,7 @@ pub(crate) fn xid_context(facts: &DcgmFacts) -> serde_json::Value {
         "recurCount": x.recurring.count,
         "recurSpanSeconds": span_s,
         "window": prometheus_duration(window_ms),
-        "step": format!("{}s", crate::metrics::resolution_s(window_ms)),
+        "step": format!("{}s", crate::promql::resolution_s(window_ms)),
         // The pod holding the GPU, in an annotation: the labels gpuctl's ServiceMonitor
         // (honorLabels: false) leaves it in.
         "workload": format!(

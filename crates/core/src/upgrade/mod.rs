@@ -34,8 +34,7 @@ pub use crate::names::{
     VALIDATOR_DEPLOY_LABEL, VALIDATOR_SELECTOR,
 };
 
-/// Field manager of everything an upgrade writes (distinct from `gpuctl`, see the module docs).
-pub const FIELD_MANAGER: &str = "gpuctl-upgrade";
+pub use crate::names::UPGRADE_FIELD_MANAGER as FIELD_MANAGER;
 /// Colour values used when a pool's nodes carry no colour yet.
 pub const BLUE: &str = "blue";
 /// See [`BLUE`].

@@ -4,7 +4,7 @@
 //! severity (from the registry) and position (from the source tree). The engine never stops early.
 
 pub mod fields;
-pub mod registry;
+pub use crate::finding::validation as registry;
 mod rules;
 
 pub(crate) use rules::{ip_pool_nodes, is_dns_label, is_dns_subdomain, wants_rdma};
