@@ -355,7 +355,8 @@ impl Env {
                 &mut out,
                 "plan (snapshot)",
                 &set,
-                LiveView::from_snapshot(&self.snapshot, &gpuctl_core::plan::parent_of(&set).id()),
+                self.snapshot
+                    .live_view(&gpuctl_core::plan::parent_of(&set).id()),
             );
             match plan {
                 Some(Ok(plan)) => self.plan_outputs(&mut out, &plan),
@@ -417,7 +418,7 @@ impl Env {
             &mut out,
             "plan (corrupted snapshot)",
             &self.seed_set,
-            LiveView::from_snapshot(&snap, &gpuctl_core::plan::parent_of(&self.seed_set).id()),
+            snap.live_view(&gpuctl_core::plan::parent_of(&self.seed_set).id()),
         );
         if let Some(Ok(plan)) = plan {
             out.planned = true;

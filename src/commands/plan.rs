@@ -168,7 +168,7 @@ fn live_view(
         Against::Offline => return Ok((LiveView::offline(), None)),
         Against::Snapshot(path) => {
             let snap = Snapshot::read(path)?;
-            return Ok((LiveView::from_snapshot(&snap, &parent_of(set).id()), None));
+            return Ok((snap.live_view(&parent_of(set).id()), None));
         }
         Against::Cluster(cluster) => cluster,
     };

@@ -5,7 +5,6 @@
 use gpuctl::output::plan::{human, markdown};
 use gpuctl::settings::Style;
 use gpuctl_core::blueprint::InstallMode;
-use gpuctl_core::live::LiveView;
 use gpuctl_core::live::release::LiveRelease;
 use gpuctl_core::plan::{self, ActionKind, HelmAction, Plan, PlanOptions};
 use gpuctl_core::render::{HelmRelease, Phase, RenderedObject, RenderedSet};
@@ -121,7 +120,7 @@ fn snapshot_plan() -> Plan {
         driver_cr("-old"),
     );
     let set = set();
-    let view = LiveView::from_snapshot(&snap, &plan::parent_of(&set).id());
+    let view = snap.live_view(&plan::parent_of(&set).id());
     plan::plan(&set, &view, PlanOptions::default()).expect("plan")
 }
 

@@ -5,7 +5,6 @@
 
 use gpuctl::output::progress::{Progress, ProgressMode};
 use gpuctl_cluster::{Kube, read};
-use gpuctl_core::live::LiveView;
 use gpuctl_core::located::Severity;
 use gpuctl_core::plan::{self, Plan, PlanOptions};
 use gpuctl_core::render::RenderedSet;
@@ -32,7 +31,7 @@ pub async fn snapshot_plan(k: &Kube, set: &RenderedSet) -> (Snapshot, Plan) {
     let snap = read::snapshot(k, set)
         .await
         .unwrap_or_else(|e| panic!("snapshot: {e}"));
-    let view = LiveView::from_snapshot(&snap, &plan::parent_of(set).id());
+    let view = snap.live_view(&plan::parent_of(set).id());
     let planned = plan::plan(set, &view, PlanOptions::default())
         .unwrap_or_else(|e| panic!("plan from snapshot: {e}"));
     (snap, planned)

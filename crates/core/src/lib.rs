@@ -1,37 +1,25 @@
-//! gpuctl's pure core. Data flow: blueprint --load--> [`blueprint::Loaded`] --validate (profiles)-->
+//! gpuctl's pure core, as one facade over its layers (issue 38; docs/architecture.md), each a crate
+//! so that Cargo forbids cycles between them:
+//!
+//! - `gpuctl-model`: blueprint, facts catalog, names, quantities, versions, findings and their
+//!   registry, secret masking;
+//! - `gpuctl-pipeline`: validate and render;
+//! - `gpuctl-plan`: the live view, plans, upgrade planning, journals, the apply lock;
+//! - `gpuctl-day2`: diagnostics, doctor, metrics, status, snapshots, import;
+//! - `gpuctl-fleet`: fleets.
+//!
+//! Data flow: blueprint --load--> [`blueprint::Loaded`] --validate (profiles)-->
 //! [`validate::ValidatedBlueprint`] --render--> [`render::RenderedSet`] --with a [`live::LiveView`]-->
 //! [`plan::Plan`]; an upgrade goes [`upgrade::preflight`] --> [`upgrade::schedule`] --> runbook.
 //!
-//! Nothing here talks to a network, a terminal or an async runtime: the crate does not depend on
-//! them (tests/offline/architecture.rs checks `cargo metadata`). It reads input files only through
-//! [`input`] (bounded, never written). The cluster crate fills a [`live::LiveView`]; everything
-//! decided from it is a pure function here.
+//! The modules keep the paths they had when they were one crate (`gpuctl_core::plan::Plan`), for
+//! the tests and benchmarks; the binary and the cluster crate name the layer crates they use.
 
-pub mod applyset;
-pub mod blueprint;
-pub mod cel;
-pub mod diagnostics;
-pub mod doctor;
-pub mod finding;
-pub mod fleet;
-pub mod import;
-pub mod input;
-pub mod journal;
-pub mod live;
-pub mod located;
-pub mod lock;
-pub mod metrics;
-pub mod names;
-pub mod object;
-pub mod plan;
-pub mod profiles;
-pub mod quantity;
-pub mod render;
-pub mod snapshot;
-pub mod status;
-pub mod suggest;
-#[doc(hidden)]
-pub mod testgen;
-pub mod upgrade;
-pub mod validate;
-pub mod version;
+pub use gpuctl_day2::{diagnostics, doctor, import, metrics, snapshot, status, testgen};
+pub use gpuctl_fleet as fleet;
+pub use gpuctl_model::{
+    applyset, blueprint, finding, input, located, names, object, profiles, promql, quantity,
+    redact, suggest, version,
+};
+pub use gpuctl_pipeline::{cel, render, validate};
+pub use gpuctl_plan::{journal, live, lock, plan, upgrade};

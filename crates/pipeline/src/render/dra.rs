@@ -1,0 +1,176 @@
+//! DRA device shapes (`spec.dra.shapes`) and tenant claims (`spec.tenants[].claims`) as objects:
+//! a DeviceClass per shape whose CEL selectors read what NVIDIA's DRA driver publishes, a
+//! ResourceClaimTemplate per claimed shape in each tenant namespace, and a ResourceQuota per such
+//! namespace that allows the claimed shapes' devices and no other GPU device class; where tenants
+//! may create ComputeDomains, a ClusterRole that lets namespace editors do so and the count of them
+//! in each such quota.
+//! The selectors come from [`crate::cel`].
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{Builder, Phase, RenderError};
+use crate::cel::{device_type, driver_of, selectors};
+use gpuctl_model::blueprint::Blueprint;
+use gpuctl_model::blueprint::dra::DeviceShape;
+use gpuctl_model::names::{dra_quota_name, dra_shape_class};
+use gpuctl_model::profiles::Catalog;
+
+/// Renders the shapes' DeviceClasses and, per tenant with claims, its templates and quota.
+pub(crate) fn objects(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    out: &mut Builder<'_>,
+) -> Result<(), RenderError> {
+    let Some(dra) = &bp.spec.dra else {
+        return Ok(());
+    };
+    let api = &catalog.dra().kubernetes.api_version;
+    for (i, shape) in dra.shapes.iter().enumerate() {
+        let selectors = selectors(shape, catalog).map_err(|message| RenderError::Dra {
+            path: format!("spec.dra.shapes[{i}]"),
+            message,
+        })?;
+        let selectors: Vec<Value> = selectors
+            .into_iter()
+            .map(|expression| json!({ "cel": { "expression": expression } }))
+            .collect();
+        out.push(
+            Phase::Foundation,
+            "dra/deviceclass",
+            format!("spec.dra.shapes[{i}]"),
+            json!({
+                "apiVersion": api,
+                "kind": "DeviceClass",
+                "metadata": { "name": dra_shape_class(&shape.name) },
+                "spec": { "selectors": selectors },
+            }),
+        )?;
+    }
+    if any_compute_domains(bp) {
+        out.push(
+            Phase::Foundation,
+            "dra/clusterrole",
+            "spec.tenants".to_string(),
+            compute_domain_role(catalog),
+        )?;
+    }
+    for (ti, t) in bp.spec.tenants.iter().enumerate() {
+        if t.claims.is_empty() && t.compute_domains == 0 {
+            continue;
+        }
+        let hard = quota(bp, catalog, &t.claims, t.compute_domains);
+        for ns in &t.namespaces {
+            for name in t.claims.keys() {
+                let Some(shape) = dra.shape(name) else {
+                    return Err(RenderError::Dra {
+                        path: format!("spec.tenants[{ti}].claims.{name}"),
+                        message: format!("no shape `{name}` in spec.dra.shapes"),
+                    });
+                };
+                out.push(
+                    Phase::Quotas,
+                    "dra/resourceclaimtemplate",
+                    format!("spec.tenants[{ti}].claims"),
+                    template(api, ns, shape),
+                )?;
+            }
+            out.push(
+                Phase::Quotas,
+                "dra/resourcequota",
+                format!("spec.tenants[{ti}].claims"),
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "ResourceQuota",
+                    "metadata": { "name": dra_quota_name(&t.name), "namespace": ns },
+                    "spec": { "hard": hard },
+                }),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether some tenant may create ComputeDomains.
+pub fn any_compute_domains(bp: &Blueprint) -> bool {
+    bp.spec.tenants.iter().any(|t| t.compute_domains > 0)
+}
+
+/// The ClusterRole that lets namespace admins and editors manage ComputeDomains: aggregated into
+/// the built-in `admin` and `edit` roles (NVIDIA's driver ships none, so tenants could not create
+/// them); each tenant namespace's quota caps how many (0 where not granted).
+fn compute_domain_role(catalog: &Catalog) -> Value {
+    let cd = &catalog.dra().driver.compute_domains;
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": gpuctl_model::names::COMPUTE_DOMAIN_ROLE,
+            "labels": {
+                "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+                "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+            },
+        },
+        "rules": [{
+            "apiGroups": [cd.group],
+            "resources": [cd.resource],
+            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"],
+        }],
+    })
+}
+
+/// The ResourceClaimTemplate of `shape` in `namespace`: one request of `count` devices of the
+/// shape's class.
+fn template(api: &str, namespace: &str, shape: &DeviceShape) -> Value {
+    json!({
+        "apiVersion": api,
+        "kind": "ResourceClaimTemplate",
+        "metadata": { "name": shape.name, "namespace": namespace },
+        "spec": { "spec": { "devices": { "requests": [{
+            "name": device_type(shape),
+            "exactly": {
+                "deviceClassName": dra_shape_class(&shape.name),
+                "allocationMode": "ExactCount",
+                "count": shape.count,
+            },
+        }]}}},
+    })
+}
+
+/// The quota of a tenant's namespaces: its claimed shapes at their amounts, every other shape and
+/// every GPU class of the driver (`gpu.nvidia.com`, `mig.nvidia.com`, ...) at 0. DeviceClasses are
+/// cluster-wide and any namespace may name any of them, so what is not granted is closed. Where
+/// some tenant may create ComputeDomains (and so every editor may, [`compute_domain_role`]), the
+/// object count of them at `compute_domains`.
+pub fn quota(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    claims: &BTreeMap<String, u32>,
+    compute_domains: u32,
+) -> Value {
+    let facts = catalog.dra();
+    let key = |class: &str| facts.kubernetes.quota.key_for_class(class);
+    let mut hard: BTreeMap<String, String> = BTreeMap::new();
+    let gpu_driver = driver_of(catalog, "gpu");
+    for c in facts
+        .driver
+        .device_classes
+        .iter()
+        .filter(|c| Some(c.driver.as_str()) == gpu_driver)
+    {
+        hard.insert(key(&c.name), "0".to_string());
+    }
+    for shape in bp.spec.dra.iter().flat_map(|d| &d.shapes) {
+        let n = claims.get(&shape.name).copied().unwrap_or(0);
+        hard.insert(key(&dra_shape_class(&shape.name)), n.to_string());
+    }
+    if any_compute_domains(bp) {
+        let prefix = &catalog.limits().resource_quota.object_count_prefix;
+        hard.insert(
+            facts.driver.compute_domains.quota_key(prefix),
+            compute_domains.to_string(),
+        );
+    }
+    json!(hard)
+}
