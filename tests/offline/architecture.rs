@@ -1,14 +1,16 @@
 //! The crate graph is the architecture (docs/architecture.md), and this test keeps it so:
 //!
-//! - each crate depends only on what its allow-list names (read with `cargo tree`): `gpuctl-core`
-//!   is pure, and its whole dependency tree is listed, so a crate pulled in two levels down counts;
-//!   `gpuctl-cluster` talks to the API server but never to a terminal; neither library depends on
-//!   the binary;
-//! - no module imports its way back into itself: inside each crate, the modules under one parent
+//! - each crate depends only on what its allow-list names (read with `cargo tree`): the pure
+//!   layers (`gpuctl-model` < `gpuctl-pipeline` < `gpuctl-plan` < `gpuctl-day2`, `gpuctl-fleet`,
+//!   and the `gpuctl-core` facade over them) each name the layers below them and nothing above,
+//!   and their whole dependency tree is listed, so a crate pulled in two levels down counts;
+//!   `gpuctl-cluster` talks to the API server but never to a terminal; no library depends on the
+//!   binary. Cargo refuses a cycle between crates, so a layer cannot reach upward at all;
+//! - no module imports its way back into itself: inside every crate, the modules under one parent
 //!   form no cycle (a parent re-exporting its children, and children using their parent's types,
-//!   is how Rust modules are built and is not counted);
-//! - no function of the core or cluster crate is over 120 lines, but for a named list still to be
-//!   split.
+//!   is how Rust modules are built and is not counted). Every line that is not test code is read:
+//!   a `#[cfg(test)] mod tests;` declaration is skipped, not a place to stop reading;
+//! - no function of any crate, the binary included, is over 120 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -68,30 +70,102 @@ fn assert_allowed(what: &str, have: &BTreeSet<String>, allowed: &[&str], advice:
     );
 }
 
-/// What the core may depend on directly: data formats, dates, templates, hashing. Nothing that
-/// talks to a network, a terminal or an async runtime, and neither the cluster crate nor the binary.
-const CORE_DIRECT: &[&str] = &[
-    "base64",              // Helm release payloads
-    "flate2",              // Helm keeps releases gzip-compressed
-    "ipnet",               // IPv4/IPv6 CIDRs of the nv-ipam pools
-    "jiff",                // dates of the facts catalog, journals
-    "k8s-openapi",         // the Kubernetes types (no client)
-    "minijinja",           // templates
-    "saphyr-parser",       // YAML with marks
-    "schemars",            // the blueprint's JSON Schema
-    "semver",              // release versions
-    "serde",               // (de)serialisation
-    "serde-saphyr",        // YAML output
-    "serde_json",          // JSON
-    "serde_path_to_error", // field paths in load errors
-    "sha2",                // content digests
-    "strsim",              // "did you mean"
-    "thiserror",           // error types
+/// The pure layers, bottom first, each with what it may depend on directly: data formats, dates,
+/// templates, hashing, and the layers below it. Nothing that talks to a network, a terminal or an
+/// async runtime, and neither the cluster crate nor the binary. Where new code goes, and why each
+/// layer is where it is: docs/architecture.md.
+const PURE_LAYERS: &[(&str, &[&str])] = &[
+    (
+        "gpuctl-model",
+        &[
+            "base64",              // Helm release payloads
+            "jiff",                // dates of the facts catalog
+            "saphyr-parser",       // YAML with marks
+            "schemars",            // the blueprint's JSON Schema
+            "semver",              // release versions
+            "serde",               // (de)serialisation
+            "serde-saphyr",        // YAML output
+            "serde_json",          // JSON
+            "serde_path_to_error", // field paths in load errors
+            "sha2",                // content digests
+            "strsim",              // "did you mean"
+            "thiserror",           // error types
+        ],
+    ),
+    (
+        "gpuctl-pipeline",
+        &[
+            "gpuctl-model",
+            "ipnet",     // IPv4/IPv6 CIDRs of the nv-ipam pools
+            "jiff",      // end-of-life dates
+            "minijinja", // templates
+            "semver",
+            "serde",
+            "serde-saphyr",
+            "serde_json",
+            "strsim",
+            "thiserror",
+        ],
+    ),
+    (
+        "gpuctl-plan",
+        &[
+            "base64", // Helm release payloads
+            "flate2", // Helm keeps releases gzip-compressed
+            "gpuctl-model",
+            "gpuctl-pipeline",
+            "jiff",        // journals
+            "k8s-openapi", // the Kubernetes types (no client): label selectors, pods, nodes
+            "serde",
+            "serde-saphyr",
+            "serde_json",
+            "sha2",
+            "thiserror",
+        ],
+    ),
+    (
+        "gpuctl-day2",
+        &[
+            "gpuctl-model",
+            "gpuctl-pipeline",
+            "gpuctl-plan",
+            "jiff",
+            "k8s-openapi",
+            "serde",
+            "serde-saphyr",
+            "serde_json",
+            "thiserror",
+        ],
+    ),
+    (
+        "gpuctl-fleet",
+        &[
+            "gpuctl-model",
+            "gpuctl-pipeline",
+            "gpuctl-plan",
+            "jiff",
+            "serde",
+            "serde-saphyr",
+            "serde_json",
+            "serde_path_to_error",
+            "sha2",
+        ],
+    ),
+    (
+        "gpuctl-core",
+        &[
+            "gpuctl-day2",
+            "gpuctl-fleet",
+            "gpuctl-model",
+            "gpuctl-pipeline",
+            "gpuctl-plan",
+        ],
+    ),
 ];
 
-/// Everything in the core's dependency tree (a crate pulled in two levels down counts): the crates
-/// above and what they need. A new name here is a new crate in the pure core: check that it does no
-/// IO before adding it.
+/// Everything in the pure layers' dependency tree (a crate pulled in two levels down counts): the
+/// crates above and what they need. A new name here is a new crate in the pure core: check that it
+/// does no IO before adding it.
 const CORE_TREE: &[&str] = &[
     "adler2",
     "annotate-snippets",
@@ -112,6 +186,11 @@ const CORE_TREE: &[&str] = &[
     "equivalent",
     "flate2",
     "foldhash",
+    "gpuctl-day2",
+    "gpuctl-fleet",
+    "gpuctl-model",
+    "gpuctl-pipeline",
+    "gpuctl-plan",
     "granit-parser",
     "hashbrown",
     "hybrid-array",
@@ -201,19 +280,24 @@ const BINARY_DIRECT: &[&str] = &[
 ];
 
 #[test]
-fn the_core_crate_depends_only_on_what_its_allow_list_names() {
-    let advice = "the core is pure (no network, terminal or async runtime): move the code that needs it to the cluster crate or the binary, or add a pure crate to the list with why";
-    assert_allowed(
-        "gpuctl-core",
-        &direct_dependencies("gpuctl-core"),
-        CORE_DIRECT,
-        advice,
-    );
+fn the_pure_layers_depend_only_on_what_their_allow_lists_name() {
+    let advice = "the core is pure (no network, terminal or async runtime) and each layer uses only the layers below it: move the code that needs more to the layer, crate or binary that has it, or add a pure crate to the list with why";
+    for (package, allowed) in PURE_LAYERS {
+        assert_allowed(package, &direct_dependencies(package), allowed, advice);
+        let mut tree = dependency_tree(package);
+        assert!(tree.remove(*package), "cargo tree did not list {package} itself");
+        let outside: Vec<&String> = tree
+            .iter()
+            .filter(|p| !CORE_TREE.contains(&p.as_str()))
+            .collect();
+        assert!(
+            outside.is_empty(),
+            "{package}'s dependency tree has {outside:?}, not on the pure tree's list; {advice}"
+        );
+    }
+    // The facade's tree is every pure layer's: exactly the list, so the list stays the true one.
     let mut tree = dependency_tree("gpuctl-core");
-    assert!(
-        tree.remove("gpuctl-core"),
-        "cargo tree did not list gpuctl-core itself"
-    );
+    tree.remove("gpuctl-core");
     assert_allowed("gpuctl-core's dependency tree", &tree, CORE_TREE, advice);
 }
 
@@ -269,14 +353,9 @@ fn modules(src: &Path) -> BTreeMap<ModPath, PathBuf> {
 }
 
 /// The module paths a source text names with `crate::` and `super::` (groups in braces
-/// included), before its tests; comments are skipped.
+/// included), in every line that is not test code ([`non_test_code`]).
 fn references(text: &str, here: &ModPath) -> Vec<ModPath> {
-    let code: String = text
-        .lines()
-        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = non_test_code(text);
     let mut out = Vec::new();
     for (start, base) in [("crate::", vec![]), ("super::", parent(here))] {
         let mut rest = code.as_str();
@@ -421,10 +500,25 @@ fn cycles(src: &Path) -> Vec<String> {
     found
 }
 
+/// The source folder of every crate of the workspace, repository-relative: each `crates/*/src`
+/// and the binary's `src`.
+fn crate_sources() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root().join("crates"))
+        .expect("read crates/")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.join("src").is_dir())
+        .map(|p| format!("crates/{}/src", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    out.sort();
+    out.push("src".into());
+    assert!(out.len() >= 8, "expected the seven library crates and the binary: {out:?}");
+    out
+}
+
 #[test]
 fn no_module_imports_its_way_back_into_itself() {
     let mut all = Vec::new();
-    for src in ["crates/core/src", "crates/cluster/src", "src"] {
+    for src in crate_sources() {
         all.extend(cycles(&root().join(src)));
     }
     assert!(all.is_empty(), "import cycles:\n{}", all.join("\n"));
@@ -448,6 +542,41 @@ fn the_cycle_check_finds_a_cycle() {
     // Without b's import, nothing.
     std::fs::write(src.join("b.rs"), "// uses crate::a in a comment only\n").unwrap();
     assert!(cycles(src).is_empty());
+}
+
+/// Issue 38: `finding.rs` declared `#[cfg(test)] mod tests;` above its code, and the check stopped
+/// reading there, so the imports below it (into four modules that import `finding` back) were
+/// never seen. Those imports count; an inline test module's do not.
+#[test]
+fn the_cycle_check_reads_past_a_test_module_declaration() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "pub mod finding;\npub mod validate;\n").unwrap();
+    std::fs::write(
+        src.join("finding.rs"),
+        "//! The registry.\n\n#[cfg(test)]\nmod tests;\n\nuse serde::Serialize;\n\npub fn rules() -> &'static [Rule] {\n    crate::validate::registry::RULES\n}\n",
+    )
+    .unwrap();
+    std::fs::create_dir(src.join("validate")).unwrap();
+    std::fs::write(src.join("validate/mod.rs"), "pub mod registry;\n").unwrap();
+    std::fs::write(
+        src.join("validate/registry.rs"),
+        "use crate::finding::{Family, Rule};\npub static RULES: &[Rule] = &[];\n",
+    )
+    .unwrap();
+    let found = cycles(src);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found.iter().any(|f| f.starts_with("under the crate root: finding -> validate")),
+        "{found:?}"
+    );
+    // The same import inside an inline test module is test code: no cycle.
+    std::fs::write(
+        src.join("finding.rs"),
+        "#[cfg(test)]\nmod tests {\n    use crate::validate::registry::RULES;\n}\n\npub fn rules() {}\n",
+    )
+    .unwrap();
+    assert!(cycles(src).is_empty(), "{:?}", cycles(src));
 }
 
 /// The integration tests are a few test binaries grouped by what they need (`tests/offline/`,
@@ -496,7 +625,7 @@ fn every_test_file_is_compiled_in_one_of_the_grouped_binaries() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The longest a function of the core or cluster crate may be, in lines from `fn` to its closing
+/// The longest a function of any crate (the binary included) may be, in lines from `fn` to its closing
 /// brace (issue 28: a function that does not fit on a screen or two does several things; name
 /// them).
 const MAX_FUNCTION_LINES: usize = 120;
@@ -617,42 +746,45 @@ fn blank_literals(text: &str) -> String {
     String::from_utf8(out).expect("only ASCII was written over")
 }
 
-/// The functions with a body in `text` that are not test code (a `#[cfg(test)]` module's
-/// contents are left out; a whole test file is left out by its caller).
-fn functions(text: &str) -> Vec<FunctionSpan> {
-    let code = blank_literals(text);
-    let b = code.as_bytes();
-    let line_of = |at: usize| code[..at].bytes().filter(|&c| c == b'\n').count() + 1;
-    let closing = |open: usize| -> usize {
-        let mut depth = 0usize;
-        for (j, &c) in b.iter().enumerate().skip(open) {
-            match c {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return j;
-                    }
+/// The index of the `}` that closes the `{` at `open` in `code` (literals and comments blanked).
+fn closing(code: &str, open: usize) -> usize {
+    let mut depth = 0usize;
+    for (j, c) in code.bytes().enumerate().skip(open) {
+        match c {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j;
                 }
-                _ => {}
             }
+            _ => {}
         }
-        b.len().saturating_sub(1)
-    };
-    let word_at = |at: usize, w: &str| {
-        code[at..].starts_with(w)
-            && (at == 0 || !(b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_'))
-            && b.get(at + w.len()).is_some_and(|c| c.is_ascii_whitespace())
-    };
-    // Test modules: `#[cfg(test)]` then (after other attributes) `mod name {`.
-    let mut test_code = Vec::new();
+    }
+    code.len().saturating_sub(1)
+}
+
+/// `w` stands at `at` in `code` as a whole word followed by white space.
+fn word_at(code: &str, at: usize, w: &str) -> bool {
+    let b = code.as_bytes();
+    code[at..].starts_with(w)
+        && (at == 0 || !(b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_'))
+        && b.get(at + w.len()).is_some_and(|c| c.is_ascii_whitespace())
+}
+
+/// The spans (from `mod` to its closing brace) of the inline test modules in `code` (literals
+/// and comments blanked): `#[cfg(test)]` then, after other attributes, `mod name {`. A
+/// `#[cfg(test)] mod tests;` declaration has no body here and is no span: the code after it is
+/// not test code.
+fn test_modules(code: &str) -> Vec<(usize, usize)> {
+    let b = code.as_bytes();
+    let mut spans = Vec::new();
     let mut from = 0;
     while let Some(n) = code[from..].find("#[cfg(test)]") {
         let at = from + n + "#[cfg(test)]".len();
         from = at;
         let rest = code[at..].trim_start();
-        let rest_at = code.len() - rest.len();
-        let mut k = rest_at;
+        let mut k = code.len() - rest.len();
         while code[k..].starts_with("#[") {
             k = code[k..].find(']').map_or(code.len(), |e| k + e + 1);
             k = code.len() - code[k..].trim_start().len();
@@ -662,19 +794,44 @@ fn functions(text: &str) -> Vec<FunctionSpan> {
                 k += vis.len();
             }
         }
-        if word_at(k, "mod")
+        if word_at(code, k, "mod")
             && let Some(open) = code[k..].find(['{', ';'])
             && b[k + open] == b'{'
         {
-            test_code.push((k, closing(k + open)));
+            spans.push((k, closing(code, k + open)));
         }
     }
+    spans
+}
+
+/// `text` as the compiler builds it outside tests: comments, literals and inline test modules
+/// blanked (newlines kept), everything else as written.
+fn non_test_code(text: &str) -> String {
+    let code = blank_literals(text);
+    let mut bytes = code.clone().into_bytes();
+    for (start, end) in test_modules(&code) {
+        for c in &mut bytes[start..=end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    }
+    String::from_utf8(bytes).expect("only ASCII was written over")
+}
+
+/// The functions with a body in `text` that are not test code (a `#[cfg(test)]` module's
+/// contents are left out; a whole test file is left out by its caller).
+fn functions(text: &str) -> Vec<FunctionSpan> {
+    let code = blank_literals(text);
+    let b = code.as_bytes();
+    let line_of = |at: usize| code[..at].bytes().filter(|&c| c == b'\n').count() + 1;
+    let test_code = test_modules(&code);
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(n) = code[from..].find("fn") {
         let at = from + n;
         from = at + 2;
-        if !word_at(at, "fn") || test_code.iter().any(|&(s, e)| s <= at && at <= e) {
+        if !word_at(&code, at, "fn") || test_code.iter().any(|&(s, e)| s <= at && at <= e) {
             continue;
         }
         let name: String = code[at + 2..]
@@ -690,7 +847,7 @@ fn functions(text: &str) -> Vec<FunctionSpan> {
         if b[open] == b';' || name.is_empty() {
             continue;
         }
-        let end = closing(open);
+        let end = closing(&code, open);
         out.push(FunctionSpan {
             name,
             line: line_of(at),
@@ -719,10 +876,10 @@ fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 #[test]
-fn no_function_of_the_core_and_cluster_crates_is_over_120_lines() {
+fn no_function_of_any_crate_is_over_120_lines() {
     let mut too_long = Vec::new();
     let mut allowed_and_long = BTreeSet::new();
-    for dir in ["crates/core/src", "crates/cluster/src"] {
+    for dir in crate_sources() {
         let mut files = Vec::new();
         source_files(&root().join(dir), &mut files);
         for file in files {
@@ -824,7 +981,7 @@ fn docs_architecture_lists_every_module() {
         .nth(1)
         .expect("docs/architecture.md has a section `## Every module`");
     let mut missing = Vec::new();
-    for src in ["crates/core/src", "crates/cluster/src", "src"] {
+    for src in crate_sources() {
         let heading = format!("(`{src}/`)");
         let table = map
             .split("\n### ")
