@@ -14,7 +14,6 @@ use gpuctl_core::blueprint::Blueprint;
 use gpuctl_core::fleet::LoadedFleet;
 use gpuctl_core::fleet::model::Gate;
 use gpuctl_core::fleet::rollout::{self, Block, Check, Observed, Stamp, Waves};
-use gpuctl_core::located::Severity;
 use gpuctl_core::profiles::Catalog;
 
 use super::pipeline::{Rendered, render_loaded};
@@ -291,7 +290,8 @@ fn check_gates(
     }
 }
 
-/// Whether the cluster's plan is empty, as `gpuctl fleet plan` plans it.
+/// The cluster's `converged` gate: its plan, made as `gpuctl fleet plan` makes it, for
+/// [`rollout::converged_check`] to judge.
 fn converged(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check {
     let args = match connection(cmd, m) {
         Ok(a) => a,
@@ -310,33 +310,12 @@ fn converged(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Ch
     });
     match plan {
         Err(e) => Check::Failed(format!("it cannot be planned: {}", one_line(&e))),
-        Ok(p) => {
-            let errors = p
-                .findings
-                .iter()
-                .filter(|f| f.severity == Severity::Error)
-                .count();
-            let s = &p.summary;
-            if errors > 0 {
-                Check::Failed(format!("its plan has {errors} error finding(s)"))
-            } else if s.has_changes() {
-                Check::Failed(format!(
-                    "its plan is not empty: {} to create, {} to update, {} to delete, {} node(s), {} release(s), {} conflict(s)",
-                    s.create + s.adopt,
-                    s.update,
-                    s.delete + s.uninstall,
-                    s.nodes,
-                    s.helm,
-                    s.conflict
-                ))
-            } else {
-                Check::Passed
-            }
-        }
+        Ok(p) => rollout::converged_check(&p.findings, &p.summary),
     }
 }
 
-/// Whether `gpuctl doctor` reports an error on the cluster (read live, as doctor reads it).
+/// The cluster's `doctor` gate: doctor's findings, read live as `gpuctl doctor` reads them, for
+/// [`rollout::doctor_check`] to judge.
 fn doctor(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check {
     let args = match connection(cmd, m) {
         Ok(a) => a,
@@ -370,30 +349,12 @@ fn doctor(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check
         &reading.diagnostics,
         &shown(&m.blueprint),
     );
-    let errors: Vec<String> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .map(|f| format!("{} {}", f.id, f.title))
-        .collect();
-    if errors.is_empty() {
-        return Check::Passed;
-    }
-    let more = if errors.len() > 3 {
-        format!("; {} more", errors.len() - 3)
-    } else {
-        String::new()
-    };
-    Check::Failed(format!(
-        "doctor reports {} error(s): {}{more}",
-        errors.len(),
-        errors
+    rollout::doctor_check(
+        report
+            .findings
             .iter()
-            .take(3)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("; ")
-    ))
+            .map(|f| (f.severity, f.id.as_str(), f.title.as_str())),
+    )
 }
 
 /// [`apply_one`] for each cluster of `chunk`: at once, each on a thread and runtime of its own,
