@@ -18,23 +18,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check blueprints against the facts catalog and report every finding.
-    Validate {
-        /// Blueprint files (`-`: standard input, once).
-        #[arg(required = true, value_name = "BLUEPRINT")]
-        files: Vec<PathBuf>,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value_t = Format::Human)]
-        output: Format,
-        /// Deprecated spelling of -o/--output (kept for one release).
-        #[arg(long, value_enum, hide = true)]
-        format: Option<Format>,
-        /// Fail on warnings too.
-        #[arg(long)]
-        strict: bool,
-        /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
-        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
-        today: Option<String>,
-    },
+    Validate(ValidateArgs),
     /// Explain a finding id: a validation rule, a doctor, metric or import finding (or every id
     /// with --all, every blueprint field with --fields).
     Explain {
@@ -52,255 +36,26 @@ pub enum Command {
     /// Print the JSON Schema of the blueprint (for editors).
     Schema,
     /// List the facts catalog: GPUs, drivers, CUDA, architectures, operator releases.
-    Profiles {
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value_t = ProfilesFormat::Human)]
-        output: ProfilesFormat,
-        /// Deprecated spelling of -o/--output (kept for one release).
-        #[arg(long, value_enum, hide = true)]
-        format: Option<ProfilesFormat>,
-        /// List only the fact rows read more than DAYS days ago (or never dated), with their
-        /// sources: where the next audit starts.
-        #[arg(long, value_name = "DAYS")]
-        stale_after: Option<u32>,
-        /// Date the ages are counted to (YYYY-MM-DD; default today, or GPUCTL_TODAY).
-        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
-        today: Option<String>,
-    },
+    Profiles(ProfilesArgs),
     /// Show what applying a blueprint would change: live (server-side dry-run), from a snapshot, or offline.
-    Plan {
-        /// Blueprint file (`-`: standard input).
-        #[arg(value_name = "BLUEPRINT")]
-        blueprint: PathBuf,
-        /// Cluster connection.
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        /// Plan against a snapshot from `gpuctl snapshot` instead of a live cluster.
-        #[arg(long, value_name = "FILE", conflicts_with = "offline")]
-        snapshot: Option<PathBuf>,
-        /// Plan without any live state (everything is a create).
-        #[arg(long)]
-        offline: bool,
-        /// Save the plan (JSON) for `gpuctl apply PLAN`.
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value_t = PlanFormat::Human)]
-        output: PlanFormat,
-        /// Deprecated spelling of -o/--output (kept for one release).
-        #[arg(long, value_enum, hide = true)]
-        format: Option<PlanFormat>,
-        /// Exit 2 when there are changes, 0 when none, 1 on error.
-        #[arg(long)]
-        detailed_exitcode: bool,
-        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
-        #[arg(long)]
-        prune_protected: bool,
-        /// Move pools to DRA (`gpuPlugin: dra`) even while pods on their nodes hold device-plugin
-        /// GPUs (the plan's refusal becomes a warning; runbooks/dra-migration.md).
-        #[arg(long)]
-        force_migration: bool,
-        /// Concurrent API requests.
-        #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
-        parallelism: u16,
-        /// List unchanged objects and every field of new ones.
-        #[arg(long, short)]
-        verbose: bool,
-        /// Rendering settings.
-        #[command(flatten)]
-        render: RenderArgs,
-    },
+    Plan(PlanArgs),
     /// Apply a blueprint (planning first) or a saved plan (refused when stale).
-    Apply {
-        /// Blueprint file, or a plan saved with `gpuctl plan --out` (`-`: either, from standard input).
-        #[arg(value_name = "BLUEPRINT|PLAN")]
-        target: PathBuf,
-        /// Cluster connection.
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        /// Take ownership of fields other managers own.
-        #[arg(long)]
-        force_conflicts: bool,
-        /// Take over existing objects that belong to no ApplySet (the plan's `adopt` actions):
-        /// they join this blueprint's set, no field value changes.
-        #[arg(long)]
-        adopt: bool,
-        /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
-        #[arg(long)]
-        prune_protected: bool,
-        /// Move pools to DRA (`gpuPlugin: dra`) even while pods on their nodes hold device-plugin
-        /// GPUs (the plan's refusal becomes a warning; runbooks/dra-migration.md).
-        #[arg(long)]
-        force_migration: bool,
-        /// Concurrent API requests.
-        #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
-        parallelism: u16,
-        /// Longest wait for node state such as MIG reconfiguration (e.g. 10m).
-        #[arg(long, default_value = "10m", value_name = "DURATION")]
-        wait_timeout: String,
-        /// Longest wait for a CRD to be served (e.g. 2m).
-        #[arg(long, default_value = "2m", value_name = "DURATION")]
-        crd_timeout: String,
-        /// Run no helm: apply the objects and print the helm command of each release to install,
-        /// upgrade or uninstall (without it, an apply that needs helm and finds none is refused).
-        #[arg(long)]
-        no_helm: bool,
-        /// Uninstall the release of a component the blueprint dropped even while objects of its
-        /// kinds (a NicClusterPolicy, ClusterQueues) exist.
-        #[arg(long)]
-        force_uninstall: bool,
-        /// Wait this long for another apply of the same blueprint to finish (e.g. 5m; default:
-        /// refuse at once, naming who holds the lock).
-        #[arg(long, default_value = "0s", value_name = "DURATION")]
-        lock_timeout: String,
-        /// How long the apply lock outlives a run that stopped renewing it (killed, cut off).
-        #[arg(long, default_value = "60s", value_name = "DURATION")]
-        lock_duration: String,
-        /// Longest wait for an admission webhook that cannot be called yet (e.g. 2m).
-        #[arg(long, default_value = "2m", value_name = "DURATION")]
-        webhook_timeout: String,
-        /// Do not ask for confirmation on a terminal (runs without a terminal never ask).
-        #[arg(long, short = 'y', alias = "auto-approve")]
-        yes: bool,
-        /// Output format of the plan and the progress (`json`: NDJSON events).
-        #[arg(short = 'o', long, value_enum, default_value_t = ApplyOutput::Human)]
-        output: ApplyOutput,
-        /// Rendering settings.
-        #[command(flatten)]
-        render: RenderArgs,
-    },
+    Apply(ApplyArgs),
     /// Remove a blueprint's apply lock left by a killed run (asks first, like `terraform force-unlock`).
-    Unlock {
-        /// Blueprint file (or a plan saved from it) whose lock to remove.
-        #[arg(value_name = "BLUEPRINT|PLAN")]
-        blueprint: PathBuf,
-        /// Cluster connection.
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        /// Remove the lock only while this run holds it (the holder id `gpuctl unlock` shows).
-        #[arg(long, value_name = "ID")]
-        holder: Option<String>,
-        /// Do not ask (required without a terminal).
-        #[arg(long, short = 'y')]
-        yes: bool,
-    },
+    Unlock(UnlockArgs),
     /// Capture the live objects a blueprint touches, for offline plans in CI (`--all`: what
     /// `gpuctl import` reads, for importing a cluster CI cannot reach).
-    Snapshot {
-        /// Blueprint file (`-`: standard input); not with --all.
-        #[arg(
-            value_name = "BLUEPRINT",
-            required_unless_present = "all",
-            conflicts_with = "all"
-        )]
-        blueprint: Option<PathBuf>,
-        /// Capture every object `gpuctl import` reads (nodes, GPU operator, quotas, queues,
-        /// monitoring) instead of one blueprint's.
-        #[arg(long)]
-        all: bool,
-        /// Also capture what `gpuctl doctor` and `gpuctl status` read (pods, events, quotas,
-        /// queues, operator status; secrets never, environment values masked).
-        #[arg(long, conflicts_with = "all")]
-        diagnostics: bool,
-        /// Cluster connection.
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        /// Where to write the snapshot.
-        #[arg(long, value_name = "FILE")]
-        out: PathBuf,
-        /// Rendering settings.
-        #[command(flatten)]
-        render: RenderArgs,
-    },
+    Snapshot(SnapshotArgs),
     /// Why is GPU work stuck or failing? Findings by runbook layer (scheduling, container start,
     /// runtime, nodes and hardware), each with its objects, evidence, cause and fix.
-    Doctor {
-        /// Blueprint file (`-`: standard input): the intended cluster.
-        #[arg(value_name = "BLUEPRINT")]
-        blueprint: PathBuf,
-        /// Cluster connection.
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of the
-        /// live cluster.
-        #[arg(long, value_name = "FILE")]
-        snapshot: Option<PathBuf>,
-        /// Output format.
-        #[arg(short = 'o', long, alias = "format", value_enum, default_value_t = DoctorFormat::Human)]
-        output: DoctorFormat,
-        /// Date used for end-of-life checks of the blueprint (YYYY-MM-DD; default today, or
-        /// GPUCTL_TODAY).
-        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
-        today: Option<String>,
-        /// Also judge DCGM metrics from this Prometheus (runtime and hardware findings,
-        /// docs/doctor-metrics.md).
-        #[command(flatten)]
-        metrics: PrometheusArgs,
-    },
+    Doctor(DoctorArgs),
     /// Write the blueprint of a running cluster (live, or from `gpuctl snapshot --all`).
-    Import {
-        /// Cluster connection.
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        /// Import from a snapshot taken with `gpuctl snapshot --all` instead of a live cluster.
-        #[arg(long, value_name = "FILE")]
-        snapshot: Option<PathBuf>,
-        /// Write the blueprint to FILE instead of standard output.
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-        /// The blueprint's name (default: the name gpuctl's objects in the cluster record, else
-        /// `imported`).
-        #[arg(long, value_name = "NAME")]
-        name: Option<String>,
-        /// Date used for end-of-life checks of the imported blueprint (YYYY-MM-DD; default today,
-        /// or GPUCTL_TODAY).
-        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
-        today: Option<String>,
-    },
+    Import(ImportArgs),
     /// Capacity, quotas, queues and fragmentation of a blueprint's GPU pools, live or from a
     /// snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics`; `--svg FILE` draws them.
-    Status {
-        /// Blueprint file (`-`: standard input).
-        #[arg(value_name = "BLUEPRINT")]
-        blueprint: PathBuf,
-        /// Cluster connection.
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of a live cluster.
-        #[arg(long, value_name = "FILE")]
-        snapshot: Option<PathBuf>,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value_t = StatusFormat::Human)]
-        output: StatusFormat,
-        /// Also draw the status as an SVG picture into FILE.
-        #[arg(long, value_name = "FILE")]
-        svg: Option<PathBuf>,
-    },
+    Status(StatusArgs),
     /// Render every object, Helm value and runbook a blueprint implies (validates first).
-    Render {
-        /// Blueprint file (`-`: standard input).
-        #[arg(value_name = "BLUEPRINT")]
-        blueprint: PathBuf,
-        /// Write a kustomize-ready tree to DIR instead of printing YAML.
-        #[arg(long, value_name = "DIR")]
-        output_dir: Option<PathBuf>,
-        /// Deprecated spelling of --output-dir (kept for one release; -o/--output will select
-        /// the output format, as on every other command).
-        #[arg(
-            short = 'o',
-            long = "output",
-            value_name = "DIR",
-            hide = true,
-            conflicts_with = "output_dir"
-        )]
-        output: Option<PathBuf>,
-        /// Directory whose templates replace the embedded ones (same relative paths).
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
-        #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
-        today: Option<String>,
-    },
+    Render(RenderCommandArgs),
     /// Many clusters from one fleet file: validate, render, plan and apply them in waves.
     Fleet {
         /// What to do.
@@ -319,6 +74,291 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// The arguments of `gpuctl validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Blueprint files (`-`: standard input, once).
+    #[arg(required = true, value_name = "BLUEPRINT")]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Human)]
+    pub output: Format,
+    /// Deprecated spelling of -o/--output (kept for one release).
+    #[arg(long, value_enum, hide = true)]
+    pub format: Option<Format>,
+    /// Fail on warnings too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+    #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+    pub today: Option<String>,
+}
+
+/// The arguments of `gpuctl profiles`.
+#[derive(Debug, clap::Args)]
+pub struct ProfilesArgs {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = ProfilesFormat::Human)]
+    pub output: ProfilesFormat,
+    /// Deprecated spelling of -o/--output (kept for one release).
+    #[arg(long, value_enum, hide = true)]
+    pub format: Option<ProfilesFormat>,
+    /// List only the fact rows read more than DAYS days ago (or never dated), with their
+    /// sources: where the next audit starts.
+    #[arg(long, value_name = "DAYS")]
+    pub stale_after: Option<u32>,
+    /// Date the ages are counted to (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+    #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+    pub today: Option<String>,
+}
+
+/// The arguments of `gpuctl plan`.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// Blueprint file (`-`: standard input).
+    #[arg(value_name = "BLUEPRINT")]
+    pub blueprint: PathBuf,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Plan against a snapshot from `gpuctl snapshot` instead of a live cluster.
+    #[arg(long, value_name = "FILE", conflicts_with = "offline")]
+    pub snapshot: Option<PathBuf>,
+    /// Plan without any live state (everything is a create).
+    #[arg(long)]
+    pub offline: bool,
+    /// Save the plan (JSON) for `gpuctl apply PLAN`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = PlanFormat::Human)]
+    pub output: PlanFormat,
+    /// Deprecated spelling of -o/--output (kept for one release).
+    #[arg(long, value_enum, hide = true)]
+    pub format: Option<PlanFormat>,
+    /// Exit 2 when there are changes, 0 when none, 1 on error.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
+    #[arg(long)]
+    pub prune_protected: bool,
+    /// Move pools to DRA (`gpuPlugin: dra`) even while pods on their nodes hold device-plugin
+    /// GPUs (the plan's refusal becomes a warning; runbooks/dra-migration.md).
+    #[arg(long)]
+    pub force_migration: bool,
+    /// Concurrent API requests.
+    #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallelism: u16,
+    /// List unchanged objects and every field of new ones.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Rendering settings.
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+/// The arguments of `gpuctl apply`.
+#[derive(Debug, clap::Args)]
+pub struct ApplyArgs {
+    /// Blueprint file, or a plan saved with `gpuctl plan --out` (`-`: either, from standard input).
+    #[arg(value_name = "BLUEPRINT|PLAN")]
+    pub target: PathBuf,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Take ownership of fields other managers own.
+    #[arg(long)]
+    pub force_conflicts: bool,
+    /// Take over existing objects that belong to no ApplySet (the plan's `adopt` actions):
+    /// they join this blueprint's set, no field value changes.
+    #[arg(long)]
+    pub adopt: bool,
+    /// Also prune Namespaces, CRDs, PriorityClasses and Nodes the blueprint dropped.
+    #[arg(long)]
+    pub prune_protected: bool,
+    /// Move pools to DRA (`gpuPlugin: dra`) even while pods on their nodes hold device-plugin
+    /// GPUs (the plan's refusal becomes a warning; runbooks/dra-migration.md).
+    #[arg(long)]
+    pub force_migration: bool,
+    /// Concurrent API requests.
+    #[arg(long, default_value_t = gpuctl_cluster::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallelism: u16,
+    /// Longest wait for node state such as MIG reconfiguration (e.g. 10m).
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub wait_timeout: String,
+    /// Longest wait for a CRD to be served (e.g. 2m).
+    #[arg(long, default_value = "2m", value_name = "DURATION")]
+    pub crd_timeout: String,
+    /// Run no helm: apply the objects and print the helm command of each release to install,
+    /// upgrade or uninstall (without it, an apply that needs helm and finds none is refused).
+    #[arg(long)]
+    pub no_helm: bool,
+    /// Uninstall the release of a component the blueprint dropped even while objects of its
+    /// kinds (a NicClusterPolicy, ClusterQueues) exist.
+    #[arg(long)]
+    pub force_uninstall: bool,
+    /// Wait this long for another apply of the same blueprint to finish (e.g. 5m; default:
+    /// refuse at once, naming who holds the lock).
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    pub lock_timeout: String,
+    /// How long the apply lock outlives a run that stopped renewing it (killed, cut off).
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub lock_duration: String,
+    /// Longest wait for an admission webhook that cannot be called yet (e.g. 2m).
+    #[arg(long, default_value = "2m", value_name = "DURATION")]
+    pub webhook_timeout: String,
+    /// Do not ask for confirmation on a terminal (runs without a terminal never ask).
+    #[arg(long, short = 'y', alias = "auto-approve")]
+    pub yes: bool,
+    /// Output format of the plan and the progress (`json`: NDJSON events).
+    #[arg(short = 'o', long, value_enum, default_value_t = ApplyOutput::Human)]
+    pub output: ApplyOutput,
+    /// Rendering settings.
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+/// The arguments of `gpuctl unlock`.
+#[derive(Debug, clap::Args)]
+pub struct UnlockArgs {
+    /// Blueprint file (or a plan saved from it) whose lock to remove.
+    #[arg(value_name = "BLUEPRINT|PLAN")]
+    pub blueprint: PathBuf,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Remove the lock only while this run holds it (the holder id `gpuctl unlock` shows).
+    #[arg(long, value_name = "ID")]
+    pub holder: Option<String>,
+    /// Do not ask (required without a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// The arguments of `gpuctl snapshot`.
+#[derive(Debug, clap::Args)]
+pub struct SnapshotArgs {
+    /// Blueprint file (`-`: standard input); not with --all.
+    #[arg(
+        value_name = "BLUEPRINT",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub blueprint: Option<PathBuf>,
+    /// Capture every object `gpuctl import` reads (nodes, GPU operator, quotas, queues,
+    /// monitoring) instead of one blueprint's.
+    #[arg(long)]
+    pub all: bool,
+    /// Also capture what `gpuctl doctor` and `gpuctl status` read (pods, events, quotas,
+    /// queues, operator status; secrets never, environment values masked).
+    #[arg(long, conflicts_with = "all")]
+    pub diagnostics: bool,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Where to write the snapshot.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Rendering settings.
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+/// The arguments of `gpuctl doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Blueprint file (`-`: standard input): the intended cluster.
+    #[arg(value_name = "BLUEPRINT")]
+    pub blueprint: PathBuf,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of the
+    /// live cluster.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, alias = "format", value_enum, default_value_t = DoctorFormat::Human)]
+    pub output: DoctorFormat,
+    /// Date used for end-of-life checks of the blueprint (YYYY-MM-DD; default today, or
+    /// GPUCTL_TODAY).
+    #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+    pub today: Option<String>,
+    /// Also judge DCGM metrics from this Prometheus (runtime and hardware findings,
+    /// docs/doctor-metrics.md).
+    #[command(flatten)]
+    pub metrics: PrometheusArgs,
+}
+
+/// The arguments of `gpuctl import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Import from a snapshot taken with `gpuctl snapshot --all` instead of a live cluster.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Write the blueprint to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The blueprint's name (default: the name gpuctl's objects in the cluster record, else
+    /// `imported`).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Date used for end-of-life checks of the imported blueprint (YYYY-MM-DD; default today,
+    /// or GPUCTL_TODAY).
+    #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+    pub today: Option<String>,
+}
+
+/// The arguments of `gpuctl status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Blueprint file (`-`: standard input).
+    #[arg(value_name = "BLUEPRINT")]
+    pub blueprint: PathBuf,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Read a snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics` instead of a live cluster.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = StatusFormat::Human)]
+    pub output: StatusFormat,
+    /// Also draw the status as an SVG picture into FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// The arguments of `gpuctl render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderCommandArgs {
+    /// Blueprint file (`-`: standard input).
+    #[arg(value_name = "BLUEPRINT")]
+    pub blueprint: PathBuf,
+    /// Write a kustomize-ready tree to DIR instead of printing YAML.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Deprecated spelling of --output-dir (kept for one release; -o/--output will select
+    /// the output format, as on every other command).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "DIR",
+        hide = true,
+        conflicts_with = "output_dir"
+    )]
+    pub output: Option<PathBuf>,
+    /// Directory whose templates replace the embedded ones (same relative paths).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
+    #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
+    pub today: Option<String>,
 }
 
 /// Findings output format.

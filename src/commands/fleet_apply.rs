@@ -14,7 +14,6 @@ use gpuctl_core::blueprint::Blueprint;
 use gpuctl_core::fleet::LoadedFleet;
 use gpuctl_core::fleet::model::Gate;
 use gpuctl_core::fleet::rollout::{self, Block, Check, Observed, Stamp, Waves};
-use gpuctl_core::located::Severity;
 use gpuctl_core::profiles::Catalog;
 
 use super::pipeline::{Rendered, render_loaded};
@@ -62,34 +61,10 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
     let fleet_file = cmd.fleet_file.display().to_string();
     let name = &fleet.fleet.metadata.name;
     // A wave that does not exist is a wrong command line, said before any cluster is read.
-    let named = match cmd.wave {
-        Some(w) => Some(waves.index(w).ok_or_else(|| {
-            CommandError::Usage(format!(
-                "fleet `{name}` has no wave `{w}`; its waves: {}",
-                waves
-                    .members
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?),
-        None => None,
-    };
+    let named = wave_named(cmd.wave, &waves, name)?;
     let members = members(cmd, fleet)?;
     let rt = runtime()?;
-    let mut observed: Vec<Observed> = members
-        .iter()
-        .map(|m| Observed {
-            name: m.name.clone(),
-            context: m.context.clone(),
-            blueprint: shown(&m.blueprint),
-            want: m.want.clone(),
-            stamp: rt.block_on(read_stamp(cmd, m)),
-            converged: Check::NotRun,
-            doctor: Check::NotRun,
-        })
-        .collect();
+    let mut observed = observe(cmd, &members, &rt);
     let Some(target) = named.or_else(|| waves.next(&observed)) else {
         emit(
             out,
@@ -131,14 +106,7 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
             ),
         );
     }
-    let todo: Vec<(&Member, Option<Stamp>)> = clusters
-        .iter()
-        .filter_map(|c| {
-            let m = members.iter().find(|m| &m.name == c)?;
-            let o = observed.iter().find(|o| &o.name == c);
-            Some((m, o.and_then(|o| o.stamp.as_ref().ok().cloned().flatten())))
-        })
-        .collect();
+    let todo = to_apply(clusters, &members, &observed);
     // `maxParallel` clusters at a time, in batches; one at a time while a person at a terminal
     // confirms each plan.
     let batch = if cmd.yes || !super::interactive() {
@@ -147,46 +115,120 @@ pub fn run(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write
         1
     };
     for chunk in todo.chunks(batch) {
-        let results = apply_batch(cmd, fleet, &rt, chunk);
-        let mut failed = None;
-        for ((m, _), result) in chunk.iter().zip(results) {
-            match result {
-                Ok(line) => emit(out, &format!("  {}{}: {line}\n", m.name, on(m))),
-                Err(e) => {
-                    emit(
-                        out,
-                        &format!(
-                            "  {}{}: failed; wave `{wave}` stops here, a re-run continues it\n",
-                            m.name,
-                            on(m)
-                        ),
-                    );
-                    if failed.is_some() {
-                        eprintln!("error: cluster `{}`: {e}", m.name);
-                    } else {
-                        failed = Some(e);
-                    }
+        apply_chunk(cmd, fleet, &rt, chunk, wave, out)?;
+    }
+    super::fleet_multikueue::credentials(cmd.kubeconfig.as_ref(), fleet, &rt, out)?;
+    emit(out, &next_step(&waves, target, &fleet_file));
+    Ok(ExitStatus::Success)
+}
+
+/// The index of the wave `--wave` names (`None` without it); a usage error listing the fleet's
+/// waves when it has no such wave.
+fn wave_named(
+    wave: Option<&str>,
+    waves: &Waves<'_>,
+    fleet: &str,
+) -> Result<Option<usize>, CommandError> {
+    let Some(w) = wave else {
+        return Ok(None);
+    };
+    let index = waves.index(w).ok_or_else(|| {
+        CommandError::Usage(format!(
+            "fleet `{fleet}` has no wave `{w}`; its waves: {}",
+            waves
+                .members
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    Ok(Some(index))
+}
+
+/// What each cluster carries: its stamp, read live (the gates are checked later, for the clusters
+/// of the earlier waves only).
+fn observe(
+    cmd: &FleetApplyCommand<'_>,
+    members: &[Member],
+    rt: &tokio::runtime::Runtime,
+) -> Vec<Observed> {
+    members
+        .iter()
+        .map(|m| Observed {
+            name: m.name.clone(),
+            context: m.context.clone(),
+            blueprint: shown(&m.blueprint),
+            want: m.want.clone(),
+            stamp: rt.block_on(read_stamp(cmd, m)),
+            converged: Check::NotRun,
+            doctor: Check::NotRun,
+        })
+        .collect()
+}
+
+/// The wave's clusters, each with the stamp it carries now.
+fn to_apply<'m>(
+    clusters: &[String],
+    members: &'m [Member],
+    observed: &[Observed],
+) -> Vec<(&'m Member, Option<Stamp>)> {
+    clusters
+        .iter()
+        .filter_map(|c| {
+            let m = members.iter().find(|m| &m.name == c)?;
+            let o = observed.iter().find(|o| &o.name == c);
+            Some((m, o.and_then(|o| o.stamp.as_ref().ok().cloned().flatten())))
+        })
+        .collect()
+}
+
+/// Applies one batch of wave `wave`'s clusters and prints a line for each; the first failure
+/// stops the wave (the others' are printed to stderr).
+fn apply_chunk(
+    cmd: &FleetApplyCommand<'_>,
+    fleet: &LoadedFleet,
+    rt: &tokio::runtime::Runtime,
+    chunk: &[(&Member, Option<Stamp>)],
+    wave: &str,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let results = apply_batch(cmd, fleet, rt, chunk);
+    let mut failed = None;
+    for ((m, _), result) in chunk.iter().zip(results) {
+        match result {
+            Ok(line) => emit(out, &format!("  {}{}: {line}\n", m.name, on(m))),
+            Err(e) => {
+                emit(
+                    out,
+                    &format!(
+                        "  {}{}: failed; wave `{wave}` stops here, a re-run continues it\n",
+                        m.name,
+                        on(m)
+                    ),
+                );
+                if failed.is_some() {
+                    eprintln!("error: cluster `{}`: {e}", m.name);
+                } else {
+                    failed = Some(e);
                 }
             }
         }
-        if let Some(e) = failed {
-            return Err(e);
-        }
     }
-    super::fleet_multikueue::credentials(cmd.kubeconfig.as_ref(), fleet, &rt, out)?;
-    if let Some((next, _)) = waves.members.get(target + 1) {
-        let bake = waves.bake_seconds(target);
-        emit(
-            out,
-            &format!(
-                "next: wave `{next}`, once wave `{wave}` has baked {} and its gates pass: `gpuctl fleet apply {fleet_file}`\n",
-                rollout::human(bake)
-            ),
-        );
-    } else {
-        emit(out, "every wave is applied\n");
+    failed.map_or(Ok(()), Err)
+}
+
+/// What comes after wave `target`: the next wave and when it may start, or that every wave is
+/// applied.
+fn next_step(waves: &Waves<'_>, target: usize, fleet_file: &str) -> String {
+    let wave = &waves.members[target].0;
+    match waves.members.get(target + 1) {
+        Some((next, _)) => format!(
+            "next: wave `{next}`, once wave `{wave}` has baked {} and its gates pass: `gpuctl fleet apply {fleet_file}`\n",
+            rollout::human(waves.bake_seconds(target))
+        ),
+        None => "every wave is applied\n".to_string(),
     }
-    Ok(ExitStatus::Success)
 }
 
 /// Every cluster rendered once: its revision and ApplySet parent (the sets are dropped, so
@@ -291,7 +333,8 @@ fn check_gates(
     }
 }
 
-/// Whether the cluster's plan is empty, as `gpuctl fleet plan` plans it.
+/// The cluster's `converged` gate: its plan, made as `gpuctl fleet plan` makes it, for
+/// [`rollout::converged_check`] to judge.
 fn converged(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check {
     let args = match connection(cmd, m) {
         Ok(a) => a,
@@ -310,33 +353,12 @@ fn converged(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Ch
     });
     match plan {
         Err(e) => Check::Failed(format!("it cannot be planned: {}", one_line(&e))),
-        Ok(p) => {
-            let errors = p
-                .findings
-                .iter()
-                .filter(|f| f.severity == Severity::Error)
-                .count();
-            let s = &p.summary;
-            if errors > 0 {
-                Check::Failed(format!("its plan has {errors} error finding(s)"))
-            } else if s.has_changes() {
-                Check::Failed(format!(
-                    "its plan is not empty: {} to create, {} to update, {} to delete, {} node(s), {} release(s), {} conflict(s)",
-                    s.create + s.adopt,
-                    s.update,
-                    s.delete + s.uninstall,
-                    s.nodes,
-                    s.helm,
-                    s.conflict
-                ))
-            } else {
-                Check::Passed
-            }
-        }
+        Ok(p) => rollout::converged_check(&p.findings, &p.summary),
     }
 }
 
-/// Whether `gpuctl doctor` reports an error on the cluster (read live, as doctor reads it).
+/// The cluster's `doctor` gate: doctor's findings, read live as `gpuctl doctor` reads them, for
+/// [`rollout::doctor_check`] to judge.
 fn doctor(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check {
     let args = match connection(cmd, m) {
         Ok(a) => a,
@@ -370,30 +392,12 @@ fn doctor(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check
         &reading.diagnostics,
         &shown(&m.blueprint),
     );
-    let errors: Vec<String> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .map(|f| format!("{} {}", f.id, f.title))
-        .collect();
-    if errors.is_empty() {
-        return Check::Passed;
-    }
-    let more = if errors.len() > 3 {
-        format!("; {} more", errors.len() - 3)
-    } else {
-        String::new()
-    };
-    Check::Failed(format!(
-        "doctor reports {} error(s): {}{more}",
-        errors.len(),
-        errors
+    rollout::doctor_check(
+        report
+            .findings
             .iter()
-            .take(3)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("; ")
-    ))
+            .map(|f| (f.severity, f.id.as_str(), f.title.as_str())),
+    )
 }
 
 /// [`apply_one`] for each cluster of `chunk`: at once, each on a thread and runtime of its own,

@@ -36,7 +36,10 @@ use gpuctl_core::plan::{PlanError, SavedPlanError};
 use gpuctl_core::render::RenderError;
 use gpuctl_core::snapshot::SnapshotError;
 
-use crate::args::{Cli, ClusterArgs, Command};
+use crate::args::{
+    ApplyArgs, Cli, ClusterArgs, Command, DoctorArgs, ImportArgs, PlanArgs, ProfilesArgs,
+    RenderCommandArgs, SnapshotArgs, StatusArgs, ValidateArgs,
+};
 use crate::exit::ExitStatus;
 use crate::output::tree::TreeError;
 use crate::settings::FlagError;
@@ -164,202 +167,158 @@ where
 
 fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
     match command {
-        Command::Validate {
-            files,
-            output,
-            format,
-            strict,
-            today,
-        } => {
-            let format = crate::settings::deprecated("--format", "-o/--output", format, output);
-            validate::run(&files, format, strict, today.as_deref(), out)
-        }
+        Command::Validate(a) => run_validate(a, out),
         Command::Explain { rule, all, fields } => explain::run(rule.as_deref(), all, fields, out),
         Command::Schema => schema::run(out),
-        Command::Profiles {
-            output,
-            format,
-            stale_after,
-            today,
-        } => {
-            let format = crate::settings::deprecated("--format", "-o/--output", format, output);
-            match stale_after {
-                None => profiles::run(format, out),
-                Some(days) => {
-                    let today = crate::settings::today(today.as_deref())?;
-                    profiles::stale(format, days, today, out)
-                }
-            }
-        }
-        Command::Plan {
-            blueprint,
-            cluster,
-            snapshot,
-            offline,
-            out: save,
-            output,
-            format,
-            detailed_exitcode,
-            prune_protected,
-            force_migration,
-            parallelism,
-            verbose,
-            render,
-        } => plan::run(
-            plan::PlanCommand {
-                blueprint: &blueprint,
-                cluster: &cluster,
-                snapshot: snapshot.as_deref(),
-                offline,
-                save: save.as_deref(),
-                format: crate::settings::deprecated("--format", "-o/--output", format, output),
-                detailed_exitcode,
-                prune_protected,
-                force_migration,
-                parallelism: usize::from(parallelism),
-                verbose,
-                render: &render,
-            },
-            out,
-        ),
-        Command::Apply {
-            target,
-            cluster,
-            force_conflicts,
-            adopt,
-            prune_protected,
-            force_migration,
-            parallelism,
-            wait_timeout,
-            crd_timeout,
-            no_helm,
-            force_uninstall,
-            lock_timeout,
-            lock_duration,
-            webhook_timeout,
-            yes,
-            output,
-            render,
-        } => apply::run(apply::ApplyCommand {
-            target: &target,
-            cluster: &cluster,
-            prune_protected,
-            force_migration,
-            options: gpuctl_cluster::apply::ApplyOptions {
-                force_conflicts,
-                adopt,
-                parallelism: usize::from(parallelism),
-                crd_timeout: crate::settings::duration("crd-timeout", &crd_timeout)?,
-                wait_timeout: crate::settings::duration("wait-timeout", &wait_timeout)?,
-                run_helm: !no_helm,
-                force_uninstall,
-                force_migration,
-                lock_timeout: crate::settings::duration("lock-timeout", &lock_timeout)?,
-                lock_duration: crate::settings::at_least(
-                    "lock-duration",
-                    &lock_duration,
-                    std::time::Duration::from_secs(1),
-                )?,
-                ..gpuctl_cluster::apply::ApplyOptions::default()
-            },
-            webhook_timeout: crate::settings::duration("webhook-timeout", &webhook_timeout)?,
-            output,
-            render: &render,
-            yes,
-        }),
-        Command::Unlock {
-            blueprint,
-            cluster,
-            holder,
-            yes,
-        } => unlock::run(&blueprint, &cluster, holder.as_deref(), yes),
-        Command::Snapshot {
-            blueprint,
-            all,
-            diagnostics,
-            cluster,
-            out: file,
-            render,
-        } => match (blueprint, all) {
-            (_, true) => snapshot::run_all(&cluster, &file),
-            (Some(blueprint), false) => {
-                snapshot::run(&blueprint, &cluster, &file, &render, diagnostics)
-            }
-            (None, false) => Err(CommandError::Usage(
-                "name a blueprint, or capture everything import reads with --all".into(),
-            )),
-        },
-        Command::Doctor {
-            blueprint,
-            cluster,
-            snapshot,
-            output,
-            today,
-            metrics,
-        } => doctor::run(
-            doctor::DoctorCommand {
-                blueprint: &blueprint,
-                cluster: &cluster,
-                snapshot: snapshot.as_deref(),
-                format: output,
-                today: today.as_deref(),
-                metrics: &metrics,
-            },
-            out,
-        ),
-        Command::Import {
-            cluster,
-            snapshot,
-            out: file,
-            name,
-            today,
-        } => import::run(
-            &cluster,
-            snapshot.as_deref(),
-            file.as_deref(),
-            name,
-            today.as_deref(),
-            out,
-        ),
-        Command::Status {
-            blueprint,
-            cluster,
-            snapshot,
-            output,
-            svg,
-        } => status::run(
-            status::StatusCommand {
-                blueprint: &blueprint,
-                cluster: &cluster,
-                snapshot: snapshot.as_deref(),
-                format: output,
-                svg: svg.as_deref(),
-            },
-            out,
-        ),
-        Command::Render {
-            blueprint,
-            output_dir,
-            output,
-            templates,
-            today,
-        } => render::run(
-            &blueprint,
-            crate::settings::deprecated(
-                "-o/--output DIR",
-                "--output-dir DIR",
-                output.map(Some),
-                output_dir,
-            )
-            .as_deref(),
-            templates.as_deref(),
-            today.as_deref(),
-            out,
-        ),
+        Command::Profiles(a) => run_profiles(a, out),
+        Command::Plan(a) => run_plan(a, out),
+        Command::Apply(a) => run_apply(a),
+        Command::Unlock(a) => unlock::run(&a.blueprint, &a.cluster, a.holder.as_deref(), a.yes),
+        Command::Snapshot(a) => run_snapshot(a),
+        Command::Doctor(a) => run_doctor(a, out),
+        Command::Import(a) => run_import(a, out),
+        Command::Status(a) => run_status(a, out),
+        Command::Render(a) => run_render(a, out),
         Command::Fleet { command } => fleet::run(command, out),
         Command::Upgrade { command } => upgrade::run(command, out),
         Command::Completions { shell } => completions::run(shell, out),
     }
+}
+
+fn run_validate(a: ValidateArgs, out: &mut dyn Write) -> CommandResult {
+    let format = crate::settings::deprecated("--format", "-o/--output", a.format, a.output);
+    validate::run(&a.files, format, a.strict, a.today.as_deref(), out)
+}
+
+/// The catalog, or with `--stale-after` only its rows read too long ago.
+fn run_profiles(a: ProfilesArgs, out: &mut dyn Write) -> CommandResult {
+    let format = crate::settings::deprecated("--format", "-o/--output", a.format, a.output);
+    match a.stale_after {
+        None => profiles::run(format, out),
+        Some(days) => {
+            let today = crate::settings::today(a.today.as_deref())?;
+            profiles::stale(format, days, today, out)
+        }
+    }
+}
+
+fn run_plan(a: PlanArgs, out: &mut dyn Write) -> CommandResult {
+    plan::run(
+        plan::PlanCommand {
+            blueprint: &a.blueprint,
+            cluster: &a.cluster,
+            snapshot: a.snapshot.as_deref(),
+            offline: a.offline,
+            save: a.out.as_deref(),
+            format: crate::settings::deprecated("--format", "-o/--output", a.format, a.output),
+            detailed_exitcode: a.detailed_exitcode,
+            prune_protected: a.prune_protected,
+            force_migration: a.force_migration,
+            parallelism: usize::from(a.parallelism),
+            verbose: a.verbose,
+            render: &a.render,
+        },
+        out,
+    )
+}
+
+/// Apply, with its durations parsed into the cluster crate's options.
+fn run_apply(a: ApplyArgs) -> CommandResult {
+    apply::run(apply::ApplyCommand {
+        target: &a.target,
+        cluster: &a.cluster,
+        prune_protected: a.prune_protected,
+        force_migration: a.force_migration,
+        options: gpuctl_cluster::apply::ApplyOptions {
+            force_conflicts: a.force_conflicts,
+            adopt: a.adopt,
+            parallelism: usize::from(a.parallelism),
+            crd_timeout: crate::settings::duration("crd-timeout", &a.crd_timeout)?,
+            wait_timeout: crate::settings::duration("wait-timeout", &a.wait_timeout)?,
+            run_helm: !a.no_helm,
+            force_uninstall: a.force_uninstall,
+            force_migration: a.force_migration,
+            lock_timeout: crate::settings::duration("lock-timeout", &a.lock_timeout)?,
+            lock_duration: crate::settings::at_least(
+                "lock-duration",
+                &a.lock_duration,
+                std::time::Duration::from_secs(1),
+            )?,
+            ..gpuctl_cluster::apply::ApplyOptions::default()
+        },
+        webhook_timeout: crate::settings::duration("webhook-timeout", &a.webhook_timeout)?,
+        output: a.output,
+        render: &a.render,
+        yes: a.yes,
+    })
+}
+
+/// One blueprint's objects, or with `--all` everything import reads.
+fn run_snapshot(a: SnapshotArgs) -> CommandResult {
+    match (a.blueprint, a.all) {
+        (_, true) => snapshot::run_all(&a.cluster, &a.out),
+        (Some(blueprint), false) => {
+            snapshot::run(&blueprint, &a.cluster, &a.out, &a.render, a.diagnostics)
+        }
+        (None, false) => Err(CommandError::Usage(
+            "name a blueprint, or capture everything import reads with --all".into(),
+        )),
+    }
+}
+
+fn run_doctor(a: DoctorArgs, out: &mut dyn Write) -> CommandResult {
+    doctor::run(
+        doctor::DoctorCommand {
+            blueprint: &a.blueprint,
+            cluster: &a.cluster,
+            snapshot: a.snapshot.as_deref(),
+            format: a.output,
+            today: a.today.as_deref(),
+            metrics: &a.metrics,
+        },
+        out,
+    )
+}
+
+fn run_import(a: ImportArgs, out: &mut dyn Write) -> CommandResult {
+    import::run(
+        &a.cluster,
+        a.snapshot.as_deref(),
+        a.out.as_deref(),
+        a.name,
+        a.today.as_deref(),
+        out,
+    )
+}
+
+fn run_status(a: StatusArgs, out: &mut dyn Write) -> CommandResult {
+    status::run(
+        status::StatusCommand {
+            blueprint: &a.blueprint,
+            cluster: &a.cluster,
+            snapshot: a.snapshot.as_deref(),
+            format: a.output,
+            svg: a.svg.as_deref(),
+        },
+        out,
+    )
+}
+
+/// Render, `--output-dir` or its deprecated spelling `-o/--output`.
+fn run_render(a: RenderCommandArgs, out: &mut dyn Write) -> CommandResult {
+    let output_dir = crate::settings::deprecated(
+        "-o/--output DIR",
+        "--output-dir DIR",
+        a.output.map(Some),
+        a.output_dir,
+    );
+    render::run(
+        &a.blueprint,
+        output_dir.as_deref(),
+        a.templates.as_deref(),
+        a.today.as_deref(),
+        out,
+    )
 }
 
 /// The one async runtime of every cluster command. One thread: plan and apply wait on the network,

@@ -8,7 +8,7 @@ use gpuctl_core::blueprint::InstallMode;
 use gpuctl_core::located::Severity;
 use gpuctl_core::names::DEFAULT_DRIVER_CR;
 use gpuctl_core::plan::{
-    Action, ActionKind, DriverRollout, HelmAction, HelmPlan, Mode, Plan, UninstallStep,
+    Action, ActionKind, DriverRollout, HelmAction, HelmPlan, Mode, Plan, Summary, UninstallStep,
     diff::Change, redact,
 };
 use gpuctl_core::render::HelmRelease;
@@ -426,8 +426,44 @@ pub fn markdown(plan: &Plan) -> String {
 /// [`markdown`] within about `cap` characters: the table takes at most half, the collapsed diff
 /// the rest (`fleet plan` gives each cluster a share of one comment).
 pub fn markdown_within(plan: &Plan, cap: usize) -> String {
-    let s = &plan.summary;
     let mut out = format!("### {}\n\n", header(plan));
+    push_rollout_cautions(&mut out, plan);
+    push_counts(&mut out, &plan.summary);
+    let changed: Vec<&Action> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action != ActionKind::NoOp)
+        .collect();
+    let steps = release_steps(plan);
+    let release_rows = changed_releases(&steps);
+    if changed.is_empty()
+        && plan.nodes.is_empty()
+        && release_rows.is_empty()
+        && plan.uninstalls.is_empty()
+    {
+        out.push_str("No changes. The cluster matches the blueprint.\n");
+    } else {
+        out.push_str("| action | object | changes |\n|---|---|---|\n");
+        let rows = change_rows(plan, &changed, &release_rows);
+        push_rows_within(&mut out, &rows, cap / 2);
+    }
+    push_helm_invocations(&mut out, &steps);
+    if !plan.findings.is_empty() {
+        out.push_str(&format!("\n**{}**\n\n", findings_heading(plan)));
+        for f in &plan.findings {
+            out.push_str(&format!("- {}: {}\n", f.severity, f.message));
+        }
+    }
+    let diff = field_diff(plan, &changed, &release_rows);
+    if !diff.is_empty() {
+        push_collapsed_diff(&mut out, diff, cap);
+    }
+    out.push_str(&format!("\n{}\n", totals(plan)));
+    out
+}
+
+/// A driver rollout first, as a caution with the commands that roll it out.
+fn push_rollout_cautions(out: &mut String, plan: &Plan) {
     for r in &plan.driver_rollouts {
         let (title, body) = rollout_text(r);
         out.push_str(&format!(
@@ -438,6 +474,10 @@ pub fn markdown_within(plan: &Plan, cap: usize) -> String {
         }
         out.push_str("> ```\n\n");
     }
+}
+
+/// The counts per action, one table row (an `adopt` column only when something is adopted).
+fn push_counts(out: &mut String, s: &Summary) {
     if s.adopt > 0 {
         out.push_str(&format!(
             "| adopt | create | update | delete | conflict | nodes | unchanged |\n|---:|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} | {} |\n\n",
@@ -449,13 +489,13 @@ pub fn markdown_within(plan: &Plan, cap: usize) -> String {
             s.create, s.update, s.delete, s.conflict, s.nodes, s.unchanged
         ));
     }
-    let changed: Vec<&Action> = plan
-        .actions
-        .iter()
-        .filter(|a| a.action != ActionKind::NoOp)
-        .collect();
-    let steps = release_steps(plan);
-    let release_rows: Vec<(&str, &HelmRelease, &HelmPlan)> = steps
+}
+
+/// The release steps that install or upgrade, with that word.
+fn changed_releases<'a>(
+    steps: &[(String, &'a HelmRelease, Option<&'a HelmPlan>)],
+) -> Vec<(&'static str, &'a HelmRelease, &'a HelmPlan)> {
+    steps
         .iter()
         .filter_map(|(_, h, hp)| {
             let hp = (*hp)?;
@@ -466,92 +506,104 @@ pub fn markdown_within(plan: &Plan, cap: usize) -> String {
             };
             Some((word, *h, hp))
         })
-        .collect();
-    if changed.is_empty()
-        && plan.nodes.is_empty()
-        && release_rows.is_empty()
-        && plan.uninstalls.is_empty()
-    {
-        out.push_str("No changes. The cluster matches the blueprint.\n");
-    } else {
-        out.push_str("| action | object | changes |\n|---|---|---|\n");
-        let fields = |n: usize| match n {
-            0 => String::new(),
-            1 => "1 field".to_string(),
-            n => format!("{n} fields"),
-        };
-        let rows: Vec<String> = release_rows
-            .iter()
-            .map(|(word, h, hp)| {
-                format!(
-                    "| {word} | `HelmRelease/{}/{}` (chart {}) | {} |\n",
-                    h.namespace,
-                    h.release,
-                    h.version,
-                    fields(hp.changes.len())
-                )
-            })
-            .chain(plan.uninstalls.iter().map(|u| {
-                format!(
-                    "| uninstall | `{}` (chart {}) | {} |\n",
-                    u.id(),
-                    u.chart_version,
-                    u.reason.replace('|', "\\|")
-                )
-            }))
-            .chain(changed.iter().map(|a| {
-                let note = match (&a.reason, a.action) {
-                    (_, ActionKind::Create) => String::new(),
-                    (_, ActionKind::CreateAfterCrd) => "after its CRD is installed".to_string(),
-                    (_, ActionKind::CreateAfterParent) => "after its parent".to_string(),
-                    (_, ActionKind::Adopt) => "joins the set, no field change".to_string(),
-                    (_, ActionKind::Update) if a.adopt => {
-                        format!("adopted; {}", fields(a.changes.len()))
-                    }
-                    (Some(r), ActionKind::Conflict | ActionKind::Delete) => r.replace('|', "\\|"),
-                    (_, ActionKind::Update) if a.replace => {
-                        format!("delete and create: {}", fields(a.changes.len()))
-                    }
-                    _ => fields(a.changes.len()),
-                };
-                let word = if a.replace {
-                    "replace"
-                } else {
-                    symbol(a.action).1
-                };
-                format!("| {word} | `{}` | {note} |\n", a.id())
-            }))
-            .chain(plan.nodes.iter().map(|n| {
-                let taints = match n.taints.len() {
-                    0 => String::new(),
-                    t => format!(", {t} taint(s)"),
-                };
-                format!(
-                    "| patch | `Node/{}` (pool {}) | {}{taints} |\n",
-                    n.node,
-                    n.pool,
-                    fields(n.labels.len())
-                )
-            }))
-            .collect();
-        // The table gets at most half the budget; the collapsed diff gets the rest.
-        let mut shown = 0;
-        for row in &rows {
-            if out.len() + row.len() > cap / 2 {
-                break;
-            }
-            out.push_str(row);
-            shown += 1;
-        }
-        if shown < rows.len() {
-            out.push_str(&format!(
-                "| ... | {} more (see the JSON plan) | |\n",
-                rows.len() - shown
-            ));
-        }
+        .collect()
+}
+
+/// `1 field`, `3 fields`, or nothing for none.
+fn field_count(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => "1 field".to_string(),
+        n => format!("{n} fields"),
     }
-    // Offline (or without a readable release) there is no release diff: say what runs.
-    for (label, h, hp) in &steps {
+}
+
+/// One table row a change: releases, uninstalls, objects, then nodes.
+fn change_rows(
+    plan: &Plan,
+    changed: &[&Action],
+    release_rows: &[(&str, &HelmRelease, &HelmPlan)],
+) -> Vec<String> {
+    release_rows
+        .iter()
+        .map(|(word, h, hp)| {
+            format!(
+                "| {word} | `HelmRelease/{}/{}` (chart {}) | {} |\n",
+                h.namespace,
+                h.release,
+                h.version,
+                field_count(hp.changes.len())
+            )
+        })
+        .chain(plan.uninstalls.iter().map(|u| {
+            format!(
+                "| uninstall | `{}` (chart {}) | {} |\n",
+                u.id(),
+                u.chart_version,
+                u.reason.replace('|', "\\|")
+            )
+        }))
+        .chain(changed.iter().map(|a| object_row(a)))
+        .chain(plan.nodes.iter().map(|n| {
+            let taints = match n.taints.len() {
+                0 => String::new(),
+                t => format!(", {t} taint(s)"),
+            };
+            format!(
+                "| patch | `Node/{}` (pool {}) | {}{taints} |\n",
+                n.node,
+                n.pool,
+                field_count(n.labels.len())
+            )
+        }))
+        .collect()
+}
+
+/// The table row of one changed object.
+fn object_row(a: &Action) -> String {
+    let note = match (&a.reason, a.action) {
+        (_, ActionKind::Create) => String::new(),
+        (_, ActionKind::CreateAfterCrd) => "after its CRD is installed".to_string(),
+        (_, ActionKind::CreateAfterParent) => "after its parent".to_string(),
+        (_, ActionKind::Adopt) => "joins the set, no field change".to_string(),
+        (_, ActionKind::Update) if a.adopt => {
+            format!("adopted; {}", field_count(a.changes.len()))
+        }
+        (Some(r), ActionKind::Conflict | ActionKind::Delete) => r.replace('|', "\\|"),
+        (_, ActionKind::Update) if a.replace => {
+            format!("delete and create: {}", field_count(a.changes.len()))
+        }
+        _ => field_count(a.changes.len()),
+    };
+    let word = if a.replace {
+        "replace"
+    } else {
+        symbol(a.action).1
+    };
+    format!("| {word} | `{}` | {note} |\n", a.id())
+}
+
+/// As many `rows` as keep `out` within `limit` characters, then a row counting the rest.
+fn push_rows_within(out: &mut String, rows: &[String], limit: usize) {
+    let mut shown = 0;
+    for row in rows {
+        if out.len() + row.len() > limit {
+            break;
+        }
+        out.push_str(row);
+        shown += 1;
+    }
+    if shown < rows.len() {
+        out.push_str(&format!(
+            "| ... | {} more (see the JSON plan) | |\n",
+            rows.len() - shown
+        ));
+    }
+}
+
+/// Offline (or without a readable release) there is no release diff: say what runs.
+fn push_helm_invocations(out: &mut String, steps: &[(String, &HelmRelease, Option<&HelmPlan>)]) {
+    for (label, h, hp) in steps {
         if h.install == InstallMode::Helm && hp.is_none() {
             out.push_str(&format!(
                 "\n**{label}:** `{}` {HELM_VALUES_NOTE}\n",
@@ -559,12 +611,15 @@ pub fn markdown_within(plan: &Plan, cap: usize) -> String {
             ));
         }
     }
-    if !plan.findings.is_empty() {
-        out.push_str(&format!("\n**{}**\n\n", findings_heading(plan)));
-        for f in &plan.findings {
-            out.push_str(&format!("- {}: {}\n", f.severity, f.message));
-        }
-    }
+}
+
+/// The field changes as diff lines under one `@@` header per release, object (creates left out:
+/// every field is new) and node.
+fn field_diff(
+    plan: &Plan,
+    changed: &[&Action],
+    release_rows: &[(&str, &HelmRelease, &HelmPlan)],
+) -> String {
     let mut diff = String::new();
     for (_, h, hp) in release_rows
         .iter()
@@ -605,26 +660,27 @@ pub fn markdown_within(plan: &Plan, cap: usize) -> String {
             diff.push_str(&format!("+ taint {t}\n"));
         }
     }
-    if !diff.is_empty() {
-        let room = cap.saturating_sub(out.len() + 200);
-        let mut body = diff;
-        if body.len() > room {
-            let mut end = room.min(body.len());
-            while !body.is_char_boundary(end) {
-                end -= 1;
-            }
-            let cut = body[..end].rfind('\n').map_or(0, |i| i + 1);
-            body.truncate(cut);
-            body.push_str(
-                "@@ truncated: the full plan is in the JSON artifact, `gpuctl plan -o json` @@\n",
-            );
+    diff
+}
+
+/// `diff` in a collapsed ```diff block, cut at a line to keep `out` within about `cap`.
+fn push_collapsed_diff(out: &mut String, diff: String, cap: usize) {
+    let room = cap.saturating_sub(out.len() + 200);
+    let mut body = diff;
+    if body.len() > room {
+        let mut end = room.min(body.len());
+        while !body.is_char_boundary(end) {
+            end -= 1;
         }
-        out.push_str(&format!(
-            "\n<details><summary>Field changes</summary>\n\n```diff\n{body}```\n\n</details>\n"
-        ));
+        let cut = body[..end].rfind('\n').map_or(0, |i| i + 1);
+        body.truncate(cut);
+        body.push_str(
+            "@@ truncated: the full plan is in the JSON artifact, `gpuctl plan -o json` @@\n",
+        );
     }
-    out.push_str(&format!("\n{}\n", totals(plan)));
-    out
+    out.push_str(&format!(
+        "\n<details><summary>Field changes</summary>\n\n```diff\n{body}```\n\n</details>\n"
+    ));
 }
 
 #[cfg(test)]

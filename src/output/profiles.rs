@@ -67,7 +67,22 @@ pub fn json(catalog: &Catalog) -> String {
 /// sources every table cites.
 pub fn human(catalog: &Catalog) -> String {
     let mut out = String::new();
-    // `write!` to a String cannot fail; the results are ignored for that reason.
+    // One function a section; each ignores `write!`'s result, as writing to a String cannot fail.
+    gpu_models(&mut out, catalog);
+    architectures(&mut out, catalog);
+    mig_profiles(&mut out, catalog);
+    cuda_minimum_drivers(&mut out, catalog);
+    driver_branches(&mut out, catalog);
+    operator_releases(&mut out, catalog);
+    operator_systems(&mut out, catalog);
+    network_operator_releases(&mut out, catalog);
+    queueing_releases(&mut out, catalog);
+    sources(&mut out, catalog);
+    out
+}
+
+/// The GPU models table.
+fn gpu_models(out: &mut String, catalog: &Catalog) {
     let _ = writeln!(out, "GPU models ({})", catalog.gpus().count());
     let _ = writeln!(
         out,
@@ -114,7 +129,10 @@ pub fn human(catalog: &Catalog) -> String {
         out,
         "  (* rests on third-party or inferred evidence; `-o json` gives each row's notes)"
     );
+}
 
+/// Each architecture with its GFD family and compute capabilities.
+fn architectures(out: &mut String, catalog: &Catalog) {
     let _ = writeln!(out, "\nArchitectures (nvidia.com/gpu.family)");
     for arch in catalog.architectures() {
         let ccs: Vec<String> = arch
@@ -137,7 +155,10 @@ pub fn human(catalog: &Catalog) -> String {
             arch.name, arch.gfd_family
         );
     }
+}
 
+/// The MIG profile names of each GPU that has them.
+fn mig_profiles(out: &mut String, catalog: &Catalog) {
     let _ = writeln!(out, "\nMIG profiles (`partitioning.mig.layout` keys)");
     for gpu in catalog.gpus() {
         if let Some(mig) = &gpu.mig {
@@ -145,7 +166,10 @@ pub fn human(catalog: &Catalog) -> String {
             let _ = writeln!(out, "  {:<24} {}", gpu.key, names.join(", "));
         }
     }
+}
 
+/// The minimum driver of each CUDA toolkit release.
+fn cuda_minimum_drivers(out: &mut String, catalog: &Catalog) {
     let _ = writeln!(out, "\nCUDA toolkit -> minimum driver");
     for req in catalog.cuda_releases() {
         let mvc = req
@@ -160,7 +184,10 @@ pub fn human(catalog: &Catalog) -> String {
             mvc
         );
     }
+}
 
+/// Each driver branch and its end of life.
+fn driver_branches(out: &mut String, catalog: &Catalog) {
     let _ = writeln!(out, "\nDriver branches");
     for branch in catalog.driver_branches() {
         let _ = writeln!(
@@ -171,7 +198,10 @@ pub fn human(catalog: &Catalog) -> String {
             branch.end_of_life
         );
     }
+}
 
+/// GPU Operator releases with their validated drivers, newest first, then the versions whose facts were not captured.
+fn operator_releases(out: &mut String, catalog: &Catalog) {
     let _ = writeln!(
         out,
         "\nGPU Operator releases (validated drivers, newest first)"
@@ -216,6 +246,11 @@ pub fn human(catalog: &Catalog) -> String {
             missing.notes.join(" ")
         );
     }
+}
+
+/// The operating systems (and kernels) each GPU Operator major supports.
+fn operator_systems(out: &mut String, catalog: &Catalog) {
+    let facts = catalog.operator_facts();
     let _ = writeln!(
         out,
         "\nGPU Operator operating systems (per major; kernels where listed)"
@@ -239,7 +274,10 @@ pub fn human(catalog: &Catalog) -> String {
             .collect();
         let _ = writeln!(out, "  {:<6} {}", majors.join(","), systems.join(", "));
     }
+}
 
+/// Network Operator releases with the DOCA-OFED driver each ships and its chart.
+fn network_operator_releases(out: &mut String, catalog: &Catalog) {
     let network = &catalog.network().network_operator;
     let _ = writeln!(
         out,
@@ -273,7 +311,10 @@ pub fn human(catalog: &Catalog) -> String {
             );
         }
     }
+}
 
+/// Kueue and Volcano release lines: what each serves and whether gpuctl renders for it.
+fn queueing_releases(out: &mut String, catalog: &Catalog) {
     let queueing = catalog.queueing();
     for system in [&queueing.kueue, &queueing.volcano] {
         let _ = writeln!(
@@ -313,12 +354,14 @@ pub fn human(catalog: &Catalog) -> String {
             }
         }
     }
+}
 
+/// The source every table cites.
+fn sources(out: &mut String, catalog: &Catalog) {
     let _ = writeln!(out, "\nSources");
     for (file, source) in catalog.sources() {
         let _ = writeln!(out, "  {file}: {source}");
     }
-    out
 }
 
 /// `gpuctl profiles --stale-after DAYS`, human: the rows read more than `days` days before `today`,

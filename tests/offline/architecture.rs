@@ -285,7 +285,10 @@ fn the_pure_layers_depend_only_on_what_their_allow_lists_name() {
     for (package, allowed) in PURE_LAYERS {
         assert_allowed(package, &direct_dependencies(package), allowed, advice);
         let mut tree = dependency_tree(package);
-        assert!(tree.remove(*package), "cargo tree did not list {package} itself");
+        assert!(
+            tree.remove(*package),
+            "cargo tree did not list {package} itself"
+        );
         let outside: Vec<&String> = tree
             .iter()
             .filter(|p| !CORE_TREE.contains(&p.as_str()))
@@ -511,7 +514,10 @@ fn crate_sources() -> Vec<String> {
         .collect();
     out.sort();
     out.push("src".into());
-    assert!(out.len() >= 8, "expected the seven library crates and the binary: {out:?}");
+    assert!(
+        out.len() >= 8,
+        "expected the seven library crates and the binary: {out:?}"
+    );
     out
 }
 
@@ -567,7 +573,9 @@ fn the_cycle_check_reads_past_a_test_module_declaration() {
     let found = cycles(src);
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(
-        found.iter().any(|f| f.starts_with("under the crate root: finding -> validate")),
+        found
+            .iter()
+            .any(|f| f.starts_with("under the crate root: finding -> validate")),
         "{found:?}"
     );
     // The same import inside an inline test module is test code: no cycle.
@@ -988,10 +996,10 @@ fn docs_architecture_lists_every_module() {
             .find(|section| section.lines().next().is_some_and(|h| h.contains(&heading)))
             .unwrap_or_else(|| panic!("no `### ... {heading}` table in `## Every module`"));
         let mut files = Vec::new();
-        source_files(&root().join(src), &mut files);
+        source_files(&root().join(&src), &mut files);
         for f in files {
             let rel = f
-                .strip_prefix(root().join(src))
+                .strip_prefix(root().join(&src))
                 .expect("under src")
                 .to_string_lossy()
                 .replace('\\', "/");

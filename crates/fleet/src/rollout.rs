@@ -1,15 +1,17 @@
 //! `fleet apply`'s decisions, without a cluster: each cluster's revision (a hash of what its
-//! effective blueprint renders), which wave is next, and which gate of which cluster of an earlier
-//! wave holds a wave back. Everything they read comes from the clusters (the stamp on each one's
-//! ApplySet parent, its plan, its doctor report), so a CI run keeps no state (docs/fleet.md
-//! "Apply in waves").
+//! effective blueprint renders), which wave is next, whether a cluster passes the `converged` and
+//! `doctor` gates, and which gate of which cluster of an earlier wave holds a wave back. Everything
+//! they read comes from the clusters (the stamp on each one's ApplySet parent, its plan, its doctor
+//! findings as plain data), so a CI run keeps no state (docs/fleet.md "Apply in waves").
 
 use jiff::Timestamp;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::model::{Fleet, Gate};
+use gpuctl_model::located::Severity;
 use gpuctl_pipeline::render::RenderedSet;
+use gpuctl_plan::plan::{PlanFinding, Summary};
 
 /// Annotation on a cluster's ApplySet parent: the revision `fleet apply` last applied there.
 pub const REVISION_ANNOTATION: &str = "gpuctl.dev/fleet-revision";
@@ -270,6 +272,61 @@ pub fn blocks(
         }
     }
     out
+}
+
+/// The `converged` gate of one cluster of an earlier wave, from its plan (made as `gpuctl fleet
+/// plan` makes it): its `findings` and its `summary`. It passes when the plan has no error finding
+/// and nothing to change; otherwise it says what the plan holds.
+pub fn converged_check(findings: &[PlanFinding], summary: &Summary) -> Check {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    let s = summary;
+    if errors > 0 {
+        Check::Failed(format!("its plan has {errors} error finding(s)"))
+    } else if s.has_changes() {
+        Check::Failed(format!(
+            "its plan is not empty: {} to create, {} to update, {} to delete, {} node(s), {} release(s), {} conflict(s)",
+            s.create + s.adopt,
+            s.update,
+            s.delete + s.uninstall,
+            s.nodes,
+            s.helm,
+            s.conflict
+        ))
+    } else {
+        Check::Passed
+    }
+}
+
+/// The `doctor` gate of one cluster of an earlier wave, from the findings `gpuctl doctor` reports
+/// on it, each as `(severity, id, title)`. It passes without an error finding; otherwise it names
+/// the first three errors (and counts the rest).
+pub fn doctor_check<'a>(findings: impl IntoIterator<Item = (Severity, &'a str, &'a str)>) -> Check {
+    let errors: Vec<String> = findings
+        .into_iter()
+        .filter(|(severity, _, _)| *severity == Severity::Error)
+        .map(|(_, id, title)| format!("{id} {title}"))
+        .collect();
+    if errors.is_empty() {
+        return Check::Passed;
+    }
+    let more = if errors.len() > 3 {
+        format!("; {} more", errors.len() - 3)
+    } else {
+        String::new()
+    };
+    Check::Failed(format!(
+        "doctor reports {} error(s): {}{more}",
+        errors.len(),
+        errors
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
 }
 
 /// Why a cluster still bakes and what to do, or `None` once `bake` seconds have passed since its

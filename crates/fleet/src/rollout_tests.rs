@@ -305,3 +305,101 @@ fn the_revision_is_a_stable_hash_of_what_is_applied() {
     assert_eq!(human(5400), "1h30m");
     assert_eq!(human(7200), "2h");
 }
+
+#[test]
+fn the_converged_gate_passes_an_empty_plan_without_error_findings_only() {
+    use gpuctl_plan::plan::{PlanFinding, Summary};
+    let warning = PlanFinding::warning("2 of 3 nodes carry the label".into());
+    let error = PlanFinding::error("the API server refused the dry run".into());
+    let changes = Summary {
+        create: 2,
+        adopt: 1,
+        update: 3,
+        delete: 1,
+        uninstall: 1,
+        nodes: 4,
+        helm: 1,
+        conflict: 5,
+        unchanged: 9,
+    };
+    let unchanged = Summary {
+        unchanged: 9,
+        ..Summary::default()
+    };
+    for (case, findings, summary, want) in [
+        ("empty plan", vec![], unchanged, Check::Passed),
+        (
+            "a warning does not hold",
+            vec![warning.clone()],
+            unchanged,
+            Check::Passed,
+        ),
+        (
+            "an error finding holds",
+            vec![warning, error.clone(), error.clone()],
+            unchanged,
+            Check::Failed("its plan has 2 error finding(s)".into()),
+        ),
+        (
+            "errors are said before changes",
+            vec![error],
+            changes,
+            Check::Failed("its plan has 1 error finding(s)".into()),
+        ),
+        (
+            "changes hold, adoptions count as creates and uninstalls as deletes",
+            vec![],
+            changes,
+            Check::Failed("its plan is not empty: 3 to create, 3 to update, 2 to delete, 4 node(s), 1 release(s), 5 conflict(s)".into()),
+        ),
+        (
+            "one Helm release to upgrade is a change",
+            vec![],
+            Summary {
+                helm: 1,
+                ..Summary::default()
+            },
+            Check::Failed("its plan is not empty: 0 to create, 0 to update, 0 to delete, 0 node(s), 1 release(s), 0 conflict(s)".into()),
+        ),
+    ] {
+        assert_eq!(converged_check(&findings, &summary), want, "{case}");
+    }
+}
+
+#[test]
+fn the_doctor_gate_passes_without_an_error_and_names_the_first_three() {
+    use gpuctl_model::located::Severity::{Error, Info, Warning};
+    let errors = [
+        (Error, "GPU231", "ClusterPolicy p is notReady"),
+        (Warning, "GPU240", "a pool wastes GPUs"),
+        (Error, "GPU200", "pod a/b is Pending"),
+        (Error, "GPU201", "pod a/c is Pending"),
+        (Error, "GPU202", "node n is NotReady"),
+        (Error, "GPU203", "node m is NotReady"),
+    ];
+    for (case, findings, want) in [
+        ("no finding", &[][..], Check::Passed),
+        (
+            "warnings and infos do not hold",
+            &[(Warning, "GPU240", "w"), (Info, "GPU241", "i")][..],
+            Check::Passed,
+        ),
+        (
+            "one error",
+            &errors[..2],
+            Check::Failed("doctor reports 1 error(s): GPU231 ClusterPolicy p is notReady".into()),
+        ),
+        (
+            "three errors, in the report's order",
+            &errors[..4],
+            Check::Failed("doctor reports 3 error(s): GPU231 ClusterPolicy p is notReady; GPU200 pod a/b is Pending; GPU201 pod a/c is Pending".into()),
+        ),
+        (
+            "more than three: the first three, then a count",
+            &errors[..],
+            Check::Failed("doctor reports 5 error(s): GPU231 ClusterPolicy p is notReady; GPU200 pod a/b is Pending; GPU201 pod a/c is Pending; 2 more".into()),
+        ),
+    ] {
+        assert_eq!(doctor_check(findings.iter().copied()), want, "{case}");
+    }
+}

@@ -512,9 +512,15 @@ pub fn svg(r: &StatusReport) -> String {
     if r.pools.len() > MAX_POOLS {
         more(&mut c, r.pools.len() - MAX_POOLS);
     }
+    quota_bars(&mut c, r);
+    cluster_queue_bars(&mut c, r);
+    volcano_queue_bars(&mut c, r);
+    document(&c, r)
+}
 
-    // Quotas: GPU keys only (the picture is about GPUs; every key is in the table and JSON).
-    let quota_bars: Vec<(usize, String, &gpuctl_core::status::QuotaUse)> = r
+/// Tenant quotas: GPU keys only (the picture is about GPUs; every key is in the table and JSON).
+fn quota_bars(c: &mut Canvas, r: &StatusReport) {
+    let bars: Vec<(usize, String, &gpuctl_core::status::QuotaUse)> = r
         .tenants
         .iter()
         .enumerate()
@@ -538,9 +544,9 @@ pub fn svg(r: &StatusReport) -> String {
             })
         })
         .collect();
-    if !quota_bars.is_empty() {
-        section(&mut c, "Tenant GPU quotas (used of hard)");
-        for (i, label, u) in quota_bars.iter().take(MAX_BARS) {
+    if !bars.is_empty() {
+        section(c, "Tenant GPU quotas (used of hard)");
+        for (i, label, u) in bars.iter().take(MAX_BARS) {
             let text = format!(
                 "{} / {}{}",
                 u.used,
@@ -550,7 +556,7 @@ pub fn svg(r: &StatusReport) -> String {
                     .unwrap_or_default()
             );
             bar(
-                &mut c,
+                c,
                 label,
                 num(&u.used),
                 num(&u.hard),
@@ -559,80 +565,91 @@ pub fn svg(r: &StatusReport) -> String {
                 &format!("{label}: {text}"),
             );
         }
-        more(&mut c, quota_bars.len().saturating_sub(MAX_BARS));
+        more(c, bars.len().saturating_sub(MAX_BARS));
     }
+}
 
-    if let Some(qs) = &r.cluster_queues {
-        let rows: Vec<_> = qs
-            .iter()
-            .flat_map(|q| {
-                q.flavors
-                    .iter()
-                    .filter(|f| f.resource.contains("nvidia.com/"))
-                    .map(move |f| (q, f))
-            })
-            .collect();
-        if !rows.is_empty() {
-            section(
-                &mut c,
-                "Kueue ClusterQueues (used of nominal; hatched: borrowed beyond nominal)",
+/// Kueue ClusterQueues' GPU flavors: used of nominal, borrowing hatched.
+fn cluster_queue_bars(c: &mut Canvas, r: &StatusReport) {
+    let Some(qs) = &r.cluster_queues else {
+        return;
+    };
+    let rows: Vec<_> = qs
+        .iter()
+        .flat_map(|q| {
+            q.flavors
+                .iter()
+                .filter(|f| f.resource.contains("nvidia.com/"))
+                .map(move |f| (q, f))
+        })
+        .collect();
+    if !rows.is_empty() {
+        section(
+            c,
+            "Kueue ClusterQueues (used of nominal; hatched: borrowed beyond nominal)",
+        );
+        for (q, f) in rows.iter().take(MAX_BARS) {
+            let label = format!("{} · {} · {}", q.name, f.flavor, f.resource);
+            let text = format!(
+                "{} / {}, borrowed {}, lent {}; {} admitted, {} pending",
+                f.used, f.nominal, f.borrowed, f.lent, q.admitted, q.pending
             );
-            for (q, f) in rows.iter().take(MAX_BARS) {
-                let label = format!("{} · {} · {}", q.name, f.flavor, f.resource);
-                let text = format!(
-                    "{} / {}, borrowed {}, lent {}; {} admitted, {} pending",
-                    f.used, f.nominal, f.borrowed, f.lent, q.admitted, q.pending
-                );
-                bar(
-                    &mut c,
-                    &label,
-                    num(&f.used),
-                    num(&f.nominal),
-                    "#4e79a7",
-                    &text,
-                    &format!("{label}: {text}"),
-                );
-            }
-            more(&mut c, rows.len().saturating_sub(MAX_BARS));
+            bar(
+                c,
+                &label,
+                num(&f.used),
+                num(&f.nominal),
+                "#4e79a7",
+                &text,
+                &format!("{label}: {text}"),
+            );
         }
+        more(c, rows.len().saturating_sub(MAX_BARS));
     }
+}
 
-    if let Some(qs) = &r.volcano_queues {
-        let rows: Vec<_> = qs
-            .iter()
-            .flat_map(|q| {
-                q.resources
-                    .iter()
-                    .filter(|x| x.resource.contains("nvidia.com/"))
-                    .map(move |x| (q, x))
-            })
-            .collect();
-        if !rows.is_empty() {
-            section(&mut c, "Volcano queues (allocated of deserved)");
-            for (q, x) in rows.iter().take(MAX_BARS) {
-                let label = format!("{} · {}", q.name, x.resource);
-                let base = x.deserved.as_deref().or(x.capability.as_deref());
-                let text = format!(
-                    "{} / {}; {} running, {} pending",
-                    x.allocated,
-                    base.unwrap_or("-"),
-                    q.running,
-                    q.pending + q.inqueue
-                );
-                bar(
-                    &mut c,
-                    &label,
-                    num(&x.allocated),
-                    base.map(num).unwrap_or(0.0),
-                    "#59a14f",
-                    &text,
-                    &format!("{label}: {text}"),
-                );
-            }
-            more(&mut c, rows.len().saturating_sub(MAX_BARS));
+/// Volcano queues' GPU resources: allocated of deserved (else of capability).
+fn volcano_queue_bars(c: &mut Canvas, r: &StatusReport) {
+    let Some(qs) = &r.volcano_queues else {
+        return;
+    };
+    let rows: Vec<_> = qs
+        .iter()
+        .flat_map(|q| {
+            q.resources
+                .iter()
+                .filter(|x| x.resource.contains("nvidia.com/"))
+                .map(move |x| (q, x))
+        })
+        .collect();
+    if !rows.is_empty() {
+        section(c, "Volcano queues (allocated of deserved)");
+        for (q, x) in rows.iter().take(MAX_BARS) {
+            let label = format!("{} · {}", q.name, x.resource);
+            let base = x.deserved.as_deref().or(x.capability.as_deref());
+            let text = format!(
+                "{} / {}; {} running, {} pending",
+                x.allocated,
+                base.unwrap_or("-"),
+                q.running,
+                q.pending + q.inqueue
+            );
+            bar(
+                c,
+                &label,
+                num(&x.allocated),
+                base.map(num).unwrap_or(0.0),
+                "#59a14f",
+                &text,
+                &format!("{label}: {text}"),
+            );
         }
+        more(c, rows.len().saturating_sub(MAX_BARS));
     }
+}
 
+/// The SVG document: the canvas's body under a header sized to it, with the hatch patterns.
+fn document(c: &Canvas, r: &StatusReport) -> String {
     let height = c.y + 20;
     let mut s = String::with_capacity(c.body.len() + 1024);
     let _ = writeln!(
