@@ -148,7 +148,7 @@ fn every_finding_kind_has_a_scenario_test() {
             .collect()
     };
     let mut kinds = std::collections::BTreeSet::new();
-    for dir in ["crates/core/src/doctor", "crates/core/src/metrics"] {
+    for dir in ["crates/day2/src/doctor", "crates/day2/src/metrics"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.file_name().is_some_and(|n| n != "tests.rs") {

@@ -155,7 +155,7 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
 pub fn markdown() -> String {
     let mut out = String::from(
         "# Findings: every rule and finding id\n\n<!-- Generated from the rule tables named in \
-         crates/core/src/finding.rs by `gpuctl explain --all`; a test fails when this file is stale. -->\n\n\
+         crates/model/src/finding.rs by `gpuctl explain --all`; a test fails when this file is stale. -->\n\n\
          Every finding gpuctl reports names one of these ids, and `gpuctl explain <ID>` prints its \
          entry. Ids are stable: CI configuration may name them.\n\n| family | ids | rules |\n|---|---|---|\n",
     );

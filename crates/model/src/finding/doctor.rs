@@ -176,14 +176,14 @@ rules! {
         title: "A pool's nodes report `nvidia.com/mig.config.state=failed`: MIG Manager could not apply the layout.",
         why: "The node keeps its old (or no) MIG layout and advertises none of the MIG resources the blueprint promises.",
         fix: "Read MIG Manager's logs (the fix gives the command), correct the layout, then re-label the node to retry.",
-        source: "Node labels `nvidia.com/mig.config` and `nvidia.com/mig.config.state` (crates/core/src/names.rs)",
+        source: "Node labels `nvidia.com/mig.config` and `nvidia.com/mig.config.state` (crates/model/src/names.rs)",
         example: "MIG configuration all-3g.40gb failed on pool h100-infer",
     }
     "GPU234" "driver-differs" "container-start" Warning {
         title: "A pool's nodes run a driver other than the one the blueprint declares for the pool (nodes a driver upgrade is moving are left out).",
         why: "The cluster drifted from the blueprint, or an upgrade stopped half way; compatibility checked at validation no longer holds.",
         fix: "`gpuctl upgrade driver BLUEPRINT --pool POOL --to VERSION`, or declare the running driver in the blueprint.",
-        source: "GPU Feature Discovery's node label `nvidia.com/cuda.driver-version.full` (crates/core/src/names.rs)",
+        source: "GPU Feature Discovery's node label `nvidia.com/cuda.driver-version.full` (crates/model/src/names.rs)",
         example: "pool h100-train runs driver 550.163.01; the blueprint says 580.173.02",
     }
     "GPU235" "driver-too-old-for-cuda" "container-start" Error {

@@ -201,7 +201,7 @@ rules! {
         checks: "Pools of consumer (GeForce) GPUs that leave the operator's driver on are flagged: the GPU Operator's data center driver containers do not support them.",
         why: "Such nodes need a host-installed driver, and get no MIG and no data center support. Without `nodePools[].operands.driver: false` the operator schedules its driver container on them, which fails.",
         fix: "Install the driver on the hosts of this pool and set `operands: {driver: false}` on the pool (gpuctl labels its nodes `nvidia.com/gpu.deploy.driver=false`, so the operator leaves the driver to the host), or keep GeForce cards out of the cluster. The finding is not reported once the pool disables the operator's driver.",
-        source: "profiles/gpus.yaml (segment); GPU Operator node labels `nvidia.com/gpu.deploy.<operand>` (crates/core/src/names.rs)",
+        source: "profiles/gpus.yaml (segment); GPU Operator node labels `nvidia.com/gpu.deploy.<operand>` (crates/model/src/names.rs)",
         example: "spec:\n  nodePools:\n    - gpu: {model: RTX-4090, count: 4}   # no operands: {driver: false}\n",
     }
     "GPU030" "mig-unsupported" "mig" Error {
