@@ -239,4 +239,6 @@ impl Ctx<'_> {
 }
 
 #[cfg(test)]
+mod registry_tests;
+#[cfg(test)]
 mod tests;

@@ -355,8 +355,8 @@ rules! {
         why: "Quota for a resource no node advertises admits nothing: pods stay Pending with `Insufficient nvidia.com/mig-...`.",
         fix: "Use the resource names the pools advertise (`gpuctl capacity`): `nvidia.com/gpu`, or `nvidia.com/mig-<profile>` under the mixed MIG strategy.",
         source: "docs/blueprint.md (resource names follow the partitioning)",
-        example: "spec:\n  tenants:\n    - name: team-a\n      quota: {nvidia.com/gpu: 64, nvidia.com/mig-1g.10gb: 4}   # no pool has 1g.10gb\n",
-        fixed: "spec:\n  tenants:\n    - name: team-a\n      quota: {nvidia.com/gpu: 64, nvidia.com/mig-3g.40gb: 4}\n",
+        example: "spec:\n  tenants:\n    - name: team-infer\n      quota: {nvidia.com/mig-1g.10gb: 4}   # no pool has 1g.10gb instances\n",
+        fixed: "spec:\n  tenants:\n    - name: team-infer\n      quota: {nvidia.com/mig-3g.40gb: 4}\n",
     }
     "GPU054" "limitrange-default" "quota" Error {
         checks: "Tenant defaults (LimitRange) do not exceed the tenant's own quota for the same resource.",
@@ -411,8 +411,8 @@ rules! {
         why: "The ClusterQueue CRD validation rejects the object.",
         fix: "Give pools used by one queue the same resource names, or split the queue.",
         source: "profiles/limits.yaml (Kueue v1beta2 ClusterQueue)",
-        example: "spec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:   # cpu and memory on both flavors, but the GPU resources differ: two groups share them\n            - {pool: h100-train, quota: {nvidia.com/gpu: 64, cpu: 600, memory: 4Ti}}\n            - {pool: h100-infer, quota: {nvidia.com/mig-3g.40gb: 4, cpu: 100, memory: 1Ti}}\n",
-        fixed: "spec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - {pool: h100-train, quota: {nvidia.com/gpu: 64, cpu: 600, memory: 4Ti}}\n            - {pool: h100-infer, quota: {nvidia.com/mig-3g.40gb: 4}}\n",
+        example: "spec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: q\n          resources:   # cpu and memory on both flavors, which cover different resources\n            - {pool: h100-train, quota: {cpu: 100, memory: 1Ti}}\n            - {pool: h100-infer, quota: {nvidia.com/mig-3g.40gb: 4, cpu: 100, memory: 1Ti}}\n",
+        fixed: "spec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: q\n          resources:\n            - {pool: h100-train, quota: {cpu: 100, memory: 1Ti}}\n            - {pool: h100-infer, quota: {nvidia.com/mig-3g.40gb: 4}}\n",
     }
     "GPU071" "kueue-limits-need-cohort" "kueue" Error {
         checks: "`borrowingLimit` and `lendingLimit` appear only on ClusterQueues in a cohort.",
@@ -979,8 +979,8 @@ rules! {
         why: "The operator's DCGM, exporter and validator pods claim all devices with admin access in its namespace, and quota charges admin-access claims too: they would be refused.",
         fix: "Keep the operator's namespace out of tenants.",
         source: "profiles/dra.yaml (gpu_operator.gpu_cluster.admin_claims_in_operator_namespace, kubernetes.quota)",
-        example: "spec:\n  dra:\n    driver: {deployment: gpuCluster}\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}]\n  tenants:\n    - {name: ops, namespaces: [gpu-operator], claims: {h100: 8}}\n",
-        fixed: "spec:\n  dra:\n    driver: {deployment: gpuCluster}\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}]\n  tenants:\n    - {name: ops, namespaces: [gpu-ops], claims: {h100: 8}}\n",
+        example: "spec:\n  dra:\n    driver: {deployment: gpuCluster}\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}]\n  tenants:\n    - {name: ops, namespaces: [gpu-operator], queue: cq-team-a, claims: {h100: 8}}\n",
+        fixed: "spec:\n  dra:\n    driver: {deployment: gpuCluster}\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}]\n  tenants:\n    - {name: ops, namespaces: [gpu-ops], queue: cq-team-a, claims: {h100: 8}}\n",
     }
     "GPU179" "dra-compute-domains" "dra" Error {
         checks: "Tenants with `computeDomains` can run them: Kubernetes 1.34.2+, the DRA driver gpuctl deploys has compute domains on, some pool names NVIDIA's NVLink-domain label (`nvidia.com/gpu.clique`) in `topology.levels` and runs driver 570.158.01+, and under Kueue the tenant's ClusterQueue has quota for `gpuctl.dev/compute-domain-channel` (each pod's channel claim).",
