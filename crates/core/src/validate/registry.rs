@@ -1115,7 +1115,7 @@ rules! {
         why: "Kueue's MultiKueue controller opens a watch on every worker for each enabled framework's kind and does not connect a worker where one fails (its CRD is missing): that worker's MultiKueueCluster stays inactive and nothing is dispatched to it.",
         fix: "Enable (and install) the framework on every worker, or declare on the manager only the frameworks every worker runs.",
         source: "kubernetes-sigs/kueue v0.19.2 pkg/controller/admissionchecks/multikueue/multikueuecluster.go:351-366; profiles/queueing.yaml (multikueue.builtin_frameworks, kueue_configuration.chart_defaults)",
-        example: "# the manager's overlay (hub): its Kueue runs MPIJobs, which the workers' (the chart's defaults) do not\nspec:\n  scheduling:\n    kueue:\n      config: {integrations: {frameworks: [batch/job, kubeflow.org/mpijob, kubeflow.org/pytorchjob]}}\n",
+        example: "# the manager's overlay (hub): its Kueue runs PyTorchJobs, which the workers' (the chart's default list) do not\nspec:\n  scheduling:\n    kueue:\n      config: {integrations: {frameworks: [batch/job, kubeflow.org/mpijob, kubeflow.org/pytorchjob]}}\n",
         fixed: "# the manager's overlay: the frameworks every worker runs\nspec:\n  scheduling:\n    kueue:\n      config: {integrations: {frameworks: [batch/job, kubeflow.org/mpijob]}}\n",
     }
     "GPU196" "multikueue-quota" "fleet" Warning {
