@@ -88,7 +88,7 @@ impl Family {
     fn intro(self) -> &'static str {
         match self {
             Family::Validation => {
-                "Reported by `gpuctl validate` and every command that loads a blueprint, at a path, line and column of the file (`-o json`, `-o sarif`). The example is a blueprint fragment that triggers the rule, and the fixed form the same fragment corrected: a test merges each into `blueprints/fleet/base/training.yaml` (whose names they use: pools `h100-train` and `h100-infer`, tenants `team-a` and `team-infer`, ClusterQueues `cq-team-a` and `cq-infer`), or, for the fleet rules, into the example fleet `blueprints/fleet/fleet.yaml` or one of its clusters' blueprints, and checks that the example reports the rule and the fixed form does not (`crates/core/src/validate/registry_tests.rs`)."
+                "Reported by `gpuctl validate` and every command that loads a blueprint, at a path, line and column of the file (`-o json`, `-o sarif`). The example is a blueprint fragment that triggers the rule, and the fixed form the same fragment corrected: a test merges each into `blueprints/fleet/base/training.yaml` (whose names they use: pools `h100-train` and `h100-infer`, tenants `team-a` and `team-infer`, ClusterQueues `cq-team-a` and `cq-infer`), or, for the fleet rules, into the example fleet `blueprints/fleet/fleet.yaml` or one of its clusters' blueprints, and checks that the example reports the rule and the fixed form does not (`tests/offline/registry_examples.rs`)."
             }
             Family::Doctor => {
                 "Reported by `gpuctl doctor` from the cluster's objects (live or a `--diagnostics` snapshot), by runbook layer, naming the objects, the evidence, the cause and the next step (docs/doctor.md). The example is a finding's title as printed."
@@ -134,7 +134,7 @@ pub struct Rule {
     /// Validation: a blueprint fragment that triggers it; others: a finding as printed.
     pub example: &'static str,
     /// Validation: the example corrected so that the rule no longer fires (a test runs both,
-    /// `validate/registry_tests.rs`); others: empty.
+    /// `tests/offline/registry_examples.rs`); others: empty.
     pub fixed: &'static str,
 }
 

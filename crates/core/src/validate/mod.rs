@@ -239,6 +239,4 @@ impl Ctx<'_> {
 }
 
 #[cfg(test)]
-mod registry_tests;
-#[cfg(test)]
 mod tests;

@@ -10,12 +10,12 @@
 //!   volcano` is merged into the base with Volcano in place of its Kueue ([`VOLCANO`], the same
 //!   queue names), since a merge cannot remove a section. The result is written as
 //!   `blueprint.yaml` beside a copy of the base (`base.yaml`) and checked by
-//!   [`super::check_path`], as `gpuctl validate` checks it;
+//!   `validate::check_path`, as `gpuctl validate` checks it;
 //! - an overlay (GPU180, GPU181) is the whole file, which `extends: base.yaml`;
 //! - a fragment that is not YAML cannot be merged: it is the whole file (GPU001 only; its fixed
 //!   form parses, and is merged like any other);
 //! - a fleet fragment is merged the same way into `blueprints/fleet/fleet.yaml`, in a copy of
-//!   `blueprints/fleet/`, and checked by [`crate::fleet::check_path`], as `gpuctl fleet validate`
+//!   `blueprints/fleet/`, and checked by `fleet::check_path`, as `gpuctl fleet validate`
 //!   checks it (every cluster's blueprint included);
 //! - a cluster fragment (GPU194-GPU196, which compare the MultiKueue manager's blueprint with its
 //!   workers') is an overlay of one cluster's blueprint in that copy: written as a file that
@@ -31,13 +31,13 @@ use std::path::Path;
 use jiff::civil::date;
 use serde_json::Value;
 
-use super::Options;
-use super::registry::{RULES, Rule};
-use crate::blueprint::yaml::SourceTree;
-use crate::profiles::Catalog;
+use gpuctl_core::blueprint::yaml::SourceTree;
+use gpuctl_core::profiles::Catalog;
+use gpuctl_core::validate::Options;
+use gpuctl_core::validate::registry::{RULES, Rule};
 
 /// The blueprint every blueprint fragment is merged into (valid: [`the_bases_are_clean`]).
-const BASE: &str = include_str!("../../../../blueprints/fleet/base/training.yaml");
+const BASE: &str = include_str!("../../blueprints/fleet/base/training.yaml");
 
 /// What replaces the base's `scheduling` for fragments that set `queueing: volcano`: Volcano queues
 /// of the names the base's tenants use.
@@ -50,7 +50,7 @@ volcano:
 ";
 
 /// The example fleet: the fleet file fleet fragments are merged into, and its clusters.
-const FLEET_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../blueprints/fleet");
+const FLEET_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/blueprints/fleet");
 
 /// What an example is a fragment of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,7 +191,8 @@ fn ids(rule: &Rule, text: &str) -> Result<BTreeSet<&'static str>, String> {
                 _ => merged(BASE, text)?,
             };
             let path = write("blueprint.yaml", &file);
-            super::check_path(&path, None, catalog, opts()).map_err(|e| e.to_string())?
+            gpuctl_core::validate::check_path(&path, None, catalog, opts())
+                .map_err(|e| e.to_string())?
         }
         Target::Fleet | Target::Cluster(_) => {
             copy_dir(Path::new(FLEET_DIR), dir.path());
@@ -214,7 +215,7 @@ fn ids(rule: &Rule, text: &str) -> Result<BTreeSet<&'static str>, String> {
                 _ => merged(&fleet, text)?,
             };
             let path = write("fleet.yaml", &fleet);
-            crate::fleet::check_path(&path, catalog, opts())
+            gpuctl_core::fleet::check_path(&path, catalog, opts())
                 .map_err(|e| e.to_string())?
                 .reports()
         }
