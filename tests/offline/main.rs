@@ -21,6 +21,7 @@ mod hostile_blueprints;
 mod hostile_io;
 mod plan_secrets;
 mod plan_snapshot;
+mod registry_examples;
 mod render_cli;
 mod render_dependencies;
 mod render_examples;

@@ -94,7 +94,7 @@ impl Family {
     fn intro(self) -> &'static str {
         match self {
             Family::Validation => {
-                "Reported by `gpuctl validate` and every command that loads a blueprint, at a path, line and column of the file (`-o json`, `-o sarif`). The example is a blueprint fragment that triggers the rule."
+                "Reported by `gpuctl validate` and every command that loads a blueprint, at a path, line and column of the file (`-o json`, `-o sarif`). The example is a blueprint fragment that triggers the rule, and the fixed form the same fragment corrected: a test merges each into `blueprints/fleet/base/training.yaml` (whose names they use: pools `h100-train` and `h100-infer`, tenants `team-a` and `team-infer`, ClusterQueues `cq-team-a` and `cq-infer`), or, for the fleet rules, into the example fleet `blueprints/fleet/fleet.yaml` or one of its clusters' blueprints, and checks that the example reports the rule and the fixed form does not (`tests/offline/registry_examples.rs`)."
             }
             Family::Doctor => {
                 "Reported by `gpuctl doctor` from the cluster's objects (live or a `--diagnostics` snapshot), by runbook layer, naming the objects, the evidence, the cause and the next step (docs/doctor.md). The example is a finding's title as printed."
@@ -139,6 +139,9 @@ pub struct Rule {
     pub source: &'static str,
     /// Validation: a blueprint fragment that triggers it; others: a finding as printed.
     pub example: &'static str,
+    /// Validation: the example corrected so that the rule no longer fires (a test runs both,
+    /// `tests/offline/registry_examples.rs`); others: empty.
+    pub fixed: &'static str,
 }
 
 /// Every registered rule, ordered by id.
@@ -195,17 +198,25 @@ pub fn explain(r: &Rule) -> String {
 }
 
 fn entry(r: &Rule, heading: &str) -> String {
-    let example = if r.example.ends_with('\n') {
-        r.example.to_string()
-    } else {
-        format!("{}\n", r.example)
+    let line_ended = |text: &str| {
+        if text.ends_with('\n') {
+            text.to_string()
+        } else {
+            format!("{text}\n")
+        }
     };
+    let example = line_ended(r.example);
     let (what, example_intro, lang) = match r.family {
         Family::Validation => ("Checks", "Example that triggers it", "yaml"),
         _ => ("Finds", "Example", "text"),
     };
+    let fixed = if r.fixed.is_empty() {
+        String::new()
+    } else {
+        format!("\nFixed:\n\n```{lang}\n{}```\n", line_ended(r.fixed))
+    };
     format!(
-        "{heading} {id}\n\n**{name}** ({family}, {area}, {severity})\n\n- **{what}:** {title}\n- **Why:** {why}\n- **Fix:** {fix}\n- **Facts:** {source}\n\n{example_intro}:\n\n```{lang}\n{example}```\n",
+        "{heading} {id}\n\n**{name}** ({family}, {area}, {severity})\n\n- **{what}:** {title}\n- **Why:** {why}\n- **Fix:** {fix}\n- **Facts:** {source}\n\n{example_intro}:\n\n```{lang}\n{example}```\n{fixed}",
         id = r.id,
         name = r.name,
         family = r.family,

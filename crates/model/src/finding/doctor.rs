@@ -12,7 +12,7 @@ macro_rules! rules {
         /// The doctor's rules, ordered by id.
         pub static RULES: &[Rule] = &[$(Rule {
             id: $id, name: $name, family: Family::Doctor, area: $area, severity: $sev,
-            title: $title, why: $why, fix: $fix, source: $source, example: $example,
+            title: $title, why: $why, fix: $fix, source: $source, example: $example, fixed: "",
         }),*];
     };
 }

@@ -13,7 +13,7 @@ macro_rules! rules {
         /// The metric findings' rules, ordered by id.
         pub static RULES: &[Rule] = &[$(Rule {
             id: $id, name: $name, family: Family::Metrics, area: $area, severity: $sev,
-            title: $title, why: $why, fix: $fix, source: $source, example: $example,
+            title: $title, why: $why, fix: $fix, source: $source, example: $example, fixed: "",
         }),*];
     };
 }
