@@ -285,7 +285,7 @@ fn every_example_triggers_its_rule_and_its_fixed_form_does_not() {
     let problems: Vec<String> = RULES.iter().flat_map(problems).collect();
     assert!(
         problems.is_empty(),
-        "{} problems with the registry's examples (crates/core/src/validate/registry.rs; \
+        "{} problems with the registry's examples (crates/model/src/finding/validation.rs; \
          regenerate docs/rules.md after changing them):\n{}",
         problems.len(),
         problems.join("\n")

@@ -5,12 +5,13 @@
 //! the evidence (event text, condition, label, metric value and time), the cause in one sentence and
 //! the next step as a concrete command.
 //!
-//! Ids GPU200–GPU249 are this module's, registered in `rules.rs` (`gpuctl explain GPU200`,
-//! docs/rules.md; `docs/doctor.md` lists them with an example each); GPU250–GPU299 are the metric
+//! Ids GPU200–GPU249 are this module's, registered in the model crate's `finding/doctor.rs`
+//! (`gpuctl explain GPU200`, docs/rules.md; `docs/doctor.md` lists them with an example each);
+//! GPU250–GPU299 are the metric
 //! findings (runtime and hardware from DCGM through Prometheus), which have the same [`Finding`]
 //! shape ([`gpuctl_model::finding`]) and are merged into the same [`Report`] with [`Report::extend`].
-//! A new finding: its id and texts in `rules.rs`, its check in the layer's file, built with
-//! `finding()` (which checks, in tests, that the id is registered), a scenario in `tests.rs`.
+//! A new finding: its id and texts in the model crate's `finding/doctor.rs`, its check in the
+//! layer's file, built with `finding()` (which checks, in tests, that the id is registered), a scenario in `tests.rs`.
 
 mod fit;
 mod scheduling;
@@ -203,7 +204,7 @@ impl Findings {
 }
 
 /// Builds a finding (the title is filled in by the caller's format). `id` must be registered in
-/// `rules.rs` at this severity or a more severe one (checked in debug builds).
+/// `finding/doctor.rs` at this severity or a more severe one (checked in debug builds).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finding(
     id: &'static str,

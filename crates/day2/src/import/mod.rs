@@ -55,7 +55,7 @@ pub struct Note {
     pub path: String,
     /// What.
     pub message: String,
-    /// Stable id, registered in `rules.rs` (`gpuctl explain GPU300`); last, so warnings keep
+    /// Stable id, registered in the model crate's `finding/import.rs` (`gpuctl explain GPU300`); last, so warnings keep
     /// their order by path.
     pub id: &'static str,
 }

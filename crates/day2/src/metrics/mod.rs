@@ -1,5 +1,5 @@
 //! Doctor's runtime and hardware findings from DCGM metrics (GPU250-GPU299, registered in
-//! `rules.rs`), as pure functions.
+//! the model crate's `finding/metrics.rs`), as pure functions.
 //!
 //! The flow: [`plan`] turns the DCGM facts (`profiles/dcgm.yaml`) and the [`MetricSettings`] into
 //! PromQL [`Query`]s; the cluster crate runs them against Prometheus's HTTP API at one evaluation
@@ -80,7 +80,7 @@ impl std::fmt::Display for Evidence {
 /// One thing wrong at runtime or in the hardware.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
-    /// Stable id (`GPU250`), registered in `rules.rs`.
+    /// Stable id (`GPU250`), registered in the model crate's `finding/metrics.rs`.
     pub id: &'static str,
     /// Runbook layer.
     pub layer: Layer,

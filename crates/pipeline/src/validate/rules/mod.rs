@@ -1,4 +1,4 @@
-//! Rule families, one file each (see `registry.rs` for the ids they emit).
+//! Rule families, one file each (the ids they emit are registered in the model crate's `finding/validation.rs`).
 
 mod compat;
 mod composition;
