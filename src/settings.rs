@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use std::time::Duration;
 
-use gpuctl_core::upgrade::Timing;
+use gpuctl_plan::upgrade::Timing;
 use jiff::civil::Date;
 
 use crate::args::UpgradeTimingArgs;
@@ -55,7 +55,7 @@ pub fn stderr_style() -> Style {
 
 /// Parses a duration flag (`10m`, `90s`).
 pub fn duration(flag: &str, text: &str) -> Result<Duration, FlagError> {
-    gpuctl_core::quantity::parse_duration_ms(text)
+    gpuctl_model::quantity::parse_duration_ms(text)
         .map(Duration::from_millis)
         .map_err(|e| FlagError(format!("--{flag}: {e}")))
 }

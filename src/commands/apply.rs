@@ -8,11 +8,11 @@ use std::sync::Arc;
 use gpuctl_cluster::Kube;
 use gpuctl_cluster::apply::{self, ApplyOptions};
 use gpuctl_cluster::read;
-use gpuctl_core::blueprint::{self, Loaded};
-use gpuctl_core::input;
-use gpuctl_core::located::{FileReport, Severity};
-use gpuctl_core::plan::{Plan, PlanOptions, is_saved_plan};
-use gpuctl_core::render::RenderedSet;
+use gpuctl_model::blueprint::{self, Loaded};
+use gpuctl_model::input;
+use gpuctl_model::located::{FileReport, Severity};
+use gpuctl_pipeline::render::RenderedSet;
+use gpuctl_plan::plan::{Plan, PlanOptions, is_saved_plan};
 
 use super::pipeline::{render_loaded, resolve_chart};
 use super::{CommandError, CommandResult, connect, interactive, runtime};

@@ -5,11 +5,13 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpuctl_core::diagnostics::Diagnostics;
-use gpuctl_core::located::Severity;
-use gpuctl_core::profiles::Catalog;
-use gpuctl_core::snapshot::Snapshot;
-use gpuctl_core::{blueprint, doctor, input, validate};
+use gpuctl_day2::diagnostics::Diagnostics;
+use gpuctl_day2::doctor;
+use gpuctl_day2::snapshot::Snapshot;
+use gpuctl_model::located::Severity;
+use gpuctl_model::profiles::Catalog;
+use gpuctl_model::{blueprint, input};
+use gpuctl_pipeline::validate;
 
 use super::{CommandError, CommandResult, connect, emit, runtime};
 use crate::args::{ClusterArgs, DoctorFormat, PrometheusArgs};
@@ -105,7 +107,7 @@ fn diagnostics(
         .await?;
         let reading = gpuctl_cluster::diagnostics::read(
             &k,
-            gpuctl_core::diagnostics::DOCTOR_READS,
+            gpuctl_day2::diagnostics::DOCTOR_READS,
             operator_namespace,
             Some(now),
         )
@@ -125,7 +127,7 @@ fn metric_findings(
 ) -> Result<gpuctl_cluster::prometheus::MetricRun, CommandError> {
     use gpuctl_cluster::prometheus::{self as prom, PrometheusConfig, Token};
     let facts = Catalog::embedded().dcgm();
-    let settings = gpuctl_core::metrics::MetricSettings::new(
+    let settings = gpuctl_day2::metrics::MetricSettings::new(
         facts,
         temperature_c,
         args.idle_window.as_deref(),

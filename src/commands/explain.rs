@@ -1,10 +1,10 @@
 //! `gpuctl explain`: what a finding id (a validation rule, a doctor, metric or import finding)
-//! checks, why, and how to fix it, from the one registry (`gpuctl_core::finding`).
+//! checks, why, and how to fix it, from the one registry (`gpuctl_model::finding`).
 
 use std::io::Write;
 
-use gpuctl_core::finding::{self, Family};
-use gpuctl_core::suggest;
+use gpuctl_model::finding::{self, Family};
+use gpuctl_model::suggest;
 
 use super::{CommandError, CommandResult, emit};
 use crate::exit::ExitStatus;
@@ -26,7 +26,7 @@ pub fn run(rule: Option<&str>, all: bool, fields: bool, out: &mut dyn Write) -> 
     if fields {
         emit(
             out,
-            &gpuctl_core::validate::fields::reference_markdown(EXAMPLES),
+            &gpuctl_pipeline::validate::fields::reference_markdown(EXAMPLES),
         );
         return Ok(ExitStatus::Success);
     }

@@ -4,10 +4,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpuctl_core::fleet::{self, LoadedFleet, gitops};
-use gpuctl_core::located::FileReport;
-use gpuctl_core::profiles::Catalog;
-use gpuctl_core::{input, validate};
+use gpuctl_fleet::{self as fleet, LoadedFleet, gitops};
+use gpuctl_model::input;
+use gpuctl_model::located::FileReport;
+use gpuctl_model::profiles::Catalog;
+use gpuctl_pipeline::validate;
 
 use super::{CommandError, CommandResult, emit};
 use crate::args::{FleetCommand, Format};
@@ -183,7 +184,7 @@ fn run_explain(path: &Path, cluster: &str, field: &str, out: &mut dyn Write) -> 
             ));
         }
     };
-    let explained = gpuctl_core::blueprint::origin::explain(&loaded, field)
+    let explained = gpuctl_model::blueprint::origin::explain(&loaded, field)
         .map_err(|e| CommandError::Usage(format!("cluster `{cluster}`: {e}")))?;
     emit(out, &format!("cluster: {cluster}\n{}", explained.text()));
     Ok(ExitStatus::Success)

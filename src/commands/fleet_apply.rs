@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gpuctl_cluster::apply::ApplyOptions;
-use gpuctl_core::applyset::ApplySetParent;
-use gpuctl_core::blueprint::Blueprint;
-use gpuctl_core::fleet::LoadedFleet;
-use gpuctl_core::fleet::model::Gate;
-use gpuctl_core::fleet::rollout::{self, Block, Check, Observed, Stamp, Waves};
-use gpuctl_core::profiles::Catalog;
+use gpuctl_fleet::LoadedFleet;
+use gpuctl_fleet::model::Gate;
+use gpuctl_fleet::rollout::{self, Block, Check, Observed, Stamp, Waves};
+use gpuctl_model::applyset::ApplySetParent;
+use gpuctl_model::blueprint::Blueprint;
+use gpuctl_model::profiles::Catalog;
 
 use super::pipeline::{Rendered, render_loaded};
 use super::plan::{Against, PlanSettings, plan_rendered};
@@ -243,7 +243,7 @@ fn members(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet) -> Result<Vec<Membe
             context: c.context.clone(),
             blueprint: fleet.root.join(&c.blueprint),
             want: rollout::revision(&rendered.set),
-            parent: gpuctl_core::plan::parent_of(&rendered.set),
+            parent: gpuctl_plan::plan::parent_of(&rendered.set),
         });
     }
     Ok(out)
@@ -273,7 +273,7 @@ fn render(
         cmd.render.templates.as_deref(),
         &next,
     )?;
-    gpuctl_core::fleet::multikueue::add(
+    gpuctl_fleet::multikueue::add(
         &fleet.fleet,
         &c.name,
         fleet.manager_frameworks(),
@@ -375,7 +375,7 @@ fn doctor(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check
             let now = now.round(jiff::Unit::Second).unwrap_or(now).to_string();
             Ok(gpuctl_cluster::diagnostics::read(
                 &k,
-                gpuctl_core::diagnostics::DOCTOR_READS,
+                gpuctl_day2::diagnostics::DOCTOR_READS,
                 &bp.spec.gpu_operator.namespace,
                 Some(now),
             )
@@ -386,7 +386,7 @@ fn doctor(cmd: &FleetApplyCommand<'_>, fleet: &LoadedFleet, m: &Member) -> Check
         Ok(r) => r,
         Err(e) => return Check::Failed(format!("doctor cannot read it: {}", one_line(&e))),
     };
-    let report = gpuctl_core::doctor::diagnose(
+    let report = gpuctl_day2::doctor::diagnose(
         &bp,
         Catalog::embedded(),
         &reading.diagnostics,

@@ -13,8 +13,8 @@ use gpuctl_cluster::multikueue::{
     NoToken, TOKEN_WAIT, endpoint, kubeconfig_text, manager_ready, unserved, worker_token,
     write_secret,
 };
-use gpuctl_core::fleet::LoadedFleet;
-use gpuctl_core::fleet::multikueue::{TOKEN_SECRET, kueue_namespace, secret_name};
+use gpuctl_fleet::LoadedFleet;
+use gpuctl_fleet::multikueue::{TOKEN_SECRET, kueue_namespace, secret_name};
 
 use super::{CommandError, connect, emit};
 use crate::args::ClusterArgs;
@@ -143,7 +143,7 @@ pub fn credentials(
 /// `multikueue.framework_resources`); a name without an entry is left out (validation refuses
 /// unknown framework names).
 fn framework_kinds(frameworks: &[String]) -> Vec<(String, String)> {
-    let facts = &gpuctl_core::profiles::Catalog::embedded()
+    let facts = &gpuctl_model::profiles::Catalog::embedded()
         .queueing()
         .multikueue
         .framework_resources;

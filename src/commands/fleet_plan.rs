@@ -4,15 +4,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use gpuctl_core::fleet::{LoadedFleet, members};
-use gpuctl_core::located::Severity;
+use gpuctl_fleet::{LoadedFleet, members};
+use gpuctl_model::located::Severity;
 
 use super::plan::{Against, PlanSettings, exit_status, plan_rendered};
 use super::{CommandError, CommandResult, emit};
 use crate::args::{ClusterArgs, PlanFormat};
 use crate::exit::ExitStatus;
 use crate::{output, settings};
-use gpuctl_core::fleet::plan::{ClusterPlan, Outcome, Source};
+use gpuctl_fleet::plan::{ClusterPlan, Outcome, Source};
 
 /// What `gpuctl fleet plan` was asked to do.
 pub struct FleetPlanCommand<'a> {
@@ -104,7 +104,7 @@ fn plan_one(
     blueprint: &Path,
     snapshot: Option<&Path>,
     today: jiff::civil::Date,
-) -> Result<gpuctl_core::plan::Plan, String> {
+) -> Result<gpuctl_plan::plan::Plan, String> {
     let cluster = &fleet.fleet.spec.clusters[i];
     let connection;
     let against = match snapshot {
@@ -146,7 +146,7 @@ fn plan_one(
         &next,
     )
     .map_err(|e| e.to_string())?;
-    gpuctl_core::fleet::multikueue::add(
+    gpuctl_fleet::multikueue::add(
         &fleet.fleet,
         &cluster.name,
         fleet.manager_frameworks(),

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use gpuctl_core::fleet::LoadedFleet;
+use gpuctl_fleet::LoadedFleet;
 
 use super::files::write_owner_only;
 use super::{CommandError, CommandResult, connect, emit, runtime};
@@ -109,7 +109,7 @@ fn one(
         &next,
     )
     .map_err(|e| one_line(&e))?;
-    gpuctl_core::fleet::multikueue::add(
+    gpuctl_fleet::multikueue::add(
         &fleet.fleet,
         &cluster.name,
         fleet.manager_frameworks(),

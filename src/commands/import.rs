@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpuctl_core::import::{ImportOptions, import};
-use gpuctl_core::profiles::Catalog;
-use gpuctl_core::snapshot::{Snapshot, SnapshotError};
+use gpuctl_day2::import::{ImportOptions, import};
+use gpuctl_day2::snapshot::{Snapshot, SnapshotError};
+use gpuctl_model::profiles::Catalog;
 
 use super::{CommandError, CommandResult, connect, emit, runtime};
 use crate::args::ClusterArgs;
@@ -29,7 +29,7 @@ pub fn run(
         .kubernetes_names
         .dns1123_label_max_length;
     if let Some(n) = &name
-        && !gpuctl_core::names::is_dns_label(n, max)
+        && !gpuctl_model::names::is_dns_label(n, max)
     {
         return Err(CommandError::Usage(format!(
             "--name `{n}` is not a DNS-1123 label (lower-case letters, digits and `-`, at most {max} characters); it names the blueprint's ApplySet"
@@ -40,7 +40,7 @@ pub fn run(
             let snap = Snapshot::read(path)?;
             snap.into_import_view().ok_or_else(|| {
                 CommandError::Snapshot(SnapshotError::Lacks {
-                    path: gpuctl_core::input::name(path),
+                    path: gpuctl_model::input::name(path),
                     what: "was captured for one blueprint and lacks most of what import reads; capture one with `gpuctl snapshot --all --out FILE`".into(),
                 })
             })?

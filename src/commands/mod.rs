@@ -31,10 +31,10 @@ use clap::Parser;
 use gpuctl_cluster::apply::ApplyError;
 use gpuctl_cluster::upgrade::UpgradeError;
 use gpuctl_cluster::{ClusterError, ConnectOptions, Kube};
-use gpuctl_core::input::InputError;
-use gpuctl_core::plan::{PlanError, SavedPlanError};
-use gpuctl_core::render::RenderError;
-use gpuctl_core::snapshot::SnapshotError;
+use gpuctl_day2::snapshot::SnapshotError;
+use gpuctl_model::input::InputError;
+use gpuctl_pipeline::render::RenderError;
+use gpuctl_plan::plan::{PlanError, SavedPlanError};
 
 use crate::args::{
     ApplyArgs, Cli, ClusterArgs, Command, DoctorArgs, ImportArgs, PlanArgs, ProfilesArgs,

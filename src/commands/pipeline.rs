@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuctl_core::blueprint::{self, Loaded};
-use gpuctl_core::input::{self, InputError};
-use gpuctl_core::located::{FileReport, Severity};
-use gpuctl_core::profiles::Catalog;
-use gpuctl_core::render::{self, ChartSource, RenderedSet, Templates};
-use gpuctl_core::validate;
+use gpuctl_model::blueprint::{self, Loaded};
+use gpuctl_model::input::{self, InputError};
+use gpuctl_model::located::{FileReport, Severity};
+use gpuctl_model::profiles::Catalog;
+use gpuctl_pipeline::render::{self, ChartSource, RenderedSet, Templates};
+use gpuctl_pipeline::validate;
 use jiff::civil::Date;
 
 use super::CommandError;
@@ -15,8 +15,8 @@ use crate::settings;
 
 /// How Kueue is installed, its declared configuration and the DRA device-class mappings.
 pub type DeclaredKueue = (
-    gpuctl_core::blueprint::InstallMode,
-    gpuctl_core::blueprint::KueueConfig,
+    gpuctl_model::blueprint::InstallMode,
+    gpuctl_model::blueprint::KueueConfig,
     Vec<(String, Vec<String>)>,
 );
 
@@ -89,7 +89,7 @@ pub fn render_loaded(
         .scheduling
         .kueue
         .as_ref()
-        .filter(|_| bp.spec.scheduling.queueing == gpuctl_core::blueprint::Queueing::Kueue)
+        .filter(|_| bp.spec.scheduling.queueing == gpuctl_model::blueprint::Queueing::Kueue)
         .map(|k| {
             (
                 k.install,

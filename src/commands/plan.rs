@@ -5,13 +5,13 @@ use std::io::Write;
 use std::path::Path;
 
 use gpuctl_cluster::read::{self, Reads};
-use gpuctl_core::blueprint::InstallMode;
-use gpuctl_core::input;
-use gpuctl_core::live::LiveView;
-use gpuctl_core::located::Severity;
-use gpuctl_core::plan::{self, Plan, PlanOptions, parent_of};
-use gpuctl_core::render::RenderedSet;
-use gpuctl_core::snapshot::Snapshot;
+use gpuctl_day2::snapshot::Snapshot;
+use gpuctl_model::blueprint::InstallMode;
+use gpuctl_model::input;
+use gpuctl_model::located::Severity;
+use gpuctl_pipeline::render::RenderedSet;
+use gpuctl_plan::live::LiveView;
+use gpuctl_plan::plan::{self, Plan, PlanOptions, parent_of};
 
 use super::files::write_owner_only;
 use super::pipeline::{Rendered, render_file, resolve_chart};

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use gpuctl_core::profiles::Catalog;
+use gpuctl_model::profiles::Catalog;
 
 use super::{CommandResult, emit};
 use crate::args::ProfilesFormat;

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use gpuctl_core::blueprint::schema;
+use gpuctl_model::blueprint::schema;
 
 use super::{CommandResult, emit};
 use crate::exit::ExitStatus;

@@ -29,7 +29,7 @@ pub fn run(
         if diagnostics {
             let reading = gpuctl_cluster::diagnostics::read(
                 &k,
-                gpuctl_core::diagnostics::DOCTOR_READS,
+                gpuctl_day2::diagnostics::DOCTOR_READS,
                 &set.helm.namespace,
                 Some(now.clone()),
             )
@@ -54,7 +54,7 @@ pub fn run(
 /// Writes `snap` owner-only (it holds the live Helm release's values unmasked: plans diff them,
 /// like a saved plan) and says what it wrote.
 fn write_snapshot(
-    snap: &gpuctl_core::snapshot::Snapshot,
+    snap: &gpuctl_day2::snapshot::Snapshot,
     file: &Path,
     purpose: &str,
 ) -> CommandResult {
@@ -78,7 +78,7 @@ pub fn run_all(cluster: &ClusterArgs, file: &Path) -> CommandResult {
         let k = connect(cluster, None).await?;
         Ok::<_, CommandError>(gpuctl_cluster::import::everything(&k).await?)
     })?;
-    let mut snap = gpuctl_core::snapshot::Snapshot::capture_all(&view, &ctx);
+    let mut snap = gpuctl_day2::snapshot::Snapshot::capture_all(&view, &ctx);
     snap.captured_at = Some(captured_now());
     write_snapshot(&snap, file, " for `gpuctl import --snapshot`")
 }

@@ -6,12 +6,12 @@
 use std::io::Write;
 use std::path::Path;
 
-use gpuctl_core::blueprint::{self, Blueprint};
-use gpuctl_core::input;
-use gpuctl_core::profiles::Catalog;
-use gpuctl_core::snapshot::{Snapshot, SnapshotError};
-use gpuctl_core::status::{self, StatusInput};
-use gpuctl_core::validate;
+use gpuctl_day2::snapshot::{Snapshot, SnapshotError};
+use gpuctl_day2::status::{self, StatusInput};
+use gpuctl_model::blueprint::{self, Blueprint};
+use gpuctl_model::input;
+use gpuctl_model::profiles::Catalog;
+use gpuctl_pipeline::validate;
 
 use super::{CommandError, CommandResult, connect, emit, files, runtime};
 use crate::args::{ClusterArgs, StatusFormat};
@@ -114,7 +114,7 @@ fn read_live(cluster: &ClusterArgs, bp: &Blueprint) -> Result<(StatusInput, Stri
         let reading =
             gpuctl_cluster::diagnostics::read(
             &k,
-            gpuctl_core::diagnostics::STATUS_READS,
+            gpuctl_day2::diagnostics::STATUS_READS,
             &bp.spec.gpu_operator.namespace,
             Some(now),
         )

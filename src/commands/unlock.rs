@@ -6,11 +6,11 @@ use std::io::Write;
 use std::path::Path;
 
 use gpuctl_cluster::lock::{self, LockRef};
-use gpuctl_core::applyset;
-use gpuctl_core::blueprint;
-use gpuctl_core::input;
-use gpuctl_core::names;
-use gpuctl_core::plan::{Plan, is_saved_plan};
+use gpuctl_model::applyset;
+use gpuctl_model::blueprint;
+use gpuctl_model::input;
+use gpuctl_model::names;
+use gpuctl_plan::plan::{Plan, is_saved_plan};
 
 use super::{CommandError, CommandResult, connect, interactive, runtime};
 use crate::args::ClusterArgs;

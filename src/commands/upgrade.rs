@@ -8,12 +8,12 @@ use gpuctl_cluster::Kube;
 use gpuctl_cluster::read;
 use gpuctl_cluster::upgrade::execute::{self, Cancel};
 use gpuctl_cluster::upgrade::journal::{self, JournalStore};
-use gpuctl_core::render::Templates;
-use gpuctl_core::upgrade::Timing;
-use gpuctl_core::upgrade::preflight::{self, PrepareError};
-use gpuctl_core::upgrade::runbook;
-use gpuctl_core::upgrade::schedule::{self, UpgradePlan};
-use gpuctl_core::{blueprint, input};
+use gpuctl_model::{blueprint, input};
+use gpuctl_pipeline::render::Templates;
+use gpuctl_plan::upgrade::Timing;
+use gpuctl_plan::upgrade::preflight::{self, PrepareError};
+use gpuctl_plan::upgrade::runbook;
+use gpuctl_plan::upgrade::schedule::{self, UpgradePlan};
 use serde_json::json;
 use tokio::sync::watch;
 

@@ -3,7 +3,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use gpuctl_core::{input, validate};
+use gpuctl_model::input;
+use gpuctl_pipeline::validate;
 
 use super::{CommandError, CommandResult, emit};
 use crate::args::Format;

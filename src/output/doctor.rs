@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use gpuctl_core::doctor::{Finding, Layer, Report};
-use gpuctl_core::located::Severity;
+use gpuctl_day2::doctor::{Finding, Layer, Report};
+use gpuctl_model::located::Severity;
 
 use crate::settings::Style;
 

@@ -2,9 +2,9 @@
 //! clusters in one line, each changed cluster's own plan collapsed, within GitHub's comment
 //! limit), the same for a terminal, and versioned JSON with each cluster's full plan.
 
-use gpuctl_core::fleet::plan::{ClusterPlan, Outcome, Source, error_count as errors};
-use gpuctl_core::located::Severity;
-use gpuctl_core::plan::Plan;
+use gpuctl_fleet::plan::{ClusterPlan, Outcome, Source, error_count as errors};
+use gpuctl_model::located::Severity;
+use gpuctl_plan::plan::Plan;
 use serde_json::{Value, json};
 
 use super::plan::{human as plan_human, markdown_within};

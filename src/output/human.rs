@@ -6,7 +6,7 @@ use miette::{
 };
 
 use crate::settings::Style;
-use gpuctl_core::located::{FileReport, Severity};
+use gpuctl_model::located::{FileReport, Severity};
 
 /// Width used for plain output, so snapshots and CI logs do not depend on the terminal.
 const PLAIN_WIDTH: usize = 100;
@@ -195,8 +195,8 @@ fn token_len(rest: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuctl_core::blueprint::yaml::Pos;
-    use gpuctl_core::located::Finding;
+    use gpuctl_model::blueprint::yaml::Pos;
+    use gpuctl_model::located::Finding;
 
     fn report(source: &str, line: usize, column: usize) -> FileReport {
         FileReport {

@@ -18,7 +18,7 @@ pub use sarif::sarif;
 
 use serde::Serialize;
 
-use gpuctl_core::located::{FileReport, Severity};
+use gpuctl_model::located::{FileReport, Severity};
 
 /// Version of the JSON findings format; bumped on incompatible changes.
 pub const FINDINGS_FORMAT_VERSION: u32 = 1;

@@ -4,14 +4,14 @@
 use serde_json::Value;
 
 use crate::settings::Style;
-use gpuctl_core::blueprint::InstallMode;
-use gpuctl_core::located::Severity;
-use gpuctl_core::names::DEFAULT_DRIVER_CR;
-use gpuctl_core::plan::{
+use gpuctl_model::blueprint::InstallMode;
+use gpuctl_model::located::Severity;
+use gpuctl_model::names::DEFAULT_DRIVER_CR;
+use gpuctl_pipeline::render::HelmRelease;
+use gpuctl_plan::plan::{
     Action, ActionKind, DriverRollout, HelmAction, HelmPlan, Mode, Plan, Summary, UninstallStep,
     diff::Change, redact,
 };
-use gpuctl_core::render::HelmRelease;
 
 /// GitHub rejects comments over 65,536 characters; stay well below with room for a header.
 pub const MARKDOWN_CAP: usize = 60_000;
@@ -686,8 +686,8 @@ fn push_collapsed_diff(out: &mut String, diff: String, cap: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuctl_core::plan::{Mode, NodeAction, PlanFinding, Summary};
-    use gpuctl_core::render::{HelmRelease, Phase};
+    use gpuctl_pipeline::render::{HelmRelease, Phase};
+    use gpuctl_plan::plan::{Mode, NodeAction, PlanFinding, Summary};
     use serde_json::json;
 
     fn sample(updates: usize) -> Plan {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use gpuctl_core::profiles::{
+use gpuctl_model::profiles::{
     Architecture, Catalog, CudaRequirement, DriverBranch, FactRow, ForwardCompatibility, GpuModel,
     KernelModuleFlavors, Limits, OperatorFacts, OperatorRelease, Queueing,
 };
@@ -30,8 +30,8 @@ pub fn json(catalog: &Catalog) -> String {
         operator: &'a OperatorFacts,
         limits: &'a Limits,
         queueing: &'a Queueing,
-        network: &'a gpuctl_core::profiles::network::NetworkFacts,
-        dcgm: &'a gpuctl_core::profiles::dcgm::DcgmFacts,
+        network: &'a gpuctl_model::profiles::network::NetworkFacts,
+        dcgm: &'a gpuctl_model::profiles::dcgm::DcgmFacts,
         sources: Vec<Source<'a>>,
         fact_rows: &'a [FactRow],
     }
@@ -116,8 +116,8 @@ fn gpu_models(out: &mut String, catalog: &Catalog) {
             None => "no".to_owned(),
         };
         let segment = match gpu.segment {
-            gpuctl_core::profiles::Segment::Datacenter => "datacenter",
-            gpuctl_core::profiles::Segment::Consumer => "consumer",
+            gpuctl_model::profiles::Segment::Datacenter => "datacenter",
+            gpuctl_model::profiles::Segment::Consumer => "consumer",
         };
         let _ = writeln!(
             out,

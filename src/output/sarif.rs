@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use gpuctl_core::finding::{self, Family};
-use gpuctl_core::located::{FileReport, Severity};
+use gpuctl_model::finding::{self, Family};
+use gpuctl_model::located::{FileReport, Severity};
 
 /// Renders reports as one SARIF 2.1.0 log. Its rule table is the validation family of the one
 /// registry (the rules a blueprint file can break), each with its `gpuctl explain` text.

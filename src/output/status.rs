@@ -6,7 +6,7 @@ pub mod svg;
 
 use std::fmt::Write as _;
 
-use gpuctl_core::status::{StatusReport, UnitKind};
+use gpuctl_day2::status::{StatusReport, UnitKind};
 
 /// Longest name shown in a table cell.
 const NAME_MAX: usize = 63;

@@ -20,7 +20,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use gpuctl_core::render::{Phase, RenderedObject, RenderedSet, TROUBLESHOOTING_RUNBOOK, yaml};
+use gpuctl_pipeline::render::{Phase, RenderedObject, RenderedSet, TROUBLESHOOTING_RUNBOOK, yaml};
 
 /// The first line of every `kustomization.yaml` gpuctl writes; a non-empty directory without it (or
 /// without a [`MANIFEST`]) is never replaced.
@@ -972,7 +972,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use gpuctl_core::render::HelmRelease;
+    use gpuctl_pipeline::render::HelmRelease;
 
     fn object(phase: Phase, kind: &str, ns: Option<&str>, name: &str) -> RenderedObject {
         RenderedObject {
@@ -998,7 +998,7 @@ mod tests {
                 chart: "nvidia/gpu-operator".to_string(),
                 version: "v26.7.0".to_string(),
                 namespace: "gpu-operator".to_string(),
-                install: gpuctl_core::blueprint::InstallMode::Gitops,
+                install: gpuctl_model::blueprint::InstallMode::Gitops,
                 values: json!({ "driver": { "enabled": true } }),
                 source: Default::default(),
             },

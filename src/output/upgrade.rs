@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use gpuctl_core::journal::{Journal, JournalPhase, LeaseInfo, NodeState};
-use gpuctl_core::render::DRIVER_LABEL;
-use gpuctl_core::upgrade::schedule::{PlanBatch, UpgradePlan, gpus_text};
-use gpuctl_core::upgrade::{UPGRADE_DONE, human_duration};
+use gpuctl_pipeline::render::DRIVER_LABEL;
+use gpuctl_plan::journal::{Journal, JournalPhase, LeaseInfo, NodeState};
+use gpuctl_plan::upgrade::schedule::{PlanBatch, UpgradePlan, gpus_text};
+use gpuctl_plan::upgrade::{UPGRADE_DONE, human_duration};
 
 /// The plan as text for a terminal or a log, ending with what happens next: the command to run
 /// it, or (`executing`) that it runs.
@@ -268,7 +268,7 @@ fn next_steps(plan: &UpgradePlan, executing: bool) -> String {
     } else {
         format!(
             "Nothing was changed. Run it with: gpuctl upgrade driver {} --pool {} --to {} --execute\n",
-            gpuctl_core::input::as_argument(&plan.file),
+            gpuctl_model::input::as_argument(&plan.file),
             plan.pool,
             plan.to_version
         )
@@ -315,7 +315,7 @@ fn journal_status(j: &Journal, lease: Option<&LeaseInfo>) -> String {
         j.pool,
         j.blueprint,
         j.namespace,
-        gpuctl_core::names::journal_name(&j.pool),
+        gpuctl_model::names::journal_name(&j.pool),
         j.phase.describe(),
         j.step
     );

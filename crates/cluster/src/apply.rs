@@ -11,12 +11,12 @@ use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use gpuctl_core::applyset::{self, ApplySetParent};
-use gpuctl_core::located::Severity;
-use gpuctl_core::names::{self, UPGRADE_POOL_LABEL};
-use gpuctl_core::object::{ObjectRef, TypeRef, group_kind};
-use gpuctl_core::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
-use gpuctl_core::render::{ChartSource, HelmRelease, Phase};
+use gpuctl_model::applyset::{self, ApplySetParent};
+use gpuctl_model::located::Severity;
+use gpuctl_model::names::{self, UPGRADE_POOL_LABEL};
+use gpuctl_model::object::{ObjectRef, TypeRef, group_kind};
+use gpuctl_pipeline::render::{ChartSource, HelmRelease, Phase};
+use gpuctl_plan::plan::{self, Action, ActionKind, FIELD_MANAGER, Plan};
 
 mod uninstall;
 
@@ -337,7 +337,7 @@ async fn refuse_migrations(k: &Kube, plan: &Plan, opts: &ApplyOptions) -> Result
     }
     let view = crate::read::migration_view(k, &plan.node_patches).await?;
     let errors: Vec<String> =
-        gpuctl_core::plan::nodes::dra_migrations(&view, &plan.node_patches, opts.force_migration)
+        gpuctl_plan::plan::nodes::dra_migrations(&view, &plan.node_patches, opts.force_migration)
             .into_iter()
             .filter(|f| f.severity == Severity::Error)
             .map(|f| f.message)
@@ -496,7 +496,7 @@ fn refuse_conflicts(plan: &Plan, opts: &ApplyOptions) -> Result<(), ApplyError> 
     if !conflicts.is_empty() && !opts.force_conflicts {
         return Err(ApplyError::Conflicts(conflicts));
     }
-    let adoptions = gpuctl_core::plan::adoptions(plan);
+    let adoptions = gpuctl_plan::plan::adoptions(plan);
     if !adoptions.is_empty() && !opts.adopt {
         return Err(ApplyError::Adoptions(adoptions));
     }
@@ -660,7 +660,7 @@ async fn run_phase(
     let mut failures = Vec::new();
     // Parents before children (a Volcano child queue is refused while its parent does not exist):
     // each wave in parallel, the next once it is written.
-    for (wave, actions) in gpuctl_core::plan::hierarchy::write_waves(steps)
+    for (wave, actions) in gpuctl_plan::plan::hierarchy::write_waves(steps)
         .into_iter()
         .enumerate()
     {
@@ -958,7 +958,7 @@ async fn helm_step(
     applied: usize,
 ) -> Result<String, ApplyError> {
     let what = format!("{} release", h.stack.title());
-    if h.install != gpuctl_core::blueprint::InstallMode::Helm {
+    if h.install != gpuctl_model::blueprint::InstallMode::Helm {
         return Ok(format!("{what}: skipped (install: {})", h.install));
     }
     // Like helmfile's diff-before-sync: an unchanged release gets no new revision.
@@ -1169,12 +1169,12 @@ fn chart_argument(h: &HelmRelease) -> Result<(String, Option<String>), ApplyErro
                 )));
             };
             if let Some(want) = digest {
-                let bytes = gpuctl_core::input::read(
+                let bytes = gpuctl_model::input::read(
                     std::path::Path::new(resolved),
-                    &gpuctl_core::input::CHART,
+                    &gpuctl_model::input::CHART,
                 )
                 .map_err(|e| ApplyError::Chart(e.to_string()))?;
-                let have = gpuctl_core::input::sha256(&bytes);
+                let have = gpuctl_model::input::sha256(&bytes);
                 if &have != want {
                     return Err(ApplyError::Chart(format!(
                         "the chart archive `{resolved}` is {have}, but the plan was made with {want}; plan again with the archive you mean to install"
@@ -1230,7 +1230,7 @@ async fn nodes(
     }
     progress.phase("nodes", plan.nodes.len());
     let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
-    let by_pool: BTreeMap<&str, &gpuctl_core::render::NodePatch> = plan
+    let by_pool: BTreeMap<&str, &gpuctl_pipeline::render::NodePatch> = plan
         .node_patches
         .iter()
         .map(|p| (p.pool.as_str(), p))
@@ -1288,7 +1288,7 @@ async fn nodes(
 /// Sets only `gpuctl.dev/driver` on nodes whose value changes (a merge patch; the later
 /// server-side apply of every gpuctl label takes ownership of it).
 async fn driver_labels(k: &Kube, plan: &Plan, progress: &dyn Reporter) -> Result<(), ApplyError> {
-    let path = gpuctl_core::plan::diff::join("labels", gpuctl_core::render::DRIVER_LABEL);
+    let path = gpuctl_plan::plan::diff::join("labels", gpuctl_pipeline::render::DRIVER_LABEL);
     let moves: Vec<(&str, &Value)> = plan
         .nodes
         .iter()
@@ -1310,7 +1310,7 @@ async fn driver_labels(k: &Kube, plan: &Plan, progress: &dyn Reporter) -> Result
         ..PatchParams::default()
     };
     for (node, value) in moves {
-        let body = json!({"metadata": {"labels": {gpuctl_core::render::DRIVER_LABEL: value}}});
+        let body = json!({"metadata": {"labels": {gpuctl_pipeline::render::DRIVER_LABEL: value}}});
         let patch = Patch::Merge(&body);
         crate::client::retry(|| api.patch(node, &params, &patch))
             .await
@@ -1325,7 +1325,7 @@ async fn driver_labels(k: &Kube, plan: &Plan, progress: &dyn Reporter) -> Result
 async fn merge_taints(
     api: &Api<k8s_openapi::api::core::v1::Node>,
     node: &str,
-    patch: &gpuctl_core::render::NodePatch,
+    patch: &gpuctl_pipeline::render::NodePatch,
 ) -> Result<(), ClusterError> {
     let id = format!("Node/{node}");
     for _ in 0..5 {
@@ -1430,12 +1430,12 @@ mod tests {
         let archive = dir.path().join("gpu-operator.tgz");
         std::fs::write(&archive, b"the reviewed chart").unwrap();
         let release = |source: ChartSource| HelmRelease {
-            stack: gpuctl_core::render::Stack::GpuOperator,
+            stack: gpuctl_pipeline::render::Stack::GpuOperator,
             release: "gpu-operator".into(),
-            chart: gpuctl_core::render::CHART.into(),
+            chart: gpuctl_pipeline::render::CHART.into(),
             version: "v26.7.0".into(),
             namespace: "gpu-operator".into(),
-            install: gpuctl_core::blueprint::InstallMode::Helm,
+            install: gpuctl_model::blueprint::InstallMode::Helm,
             values: json!({}),
             source,
         };
@@ -1446,7 +1446,7 @@ mod tests {
                 digest: Some(digest.into()),
             })
         };
-        let pinned = gpuctl_core::input::sha256(b"the reviewed chart");
+        let pinned = gpuctl_model::input::sha256(b"the reviewed chart");
         let (chart, repo) = chart_argument(&source(&pinned)).unwrap();
         assert_eq!((chart.as_str(), repo), (archive.to_str().unwrap(), None));
         std::fs::write(&archive, b"a chart swapped after review").unwrap();
@@ -1465,7 +1465,10 @@ mod tests {
         let (chart, repo) = chart_argument(&release(ChartSource::default())).unwrap();
         assert_eq!(
             (chart.as_str(), repo.as_deref()),
-            ("gpu-operator", Some(gpuctl_core::render::CHART_REPOSITORY))
+            (
+                "gpu-operator",
+                Some(gpuctl_pipeline::render::CHART_REPOSITORY)
+            )
         );
         // Another chart from another repository is named by its own chart name.
         let mut kueue = release(ChartSource::Repository {
@@ -1484,12 +1487,12 @@ mod tests {
     #[test]
     fn the_report_says_what_helm_installed() {
         let release = HelmRelease {
-            stack: gpuctl_core::render::Stack::Kueue,
+            stack: gpuctl_pipeline::render::Stack::Kueue,
             release: "kueue".into(),
             chart: "kueue".into(),
             version: "0.19.2".into(),
             namespace: "kueue-system".into(),
-            install: gpuctl_core::blueprint::InstallMode::Helm,
+            install: gpuctl_model::blueprint::InstallMode::Helm,
             values: json!({}),
             source: ChartSource::Oci {
                 reference: "oci://registry.k8s.io/kueue/charts/kueue".into(),

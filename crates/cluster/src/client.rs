@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use gpuctl_core::object::TypeRef;
+use gpuctl_model::object::TypeRef;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
     ValidationDirective,
@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 /// queues.
 pub const DEFAULT_PARALLELISM: u16 = 32;
 
-pub use gpuctl_core::plan::FIELD_MANAGER;
+pub use gpuctl_plan::plan::FIELD_MANAGER;
 
 /// Where to connect.
 #[derive(Debug, Clone, Default)]
@@ -208,7 +208,7 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Kube, ClusterError> {
 
 /// `Kind/ns/name` or `Kind/name`.
 pub fn display_id(kind: &str, namespace: Option<&str>, name: &str) -> String {
-    gpuctl_core::object::ObjectRef::new("", kind, namespace, name).to_string()
+    gpuctl_model::object::ObjectRef::new("", kind, namespace, name).to_string()
 }
 
 impl Kube {

@@ -1,13 +1,13 @@
 //! Reads the Day-2 state `gpuctl doctor`, `gpuctl status` and `gpuctl snapshot --diagnostics`
 //! decide with into the core's [`Diagnostics`]: exactly the kinds the command needs
-//! ([`gpuctl_core::diagnostics::DOCTOR_READS`], [`gpuctl_core::diagnostics::STATUS_READS`]), listed
+//! ([`gpuctl_day2::diagnostics::DOCTOR_READS`], [`gpuctl_day2::diagnostics::STATUS_READS`]), listed
 //! at once through the crate's one bulk read ([`crate::lists`]: one aggregated discovery, paged
 //! LISTs, never a per-object GET), pods before events (events are kept only for the pods kept),
 //! Pods without those that have `Succeeded` (the table's field selector). A kind the cluster does
 //! not serve or the credentials may not list is recorded as such, not an error: doctor says what
 //! it could not see.
 
-use gpuctl_core::diagnostics::{DIAGNOSTIC_KINDS, DiagKind, Diagnostics, UnreadWhy};
+use gpuctl_day2::diagnostics::{DIAGNOSTIC_KINDS, DiagKind, Diagnostics, UnreadWhy};
 use serde_json::Value;
 
 use crate::client::{ClusterError, Kube};

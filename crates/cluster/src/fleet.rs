@@ -3,10 +3,8 @@
 //! once a cluster's apply succeeded. They are the only state of a rollout, so any machine (a CI
 //! run) can continue it.
 
-use gpuctl_core::applyset::ApplySetParent;
-use gpuctl_core::fleet::rollout::{
-    APPLIED_AT_ANNOTATION, REVISION_ANNOTATION, STAMP_MANAGER, Stamp,
-};
+use gpuctl_fleet::rollout::{APPLIED_AT_ANNOTATION, REVISION_ANNOTATION, STAMP_MANAGER, Stamp};
+use gpuctl_model::applyset::ApplySetParent;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 

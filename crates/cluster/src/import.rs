@@ -7,13 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gpuctl_core::diagnostics::UnreadWhy;
-use gpuctl_core::import::ImportContext;
-use gpuctl_core::import::releases::{Chart, choose};
-use gpuctl_core::live::{LiveView, Reading, Source};
-use gpuctl_core::object::{ObjectRef, TypeRef};
-use gpuctl_core::profiles::Catalog;
-use gpuctl_core::render::RELEASE_NAME;
+use gpuctl_day2::diagnostics::UnreadWhy;
+use gpuctl_day2::import::ImportContext;
+use gpuctl_day2::import::releases::{Chart, choose};
+use gpuctl_model::object::{ObjectRef, TypeRef};
+use gpuctl_model::profiles::Catalog;
+use gpuctl_pipeline::render::RELEASE_NAME;
+use gpuctl_plan::live::{LiveView, Reading, Source};
 use serde_json::{Value, json};
 
 use crate::client::{ClusterError, Kube};
@@ -32,32 +32,32 @@ pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
     (
         "kueue.x-k8s.io",
         "Cohort",
-        gpuctl_core::profiles::KUEUE_API_VERSIONS_FROM_ALPHA,
+        gpuctl_model::profiles::KUEUE_API_VERSIONS_FROM_ALPHA,
     ),
     (
         "kueue.x-k8s.io",
         "ClusterQueue",
-        gpuctl_core::profiles::KUEUE_API_VERSIONS,
+        gpuctl_model::profiles::KUEUE_API_VERSIONS,
     ),
     (
         "kueue.x-k8s.io",
         "LocalQueue",
-        gpuctl_core::profiles::KUEUE_API_VERSIONS,
+        gpuctl_model::profiles::KUEUE_API_VERSIONS,
     ),
     (
         "kueue.x-k8s.io",
         "ResourceFlavor",
-        gpuctl_core::profiles::KUEUE_API_VERSIONS,
+        gpuctl_model::profiles::KUEUE_API_VERSIONS,
     ),
     (
         "kueue.x-k8s.io",
         "WorkloadPriorityClass",
-        gpuctl_core::profiles::KUEUE_API_VERSIONS,
+        gpuctl_model::profiles::KUEUE_API_VERSIONS,
     ),
     (
         "kueue.x-k8s.io",
         "Topology",
-        gpuctl_core::profiles::KUEUE_API_VERSIONS_FROM_ALPHA,
+        gpuctl_model::profiles::KUEUE_API_VERSIONS_FROM_ALPHA,
     ),
     ("scheduling.volcano.sh", "Queue", &["v1beta1"]),
     ("mellanox.com", "NicClusterPolicy", &["v1alpha1"]),

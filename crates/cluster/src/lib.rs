@@ -1,7 +1,7 @@
 //! gpuctl's cluster layer: the only crate that talks to an API server (and to Prometheus). It
 //! connects ([`client::connect`]), reads kinds in bulk the one way every command shares
 //! ([`lists`]: aggregated discovery, concurrent paged LISTs), reads a cluster into the core's one
-//! [`gpuctl_core::live::LiveView`] ([`read`]), applies plans ([`apply`]), runs driver upgrades with
+//! [`gpuctl_plan::live::LiveView`] ([`read`]), applies plans ([`apply`]), runs driver upgrades with
 //! their journal and Lease ([`upgrade`], [`nodeops`]), reads Helm's release storage ([`release`]),
 //! runs doctor's metric queries against Prometheus ([`prometheus`]) and keeps a fleet's revision
 //! stamp on each cluster ([`fleet`]). Everything it decides with

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
-use gpuctl_core::diagnostics::UnreadWhy;
+use gpuctl_day2::diagnostics::UnreadWhy;
 use kube::api::{DynamicObject, ListParams};
 use kube::discovery::{Discovery, Scope};
 use serde_json::Value;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use gpuctl_core::lock::{self as core_lock, Holder, LeaseInfo};
-use gpuctl_core::plan::FIELD_MANAGER;
+use gpuctl_plan::lock::{self as core_lock, Holder, LeaseInfo};
+use gpuctl_plan::plan::FIELD_MANAGER;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use gpuctl_core::fleet::multikueue::{TOKEN_SECRET, kueue_namespace};
+use gpuctl_fleet::multikueue::{TOKEN_SECRET, kueue_namespace};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use gpuctl_core::live::workloads::{LivePod, live_pod};
-use gpuctl_core::upgrade::{
+use gpuctl_plan::live::workloads::{LivePod, live_pod};
+use gpuctl_plan::upgrade::{
     FIELD_MANAGER, PENDING_TAINT_EFFECT, PENDING_TAINT_KEY, PENDING_TAINT_VALUE, VALIDATOR_SELECTOR,
 };
 

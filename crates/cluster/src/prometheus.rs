@@ -1,6 +1,6 @@
 //! Prometheus's HTTP API (`POST /api/v1/query`), for doctor's metric findings: runs the core's
-//! [`gpuctl_core::metrics::plan`] at one evaluation time and hands the samples to
-//! [`gpuctl_core::metrics::findings`].
+//! [`gpuctl_day2::metrics::plan`] at one evaluation time and hands the samples to
+//! [`gpuctl_day2::metrics::findings`].
 //!
 //! Bounded: every request has a connect and a total timeout, and a response is read up to
 //! [`PrometheusConfig::max_response_bytes`]. Errors name the URL (without credentials); the bearer
@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use gpuctl_core::metrics::{self, Finding, MetricSettings, Query, Results, Sample};
-use gpuctl_core::profiles::dcgm::DcgmFacts;
+use gpuctl_day2::metrics::{self, Finding, MetricSettings, Query, Results, Sample};
+use gpuctl_model::profiles::dcgm::DcgmFacts;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, USER_AGENT};
 use http::{Request, Uri};
 use http_body_util::{BodyExt, Full};

@@ -3,22 +3,22 @@
 //! namespace names and one LIST per cluster-scoped kind with many objects (an object in a
 //! namespace that does not exist cannot exist either), one label-selected LIST per pool, and
 //! single GETs only for the rest. A plan's view also holds the server-side dry-run answers the
-//! core asks for ([`gpuctl_core::plan::objects::needs_dry_run`]); the decisions themselves are the
+//! core asks for ([`gpuctl_plan::plan::objects::needs_dry_run`]); the decisions themselves are the
 //! core's.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt;
-use gpuctl_core::applyset::{self, ApplySetParent};
-use gpuctl_core::blueprint::InstallMode;
-use gpuctl_core::journal::{DATA_KEY, Journal};
-use gpuctl_core::live::workloads::{self, LiveDriverCr, LiveNode, LivePdb, LivePod, Workloads};
-use gpuctl_core::live::{DryRun, LiveView, Reading, Source};
-use gpuctl_core::names::UPGRADE_POOL_LABEL;
-use gpuctl_core::object::{ObjectRef, TypeRef};
-use gpuctl_core::plan::nodes::{node_list_selectors, selects};
-use gpuctl_core::plan::{objects, parent_of};
-use gpuctl_core::render::{HelmRelease, NodePatch, RenderedObject, RenderedSet};
+use gpuctl_model::applyset::{self, ApplySetParent};
+use gpuctl_model::blueprint::InstallMode;
+use gpuctl_model::names::UPGRADE_POOL_LABEL;
+use gpuctl_model::object::{ObjectRef, TypeRef};
+use gpuctl_pipeline::render::{HelmRelease, NodePatch, RenderedObject, RenderedSet};
+use gpuctl_plan::journal::{DATA_KEY, Journal};
+use gpuctl_plan::live::workloads::{self, LiveDriverCr, LiveNode, LivePdb, LivePod, Workloads};
+use gpuctl_plan::live::{DryRun, LiveView, Reading, Source};
+use gpuctl_plan::plan::nodes::{node_list_selectors, selects};
+use gpuctl_plan::plan::{objects, parent_of};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams};
@@ -211,7 +211,7 @@ pub async fn journal_list(
 async fn helm_release(
     k: &Kube,
     release: &HelmRelease,
-) -> Reading<Option<gpuctl_core::live::release::LiveRelease>> {
+) -> Reading<Option<gpuctl_plan::live::release::LiveRelease>> {
     if release.install != InstallMode::Helm {
         return Reading::NotRead;
     }
@@ -225,7 +225,7 @@ async fn helm_release(
 async fn other_releases(
     k: &Kube,
     releases: &[HelmRelease],
-) -> BTreeMap<(String, String), Reading<Option<gpuctl_core::live::release::LiveRelease>>> {
+) -> BTreeMap<(String, String), Reading<Option<gpuctl_plan::live::release::LiveRelease>>> {
     let mut out = BTreeMap::new();
     for r in releases.iter().filter(|r| r.install == InstallMode::Helm) {
         out.insert(
@@ -241,12 +241,12 @@ async fn other_releases(
 async fn owned_releases(
     k: &Kube,
     set: &RenderedSet,
-) -> Reading<Vec<gpuctl_core::live::release::OwnedRelease>> {
+) -> Reading<Vec<gpuctl_plan::live::release::OwnedRelease>> {
     let mut owned = match crate::release::owned_releases(k, &set.blueprint).await {
         Ok(o) => o,
         Err(e) => return Reading::Failed(e.to_string()),
     };
-    let dropped: Vec<(String, String)> = gpuctl_core::plan::uninstall::candidates(set, &owned)
+    let dropped: Vec<(String, String)> = gpuctl_plan::plan::uninstall::candidates(set, &owned)
         .into_iter()
         .map(|r| (r.named.namespace.clone(), r.named.name.clone()))
         .collect();
@@ -254,12 +254,12 @@ async fn owned_releases(
         .iter_mut()
         .filter(|r| dropped.contains(&(r.named.namespace.clone(), r.named.name.clone())))
     {
-        let groups: Vec<String> = gpuctl_core::plan::uninstall::api_groups(r.stack)
+        let groups: Vec<String> = gpuctl_plan::plan::uninstall::api_groups(r.stack)
             .iter()
             .map(|g| g.to_string())
             .collect();
         r.objects = match crate::release::objects_in_groups(k, &groups).await {
-            Ok(o) => Reading::Read(gpuctl_core::plan::uninstall::blocking(r.stack, o)),
+            Ok(o) => Reading::Read(gpuctl_plan::plan::uninstall::blocking(r.stack, o)),
             Err(e) => Reading::Failed(e.to_string()),
         };
     }
@@ -337,11 +337,11 @@ async fn read_objects(
     Ok(())
 }
 
-pub use gpuctl_core::plan::KueueConfigReading;
+pub use gpuctl_plan::plan::KueueConfigReading;
 
 /// The running Kueue's configuration: its manager ConfigMap's key (`profiles/queueing.yaml`).
 pub async fn kueue_config(k: &Kube) -> KueueConfigReading {
-    let cm = &gpuctl_core::profiles::Catalog::embedded()
+    let cm = &gpuctl_model::profiles::Catalog::embedded()
         .queueing()
         .kueue_configuration
         .config_map;
@@ -362,7 +362,7 @@ pub async fn kueue_config(k: &Kube) -> KueueConfigReading {
 
 /// The rendered object `o` is a child of, if the set declares it.
 fn parent_in_set<'a>(set: &'a RenderedSet, o: &RenderedObject) -> Option<&'a RenderedObject> {
-    let parent = gpuctl_core::plan::hierarchy::parent_ref(&o.api_version, &o.kind, &o.manifest)?;
+    let parent = gpuctl_plan::plan::hierarchy::parent_ref(&o.api_version, &o.kind, &o.manifest)?;
     set.objects.iter().find(|x| x.object_ref() == parent)
 }
 
@@ -597,7 +597,7 @@ type PlannedRead = (TypeRef, bool, Option<Value>);
 /// operator's release.
 pub async fn planned(
     k: &Kube,
-    plan: &gpuctl_core::plan::Plan,
+    plan: &gpuctl_plan::plan::Plan,
     parallelism: usize,
 ) -> Result<LiveView, ClusterError> {
     let mut view = LiveView::empty(Source::Cluster {
@@ -607,7 +607,7 @@ pub async fn planned(
     let actions = plan
         .actions
         .iter()
-        .filter(|a| a.action != gpuctl_core::plan::ActionKind::CreateAfterCrd);
+        .filter(|a| a.action != gpuctl_plan::plan::ActionKind::CreateAfterCrd);
     let reads: Vec<Result<PlannedRead, ClusterError>> = futures::stream::iter(actions)
         .map(|a| async move {
             let t = TypeRef::new(&a.api_version, &a.kind);
@@ -636,8 +636,10 @@ pub async fn planned(
     for t in &served {
         kinds.insert(t.clone(), k.resolve(&t.api_version, &t.kind).await?);
     }
-    let parent =
-        gpuctl_core::applyset::ApplySetParent::for_blueprint(&plan.blueprint, &plan.helm.namespace);
+    let parent = gpuctl_model::applyset::ApplySetParent::for_blueprint(
+        &plan.blueprint,
+        &plan.helm.namespace,
+    );
     view.members = Some(members(k, &parent, &kinds).await?);
     view.served = Some(served);
     let mut nodes = Vec::new();
@@ -767,10 +769,10 @@ pub enum LiveError {
     Cluster(#[from] ClusterError),
     /// The rendered set cannot be planned.
     #[error(transparent)]
-    Plan(#[from] gpuctl_core::plan::PlanError),
+    Plan(#[from] gpuctl_plan::plan::PlanError),
     /// The live state cannot be kept as a snapshot.
     #[error(transparent)]
-    Capture(#[from] gpuctl_core::snapshot::CaptureError),
+    Capture(#[from] gpuctl_day2::snapshot::CaptureError),
 }
 
 /// The plan of `set` against the cluster: an empty set is refused before anything is read, then
@@ -778,27 +780,27 @@ pub enum LiveError {
 pub async fn plan(
     k: &Kube,
     set: &RenderedSet,
-    opts: gpuctl_core::plan::PlanOptions,
+    opts: gpuctl_plan::plan::PlanOptions,
     parallelism: usize,
-) -> Result<gpuctl_core::plan::Plan, LiveError> {
-    gpuctl_core::plan::refuse_empty(set)?;
+) -> Result<gpuctl_plan::plan::Plan, LiveError> {
+    gpuctl_plan::plan::refuse_empty(set)?;
     let reads = Reads {
         dry_run: true,
         parallelism,
     };
     let view = rendered_set(k, set, reads).await?;
-    Ok(gpuctl_core::plan::plan(set, &view, opts)?)
+    Ok(gpuctl_plan::plan::plan(set, &view, opts)?)
 }
 
 /// The snapshot of what `set` touches in the cluster (no dry-runs).
 pub async fn snapshot(
     k: &Kube,
     set: &RenderedSet,
-) -> Result<gpuctl_core::snapshot::Snapshot, LiveError> {
+) -> Result<gpuctl_day2::snapshot::Snapshot, LiveError> {
     let reads = Reads {
         dry_run: false,
         parallelism: usize::from(crate::client::DEFAULT_PARALLELISM),
     };
     let view = rendered_set(k, set, reads).await?;
-    Ok(gpuctl_core::snapshot::Snapshot::capture(&view, set)?)
+    Ok(gpuctl_day2::snapshot::Snapshot::capture(&view, set)?)
 }

@@ -14,12 +14,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 
 use futures::StreamExt;
-use gpuctl_core::live::Reading;
-use gpuctl_core::live::release::{
+use gpuctl_pipeline::render::Stack;
+use gpuctl_plan::live::Reading;
+use gpuctl_plan::live::release::{
     LiveRelease, NamedRelease, OwnedRelease, decode, from_release_json,
 };
-use gpuctl_core::plan::uninstall;
-use gpuctl_core::render::Stack;
+use gpuctl_plan::plan::uninstall;
 
 use crate::client::{ClusterError, Kube, classify, retry};
 
@@ -177,15 +177,15 @@ pub async fn releases_by_chart(
 }
 
 /// The Helm releases gpuctl installed for `blueprint`: those whose storage Secrets carry its
-/// [`gpuctl_core::applyset::BLUEPRINT_LABEL`] and a [`gpuctl_core::names::STACK_LABEL`] gpuctl
+/// [`gpuctl_model::applyset::BLUEPRINT_LABEL`] and a [`gpuctl_model::names::STACK_LABEL`] gpuctl
 /// knows (`helm upgrade --install --labels` records both), in any namespace, each read at its
 /// newest revision. Their objects are not read here ([`objects_in_groups`]).
 pub async fn owned_releases(k: &Kube, blueprint: &str) -> Result<Vec<OwnedRelease>, ClusterError> {
     let api: Api<Secret> = Api::all(k.client());
     let lp = ListParams::default().labels(&format!(
         "owner=helm,{}={blueprint},{}",
-        gpuctl_core::applyset::BLUEPRINT_LABEL,
-        gpuctl_core::names::STACK_LABEL
+        gpuctl_model::applyset::BLUEPRINT_LABEL,
+        gpuctl_model::names::STACK_LABEL
     ));
     let list = retry(|| api.list_metadata(&lp))
         .await
@@ -200,7 +200,7 @@ pub async fn owned_releases(k: &Kube, blueprint: &str) -> Result<Vec<OwnedReleas
         let (Some(name), Some(stack)) = (
             labels.get("name"),
             labels
-                .get(gpuctl_core::names::STACK_LABEL)
+                .get(gpuctl_model::names::STACK_LABEL)
                 .and_then(|v| uninstall::stack_of_label(v)),
         ) else {
             continue;

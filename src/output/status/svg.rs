@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use gpuctl_core::status::{NodeStatus, PoolStatus, StatusReport, UnitKind};
+use gpuctl_day2::status::{NodeStatus, PoolStatus, StatusReport, UnitKind};
 
 /// Nodes drawn per pool; the rest are summed up in a line.
 pub const MAX_NODES: usize = 48;
@@ -410,7 +410,7 @@ fn bar(c: &mut Canvas, label: &str, used: f64, base: f64, colour: &str, text: &s
 }
 
 fn num(s: &str) -> f64 {
-    gpuctl_core::quantity::parse_milli(s)
+    gpuctl_model::quantity::parse_milli(s)
         .map(|m| m as f64 / 1000.0)
         .unwrap_or(0.0)
 }
@@ -520,7 +520,7 @@ pub fn svg(r: &StatusReport) -> String {
 
 /// Tenant quotas: GPU keys only (the picture is about GPUs; every key is in the table and JSON).
 fn quota_bars(c: &mut Canvas, r: &StatusReport) {
-    let bars: Vec<(usize, String, &gpuctl_core::status::QuotaUse)> = r
+    let bars: Vec<(usize, String, &gpuctl_day2::status::QuotaUse)> = r
         .tenants
         .iter()
         .enumerate()

@@ -1,5 +1,5 @@
 //! Apply's uninstalls: `helm uninstall` of a release gpuctl installed for a component the
-//! blueprint dropped ([`gpuctl_core::plan::uninstall`]), refused while objects of the
+//! blueprint dropped ([`gpuctl_plan::plan::uninstall`]), refused while objects of the
 //! component's API groups exist unless `--force-uninstall`. CRDs are never deleted: helm keeps the
 //! CRDs a chart ships in `crds/` by design, and a CRD the chart templates (which helm would
 //! delete with the release) is marked `helm.sh/resource-policy: keep` in the release's stored
@@ -11,9 +11,9 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 
-use gpuctl_core::live::release::{self, RESOURCE_POLICY};
-use gpuctl_core::plan::uninstall::{UninstallStep, blocked_message};
-use gpuctl_core::plan::{ActionKind, FIELD_MANAGER, Plan};
+use gpuctl_plan::live::release::{self, RESOURCE_POLICY};
+use gpuctl_plan::plan::uninstall::{UninstallStep, blocked_message};
+use gpuctl_plan::plan::{ActionKind, FIELD_MANAGER, Plan};
 
 use super::{ApplyError, ApplyOptions, HelmCtx, HelmFailure};
 use crate::client::{ClusterError, Kube, classify};
@@ -44,7 +44,7 @@ pub(super) async fn refuse_blocked(
         if opts.force_uninstall {
             continue;
         }
-        let objects = gpuctl_core::plan::uninstall::blocking(
+        let objects = gpuctl_plan::plan::uninstall::blocking(
             step.stack,
             crate::release::objects_in_groups(k, &step.api_groups).await?,
         );
@@ -168,7 +168,7 @@ async fn remaining_objects(
         .collect();
     let start = Instant::now();
     loop {
-        let left = gpuctl_core::plan::uninstall::blocking(
+        let left = gpuctl_plan::plan::uninstall::blocking(
             step.stack,
             crate::release::objects_in_groups(k, &step.api_groups).await?,
         );
@@ -183,7 +183,7 @@ async fn remaining_objects(
 /// Makes `helm uninstall` leave the CRDs a chart ships as templates (which helm would delete with
 /// the release; those in its `crds/` folder it never deletes): the release's newest stored
 /// revision gets `helm.sh/resource-policy: keep` on each CRD of its manifest, which is where helm
-/// looks when it uninstalls ([`gpuctl_core::live::release::keep_crds`]). The Secret is replaced
+/// looks when it uninstalls ([`gpuctl_plan::live::release::keep_crds`]). The Secret is replaced
 /// under its resourceVersion. Returns the CRDs marked.
 async fn keep_crds(k: &Kube, namespace: &str, name: &str) -> Result<Vec<String>, ClusterError> {
     let Some((_, mut secret)) = crate::release::newest_revision(k, namespace, name).await? else {

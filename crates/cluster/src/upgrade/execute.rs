@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use gpuctl_core::live::workloads::{LiveNode, LivePod, PodRole};
-use gpuctl_core::names::VALIDATOR_DEPLOY_LABEL;
-use gpuctl_core::render::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL};
-use gpuctl_core::upgrade::journal::{Journal, JournalPhase, NodeState};
-use gpuctl_core::upgrade::schedule::UpgradePlan;
-use gpuctl_core::upgrade::verdict::{Expectation, Verdict, verdict};
-use gpuctl_core::upgrade::{MIG_CONFIG_STATE_LABEL, Timing, human_duration};
+use gpuctl_model::names::VALIDATOR_DEPLOY_LABEL;
+use gpuctl_pipeline::render::{DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL};
+use gpuctl_plan::live::workloads::{LiveNode, LivePod, PodRole};
+use gpuctl_plan::upgrade::journal::{Journal, JournalPhase, NodeState};
+use gpuctl_plan::upgrade::schedule::UpgradePlan;
+use gpuctl_plan::upgrade::verdict::{Expectation, Verdict, verdict};
+use gpuctl_plan::upgrade::{MIG_CONFIG_STATE_LABEL, Timing, human_duration};
 
 use super::UpgradeError;
 use super::journal::{self, JournalStore, LeaseGuard};
@@ -225,7 +225,7 @@ impl<'a> Ctx<'a> {
         f: impl AsyncFnOnce(JournalStore, &LeaseGuard) -> Result<Journal, UpgradeError>,
     ) -> Result<Journal, UpgradeError> {
         let lease = self.acquire(namespace, pool).await?;
-        let apply_lock = gpuctl_core::names::apply_lock_name(blueprint);
+        let apply_lock = gpuctl_model::names::apply_lock_name(blueprint);
         match crate::lock::info(self.k, namespace, &apply_lock).await {
             Ok(Some(info)) if info.live() => {
                 lease.release().await;
@@ -1130,7 +1130,7 @@ async fn apply_as_upgrade(
     let api: Api<DynamicObject> = Api::all_with(k.client(), &r.resource);
     let name = manifest["metadata"]["name"].as_str().unwrap_or_default();
     let params = PatchParams {
-        field_manager: Some(gpuctl_core::upgrade::FIELD_MANAGER.to_string()),
+        field_manager: Some(gpuctl_plan::upgrade::FIELD_MANAGER.to_string()),
         force: true,
         ..PatchParams::default()
     };

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use gpuctl_core::applyset::{BLUEPRINT_LABEL, MANAGED_BY};
-use gpuctl_core::journal::{DATA_KEY, Journal, LeaseInfo};
-use gpuctl_core::names::journal_name;
-use gpuctl_core::upgrade::{FIELD_MANAGER, UPGRADE_POOL_LABEL};
+use gpuctl_model::applyset::{BLUEPRINT_LABEL, MANAGED_BY};
+use gpuctl_model::names::journal_name;
+use gpuctl_plan::journal::{DATA_KEY, Journal, LeaseInfo};
+use gpuctl_plan::upgrade::{FIELD_MANAGER, UPGRADE_POOL_LABEL};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Driver upgrades against the cluster: [`execute`] runs an [`gpuctl_core::upgrade::schedule::UpgradePlan`]
+//! Driver upgrades against the cluster: [`execute`] runs an [`gpuctl_plan::upgrade::schedule::UpgradePlan`]
 //! batch by batch, [`journal`] keeps its journal in a ConfigMap and holds the pool's Lease. The
 //! model (blue-green CRs, field ownership, resumption) is explained in the core crate's `upgrade`
 //! module and in `docs/upgrades.md`.
