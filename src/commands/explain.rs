@@ -1,4 +1,4 @@
-//! `gpuctl explain`: what a finding id (a validation rule, a doctor, metric or import finding)
+//! `gpuctl explain`: what a finding id (a validation rule, a doctor, metric, import or plan finding)
 //! checks, why, and how to fix it, from the one registry (`gpuctl_model::finding`).
 
 use std::io::Write;

@@ -752,6 +752,7 @@ mod tests {
                 taints: vec!["nvidia.com/gpu=present:NoSchedule".into()],
             }],
             findings: vec![PlanFinding {
+                id: "GPU400".into(),
                 severity: Severity::Warning,
                 message: "pool `p` expects 2 nodes but 1 match".into(),
             }],

@@ -309,8 +309,8 @@ fn the_revision_is_a_stable_hash_of_what_is_applied() {
 #[test]
 fn the_converged_gate_passes_an_empty_plan_without_error_findings_only() {
     use gpuctl_plan::plan::{PlanFinding, Summary};
-    let warning = PlanFinding::warning("2 of 3 nodes carry the label".into());
-    let error = PlanFinding::error("the API server refused the dry run".into());
+    let warning = PlanFinding::warning("GPU400", "2 of 3 nodes carry the label".into());
+    let error = PlanFinding::error("GPU401", "the API server refused the dry run".into());
     let changes = Summary {
         create: 2,
         adopt: 1,

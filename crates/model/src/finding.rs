@@ -1,8 +1,8 @@
 //! Findings: the one registry of every id gpuctl reports, and the one shape of a finding about the
 //! cluster.
 //!
-//! Every finding, from any command, carries a stable id (`GPU050`, `GPU200`, `GPU251`, `GPU300`)
-//! whose [`Rule`] is registered here: its family, the most severe level it is reported at, what it
+//! Every finding, from any command, carries a stable id (`GPU050`, `GPU200`, `GPU251`, `GPU300`,
+//! `GPU401`) whose [`Rule`] is registered here: its family, the most severe level it is reported at, what it
 //! finds, why that matters, how to fix it and where its facts come from. `gpuctl explain ID` prints
 //! an entry, `gpuctl explain --all` prints docs/rules.md, and the SARIF log's rule table comes from
 //! the same records. The tables are data here, in the model crate, so that every crate can emit a
@@ -11,16 +11,22 @@
 //!
 //! | family | ids | table | emitted by |
 //! |---|---|---|---|
-//! | validation | GPU001–GPU199 | `finding/validation.rs` | `validate/rules/`, `blueprint/load.rs` |
-//! | doctor | GPU200–GPU249 | `finding/doctor.rs` | `doctor/` (through `doctor::finding`) |
-//! | metrics | GPU250–GPU299 | `finding/metrics.rs` | `metrics/analyze.rs` |
-//! | import | GPU300–GPU349 | `finding/import.rs` | `import/` (through `Draft::warn`) |
+//! | validation | GPU001–GPU199, GPU1000–GPU1999 | `finding/validation.rs` | `validate/rules/`, `blueprint/load.rs` |
+//! | doctor | GPU200–GPU249, GPU2000–GPU2999 | `finding/doctor.rs` | `doctor/` (through `doctor::finding`) |
+//! | metrics | GPU250–GPU299, GPU3000–GPU3999 | `finding/metrics.rs` | `metrics/analyze.rs` |
+//! | import | GPU300–GPU349, GPU4000–GPU4999 | `finding/import.rs` | `import/` (through `Draft::warn`) |
+//! | plan | GPU400–GPU499, GPU5000–GPU5999 | `finding/plan.rs` | `plan/` (through `PlanFinding::error`, `::warning`) |
+//!
+//! An id is `GPU` and three digits, or four from 1000 on: each family owns its first, three-digit
+//! range and then a four-digit one, so every family has room for new ids for years while the ids
+//! already given keep their meaning (issue 38). A family's table lists its three-digit ids first.
 //!
 //! Where a finding points decides its shape: validation findings point into the blueprint file
 //! ([`crate::located::Finding`]: path, line and column); doctor's and metrics' findings point at
 //! objects of the cluster and are a [`Finding`] (merged into one doctor report; metrics first build
 //! their structured `metrics::Finding` and convert it); import's warnings point at a path of the
-//! blueprint it writes (`import::Note`). All carry a registered id and the one [`Severity`].
+//! blueprint it writes (`import::Note`); the plan's findings are about the live cluster as a plan
+//! sees it (`plan::PlanFinding`: an id, a severity and a message). All carry a registered id and the one [`Severity`].
 //! Tests check that every id any code or test names is registered, that every registered id is
 //! emitted by its family's code, and that an emitted finding is never more severe than its
 //! registration says (`finding/tests.rs`).
@@ -28,6 +34,7 @@
 pub mod doctor;
 pub mod import;
 pub mod metrics;
+pub mod plan;
 #[cfg(test)]
 mod tests;
 pub mod validation;
@@ -49,15 +56,19 @@ pub enum Family {
     Metrics,
     /// `gpuctl import`: what the imported blueprint cannot express or does not round-trip.
     Import,
+    /// `gpuctl plan` and `gpuctl apply` (which plans first): what a plan notices about the live
+    /// cluster or a snapshot beside its actions.
+    Plan,
 }
 
 impl Family {
     /// Every family, in id order.
-    pub const ALL: [Family; 4] = [
+    pub const ALL: [Family; 5] = [
         Family::Validation,
         Family::Doctor,
         Family::Metrics,
         Family::Import,
+        Family::Plan,
     ];
 
     /// Lower-case name.
@@ -67,16 +78,20 @@ impl Family {
             Family::Doctor => "doctor",
             Family::Metrics => "metrics",
             Family::Import => "import",
+            Family::Plan => "plan",
         }
     }
 
-    /// The ids the family owns: `GPU` and a number in this range (inclusive).
-    pub fn ids(self) -> (u16, u16) {
+    /// The ids the family owns: `GPU` and a number in one of these ranges (inclusive), written
+    /// with three digits below 1000 and four from 1000 on. The first range is the family's
+    /// three-digit one; the second, four-digit one takes its new ids when the first is full.
+    pub fn ids(self) -> [(u16, u16); 2] {
         match self {
-            Family::Validation => (1, 199),
-            Family::Doctor => (200, 249),
-            Family::Metrics => (250, 299),
-            Family::Import => (300, 349),
+            Family::Validation => [(1, 199), (1000, 1999)],
+            Family::Doctor => [(200, 249), (2000, 2999)],
+            Family::Metrics => [(250, 299), (3000, 3999)],
+            Family::Import => [(300, 349), (4000, 4999)],
+            Family::Plan => [(400, 499), (5000, 5999)],
         }
     }
 
@@ -87,6 +102,7 @@ impl Family {
             Family::Doctor => doctor::RULES,
             Family::Metrics => metrics::RULES,
             Family::Import => import::RULES,
+            Family::Plan => plan::RULES,
         }
     }
 
@@ -105,6 +121,9 @@ impl Family {
             Family::Import => {
                 "Reported by `gpuctl import` on standard error (`warning[GPU300]: PATH: MESSAGE`) and as `import:` comments in the blueprint it writes (docs/import.md). The example is a warning as printed."
             }
+            Family::Plan => {
+                "Reported by `gpuctl plan` and `gpuctl apply` (which plans first) about the live cluster or a snapshot, under the plan's findings, each with its `id` in the plan document (`-o json`, `--out`); apply refuses a plan with an error finding (docs/plan-apply.md). The example is a finding as printed."
+            }
         }
     }
 }
@@ -118,7 +137,8 @@ impl std::fmt::Display for Family {
 /// The documentation of one finding id: what `gpuctl explain` prints.
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
-    /// Stable id, `GPU` + three digits (users' CI configuration names it: never renumbered).
+    /// Stable id, `GPU` + three digits, or four from 1000 on ([`Family::ids`]; users' CI
+    /// configuration names it: never renumbered).
     pub id: &'static str,
     /// Short kebab-case name.
     pub name: &'static str,
@@ -144,7 +164,7 @@ pub struct Rule {
     pub fixed: &'static str,
 }
 
-/// Every registered rule, ordered by id.
+/// Every registered rule, by family (in [`Family::ALL`]'s order), then by id.
 pub fn rules() -> impl Iterator<Item = &'static Rule> {
     Family::ALL.into_iter().flat_map(Family::rules)
 }
@@ -163,9 +183,14 @@ pub fn markdown() -> String {
          entry. Ids are stable: CI configuration may name them.\n\n| family | ids | rules |\n|---|---|---|\n",
     );
     for family in Family::ALL {
-        let (lo, hi) = family.ids();
+        let ranges: Vec<String> = family
+            .ids()
+            .iter()
+            .map(|(lo, hi)| format!("GPU{lo:03}–GPU{hi:03}"))
+            .collect();
         out.push_str(&format!(
-            "| [{family}](#{family}) | GPU{lo:03}–GPU{hi:03} | {} |\n",
+            "| [{family}](#{family}) | {} | {} |\n",
+            ranges.join(", "),
             family.rules().len()
         ));
     }

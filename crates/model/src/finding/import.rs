@@ -36,7 +36,7 @@ rules! {
         title: "The imported blueprint does not pass `gpuctl validate`: each finding is a comment above its field.",
         why: "The cluster holds something validation refuses (an unknown driver, a quota no pool can serve); gpuctl will not plan or apply the blueprint until it is fixed.",
         fix: "Run `gpuctl validate` on the written file and fix each finding (the comments name the rule: `gpuctl explain GPUxxx`).",
-        source: "Validation of the imported blueprint (the validation rules, GPU001–GPU199)",
+        source: "Validation of the imported blueprint (the validation rules, GPU001–GPU199 and GPU1000–GPU1999)",
         example: "the imported blueprint does not pass `gpuctl validate`: each finding is a comment above its field",
     }
 }

@@ -11,10 +11,24 @@ use std::path::{Path, PathBuf};
 use super::*;
 
 /// Ids named on purpose without being registered, with where and why.
-const UNREGISTERED_ON_PURPOSE: &[(&str, &str)] = &[(
-    "GPU999",
-    "tests/offline/cli.rs, finding/tests.rs: an id `gpuctl explain` and the registry must refuse",
-)];
+const UNREGISTERED_ON_PURPOSE: &[(&str, &str)] = &[
+    (
+        "GPU999",
+        "tests/offline/cli.rs, finding/tests.rs: an id `gpuctl explain` and the registry must refuse",
+    ),
+    (
+        "GPU0999",
+        "finding/tests.rs: not an id (a number below 1000 is written with three digits)",
+    ),
+    (
+        "GPU1050",
+        "finding/tests.rs: a four-digit id the id reading is tested on, before one is registered",
+    ),
+    (
+        "GPU5050",
+        "finding/tests.rs: a four-digit id the id reading is tested on, before one is registered",
+    ),
+];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -41,33 +55,38 @@ fn files(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every `GPU` + three digits in `text`, with whether it is quoted (`"GPU050"`: a literal in
-/// code). The ends of a range (`GPU250–GPU299`, `GPU200-GPU203`, `GPU001..GPU095`) are left out:
-/// a range names a block of ids, not one.
+/// Every `GPU` + three or four digits in `text`, with whether it is quoted (`"GPU050"`,
+/// `"GPU1050"`: a literal in code). The ends of a range (`GPU250–GPU299`, `GPU200-GPU203`,
+/// `GPU001..GPU095`, `GPU1000–GPU1999`) are left out: a range names a block of ids, not one.
 fn ids_in(text: &str) -> Vec<(String, bool)> {
     let b = text.as_bytes();
-    let is_id = |i: usize| {
-        b.len() >= i + 6
-            && &b[i..i + 3] == b"GPU"
-            && b[i + 3..i + 6].iter().all(u8::is_ascii_digit)
-            && b.get(i + 6).is_none_or(|c| !c.is_ascii_alphanumeric())
-            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+    // The length of the id at `i` (`GPU` and its digits), if one starts there.
+    let id_at = |i: usize| -> Option<usize> {
+        if !b[i..].starts_with(b"GPU") || (i > 0 && b[i - 1].is_ascii_alphanumeric()) {
+            return None;
+        }
+        let digits = b[i + 3..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let end = i + 3 + digits;
+        ((digits == 3 || digits == 4) && b.get(end).is_none_or(|c| !c.is_ascii_alphanumeric()))
+            .then_some(3 + digits)
     };
     let joins = |s: &str| matches!(s.trim(), "–" | "-" | ".." | "to");
-    let mut found: Vec<(usize, String, bool)> = Vec::new();
+    // (start, end, id, quoted)
+    let mut found: Vec<(usize, usize, String, bool)> = Vec::new();
     let mut i = 0;
     while i + 6 <= b.len() {
-        if is_id(i) {
-            let quoted = i > 0 && b[i - 1] == b'"' && b.get(i + 6) == Some(&b'"');
-            found.push((i, text[i..i + 6].to_string(), quoted));
-            i += 6;
+        if let Some(len) = id_at(i) {
+            let end = i + len;
+            let quoted = i > 0 && b[i - 1] == b'"' && b.get(end) == Some(&b'"');
+            found.push((i, end, text[i..end].to_string(), quoted));
+            i = end;
         } else {
             i += 1;
         }
     }
     let mut skip = BTreeSet::new();
     for w in found.windows(2) {
-        let between = &text[w[0].0 + 6..w[1].0];
+        let between = &text[w[0].1..w[1].0];
         if between.len() <= 5 && joins(between) {
             skip.insert(w[0].0);
             skip.insert(w[1].0);
@@ -75,8 +94,8 @@ fn ids_in(text: &str) -> Vec<(String, bool)> {
     }
     found
         .into_iter()
-        .filter(|(at, _, _)| !skip.contains(at))
-        .map(|(_, id, q)| (id, q))
+        .filter(|(at, ..)| !skip.contains(at))
+        .map(|(_, _, id, q)| (id, q))
         .collect()
 }
 
@@ -88,25 +107,88 @@ fn ids_in_reads_literals_mentions_and_skips_ranges() {
         ),
         vec![("GPU050".to_string(), true), ("GPU201".to_string(), false)]
     );
+    // Four digits are an id as well (quoted or not), five are not; four-digit ranges, and ranges
+    // from three digits to four, are skipped.
+    assert_eq!(
+        ids_in(
+            r#"emit("GPU1050", ..), GPU12345 GPU1000–GPU1999, GPU400-GPU5999, GPU2000..GPU2999 GPU050x GPU5050."#
+        ),
+        vec![
+            ("GPU1050".to_string(), true),
+            ("GPU5050".to_string(), false)
+        ]
+    );
+}
+
+/// The number of an id: `GPU` and three digits below 1000, four from 1000 on.
+fn number(id: &str) -> u16 {
+    id.strip_prefix("GPU")
+        .and_then(|d| {
+            let n: u16 = d.parse().ok()?;
+            (d.bytes().all(|c| c.is_ascii_digit()) && d.len() == if n < 1000 { 3 } else { 4 })
+                .then_some(n)
+        })
+        .unwrap_or_else(|| panic!("{id} is not GPU and three digits (four from 1000 on)"))
+}
+
+#[test]
+fn number_reads_three_and_four_digits_only() {
+    assert_eq!(number("GPU050"), 50);
+    assert_eq!(number("GPU1050"), 1050);
+    let refused = |id: &'static str| std::panic::catch_unwind(|| number(id)).is_err();
+    assert!(refused("GPU50"));
+    assert!(refused("GPU0999"));
+    assert!(refused("GPU12345"));
+    assert!(refused("GPU+50"));
+}
+
+#[test]
+fn family_ranges_do_not_overlap() {
+    let mut all: Vec<(u16, u16, Family)> = Family::ALL
+        .into_iter()
+        .flat_map(|f| f.ids().map(|(lo, hi)| (lo, hi, f)))
+        .collect();
+    all.sort();
+    for w in all.windows(2) {
+        assert!(w[0].1 < w[1].0, "{:?} overlaps {:?}", w[0], w[1]);
+    }
+    for family in Family::ALL {
+        let [(lo, hi), (lo4, hi4)] = family.ids();
+        assert!(
+            lo >= 1 && hi < 1000,
+            "{family}'s first range is three digits"
+        );
+        assert!(
+            lo4 >= 1000 && hi4 <= 9999,
+            "{family}'s second range is four digits"
+        );
+    }
 }
 
 #[test]
 fn ids_are_unique_sorted_in_their_family_range_and_documented() {
     let all: Vec<&Rule> = rules().collect();
-    for w in all.windows(2) {
-        assert!(w[0].id < w[1].id, "{} before {}", w[0].id, w[1].id);
-    }
+    let ids: BTreeSet<&str> = all.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), all.len(), "an id is registered twice");
     for family in Family::ALL {
-        let (lo, hi) = family.ids();
+        let ranges = family.ids();
         assert!(!family.rules().is_empty(), "{family} has no rules");
+        for w in family.rules().windows(2) {
+            assert!(
+                number(w[0].id) < number(w[1].id),
+                "{} before {}",
+                w[0].id,
+                w[1].id
+            );
+        }
         for r in family.rules() {
             assert_eq!(r.family, family, "{} is in {family}'s table", r.id);
-            let n: u16 =
-                r.id.strip_prefix("GPU")
-                    .filter(|d| d.len() == 3)
-                    .and_then(|d| d.parse().ok())
-                    .unwrap_or_else(|| panic!("{} is not GPU and three digits", r.id));
-            assert!((lo..=hi).contains(&n), "{} is outside {family}'s ids", r.id);
+            let n = number(r.id);
+            assert!(
+                ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&n)),
+                "{} is outside {family}'s ids",
+                r.id
+            );
             assert!(
                 !r.name.is_empty()
                     && r.name
@@ -217,6 +299,7 @@ fn every_registered_id_is_emitted_by_its_family() {
             Family::Doctor => vec!["crates/day2/src/doctor"],
             Family::Metrics => vec!["crates/day2/src/metrics"],
             Family::Import => vec!["crates/day2/src/import"],
+            Family::Plan => vec!["crates/plan/src/plan"],
         }
     };
     let root = root();
@@ -277,6 +360,19 @@ fn an_unregistered_or_too_severe_finding_is_caught() {
     debug_check(Family::Doctor, "GPU213", Severity::Warning);
     debug_check(Family::Doctor, "GPU235", Severity::Warning);
     debug_check(Family::Import, "GPU300", Severity::Warning);
+    // GPU404 is an error at most, reported as a warning too; it is the plan's, not doctor's.
+    debug_check(Family::Plan, "GPU404", Severity::Error);
+    debug_check(Family::Plan, "GPU404", Severity::Warning);
+    assert!(caught(|| debug_check(
+        Family::Doctor,
+        "GPU404",
+        Severity::Error
+    )));
+    assert!(caught(|| debug_check(
+        Family::Plan,
+        "GPU400",
+        Severity::Error
+    )));
     // GPU230 is in the container-start layer; GPU252 in either of two.
     assert!(caught(|| debug_check_cluster(
         Family::Doctor,

@@ -44,21 +44,27 @@ pub fn plan_helm(live: &LiveView, helm: &HelmRelease) -> (Option<HelmPlan>, Vec<
         {
             (
                 None,
-                vec![PlanFinding::warning(format!(
-                    "the snapshot does not record the {} Helm release {}/{} (captured by an older gpuctl, or before the blueprint installed it with helm): the plan cannot say whether `helm upgrade --install` changes it; capture the snapshot again",
-                    helm.stack.title(),
-                    helm.namespace,
-                    helm.release
-                ))],
+                vec![PlanFinding::warning(
+                    "GPU410",
+                    format!(
+                        "the snapshot does not record the {} Helm release {}/{} (captured by an older gpuctl, or before the blueprint installed it with helm): the plan cannot say whether `helm upgrade --install` changes it; capture the snapshot again",
+                        helm.stack.title(),
+                        helm.namespace,
+                        helm.release
+                    ),
+                )],
             )
         }
         Reading::NotRead => (None, vec![]),
         Reading::Failed(e) => (
             None,
-            vec![PlanFinding::warning(format!(
-                "cannot read the live Helm release {}/{} ({e}); the plan cannot say whether `helm upgrade --install` changes it",
-                helm.namespace, helm.release
-            ))],
+            vec![PlanFinding::warning(
+                "GPU411",
+                format!(
+                    "cannot read the live Helm release {}/{} ({e}); the plan cannot say whether `helm upgrade --install` changes it",
+                    helm.namespace, helm.release
+                ),
+            )],
         ),
         Reading::Read(current) => helm_plan(helm, current.as_ref()),
     }
@@ -90,7 +96,7 @@ fn stack_switch(helm: &HelmRelease, cur: &LiveRelease) -> Option<PlanFinding> {
         }
     };
     (from != to).then(|| {
-        PlanFinding::error(format!(
+        PlanFinding::error("GPU412", format!(
             "the installed GPU Operator release {}/{} (revision {}) deploys the {}, the blueprint the {}: NVIDIA supports no in-place migration between them, and the upgrade would take the GPU stack away from every running GPU workload; build a new cluster from this blueprint and move workloads, or keep `spec.dra.driver` as the cluster has it (docs/dra.md, Migration)",
             helm.namespace,
             helm.release,
@@ -113,9 +119,12 @@ fn dra_driver_upgrade(helm: &HelmRelease, cur: &LiveRelease) -> Option<PlanFindi
     let (from, to) = (cur.chart_version.as_str(), helm.version.as_str());
     let id = format!("{}/{}", helm.namespace, helm.release);
     match facts.driver.upgrade(from, to)? {
-        gpuctl_model::profiles::dra::Upgrade::Backward => Some(PlanFinding::error(format!(
-            "the installed NVIDIA DRA driver release {id} is {from}, the blueprint's {to} is older: the driver supports no downgrade (its kubelet plugin's checkpoint cannot be read by an older release); keep `spec.dra.driver.version` at {from} or later"
-        ))),
+        gpuctl_model::profiles::dra::Upgrade::Backward => Some(PlanFinding::error(
+            "GPU413",
+            format!(
+                "the installed NVIDIA DRA driver release {id} is {from}, the blueprint's {to} is older: the driver supports no downgrade (its kubelet plugin's checkpoint cannot be read by an older release); keep `spec.dra.driver.version` at {from} or later"
+            ),
+        )),
         gpuctl_model::profiles::dra::Upgrade::Same
         | gpuctl_model::profiles::dra::Upgrade::Forward
             if !facts.driver.crosses(from, to, &facts.standalone.renamed_in) =>
@@ -132,14 +141,20 @@ fn dra_driver_upgrade(helm: &HelmRelease, cur: &LiveRelease) -> Option<PlanFindi
                 helm.chart_name()
             );
             Some(if set {
-                PlanFinding::warning(format!(
-                    "{what}: apply the CRDs of {to} by hand before this apply (runbooks/dra-migration.md, Upgrading the DRA driver)"
-                ))
+                PlanFinding::warning(
+                    "GPU414",
+                    format!(
+                        "{what}: apply the CRDs of {to} by hand before this apply (runbooks/dra-migration.md, Upgrading the DRA driver)"
+                    ),
+                )
             } else {
-                PlanFinding::error(format!(
-                    "{what}: the first upgrade needs `nameOverride: {}` (set `spec.dra.driver.values.nameOverride`) and the new CRDs applied by hand first (runbooks/dra-migration.md)",
-                    s.name_override
-                ))
+                PlanFinding::error(
+                    "GPU414",
+                    format!(
+                        "{what}: the first upgrade needs `nameOverride: {}` (set `spec.dra.driver.values.nameOverride`) and the new CRDs applied by hand first (runbooks/dra-migration.md)",
+                        s.name_override
+                    ),
+                )
             })
         }
     }
@@ -167,7 +182,7 @@ pub fn helm_plan(
     };
     let chart = helm.chart_name();
     if !cur.chart.is_empty() && cur.chart != chart {
-        findings.push(PlanFinding::warning(format!(
+        findings.push(PlanFinding::warning("GPU415", format!(
             "Helm release {}/{} is chart `{}`, the blueprint installs `{chart}` under that name: the upgrade replaces one chart with the other",
             helm.namespace, helm.release, cur.chart
         )));
@@ -183,7 +198,7 @@ pub fn helm_plan(
     redact::redact_changes(&mut changes, &cur.values, &helm.values);
     let deployed = cur.status == "deployed";
     if !deployed {
-        findings.push(PlanFinding::warning(format!(
+        findings.push(PlanFinding::warning("GPU416", format!(
             "Helm release {}/{} revision {} is `{}`, not `deployed`: apply runs `helm upgrade --install` again; if a helm operation is still running, wait for it (`helm history {} -n {}`)",
             helm.namespace, helm.release, cur.revision, cur.status, helm.release, helm.namespace
         )));

@@ -33,20 +33,20 @@ pub fn kueue_config_findings(
     let at = format!("ConfigMap {}/{} key {}", cm.namespace, cm.name, cm.key);
     match reading {
         None => vec![],
-        Some(KueueConfigReading::Missing) => vec![PlanFinding::warning(format!(
+        Some(KueueConfigReading::Missing) => vec![PlanFinding::warning("GPU420", format!(
             "the blueprint says Kueue is installed by someone else (`scheduling.kueue.install: none`) but {at} does not exist: Kueue is not installed here, or not where its chart puts it; the queue rules assumed the blueprint's `config`"
         ))],
-        Some(KueueConfigReading::Failed(e)) => vec![PlanFinding::warning(format!(
+        Some(KueueConfigReading::Failed(e)) => vec![PlanFinding::warning("GPU421", format!(
             "could not read the running Kueue's configuration ({at}): {}; the queue rules assumed the blueprint's `config`",
             gpuctl_model::located::bounded(e.clone())
         ))],
         Some(KueueConfigReading::Read(text)) => {
             match gpuctl_pipeline::render::kueue_config::contradictions(config, mappings, text) {
-                Err(e) => vec![PlanFinding::warning(format!("the running Kueue's {at}: {e}"))],
+                Err(e) => vec![PlanFinding::warning("GPU422", format!("the running Kueue's {at}: {e}"))],
                 Ok(list) => list
                     .into_iter()
                     .map(|c| {
-                        PlanFinding::warning(format!(
+                        PlanFinding::warning("GPU423", format!(
                             "the running Kueue contradicts the blueprint ({at}): {c}; the queue rules checked the blueprint's setting, so fix whichever is wrong (`scheduling.kueue.config`, or Kueue's configuration)"
                         ))
                     })

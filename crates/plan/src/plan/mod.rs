@@ -29,6 +29,7 @@ use serde_json::Value;
 use crate::live::{LiveView, Source};
 use diff::Change;
 use gpuctl_model::applyset::ApplySetParent;
+use gpuctl_model::finding::{self, Family};
 use gpuctl_model::located::Severity;
 use gpuctl_model::names::DRIVER_LABEL;
 use gpuctl_model::object::ObjectRef;
@@ -180,6 +181,10 @@ pub struct NodeAction {
 /// Something the plan noticed about the live cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanFinding {
+    /// Stable id, registered in the plan family (`gpuctl explain GPU401`,
+    /// `gpuctl_model::finding::plan`). Empty in a plan saved by a gpuctl before ids (issue 38).
+    #[serde(default)]
+    pub id: String,
     /// Error (apply refuses the plan) or warning.
     pub severity: Severity,
     /// What.
@@ -187,18 +192,21 @@ pub struct PlanFinding {
 }
 
 impl PlanFinding {
-    /// An error finding.
-    pub fn error(message: String) -> PlanFinding {
-        PlanFinding {
-            severity: Severity::Error,
-            message,
-        }
+    /// An error finding of the registered id `id`.
+    pub fn error(id: &'static str, message: String) -> PlanFinding {
+        PlanFinding::new(id, Severity::Error, message)
     }
 
-    /// A warning finding.
-    pub fn warning(message: String) -> PlanFinding {
+    /// A warning finding of the registered id `id`.
+    pub fn warning(id: &'static str, message: String) -> PlanFinding {
+        PlanFinding::new(id, Severity::Warning, message)
+    }
+
+    fn new(id: &'static str, severity: Severity, message: String) -> PlanFinding {
+        finding::debug_check(Family::Plan, id, severity);
         PlanFinding {
-            severity: Severity::Warning,
+            id: id.to_string(),
+            severity,
             message,
         }
     }

@@ -149,13 +149,16 @@ pub fn plan_nodes(live: &LiveView, patches: &[NodePatch]) -> NodePlan {
 
 fn plan_pool(p: &NodePatch, nodes: &[&Value], plan: &mut NodePlan) {
     if nodes.len() != p.expected_nodes as usize {
-        plan.findings.push(PlanFinding::warning(format!(
-            "pool `{}` expects {} nodes but {} match `{}`",
-            p.pool,
-            p.expected_nodes,
-            nodes.len(),
-            selector_string(&p.selector)
-        )));
+        plan.findings.push(PlanFinding::warning(
+            "GPU400",
+            format!(
+                "pool `{}` expects {} nodes but {} match `{}`",
+                p.pool,
+                p.expected_nodes,
+                nodes.len(),
+                selector_string(&p.selector)
+            ),
+        ));
     }
     // Nodes on another driver, grouped so a 64-node pool gives one finding, not 64.
     let mut old_drivers: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -211,7 +214,7 @@ fn plan_pool(p: &NodePatch, nodes: &[&Value], plan: &mut NodePlan) {
             })
             .collect();
         if !missing.is_empty() {
-            plan.findings.push(PlanFinding::warning(format!(
+            plan.findings.push(PlanFinding::warning("GPU402", format!(
                 "{} node(s) of pool `{}` lack the topology level label `{level}` ({}): Kueue's topology-aware scheduling cannot place pods on them; label them (for example from the fabric manager or your provider's topology labels)",
                 missing.len(),
                 p.pool,
@@ -220,7 +223,7 @@ fn plan_pool(p: &NodePatch, nodes: &[&Value], plan: &mut NodePlan) {
         }
     }
     for (driver, names) in old_drivers {
-        plan.findings.push(PlanFinding::warning(format!(
+        plan.findings.push(PlanFinding::warning("GPU403", format!(
             "{} node(s) of pool `{}` run driver {driver} ({}); the blueprint says {}: the GPU Operator moves them after apply (or use `gpuctl upgrade driver` for a blue-green rollout)",
             names.len(),
             p.pool,
@@ -238,11 +241,14 @@ fn wrong_product(p: &NodePatch, n: &Value, name: &str) -> Option<PlanFinding> {
             .iter()
             .any(|e| product == e || product.starts_with(&format!("{e}-")));
     (!expected).then(|| {
-        PlanFinding::error(format!(
-            "node `{name}` of pool `{}` reports GPU `{product}`; the blueprint says {}",
-            p.pool,
-            p.expected_products.join(" or ")
-        ))
+        PlanFinding::error(
+            "GPU401",
+            format!(
+                "node `{name}` of pool `{}` reports GPU `{product}`; the blueprint says {}",
+                p.pool,
+                p.expected_products.join(" or ")
+            ),
+        )
     })
 }
 
@@ -294,12 +300,18 @@ fn cr_move_finding(p: &NodePatch, from: &str, to: &str, names: &[String]) -> Pla
         shown_names(names)
     );
     if p.blue_green {
-        PlanFinding::error(format!(
-            "{what}. The blueprint upgrades drivers blue-green: move them with `gpuctl upgrade driver BLUEPRINT --pool {} --to VERSION` (batched, drained, resumable; if the blueprint already names the new version, put the old one back until the upgrade finishes), or set `upgrades.strategy: rolling` to let the operator replace drivers in place",
-            p.pool
-        ))
+        PlanFinding::error(
+            "GPU404",
+            format!(
+                "{what}. The blueprint upgrades drivers blue-green: move them with `gpuctl upgrade driver BLUEPRINT --pool {} --to VERSION` (batched, drained, resumable; if the blueprint already names the new version, put the old one back until the upgrade finishes), or set `upgrades.strategy: rolling` to let the operator replace drivers in place",
+                p.pool
+            ),
+        )
     } else {
-        PlanFinding::warning(format!("{what}; apply when the pool can take that"))
+        PlanFinding::warning(
+            "GPU404",
+            format!("{what}; apply when the pool can take that"),
+        )
     }
 }
 
@@ -335,7 +347,7 @@ fn still_advertised(p: &NodePatch, key: &str, want: &str, nodes: &[&Value]) -> O
         }
     }
     (!held.is_empty()).then(|| {
-        PlanFinding::warning(format!(
+        PlanFinding::warning("GPU405", format!(
             "{} node(s) of pool `{}` ({}) are switched to DRA (`{key}={want}`) but still advertise device-plugin GPUs ({}): the GPU Operator has not removed the device plugin there yet, and until it does the scheduler can place device-plugin pods on GPUs the DRA driver also hands out; keep the nodes cordoned until their allocatable shows none (runbooks/dra-migration.md, step 4)",
             held.len(),
             p.pool,
@@ -374,7 +386,7 @@ pub fn dra_migrations(live: &LiveView, patches: &[NodePatch], force: bool) -> Ve
             continue;
         }
         let Some(pods) = &live.migrating_pods else {
-            out.push(PlanFinding::warning(format!(
+            out.push(PlanFinding::warning("GPU406", format!(
                 "{} node(s) of pool `{}` ({}) move from the device plugin to DRA, and the pods on them were not read (a snapshot): make sure none holds `nvidia.com/gpu` or `nvidia.com/mig-*` before applying (runbooks/dra-migration.md)",
                 moving.len(),
                 p.pool,
@@ -411,9 +423,9 @@ pub fn dra_migrations(live: &LiveView, patches: &[NodePatch], force: bool) -> Ve
             holders.join(", ")
         );
         out.push(if force {
-            PlanFinding::warning(format!("{what} (--force-migration)"))
+            PlanFinding::warning("GPU407", format!("{what} (--force-migration)"))
         } else {
-            PlanFinding::error(format!(
+            PlanFinding::error("GPU407", format!(
                 "{what}. Cordon the nodes and drain those pods first (runbooks/dra-migration.md), or re-run with --force-migration"
             ))
         });

@@ -392,7 +392,7 @@ pub fn prunes(
             continue;
         }
         if PROTECTED_KINDS.contains(&id.kind.as_str()) && !prune_protected {
-            findings.push(PlanFinding::warning(format!(
+            findings.push(PlanFinding::warning("GPU430", format!(
                 "{id} is no longer in the blueprint but is kept: {} objects are pruned only with --prune-protected",
                 id.kind
             )));

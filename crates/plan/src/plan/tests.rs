@@ -270,6 +270,36 @@ fn nodes_get_their_labels_and_taints_and_say_what_is_wrong() {
 }
 
 #[test]
+fn findings_carry_their_registered_id_in_the_plan_document() {
+    let mut v = snapshot_view();
+    v.nodes = Some(vec![node(
+        "n2",
+        json!({"pool": "train", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}),
+        json!([]),
+    )]);
+    let p = plan_of(&v);
+    let ids: Vec<&str> = p.findings.iter().map(|f| f.id.as_str()).collect();
+    assert!(
+        ids.contains(&"GPU400") && ids.contains(&"GPU401"),
+        "{ids:?}"
+    );
+    for f in &p.findings {
+        let r = gpuctl_model::finding::rule(&f.id).expect("registered");
+        assert_eq!(r.family, gpuctl_model::finding::Family::Plan);
+    }
+    let model = p
+        .findings
+        .iter()
+        .find(|f| f.message.contains("reports GPU"));
+    let doc = serde_json::to_value(model.expect("the GPU model finding")).unwrap();
+    assert_eq!(doc["id"], "GPU401");
+    // A plan saved before findings had ids still loads: its findings' id is empty.
+    let old: PlanFinding =
+        serde_json::from_value(json!({"severity": "warning", "message": "m"})).unwrap();
+    assert_eq!(old.id, "");
+}
+
+#[test]
 fn moving_nodes_between_driver_crs_is_an_upgrades_job_unless_a_journal_explains_it() {
     let mut v = snapshot_view();
     v.nodes = Some(vec![

@@ -138,10 +138,13 @@ pub fn plan_uninstalls(
         Reading::Failed(e) => {
             return (
                 vec![],
-                vec![PlanFinding::warning(format!(
-                    "cannot read which Helm releases gpuctl installed for blueprint `{}` ({e}); the plan cannot say whether a release of a component the blueprint dropped should be uninstalled",
-                    set.blueprint
-                ))],
+                vec![PlanFinding::warning(
+                    "GPU450",
+                    format!(
+                        "cannot read which Helm releases gpuctl installed for blueprint `{}` ({e}); the plan cannot say whether a release of a component the blueprint dropped should be uninstalled",
+                        set.blueprint
+                    ),
+                )],
             );
         }
     };
@@ -150,13 +153,13 @@ pub fn plan_uninstalls(
     for r in candidates(set, owned) {
         let step = step(set, r);
         match &r.objects {
-            Reading::Failed(e) => findings.push(PlanFinding::warning(format!(
+            Reading::Failed(e) => findings.push(PlanFinding::warning("GPU451", format!(
                 "cannot list the objects of {} ({e}); apply checks again before it uninstalls {}",
                 step.api_groups.join(", "),
                 step.id()
             ))),
             _ if !step.blockers.is_empty() => {
-                findings.push(PlanFinding::warning(blocked_message(&step, &step.blockers)))
+                findings.push(PlanFinding::warning("GPU452", blocked_message(&step, &step.blockers)))
             }
             _ => {}
         }
@@ -231,7 +234,7 @@ fn left_alone(set: &RenderedSet, owned: &[OwnedRelease]) -> Vec<PlanFinding> {
             })
         })
         .map(|r| {
-            PlanFinding::warning(format!(
+            PlanFinding::warning("GPU453", format!(
                 "Helm release {}/{} ({} chart {}) was installed by gpuctl for this blueprint, which still declares {} but does not have gpuctl install that release now: gpuctl leaves it alone (`helm uninstall {} -n {}` removes it, once nothing needs it)",
                 r.named.namespace,
                 r.named.name,

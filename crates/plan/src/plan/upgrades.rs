@@ -24,9 +24,12 @@ pub fn findings(
         Reading::NotRead => vec![],
         Reading::Failed(e) => vec![(
             None,
-            PlanFinding::error(format!(
-                "cannot read the driver upgrade journals in namespace {namespace} ({e}); gpuctl does not apply while it cannot tell whether an upgrade is moving a pool"
-            )),
+            PlanFinding::error(
+                "GPU440",
+                format!(
+                    "cannot read the driver upgrade journals in namespace {namespace} ({e}); gpuctl does not apply while it cannot tell whether an upgrade is moving a pool"
+                ),
+            ),
         )],
         Reading::Read(journals) => journal_findings(journals, blueprint, namespace, patches),
     }
@@ -43,7 +46,7 @@ pub fn journal_findings(
     for j in journals.iter().filter(|j| j.blueprint == blueprint) {
         let journal = format!("ConfigMap {namespace}/{}", object_name(&j.pool));
         if !j.phase.is_final() {
-            out.push((Some(j.pool.clone()), PlanFinding::error(format!(
+            out.push((Some(j.pool.clone()), PlanFinding::error("GPU441", format!(
                 "pool `{}` has a driver upgrade {} ({} -> {}, journal {journal}); applying now would move the labels it manages. Finish it with `gpuctl upgrade driver --resume --pool {0}`, or undo it with `gpuctl upgrade rollback --pool {0}`, then plan again",
                 j.pool,
                 j.phase.describe(),
@@ -59,7 +62,7 @@ pub fn journal_findings(
             continue;
         };
         if !same_driver(&p.expected_driver, &j.to_version) {
-            out.push((Some(j.pool.clone()), PlanFinding::error(format!(
+            out.push((Some(j.pool.clone()), PlanFinding::error("GPU442", format!(
                 "pool `{}` was upgraded to driver {} by `gpuctl upgrade` (journal {journal}), but the blueprint declares {}: applying it would move every node back. Make the edit the upgrade asked for ({}), then plan again",
                 j.pool, j.to_version, p.expected_driver, j.blueprint_change
             ))));
