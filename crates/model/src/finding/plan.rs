@@ -15,7 +15,7 @@ macro_rules! rules {
         /// The plan's rules, ordered by id.
         pub static RULES: &[Rule] = &[$(Rule {
             id: $id, name: $name, family: Family::Plan, area: $area, severity: $sev,
-            title: $title, why: $why, fix: $fix, source: $source, example: $example,
+            title: $title, why: $why, fix: $fix, source: $source, example: $example, fixed: "",
         }),*];
     };
 }
