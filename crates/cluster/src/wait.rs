@@ -166,7 +166,8 @@ impl Round<'_> {
     }
 }
 
-/// A look in progress: boxed, so it may borrow the wait's state mutably for one look at a time.
+/// A look in progress: boxed, so it may borrow the wait's state mutably for one look at a time,
+/// and `Send`, so a wait inside a future callers spawn (an upgrade run) keeps it spawnable.
 pub type Looking<'s, T> = Pin<Box<dyn Future<Output = T> + Send + 's>>;
 
 impl Wait {
