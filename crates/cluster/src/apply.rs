@@ -4,7 +4,7 @@
 //! planning is refused. On failure it stops after the current phase and says how to finish.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
@@ -23,6 +23,7 @@ mod uninstall;
 use crate::client::{ClusterError, Kube};
 use crate::lock::{LeaseGuard, LockError, LockRef, Policy};
 use crate::report::Reporter;
+use crate::wait::{self, Look, Retry, TimedOut, Wait};
 
 /// Settings for an apply.
 #[derive(Debug, Clone)]
@@ -565,16 +566,10 @@ async fn prune(
         let Some(r) = k.resolve(&a.api_version, &a.kind).await? else {
             continue;
         };
-        let mut attempt = 1;
-        let res = loop {
-            match delete_as_planned(k, &r, a).await {
-                Err(e) if attempt < CHILD_TRIES && retry_in_hierarchy(&e) => {
-                    attempt += 1;
-                    tokio::time::sleep(CHILD_RETRY).await;
-                }
-                other => break other,
-            }
-        };
+        let res = wait::retry(wait::HIERARCHY, retry_in_hierarchy, || {
+            delete_as_planned(k, &r, a)
+        })
+        .await;
         match res {
             Ok(()) => {
                 report.pruned += 1;
@@ -631,16 +626,9 @@ async fn write_parent(
     Ok(())
 }
 
-/// Writes of a child that admission may refuse for a moment after its parent was written (Volcano's
-/// webhook reads queues through an informer cache), or a parent whose just-deleted children it
-/// still sees: tried this many times, [`CHILD_RETRY`] apart.
-const CHILD_TRIES: u32 = 10;
-/// See [`CHILD_TRIES`].
-const CHILD_RETRY: Duration = Duration::from_millis(300);
-
-/// Whether a refused write of a child (or delete of a parent) is worth another try: a refusal by
-/// admission (400/422) is; conflicts, missing permissions, unserved kinds and other errors (which
-/// the client already retried) are not.
+/// Whether a refused write of a child (or delete of a parent) is worth another try
+/// ([`wait::HIERARCHY`]): a refusal by admission (400/422) is; conflicts, missing permissions,
+/// unserved kinds and other errors (which the client already retried) are not.
 fn retry_in_hierarchy(e: &ClusterError) -> bool {
     matches!(e, ClusterError::Invalid { .. })
 }
@@ -664,7 +652,11 @@ async fn run_phase(
         .into_iter()
         .enumerate()
     {
-        let tries = if wave == 0 { 1 } else { CHILD_TRIES };
+        let retries = if wave == 0 {
+            Retry::ONCE
+        } else {
+            wait::HIERARCHY
+        };
         let results: Vec<(String, &str, Result<(), ClusterError>)> = futures::stream::iter(actions)
             .map(|a| async move {
                 let outcome = match a.action {
@@ -681,32 +673,22 @@ async fn run_phase(
                 {
                     return (a.id(), outcome, Err(e));
                 }
-                let mut attempt = 1;
-                let res = loop {
-                    let res = async {
-                        let r = k.resolve(&a.api_version, &a.kind).await?.ok_or_else(|| {
-                            ClusterError::KindNotServed {
-                                api_version: a.api_version.clone(),
-                                kind: a.kind.clone(),
-                            }
-                        })?;
-                        let manifest = a
-                            .manifest
-                            .as_ref()
-                            .expect("create/update actions carry their manifest");
-                        k.apply(&r, manifest, false, opts.force_conflicts)
-                            .await
-                            .map(|_| ())
-                    }
-                    .await;
-                    match res {
-                        Err(e) if attempt < tries && retry_in_hierarchy(&e) => {
-                            attempt += 1;
-                            tokio::time::sleep(CHILD_RETRY).await;
+                let res = wait::retry(retries, retry_in_hierarchy, || async move {
+                    let r = k.resolve(&a.api_version, &a.kind).await?.ok_or_else(|| {
+                        ClusterError::KindNotServed {
+                            api_version: a.api_version.clone(),
+                            kind: a.kind.clone(),
                         }
-                        other => break other,
-                    }
-                };
+                    })?;
+                    let manifest = a
+                        .manifest
+                        .as_ref()
+                        .expect("create/update actions carry their manifest");
+                    k.apply(&r, manifest, false, opts.force_conflicts)
+                        .await
+                        .map(|_| ())
+                })
+                .await;
                 (a.id(), outcome, res)
             })
             .buffer_unordered(opts.parallelism.max(1))
@@ -755,36 +737,41 @@ async fn delete_for_replace(k: &Kube, a: &Action, opts: &ApplyOptions) -> Result
             })?;
     let ns = a.namespace.as_deref();
     delete_as_planned(k, &r, a).await?;
-    let start = Instant::now();
-    loop {
-        let Some(live) = k.get(&r, ns, &a.name).await? else {
-            return Ok(());
-        };
-        if start.elapsed() >= opts.wait_timeout {
-            let finalizers = live["metadata"]["finalizers"]
-                .as_array()
-                .map(|f| {
-                    f.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+    let r = &r;
+    let gone = Wait::new(opts.wait_timeout, opts.poll.min(Duration::from_millis(500)))
+        .until(
+            &mut (),
+            |_, _| {
+                Box::pin(async move {
+                    Ok(match k.get(r, ns, &a.name).await? {
+                        None => Look::Done(()),
+                        Some(live) => Look::Pending(live),
+                    })
                 })
-                .unwrap_or_default();
-            return Err(ClusterError::Conflict {
-                object: a.id(),
-                message: format!(
-                    "deleted to be created again with its changed immutable fields, but it is still there after {}s (finalizers: [{finalizers}]); whatever still uses it keeps it: once it is gone, re-run gpuctl apply to create it",
-                    opts.wait_timeout.as_secs()
-                ),
-            });
-        }
-        tokio::time::sleep(opts.poll.min(Duration::from_millis(500))).await;
-    }
+            },
+            |_, _| {},
+        )
+        .await?;
+    let Err(TimedOut(live)) = gone else {
+        return Ok(());
+    };
+    let finalizers = live["metadata"]["finalizers"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    Err(ClusterError::Conflict {
+        object: a.id(),
+        message: format!(
+            "deleted to be created again with its changed immutable fields, but it is still there after {}s (finalizers: [{finalizers}]); whatever still uses it keeps it: once it is gone, re-run gpuctl apply to create it",
+            opts.wait_timeout.as_secs()
+        ),
+    })
 }
-
-/// How often [`delete_as_planned`] reads the object again when a status write slips in between
-/// its read and its delete.
-const DELETE_TRIES: u32 = 5;
 
 /// Deletes `a`'s object if it is still what the plan was made against. The guard is the
 /// resourceVersion read just before the delete when the object's content (without status and
@@ -793,17 +780,20 @@ const DELETE_TRIES: u32 = 5;
 /// admitted or finishes) moves the resourceVersion but not what the plan decided about, and must
 /// not fail the delete; a write in between the read and the delete is read again. Anything else
 /// (no digest in the plan, or content that changed) is guarded by the planned resourceVersion,
-/// which the server refuses (409) once the object moved.
+/// which the server refuses (409) once the object moved. A conflict under the resourceVersion just
+/// read is read again ([`wait::CONFLICT`]).
 async fn delete_as_planned(
     k: &Kube,
     r: &crate::client::Resolved,
     a: &Action,
 ) -> Result<(), ClusterError> {
     let ns = a.namespace.as_deref();
-    let mut attempt = 1;
-    loop {
+    // Each failure says whether it was guarded by the resourceVersion this try read.
+    let read_again =
+        |(e, fresh): &(ClusterError, bool)| *fresh && matches!(e, ClusterError::Conflict { .. });
+    wait::retry(wait::CONFLICT, read_again, || async move {
         let fresh = match &a.content_digest {
-            Some(planned) => match k.get(r, ns, &a.name).await? {
+            Some(planned) => match k.get(r, ns, &a.name).await.map_err(|e| (e, false))? {
                 None => return Ok(()),
                 Some(live) if plan::stale::content_digest(&live) == *planned => {
                     live["metadata"]["resourceVersion"]
@@ -815,13 +805,12 @@ async fn delete_as_planned(
             None => None,
         };
         let guard = fresh.as_deref().or(a.resource_version.as_deref());
-        match k.delete(r, ns, &a.name, guard).await {
-            Err(ClusterError::Conflict { .. }) if fresh.is_some() && attempt < DELETE_TRIES => {
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+        k.delete(r, ns, &a.name, guard)
+            .await
+            .map_err(|e| (e, fresh.is_some()))
+    })
+    .await
+    .map_err(|(e, _)| e)
 }
 
 /// Gate: every kind a phase needs is served (CRDs installed and Established), within the bound.
@@ -835,36 +824,46 @@ async fn wait_for_kinds(
         .iter()
         .map(|a| TypeRef::new(&a.api_version, &a.kind))
         .collect();
-    let start = Instant::now();
-    loop {
-        let mut missing = Vec::new();
-        for t in &needed {
-            if k.resolve(&t.api_version, &t.kind).await?.is_none() {
-                missing.push(format!("{} {}", t.api_version, t.kind));
-            }
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let elapsed = start.elapsed();
-        if elapsed >= opts.crd_timeout {
-            return Err(ApplyError::WaitTimeout {
-                what: format!(
-                    "the CRDs of {} ({})",
-                    missing.join(", "),
-                    providers(&needed)
-                ),
-                seconds: opts.crd_timeout.as_secs(),
-            });
-        }
-        progress.waiting(
-            &format!("CRDs of {} to be served", missing.join(", ")),
-            elapsed.as_secs(),
-            opts.crd_timeout.as_secs(),
-        );
-        tokio::time::sleep(opts.poll).await;
-        k.forget_kinds();
-    }
+    let kinds = &needed;
+    let served = Wait::new(opts.crd_timeout, opts.poll)
+        .until(
+            &mut (),
+            |_, round| {
+                Box::pin(async move {
+                    // A CRD Established since the last look is served in a fresh discovery only.
+                    if !round.first() {
+                        k.forget_kinds();
+                    }
+                    let mut missing = Vec::new();
+                    for t in kinds {
+                        if k.resolve(&t.api_version, &t.kind).await?.is_none() {
+                            missing.push(format!("{} {}", t.api_version, t.kind));
+                        }
+                    }
+                    Ok::<_, ClusterError>(if missing.is_empty() {
+                        Look::Done(())
+                    } else {
+                        Look::Pending(missing)
+                    })
+                })
+            },
+            |missing, elapsed| {
+                progress.waiting(
+                    &format!("CRDs of {} to be served", missing.join(", ")),
+                    elapsed.as_secs(),
+                    opts.crd_timeout.as_secs(),
+                );
+            },
+        )
+        .await?;
+    served.map_err(|TimedOut(missing)| ApplyError::WaitTimeout {
+        what: format!(
+            "the CRDs of {} ({})",
+            missing.join(", "),
+            providers(&needed)
+        ),
+        seconds: opts.crd_timeout.as_secs(),
+    })
 }
 
 /// Who installs the CRDs of an API group, so a timeout says what to install. Group names are API
@@ -1327,11 +1326,12 @@ async fn merge_taints(
     node: &str,
     patch: &gpuctl_pipeline::render::NodePatch,
 ) -> Result<(), ClusterError> {
-    let id = format!("Node/{node}");
-    for _ in 0..5 {
+    let id = &format!("Node/{node}");
+    // Each failure says whether it was a conflict of the write (the node moved since it was read).
+    let written = wait::retry(wait::CONFLICT, |(_, moved): &(ClusterError, bool)| *moved, || async move {
         let current = crate::client::retry(|| api.get(node))
             .await
-            .map_err(|e| crate::client::classify(&id, e))?;
+            .map_err(|e| (crate::client::classify(id, e), false))?;
         let mut taints: Vec<Value> = current
             .spec
             .as_ref()
@@ -1355,15 +1355,23 @@ async fn merge_taints(
         };
         let patch = Patch::Merge(&body);
         match crate::client::retry(|| api.patch(node, &params, &patch)).await {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 409 => continue,
-            Err(e) => return Err(crate::client::classify(&id, e)),
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let moved = matches!(&e, kube::Error::Api(s) if s.code == 409);
+                Err((crate::client::classify(id, e), moved))
+            }
         }
-    }
-    Err(ClusterError::Conflict {
-        object: id,
-        message: "the node kept changing while its taints were updated; re-run gpuctl apply".into(),
     })
+    .await;
+    match written {
+        Ok(()) => Ok(()),
+        Err((_, true)) => Err(ClusterError::Conflict {
+            object: id.clone(),
+            message: "the node kept changing while its taints were updated; re-run gpuctl apply"
+                .into(),
+        }),
+        Err((e, false)) => Err(e),
+    }
 }
 
 /// Waits until every named node has `key=want`; `fail` ends the wait early with an error.
@@ -1376,48 +1384,53 @@ pub async fn wait_for_node_label(
     opts: &ApplyOptions,
     progress: &dyn Reporter,
 ) -> Result<(), ApplyError> {
-    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(k.client());
-    let start = Instant::now();
-    loop {
-        let mut pending = Vec::new();
-        for n in nodes {
-            let node = crate::client::retry(|| api.get(n))
-                .await
-                .map_err(|e| crate::client::classify(&format!("Node/{n}"), e))?;
-            let value = node
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(key))
-                .cloned();
-            match value.as_deref() {
-                Some(v) if v == want => {}
-                Some(v) if Some(v) == fail => {
-                    return Err(ApplyError::Failed {
-                        phase: "waits".into(),
-                        failures: vec![format!(
-                            "Node/{n}: {key}={v}; see the nvidia-mig-manager pod logs on that node"
-                        )],
-                        applied: 0,
-                    });
-                }
-                _ => pending.push(n.clone()),
-            }
-        }
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let what = format!("{key}={want} on {}", pending.join(", "));
-        let elapsed = start.elapsed();
-        if elapsed >= opts.wait_timeout {
-            return Err(ApplyError::WaitTimeout {
-                what,
-                seconds: opts.wait_timeout.as_secs(),
-            });
-        }
-        progress.waiting(&what, elapsed.as_secs(), opts.wait_timeout.as_secs());
-        tokio::time::sleep(opts.poll).await;
-    }
+    let api = &Api::<k8s_openapi::api::core::v1::Node>::all(k.client());
+    let labelled = Wait::new(opts.wait_timeout, opts.poll)
+        .until(
+            &mut (),
+            |_, _| {
+                Box::pin(async move {
+                    let mut pending = Vec::new();
+                    for n in nodes {
+                        let node = crate::client::retry(|| api.get(n))
+                            .await
+                            .map_err(|e| crate::client::classify(&format!("Node/{n}"), e))?;
+                        let value = node
+                            .metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(key))
+                            .cloned();
+                        match value.as_deref() {
+                            Some(v) if v == want => {}
+                            Some(v) if Some(v) == fail => {
+                                return Err(ApplyError::Failed {
+                                    phase: "waits".into(),
+                                    failures: vec![format!(
+                                        "Node/{n}: {key}={v}; see the nvidia-mig-manager pod logs on that node"
+                                    )],
+                                    applied: 0,
+                                });
+                            }
+                            _ => pending.push(n.clone()),
+                        }
+                    }
+                    Ok(if pending.is_empty() {
+                        Look::Done(())
+                    } else {
+                        Look::Pending(format!("{key}={want} on {}", pending.join(", ")))
+                    })
+                })
+            },
+            |what, elapsed| {
+                progress.waiting(what, elapsed.as_secs(), opts.wait_timeout.as_secs());
+            },
+        )
+        .await?;
+    labelled.map_err(|TimedOut(what)| ApplyError::WaitTimeout {
+        what,
+        seconds: opts.wait_timeout.as_secs(),
+    })
 }
 
 #[cfg(test)]

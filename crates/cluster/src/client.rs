@@ -416,24 +416,14 @@ pub fn is_transient(e: &kube::Error) -> bool {
     }
 }
 
-/// Runs `op` with exponential backoff on transient errors (6 attempts, 100 ms doubling to 3.2 s).
-pub async fn retry<T, F, Fut>(mut op: F) -> Result<T, kube::Error>
+/// Runs `op`, again after a backoff while it fails with a transient error ([`is_transient`]), as
+/// [`crate::wait::API_CALL`] says (6 tries, 100 ms doubling).
+pub async fn retry<T, F, Fut>(op: F) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, kube::Error>>,
 {
-    let mut delay = Duration::from_millis(100);
-    let mut attempt = 1;
-    loop {
-        match op().await {
-            Err(e) if attempt < 6 && is_transient(&e) => {
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_millis(3200));
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+    crate::wait::retry(crate::wait::API_CALL, is_transient, op).await
 }
 
 /// Maps a client error to what the user can act on.

@@ -4,7 +4,8 @@
 //! [`gpuctl_plan::live::LiveView`] ([`read`]), applies plans ([`apply`]), runs driver upgrades with
 //! their journal and Lease ([`upgrade`], [`nodeops`]), reads Helm's release storage ([`release`]),
 //! runs doctor's metric queries against Prometheus ([`prometheus`]) and keeps a fleet's revision
-//! stamp on each cluster ([`fleet`]). Everything it decides with
+//! stamp on each cluster ([`fleet`]); every wait and retry is bounded the one way [`wait`] says.
+//! Everything it decides with
 //! is a pure function of the core crate; what it shows goes through a [`report::Reporter`] the
 //! binary implements.
 
@@ -23,6 +24,7 @@ pub mod read;
 pub mod release;
 pub mod report;
 pub mod upgrade;
+pub mod wait;
 pub mod webhook;
 
 pub use client::{ClusterError, ConnectOptions, DEFAULT_PARALLELISM, Kube, connect};

@@ -14,6 +14,8 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
+use crate::wait::{GiveUp, Look, TimedOut, Wait};
+
 /// The field manager of the credential Secrets.
 pub const FIELD_MANAGER: &str = "gpuctl-multikueue";
 
@@ -36,26 +38,32 @@ pub enum NoToken {
 /// token controller to fill a new one and retrying a read that fails (a loaded API server times
 /// out now and then); [`NoToken::NoSecret`] at once when the Secret does not exist.
 pub async fn worker_token(worker: &Client) -> Result<(String, String), NoToken> {
-    let api: Api<Secret> = Api::namespaced(worker.clone(), kueue_namespace());
-    let deadline = tokio::time::Instant::now() + TOKEN_WAIT;
-    let mut last = NoToken::Empty;
-    while tokio::time::Instant::now() < deadline {
-        match api.get_opt(TOKEN_SECRET).await {
-            Ok(None) => return Err(NoToken::NoSecret),
-            Ok(Some(s)) => {
-                let data = s.data.unwrap_or_default();
-                if let (Some(t), Some(ca)) = (data.get("token"), data.get("ca.crt"))
-                    && let Ok(token) = String::from_utf8(t.0.clone())
-                {
-                    return Ok((token, STANDARD.encode(&ca.0)));
-                }
-                last = NoToken::Empty;
-            }
-            Err(e) => last = NoToken::Unreadable(e.to_string()),
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    Err(last)
+    let api = &Api::<Secret>::namespaced(worker.clone(), kueue_namespace());
+    let filled = Wait::new(TOKEN_WAIT, Duration::from_millis(250))
+        .giving_up(GiveUp::AfterSleep)
+        .until(
+            &mut (),
+            |_, _| {
+                Box::pin(async move {
+                    match api.get_opt(TOKEN_SECRET).await {
+                        Ok(None) => Err(NoToken::NoSecret),
+                        Ok(Some(s)) => {
+                            let data = s.data.unwrap_or_default();
+                            if let (Some(t), Some(ca)) = (data.get("token"), data.get("ca.crt"))
+                                && let Ok(token) = String::from_utf8(t.0.clone())
+                            {
+                                return Ok(Look::Done((token, STANDARD.encode(&ca.0))));
+                            }
+                            Ok(Look::Pending(NoToken::Empty))
+                        }
+                        Err(e) => Ok(Look::Pending(NoToken::Unreadable(e.to_string()))),
+                    }
+                })
+            },
+            |_, _| {},
+        )
+        .await?;
+    filled.map_err(|TimedOut(last)| last)
 }
 
 /// The server URL and, when the context has one, the CA (base64) of `context` in `kubeconfig`

@@ -15,6 +15,7 @@ use gpuctl_plan::upgrade::{
 };
 
 use crate::client::{ClusterError, Kube, classify, retry};
+use crate::wait;
 
 fn nodes(k: &Kube) -> Api<Node> {
     Api::all(k.client())
@@ -83,12 +84,13 @@ pub async fn restore_labels(
 /// Adds (`true`) or removes the steering taint, keeping every other taint; optimistic concurrency
 /// through resourceVersion (re-read on conflict, up to 5 times).
 pub async fn set_pending_taint(k: &Kube, node: &str, on: bool) -> Result<(), ClusterError> {
-    let api = nodes(k);
-    let id = format!("Node/{node}");
-    for _ in 0..5 {
+    let api = &nodes(k);
+    let id = &format!("Node/{node}");
+    // Each failure says whether it was a conflict of the write (the node moved since it was read).
+    let written = wait::retry(wait::CONFLICT, |(_, moved): &(ClusterError, bool)| *moved, || async move {
         let current = retry(|| api.get(node))
             .await
-            .map_err(|e| classify(&id, e))?;
+            .map_err(|e| (classify(id, e), false))?;
         let taints = current
             .spec
             .as_ref()
@@ -113,15 +115,22 @@ pub async fn set_pending_taint(k: &Kube, node: &str, on: bool) -> Result<(), Clu
             .patch(node, &update_params(), &Patch::Merge(&body))
             .await
         {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 409 => continue,
-            Err(e) => return Err(classify(&id, e)),
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let moved = matches!(&e, kube::Error::Api(s) if s.code == 409);
+                Err((classify(id, e), moved))
+            }
         }
-    }
-    Err(ClusterError::Conflict {
-        object: id,
-        message: "the node kept changing while its taints were updated".into(),
     })
+    .await;
+    match written {
+        Ok(()) => Ok(()),
+        Err((_, true)) => Err(ClusterError::Conflict {
+            object: id.clone(),
+            message: "the node kept changing while its taints were updated".into(),
+        }),
+        Err((e, false)) => Err(e),
+    }
 }
 
 /// How an eviction request ended.

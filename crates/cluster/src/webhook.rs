@@ -9,15 +9,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams};
+use tokio::time::Instant;
 
 use crate::report::{Reporter, Silent};
+use crate::wait::{Look, TimedOut, Wait};
 
 /// The API server's words for a webhook it could not call (`ErrCallingWebhook` in
 /// k8s.io/apiserver `pkg/util/webhook/error.go`, wrapped as an internal error with
@@ -127,8 +129,8 @@ impl Waits {
         probe: F,
     ) -> Result<(), String>
     where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<(), kube::Error>>,
+        F: Fn() -> Fut + Sync,
+        Fut: std::future::Future<Output = Result<(), kube::Error>> + Send,
     {
         let mut done = self.done.lock().await;
         if let Some(o) = done.get(webhook) {
@@ -154,8 +156,8 @@ impl Waits {
 
 async fn wait_for<F, Fut>(client: &kube::Client, webhook: &str, s: &Settings, probe: F) -> Outcome
 where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<(), kube::Error>>,
+    F: Fn() -> Fut + Sync,
+    Fut: std::future::Future<Output = Result<(), kube::Error>> + Send,
 {
     let started = Instant::now();
     let target = target_of(client, webhook).await;
@@ -166,50 +168,58 @@ where
         ),
         Target::Other => (format!("admission webhook `{webhook}` to answer"), None),
     };
-    let mut last = String::new();
-    loop {
-        let ready = match &target {
-            Target::Service(ns, name) => match ready_endpoints(client, ns, name).await {
-                Ok(0) => {
-                    last = "no ready endpoints".into();
-                    false
-                }
-                Ok(_) => true,
-                Err(e) => {
-                    last = format!("cannot read its EndpointSlices: {e}");
-                    false
-                }
+    let (target, probe) = (&target, &probe);
+    // Each pending look says why the webhook does not answer yet.
+    let Ok(answered) = Wait::new(s.timeout, s.poll)
+        .since(started)
+        .until(
+            &mut (),
+            |_, _| {
+                Box::pin(async move {
+                    if let Target::Service(ns, name) = target {
+                        match ready_endpoints(client, ns, name).await {
+                            Ok(0) => return Ok(Look::Pending("no ready endpoints".to_string())),
+                            Ok(_) => {}
+                            Err(e) => {
+                                return Ok(Look::Pending(format!(
+                                    "cannot read its EndpointSlices: {e}"
+                                )));
+                            }
+                        }
+                    }
+                    match probe().await {
+                        Ok(()) => Ok(Look::Done(())),
+                        Err(e) if unreachable_webhook(&e).as_deref() == Some(webhook) => {
+                            Ok(Look::Pending(match &e {
+                                kube::Error::Api(st) => st.message.clone(),
+                                other => other.to_string(),
+                            }))
+                        }
+                        // Anything else (the object's own error, a dry-run the webhook does not
+                        // support) came past the webhook call: it answers; the write itself will
+                        // say the rest.
+                        Err(_) => Ok::<_, std::convert::Infallible>(Look::Done(())),
+                    }
+                })
             },
-            Target::Other => true,
-        };
-        if ready {
-            match probe().await {
-                Ok(()) => return Outcome::Ready,
-                Err(e) if unreachable_webhook(&e).as_deref() == Some(webhook) => {
-                    last = match &e {
-                        kube::Error::Api(st) => st.message.clone(),
-                        other => other.to_string(),
-                    };
-                }
-                // Anything else (the object's own error, a dry-run the webhook does not support)
-                // came past the webhook call: it answers; the write itself will say the rest.
-                Err(_) => return Outcome::Ready,
-            }
-        }
-        let elapsed = started.elapsed();
-        if elapsed >= s.timeout {
+            |_, elapsed| {
+                s.reporter
+                    .waiting(&what, elapsed.as_secs(), s.timeout.as_secs());
+            },
+        )
+        .await;
+    match answered {
+        Ok(()) => Outcome::Ready,
+        Err(TimedOut(last)) => {
             let check = service.map_or_else(
                 || "check the webhook's server".to_string(),
                 |svc| format!("check the pods behind {svc}"),
             );
-            return Outcome::Unreachable(format!(
+            Outcome::Unreachable(format!(
                 "admission webhook `{webhook}` did not answer within {}s ({last}); {check}, then re-run",
                 s.timeout.as_secs()
-            ));
+            ))
         }
-        s.reporter
-            .waiting(&what, elapsed.as_secs(), s.timeout.as_secs());
-        tokio::time::sleep(s.poll).await;
     }
 }
 

@@ -6,7 +6,6 @@
 //! manifest first (where helm looks when it uninstalls), so helm leaves it.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
@@ -17,6 +16,7 @@ use gpuctl_plan::plan::{ActionKind, FIELD_MANAGER, Plan};
 
 use super::{ApplyError, ApplyOptions, HelmCtx, HelmFailure};
 use crate::client::{ClusterError, Kube, classify};
+use crate::wait::{Look, TimedOut, Wait};
 
 /// Before anything changes (under the lock, after the stale check): each uninstall of the plan
 /// whose component still has objects is refused, unless `--force-uninstall` (or `--no-helm`,
@@ -166,18 +166,29 @@ async fn remaining_objects(
         .filter(|a| a.action == ActionKind::Delete)
         .map(|a| a.id())
         .collect();
-    let start = Instant::now();
-    loop {
-        let left = gpuctl_plan::plan::uninstall::blocking(
-            step.stack,
-            crate::release::objects_in_groups(k, &step.api_groups).await?,
-        );
-        let finishing = left.iter().any(|o| pruned.contains(o));
-        if !opts.force_uninstall || !finishing || start.elapsed() >= opts.wait_timeout {
-            return Ok(left);
-        }
-        tokio::time::sleep(opts.poll).await;
-    }
+    let pruned = &pruned;
+    // Past `--wait-timeout` the objects still there are the answer, as when nothing is waited for.
+    let left = Wait::new(opts.wait_timeout, opts.poll)
+        .until(
+            &mut (),
+            |_, _| {
+                Box::pin(async move {
+                    let left = gpuctl_plan::plan::uninstall::blocking(
+                        step.stack,
+                        crate::release::objects_in_groups(k, &step.api_groups).await?,
+                    );
+                    let finishing = left.iter().any(|o| pruned.contains(o));
+                    Ok::<_, ApplyError>(if !opts.force_uninstall || !finishing {
+                        Look::Done(left)
+                    } else {
+                        Look::Pending(left)
+                    })
+                })
+            },
+            |_, _| {},
+        )
+        .await?;
+    Ok(left.unwrap_or_else(|TimedOut(left)| left))
 }
 
 /// Makes `helm uninstall` leave the CRDs a chart ships as templates (which helm would delete with

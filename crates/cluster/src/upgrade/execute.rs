@@ -4,7 +4,7 @@
 //! repeating the step it was in. Every wait is bounded and named.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -23,6 +23,7 @@ use crate::client::{self, Kube};
 use crate::nodeops::{self, Eviction};
 use crate::read;
 use crate::report::Reporter;
+use crate::wait::{Look, TimedOut, Wait};
 
 /// Stops a run cleanly (the Lease is released) when it turns `true`: Ctrl-C in the CLI.
 #[derive(Clone)]
@@ -771,62 +772,72 @@ impl<'a> Run<'a> {
         dir: Direction,
     ) -> Result<(), UpgradeError> {
         let bound = Duration::from_secs(self.j.drain_timeout_s);
-        let start = Instant::now();
-        loop {
-            let mut waiting: BTreeMap<String, String> = BTreeMap::new();
-            for n in nodes {
-                self.drain_node(n, &mut waiting).await?;
+        let progress = self.progress;
+        let drained = Wait::new(bound, self.timing.poll)
+            .until(
+                &mut (&mut *self, nodes),
+                |(run, nodes), _| {
+                    Box::pin(async move {
+                        let mut waiting: BTreeMap<String, String> = BTreeMap::new();
+                        for n in nodes.iter() {
+                            run.drain_node(n, &mut waiting).await?;
+                        }
+                        Ok(if waiting.is_empty() {
+                            Look::Done(())
+                        } else {
+                            Look::Pending(waiting)
+                        })
+                    })
+                },
+                |waiting, elapsed| {
+                    let first = waiting
+                        .iter()
+                        .next()
+                        .map(|(p, w)| format!("{p} ({w})"))
+                        .unwrap_or_default();
+                    progress.waiting(
+                        &format!(
+                            "batch {b} to drain: {} GPU pod(s) left, e.g. {first}",
+                            waiting.len()
+                        ),
+                        elapsed.as_secs(),
+                        bound.as_secs(),
+                    );
+                },
+            )
+            .await?;
+        let Err(TimedOut(waiting)) = drained else {
+            return Ok(());
+        };
+        for n in nodes {
+            if let Some(r) = self.j.nodes.get_mut(n) {
+                r.message = Some("drain timed out".into());
             }
-            if waiting.is_empty() {
-                return Ok(());
-            }
-            let elapsed = start.elapsed();
-            if elapsed >= bound {
-                for n in nodes {
-                    if let Some(r) = self.j.nodes.get_mut(n) {
-                        r.message = Some("drain timed out".into());
-                    }
-                }
-                if dir == Direction::Forward {
-                    self.j.phase = JournalPhase::Failed;
-                }
-                self.save(format!("drain of batch {b} timed out")).await?;
-                let pool = self.j.pool.clone();
-                let cmd = if dir == Direction::Forward {
-                    format!(
-                        "`gpuctl upgrade driver --resume --pool {pool}` drains again (after the jobs end or the budget allows), or `gpuctl upgrade rollback --pool {pool}` uncordons and restores"
-                    )
-                } else {
-                    format!("`gpuctl upgrade rollback --pool {pool}` drains again")
-                };
-                return Err(self.stopped(
-                    format!(
-                        "drain of batch {b} timed out after {} (drainTimeout); still there:\n{}",
-                        human_duration(bound),
-                        waiting
-                            .iter()
-                            .map(|(p, why)| format!("  - {p} {why}"))
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    ),
-                    format!("the batch stays cordoned and on its driver. {cmd}"),
-                ));
-            }
-            let first = waiting
-                .iter()
-                .next()
-                .map(|(p, w)| format!("{p} ({w})"))
-                .unwrap_or_default();
-            self.progress.waiting(
-                &format!(
-                    "batch {b} to drain: {} GPU pod(s) left, e.g. {first}",
-                    waiting.len()
-                ),
-                elapsed.as_secs(),
-                bound.as_secs(),
-            );
-            tokio::time::sleep(self.timing.poll).await;
         }
+        if dir == Direction::Forward {
+            self.j.phase = JournalPhase::Failed;
+        }
+        self.save(format!("drain of batch {b} timed out")).await?;
+        let pool = self.j.pool.clone();
+        let cmd = if dir == Direction::Forward {
+            format!(
+                "`gpuctl upgrade driver --resume --pool {pool}` drains again (after the jobs end or the budget allows), or `gpuctl upgrade rollback --pool {pool}` uncordons and restores"
+            )
+        } else {
+            format!("`gpuctl upgrade rollback --pool {pool}` drains again")
+        };
+        Err(self.stopped(
+            format!(
+                "drain of batch {b} timed out after {} (drainTimeout); still there:\n{}",
+                human_duration(bound),
+                waiting
+                    .iter()
+                    .map(|(p, why)| format!("  - {p} {why}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+            format!("the batch stays cordoned and on its driver. {cmd}"),
+        ))
     }
 
     /// One pass over the GPU pods on `n`: evicts those it may, and notes each pod still there in
@@ -899,68 +910,78 @@ impl<'a> Run<'a> {
         dir: Direction,
     ) -> Result<BTreeMap<String, Result<(), String>>, UpgradeError> {
         let bound = self.timing.validate_timeout;
-        let start = Instant::now();
         let (driver, owner) = match dir {
             Direction::Forward => (self.expected_driver(), self.j.green_cr.clone()),
             Direction::Back => (self.j.from_version.clone(), self.j.blue_cr.clone()),
         };
         let mut out: BTreeMap<String, Result<(), String>> = BTreeMap::new();
         let mut pending: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        loop {
-            let open: Vec<&String> = nodes.iter().filter(|n| !out.contains_key(*n)).collect();
-            for n in open {
-                let Some(v) = self.verdict_on(n, &driver, &owner).await? else {
-                    out.insert(n.clone(), Err("the node is gone".into()));
-                    continue;
-                };
-                match v {
-                    Verdict::Pass => {
-                        out.insert(n.clone(), Ok(()));
-                        pending.remove(n);
-                    }
-                    Verdict::Failed(why) => {
-                        self.progress.failed(&format!("Node/{n}"), &why);
-                        out.insert(n.clone(), Err(why));
-                        pending.remove(n);
-                    }
-                    Verdict::Pending(missing) => {
-                        pending.insert(n.clone(), missing);
-                    }
-                }
-            }
-            if out.len() == nodes.len() {
-                return Ok(out);
-            }
-            let elapsed = start.elapsed();
-            if elapsed >= bound {
-                for (n, missing) in std::mem::take(&mut pending) {
-                    out.insert(
-                        n,
-                        Err(format!(
-                            "not validated within {}: waiting for {}",
-                            human_duration(bound),
-                            missing.join(", ")
-                        )),
+        let (progress, driver, owner) = (self.progress, &driver, &owner);
+        let validated = Wait::new(bound, self.timing.poll)
+            .until(
+                &mut (&*self, nodes, &mut out, &mut pending),
+                |(run, nodes, out, pending), _| {
+                    Box::pin(async move {
+                        let open: Vec<&String> =
+                            nodes.iter().filter(|n| !out.contains_key(*n)).collect();
+                        for n in open {
+                            let Some(v) = run.verdict_on(n, driver, owner).await? else {
+                                out.insert(n.clone(), Err("the node is gone".into()));
+                                continue;
+                            };
+                            match v {
+                                Verdict::Pass => {
+                                    out.insert(n.clone(), Ok(()));
+                                    pending.remove(n);
+                                }
+                                Verdict::Failed(why) => {
+                                    run.progress.failed(&format!("Node/{n}"), &why);
+                                    out.insert(n.clone(), Err(why));
+                                    pending.remove(n);
+                                }
+                                Verdict::Pending(missing) => {
+                                    pending.insert(n.clone(), missing);
+                                }
+                            }
+                        }
+                        if out.len() == nodes.len() {
+                            return Ok(Look::Done(()));
+                        }
+                        Ok(Look::Pending(
+                            pending
+                                .iter()
+                                .map(|(n, m)| format!("{n}: {}", m.join(", ")))
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        ))
+                    })
+                },
+                |what, elapsed| {
+                    progress.waiting(
+                        &format!("driver {driver} to validate on {what}"),
+                        elapsed.as_secs(),
+                        bound.as_secs(),
                     );
-                }
-                for n in nodes {
-                    out.entry(n.clone())
-                        .or_insert_with(|| Err("not validated".into()));
-                }
-                return Ok(out);
+                },
+            )
+            .await?;
+        if validated.is_err() {
+            for (n, missing) in std::mem::take(&mut pending) {
+                out.insert(
+                    n,
+                    Err(format!(
+                        "not validated within {}: waiting for {}",
+                        human_duration(bound),
+                        missing.join(", ")
+                    )),
+                );
             }
-            let what = pending
-                .iter()
-                .map(|(n, m)| format!("{n}: {}", m.join(", ")))
-                .collect::<Vec<_>>()
-                .join("; ");
-            self.progress.waiting(
-                &format!("driver {driver} to validate on {what}"),
-                elapsed.as_secs(),
-                bound.as_secs(),
-            );
-            tokio::time::sleep(self.timing.poll).await;
+            for n in nodes {
+                out.entry(n.clone())
+                    .or_insert_with(|| Err("not validated".into()));
+            }
         }
+        Ok(out)
     }
 
     /// Node `n` checked once against `driver` on CR `owner` (`None`: the node is gone).
@@ -1060,38 +1081,50 @@ impl<'a> Run<'a> {
 
     async fn wait_mig(&mut self, n: &str) -> Result<(), UpgradeError> {
         let bound = self.timing.validate_timeout;
-        let start = Instant::now();
-        loop {
-            let state = read::read_node(self.k, n)
-                .await
-                .map_err(|e| self.cluster(e))?
-                .and_then(|node| node.label(MIG_CONFIG_STATE_LABEL).map(str::to_string));
-            match state.as_deref() {
-                Some("success") => return Ok(()),
-                Some("failed") => {
-                    let pool = self.j.pool.clone();
-                    return Err(self.stopped(
-                        format!("MIG Manager failed to apply the restored MIG config on {n} ({MIG_CONFIG_STATE_LABEL}=failed)"),
-                        format!("see the nvidia-mig-manager pod's logs on {n}; then `gpuctl upgrade driver --resume --pool {pool}`"),
-                    ));
-                }
-                _ => {}
-            }
-            let elapsed = start.elapsed();
-            if elapsed >= bound {
-                let pool = self.j.pool.clone();
-                return Err(self.stopped(
-                    format!("timed out after {} waiting for {MIG_CONFIG_STATE_LABEL}=success on {n}", human_duration(bound)),
-                    format!("check MIG Manager on {n}; then `gpuctl upgrade driver --resume --pool {pool}`"),
-                ));
-            }
-            self.progress.waiting(
-                &format!("{MIG_CONFIG_STATE_LABEL}=success on {n}"),
-                elapsed.as_secs(),
-                bound.as_secs(),
-            );
-            tokio::time::sleep(self.timing.poll).await;
-        }
+        let progress = self.progress;
+        let applied = Wait::new(bound, self.timing.poll)
+            .until(
+                &mut &*self,
+                |run, _| {
+                    Box::pin(async move {
+                        let state = read::read_node(run.k, n)
+                            .await
+                            .map_err(|e| run.cluster(e))?
+                            .and_then(|node| node.label(MIG_CONFIG_STATE_LABEL).map(str::to_string));
+                        match state.as_deref() {
+                            Some("success") => Ok(Look::Done(())),
+                            Some("failed") => {
+                                let pool = run.j.pool.clone();
+                                Err(run.stopped(
+                                    format!("MIG Manager failed to apply the restored MIG config on {n} ({MIG_CONFIG_STATE_LABEL}=failed)"),
+                                    format!("see the nvidia-mig-manager pod's logs on {n}; then `gpuctl upgrade driver --resume --pool {pool}`"),
+                                ))
+                            }
+                            _ => Ok(Look::Pending(())),
+                        }
+                    })
+                },
+                |(), elapsed| {
+                    progress.waiting(
+                        &format!("{MIG_CONFIG_STATE_LABEL}=success on {n}"),
+                        elapsed.as_secs(),
+                        bound.as_secs(),
+                    );
+                },
+            )
+            .await?;
+        applied.map_err(|TimedOut(())| {
+            let pool = self.j.pool.clone();
+            self.stopped(
+                format!(
+                    "timed out after {} waiting for {MIG_CONFIG_STATE_LABEL}=success on {n}",
+                    human_duration(bound)
+                ),
+                format!(
+                    "check MIG Manager on {n}; then `gpuctl upgrade driver --resume --pool {pool}`"
+                ),
+            )
+        })
     }
 
     /// No node in the cluster carries `gpuctl.dev/driver=<cr>`.
