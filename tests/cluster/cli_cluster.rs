@@ -21,6 +21,7 @@ use crate::support;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -168,11 +169,8 @@ fn changed(plan: &Value) -> Vec<String> {
         .collect()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let Some(tc) = TestCluster::connect("cli_cycle").await else {
         return;

@@ -28,6 +28,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use crate::dra_harness::{generated_claim, poll, unschedulable};
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, ResourceQuota};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Api;
@@ -128,11 +129,8 @@ fn claim(name: &str, class: &str, count: u32) -> DynamicObject {
     .unwrap()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dra_shapes_apply_converge_and_their_quota_is_enforced() {
     let Some(_shared) = TestCluster::connect("dra_apply").await else {
         return;
@@ -430,11 +428,8 @@ fn whole_gpu(device: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dra_shapes_applied_by_gpuctl_are_allocated_by_the_real_scheduler() {
     let Some(_shared) = TestCluster::connect("dra_apply_alloc").await else {
         return;

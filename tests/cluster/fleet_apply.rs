@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::Client;
 use kube::api::Api;
 use serde_json::{Value, json};
@@ -160,11 +161,8 @@ fn assert_plans_empty(dir: &Path, kc: &str, when: &str) {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn fleet_apply_rolls_out_in_waves_behind_gates_and_resumes_after_a_kill() {
     let Some(_shared) = TestCluster::connect("fleet_apply").await else {
         return;

@@ -14,6 +14,7 @@ use crate::support;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::{Value, json};
 use support::cluster::TestCluster;
 use support::fresh::FreshCluster;
@@ -110,11 +111,8 @@ fn creates(doc: &Value, name: &str, kind: &str) -> bool {
         .any(|c| c["action"] == "create" && c["kind"] == kind)
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn fleet_plan_plans_every_cluster_through_its_context_and_snapshots_agree() {
     let Some(_shared) = TestCluster::connect("fleet_plan_live").await else {
         return;

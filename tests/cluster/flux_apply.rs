@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use support::cluster::{TestCluster, cluster_required};
@@ -399,11 +400,8 @@ fn summary(plan: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+#[needs_test_cluster]
 #[test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 fn flux_kustomize_controller_applies_a_rendered_tree_and_plan_shows_no_change() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let Some(_shared) = rt.block_on(TestCluster::connect("flux_apply")) else {

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::Value;
 use support::fresh::FreshCluster;
 
@@ -98,11 +99,8 @@ fn by_id(docs: Vec<Value>) -> BTreeMap<(String, String, String, String), Value> 
     out
 }
 
+#[needs_test_cluster]
 #[test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 fn gitops_objects_pass_the_real_crds_and_kustomize_builds_exactly_the_rendered_objects() {
     let fresh = FreshCluster::up_with("gitops", &["--without-kueue", "--without-volcano"]);
     let k = Kubectl {

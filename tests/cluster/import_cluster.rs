@@ -19,6 +19,7 @@ use std::process::{Command, Output};
 
 use gpuctl_core::import::fixture;
 use gpuctl_core::render::{RenderedSet, Templates};
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::{Value, json};
 
 const CHART: &str = "gpu-operator-v26.7.0.tgz";
@@ -415,11 +416,8 @@ fn no_test_cluster() -> bool {
 macro_rules! round_trip_tests {
     ($($name:ident => $file:literal),* $(,)?) => {
         $(
+            #[needs_test_cluster]
             #[test]
-            #[cfg_attr(
-                gpuctl_no_test_cluster,
-                ignore = "skipped: needs the test API server (docs/testing.md)"
-            )]
             fn $name() {
                 if no_test_cluster() {
                     return;
@@ -441,11 +439,8 @@ round_trip_tests! {
 /// The operator installed by the real helm as release `nvidia-gpu` in namespace `platform-gpu`:
 /// import finds it by its chart, reads its values and namespace, and leaves the release alone
 /// (`install: none`): adoption takes over the objects and never touches the release.
+#[needs_test_cluster]
 #[test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 fn a_release_under_another_name_and_namespace_is_found_by_its_chart() {
     if std::env::var_os(support::cluster::KUBECONFIG_ENV).is_none() {
         assert!(

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
@@ -178,11 +179,8 @@ fn job(name: &str) -> k8s_openapi::api::batch::v1::Job {
     .unwrap()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     let Some(_shared) = TestCluster::connect("multikueue").await else {
         return;

@@ -12,6 +12,7 @@ use crate::support;
 
 use std::process::Command;
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::api::Patch;
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster, api_error, apply_params};
@@ -47,11 +48,8 @@ async fn dry_run_apply(
     api.patch(name, &params, &Patch::Apply(manifest)).await
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn network_objects_pass_strict_validation_on_the_api_server() {
     let Some(tc) = TestCluster::connect("network_objects_strict").await else {
         return;
@@ -110,11 +108,8 @@ async fn network_objects_pass_strict_validation_on_the_api_server() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn plan_shows_network_objects_and_nodes_without_level_labels() {
     let Some(tc) = TestCluster::connect("network_plan").await else {
         return;
@@ -243,11 +238,8 @@ fn ip_pools_blueprint(pool: &str) -> String {
 /// harness installs from ../shared/upstream/nvidia-k8s-ipam) stores pools equal to what was
 /// rendered, and the next plan is empty. Stand-in, stated plainly: no Network Operator runs here,
 /// so nothing deploys nv-ipam or hands out addresses; the CRDs are the ones it would apply.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn ip_pools_apply_and_are_stored_as_rendered() {
     let Some(_shared) = TestCluster::connect("ip_pools").await else {
         return;

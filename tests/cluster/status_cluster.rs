@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use gpuctl_core::diagnostics::{DiagKind, Diagnostics};
 use gpuctl_core::status::StatusInput;
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, ResourceQuota};
 use kube::Client;
@@ -287,11 +288,8 @@ async fn read_status(client: &Client, bp: &Path) -> Value {
     serde_json::to_value(status_report(client, bp).await).unwrap()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn status_reports_what_the_control_plane_reports() {
     let Some(_shared) = TestCluster::connect("status").await else {
         return;
