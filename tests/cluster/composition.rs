@@ -24,7 +24,6 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use gpuctl_cluster::apply::{self, ApplyOptions};
@@ -49,6 +48,7 @@ use serde_json::{Value, json};
 use support::cluster::{GpuNode, Mig, TestCluster};
 use support::fixture::quiet;
 use support::fresh::FreshCluster;
+use support::gpuctl::{gpuctl, text};
 
 const TODAY: &str = "2026-11-30";
 /// Longest wait for Kueue to admit a workload (it takes well under a second here).
@@ -63,30 +63,6 @@ const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
 
 // --- a fresh harness per example -----------------------------------------------------------------
-
-fn gpuctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", TODAY)
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn shared_dir() -> PathBuf {
-    std::env::var_os("GPUCTL_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
-}
 
 /// The example copied into `dir` with the GPU Operator's install switched to `none` (these tests are
 /// about quotas, queues and pools; tests/cluster/cli_cluster.rs installs the real chart), and the chart
@@ -107,7 +83,7 @@ fn example_copy(example: &str, bp: &Blueprint, dir: &Path) -> PathBuf {
     std::fs::write(&dst, text).unwrap();
     if let Some(path) = &bp.spec.gpu_operator.chart.path {
         let v = &bp.spec.gpu_operator.version;
-        let archive = shared_dir()
+        let archive = support::releases::shared()
             .join("upstream/gpu-operator")
             .join(v)
             .join(format!("gpu-operator-{v}.tgz"));
@@ -294,39 +270,6 @@ async fn create_pool_nodes(tc: &TestCluster, bp: &Blueprint) {
                 .unwrap_or_else(|e| panic!("lifting the not-ready taint of {name}: {e}"));
         }
     }
-}
-
-/// Plays MIG Manager: a node of this test whose `nvidia.com/mig.config` differs from what it last
-/// applied gets `nvidia.com/mig.config.state=success`.
-fn mig_manager_stand_in(client: Client, selector: String) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let nodes: Api<Node> = Api::all(client);
-        let mut applied: BTreeMap<String, String> = BTreeMap::new();
-        loop {
-            if let Ok(list) = nodes.list(&ListParams::default().labels(&selector)).await {
-                for n in list {
-                    let name = n.metadata.name.clone().unwrap_or_default();
-                    let labels = n.metadata.labels.clone().unwrap_or_default();
-                    let Some(config) = labels.get("nvidia.com/mig.config") else {
-                        continue;
-                    };
-                    if applied.get(&name) == Some(config) {
-                        continue;
-                    }
-                    let p =
-                        json!({"metadata": {"labels": {"nvidia.com/mig.config.state": "success"}}});
-                    if nodes
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
-                        .await
-                        .is_ok()
-                    {
-                        applied.insert(name, config.clone());
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
 }
 
 // --- Kueue and Job helpers -----------------------------------------------------------------------
@@ -1080,7 +1023,7 @@ async fn compose_example(example: &str) {
         .await
         .expect("connects to the fresh cluster");
     create_pool_nodes(&tc, &bp).await;
-    let mig = mig_manager_stand_in(tc.client.clone(), tc.owner_selector());
+    let mig = support::mig_manager::stand_in(tc.client.clone(), tc.owner_selector());
 
     let mut failures: Vec<String> = Vec::new();
     let mut passed: Vec<String> = Vec::new();

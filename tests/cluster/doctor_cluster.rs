@@ -31,6 +31,7 @@ use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 use support::doctor::*;
+use support::gpuctl::Gpuctl;
 
 /// Seed 000: a team's CUDA image on a pool whose nodes run a driver too old for it. The containers
 /// crash with the runtime's message; the doctor names the driver, the tenant and the upgrade.
@@ -588,18 +589,15 @@ async fn healthy_cluster_has_no_findings() {
     let bp_path = dir.path().join("bp.yaml");
     std::fs::write(&bp_path, &text).unwrap();
     let snap = dir.path().join("snap.json");
-    let gpuctl = env!("CARGO_BIN_EXE_gpuctl");
     let kc = kubeconfig();
-    let out = std::process::Command::new(gpuctl)
-        .args(["snapshot"])
+    let out = Gpuctl::new(["snapshot"])
         .arg(&bp_path)
         .args(["--diagnostics", "--out"])
         .arg(&snap)
         .arg("--kubeconfig")
         .arg(&kc)
         .args(["--today", "2026-12-01"])
-        .output()
-        .unwrap();
+        .output();
     assert!(
         out.status.success(),
         "{}",
@@ -615,13 +613,11 @@ async fn healthy_cluster_has_no_findings() {
         vec!["--kubeconfig".to_string(), kc.display().to_string()],
         vec!["--snapshot".to_string(), snap.display().to_string()],
     ] {
-        let out = std::process::Command::new(gpuctl)
-            .arg("doctor")
+        let out = Gpuctl::new(["doctor"])
             .arg(&bp_path)
             .args(&source)
             .args(["-o", "json", "--today", "2026-12-01"])
-            .output()
-            .unwrap();
+            .output();
         let v: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
         assert_eq!(v["format_version"], 1);

@@ -24,7 +24,7 @@
 use crate::render_common;
 use crate::support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::dra_harness::{generated_claim, poll, unschedulable};
@@ -37,6 +37,7 @@ use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster, create_admitted};
 use support::dra::{self, DraNode};
 use support::fresh::FreshCluster;
+use support::gpuctl::{Gpuctl, TODAY};
 
 /// What the DRA tests' blueprints start with: metadata, Kubernetes, the GPU Operator (not
 /// installed; nodes' driver 595.91.07). Also dra_kueue's.
@@ -98,13 +99,10 @@ fn blueprint(p: &str) -> String {
 }
 
 fn gpuctl(args: &[&str], kubeconfig: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
+    Gpuctl::new(args)
         .args(["--kubeconfig", kubeconfig])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
+        .today(TODAY)
         .output()
-        .expect("gpuctl runs")
 }
 
 fn api(tc: &TestCluster, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {

@@ -29,16 +29,8 @@ use kube::{Api, Client, Config};
 use serde_json::{Value, json};
 use support::cluster::TestCluster;
 use support::fresh::FreshCluster;
+use support::gpuctl::gpuctl;
 use support::releases::text;
-
-fn gpuctl(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs")
-}
 
 /// The GPU Operator values gpuctl renders for the example `blueprint`.
 fn operator_values(blueprint: &str, dir: &Path) -> std::path::PathBuf {

@@ -20,6 +20,7 @@ use std::process::{Command, Output, Stdio};
 use gpuctl_test_skip::needs_test_cluster;
 use serde_json::Value;
 use support::fresh::FreshCluster;
+use support::gpuctl::{Gpuctl, TODAY};
 
 const UPSTREAM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream-gitops");
 
@@ -65,13 +66,10 @@ impl Kubectl {
 }
 
 fn render(fleet: &str, dir: &Path) {
-    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(["fleet", "render", fleet, "-o"])
+    let o = Gpuctl::new(["fleet", "render", fleet, "-o"])
         .arg(dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs");
+        .today(TODAY)
+        .output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 

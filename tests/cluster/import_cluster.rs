@@ -21,6 +21,7 @@ use gpuctl_core::import::fixture;
 use gpuctl_core::render::{RenderedSet, Templates};
 use gpuctl_test_skip::needs_test_cluster;
 use serde_json::{Value, json};
+use support::gpuctl::{Gpuctl, TODAY};
 
 const CHART: &str = "gpu-operator-v26.7.0.tgz";
 
@@ -82,7 +83,11 @@ impl Harness {
     }
 
     fn gpuctl(&self, args: &[&str]) -> Output {
-        self.run(env!("CARGO_BIN_EXE_gpuctl"), args)
+        Gpuctl::new(args)
+            .current_dir(&self.dir)
+            .env("KUBECONFIG", self.var("GPUCTL_TEST_KUBECONFIG"))
+            .today(TODAY)
+            .output()
     }
 }
 

@@ -25,6 +25,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster, gpuctl_kube};
 use support::fixture::{live_plan, quiet, snapshot_plan};
+use support::gpuctl::Gpuctl;
 
 /// A small rendered set under `prefix`: namespace, priority class, quota, Kueue flavor/cluster
 /// queue/local queue, a Volcano queue, and one pool of nodes.
@@ -1427,12 +1428,10 @@ async fn apply_waits_once_for_a_webhook_until_its_service_has_an_endpoint() {
 
 /// The real binary, with the harness's kubeconfig.
 fn gpuctl(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
+    Gpuctl::new(args)
         .arg("--kubeconfig")
         .arg(std::env::var(support::cluster::KUBECONFIG_ENV).unwrap())
         .output()
-        .expect("gpuctl runs")
 }
 
 fn stderr(o: &std::process::Output) -> String {
@@ -1442,8 +1441,7 @@ fn stderr(o: &std::process::Output) -> String {
 /// Starts `gpuctl apply PLAN` that blocks on `hook` (no endpoints) while holding the lock, waits
 /// until the lock is held, and kills it (SIGKILL: nothing is released).
 async fn kill_blocked_apply(k: &Kube, f: &Fixture, plan: &std::path::Path) {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .arg("apply")
+    let mut child = Gpuctl::new(["apply"])
         .arg(plan)
         .arg("--kubeconfig")
         .arg(std::env::var(support::cluster::KUBECONFIG_ENV).unwrap())
@@ -1455,10 +1453,7 @@ async fn kill_blocked_apply(k: &Kube, f: &Fixture, plan: &std::path::Path) {
             "--output",
             "json",
         ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("gpuctl runs");
+        .spawn(std::process::Stdio::null(), std::process::Stdio::null());
     let name = gpuctl_core::names::apply_lock_name(&f.prefix);
     eventually(60, "the apply to hold its lock", async || {
         lock::info(k, &f.ns(), &name)

@@ -42,6 +42,7 @@ use operator_driver::{
 use serde_json::json;
 use support::cluster::{GpuNode, TestCluster, gpuctl_kube};
 use support::fixture::{errors, live_plan, quiet, snapshot_plan};
+use support::gpuctl::{Gpuctl, TODAY};
 
 const FROM: &str = "580.173.02";
 const TO: &str = "595.91.07";
@@ -765,11 +766,7 @@ async fn stop_at_step(
 }
 
 fn gpuctl(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuctl"));
-    c.args(args)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1");
-    c
+    Gpuctl::new(args).today(TODAY).no_color().command()
 }
 
 #[needs_test_cluster]

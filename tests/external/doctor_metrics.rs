@@ -18,6 +18,8 @@ use gpuctl_test_skip::needs_prometheus;
 use prometheus::{Gpu, History, Scrape, TestPrometheus, WAIT};
 use serde_json::json;
 
+use crate::support::gpuctl::{Gpuctl, TODAY};
+
 fn settings() -> MetricSettings {
     MetricSettings::new(Catalog::embedded().dcgm(), None, None).unwrap()
 }
@@ -241,20 +243,18 @@ async fn doctor_command_adds_metric_findings_to_its_report() {
     until(&prom, |f| !f.is_empty()).await;
     let root = env!("CARGO_MANIFEST_DIR");
     let doctor = |extra: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-            .args([
-                "doctor",
-                &format!("{root}/blueprints/dgx-h100-training.yaml"),
-                "--snapshot",
-                &format!("{root}/blueprints/snapshots/dgx-h100-training-day2.json"),
-                "-o",
-                "json",
-            ])
-            .args(extra)
-            .env_remove("GPUCTL_PROMETHEUS_URL")
-            .env("GPUCTL_TODAY", "2026-11-30")
-            .output()
-            .unwrap()
+        Gpuctl::new([
+            "doctor",
+            &format!("{root}/blueprints/dgx-h100-training.yaml"),
+            "--snapshot",
+            &format!("{root}/blueprints/snapshots/dgx-h100-training-day2.json"),
+            "-o",
+            "json",
+        ])
+        .args(extra)
+        .env_remove("GPUCTL_PROMETHEUS_URL")
+        .today(TODAY)
+        .output()
     };
     let with = doctor(&["--prometheus", &prom.url]);
     let report: serde_json::Value = serde_json::from_slice(&with.stdout)

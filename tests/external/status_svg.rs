@@ -12,6 +12,8 @@ use gpuctl_core::status::{NodeFacts, PodFacts, QuotaFacts, StatusInput, StatusRe
 use gpuctl_test_skip::needs_chromium;
 use serde_json::json;
 
+use crate::support::gpuctl::{Gpuctl, TODAY};
+
 const GPU: &str = "nvidia.com/gpu";
 const MIG: &str = "nvidia.com/mig-3g.40gb";
 
@@ -337,12 +339,7 @@ fn a_browser_draws_the_picture() {
 // --- the command -------------------------------------------------------------------------------
 
 fn gpuctl(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs")
+    Gpuctl::new(args).today(TODAY).output()
 }
 
 fn example_snapshot(dir: &Path) -> std::path::PathBuf {
