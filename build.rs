@@ -2,12 +2,14 @@
 //! `cargo test` reports them as `ignored, skipped: needs ...` (and counts them in each summary
 //! line) instead of passing them silently:
 //!
-//! - cluster tests carry `#[cfg_attr(gpuctl_no_test_cluster, ignore = "...")]`: set when no test
-//!   API server is configured (`GPUCTL_TEST_KUBECONFIG`);
-//! - Prometheus tests carry `#[cfg_attr(gpuctl_no_prometheus, ignore = "...")]`: set when
+//! - cluster tests carry `#[needs_test_cluster]`, that is `#[cfg_attr(gpuctl_no_test_cluster,
+//!   ignore = "...")]`: set when no test API server is configured (`GPUCTL_TEST_KUBECONFIG`);
+//! - Prometheus tests carry `#[needs_prometheus]` (`gpuctl_no_prometheus`): set when
 //!   `prometheus` or `promtool` is not on `PATH` (Debian's `prometheus` package has both);
-//! - the browser check of the status picture carries `#[cfg_attr(gpuctl_no_chromium, ...)]`: set
-//!   when Debian's `chromium` is not on `PATH` (or named by `CHROMIUM`).
+//! - the browser check of the status picture carries `#[needs_chromium]` (`gpuctl_no_chromium`):
+//!   set when Debian's `chromium` is not on `PATH` (or named by `CHROMIUM`).
+//!
+//! The attributes, with the reasons they print, are in `tests/skip/src/lib.rs`.
 //!
 //! In CI (`CI` or `GPUCTL_REQUIRE_CLUSTER` set) none is set: the tests run, and fail when what
 //! they need is missing.

@@ -22,6 +22,7 @@ use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
 use kube::api::{Api, ListParams};
@@ -181,11 +182,8 @@ async fn assert_unchanged(s: &Setup, what: &str) {
     }
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn a_missing_failing_or_slow_helm_fails_the_apply_and_a_long_one_keeps_the_lock() {
     let Some((s, _fresh)) = setup().await else {
         return;

@@ -19,12 +19,13 @@
 use crate::support;
 
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde_json::{Value, json};
+use kube::api::{Api, ListParams};
+use serde_json::Value;
 use support::cluster::{GpuNode, TestCluster};
+use support::gpuctl::{Gpuctl, TODAY};
 
 const BLUEPRINT: &str = "blueprints/dgx-h100-training.yaml";
 
@@ -33,13 +34,10 @@ fn gpuctl(args: &[&str]) -> Output {
 }
 
 fn gpuctl_with(args: &[&str], env: &[(&str, String)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
+    Gpuctl::new(args)
+        .today(TODAY)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
-        .expect("gpuctl runs")
 }
 
 /// A PATH whose `helm` is the real helm the harness built, skipping chart hooks.
@@ -89,14 +87,7 @@ async fn helm_revisions(tc: &TestCluster) -> usize {
 
 /// Revisions of release `name` in `namespace`.
 async fn release_revisions(tc: &TestCluster, namespace: &str, name: &str) -> usize {
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
-        Api::namespaced(tc.client.clone(), namespace);
-    secrets
-        .list(&ListParams::default().labels(&format!("owner=helm,name={name}")))
-        .await
-        .unwrap()
-        .items
-        .len()
+    support::releases::revisions(&tc.client, namespace, name).await
 }
 
 const NETWORK_NS: &str = "nvidia-network-operator";
@@ -113,36 +104,6 @@ fn assert_code(o: &Output, code: i32, what: &str) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-/// Plays MIG Manager: a node whose `nvidia.com/mig.config` is set gets `mig.config.state=success`.
-fn mig_manager_stand_in(client: kube::Client, selector: String) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let nodes: Api<Node> = Api::all(client);
-        loop {
-            if let Ok(list) = nodes.list(&ListParams::default().labels(&selector)).await {
-                for n in list {
-                    let labels = n.metadata.labels.clone().unwrap_or_default();
-                    if labels.contains_key("nvidia.com/mig.config")
-                        && labels
-                            .get("nvidia.com/mig.config.state")
-                            .map(String::as_str)
-                            != Some("success")
-                    {
-                        let p = json!({"metadata": {"labels": {"nvidia.com/mig.config.state": "success"}}});
-                        let _ = nodes
-                            .patch(
-                                n.metadata.name.as_deref().unwrap_or_default(),
-                                &PatchParams::default(),
-                                &Patch::Merge(&p),
-                            )
-                            .await;
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
 }
 
 fn plan_json(args: &[&str]) -> (Output, Value) {
@@ -168,11 +129,8 @@ fn changed(plan: &Value) -> Vec<String> {
         .collect()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let Some(tc) = TestCluster::connect("cli_cycle").await else {
         return;
@@ -206,7 +164,8 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
             &ListParams::default().labels("owner=helm,name=network-operator"),
         )
         .await;
-    let mig = mig_manager_stand_in(tc.client.clone(), "gpuctl.dev/pool=h100-infer".into());
+    let mig =
+        support::mig_manager::stand_in(tc.client.clone(), "gpuctl.dev/pool=h100-infer".into());
     let dir = tempfile::tempdir().unwrap();
     let common = ["--kubeconfig", &kc];
     let example = local_example(dir.path());
@@ -224,7 +183,7 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
             env!("CARGO_MANIFEST_DIR"),
             "/tests/support/pty-run"
         ))
-        .args(["no", "Only 'yes' is accepted", env!("CARGO_BIN_EXE_gpuctl")])
+        .args(["no", "Only 'yes' is accepted", support::gpuctl::BIN])
         .args(["apply", example, "--kubeconfig", &kc, "--no-helm"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("GPUCTL_TODAY", "2026-11-30")
@@ -466,23 +425,19 @@ async fn example_blueprint_apply_plan_edit_kill_and_snapshot() {
     let bigger_path = dir.path().join("bigger.yaml");
     std::fs::write(&bigger_path, &bigger).unwrap();
     let bp = bigger_path.to_str().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args([
-            "apply",
-            bp,
-            "--no-helm",
-            "--parallelism",
-            "1",
-            "--lock-duration",
-            "3s",
-            "--kubeconfig",
-            &kc,
-        ])
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Gpuctl::new([
+        "apply",
+        bp,
+        "--no-helm",
+        "--parallelism",
+        "1",
+        "--lock-duration",
+        "3s",
+        "--kubeconfig",
+        &kc,
+    ])
+    .today(TODAY)
+    .spawn(Stdio::null(), Stdio::piped());
     {
         use std::io::BufRead;
         let stderr = child.stderr.take().unwrap();

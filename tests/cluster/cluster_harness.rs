@@ -10,6 +10,7 @@ use crate::support::cluster;
 use std::time::{Duration, Instant};
 
 use cluster::{FIELD_MANAGER, GpuNode, TestCluster, api_error};
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Node, Pod, ResourceQuota};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -74,11 +75,8 @@ fn applied_by(meta: &kube::api::ObjectMeta, manager: &str) -> bool {
         .any(|m| m.manager.as_deref() == Some(manager) && m.operation.as_deref() == Some("Apply"))
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn server_is_kubernetes_1_35() {
     let Some(tc) = TestCluster::connect("server_is_kubernetes_1_35").await else {
         return;
@@ -93,11 +91,8 @@ async fn server_is_kubernetes_1_35() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn server_side_apply_quota_clusterqueue_and_volcano_queue() {
     let Some(tc) =
         TestCluster::connect("server_side_apply_quota_clusterqueue_and_volcano_queue").await
@@ -239,11 +234,8 @@ impl serde::Serialize for DuplicateKeySpec<'_> {
     }
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn strict_field_validation_rejects_unknown_fields() {
     let Some(tc) = TestCluster::connect("strict_field_validation_rejects_unknown_fields").await
     else {
@@ -368,11 +360,8 @@ async fn strict_field_validation_rejects_unknown_fields() {
     assert!(message.contains("spec.weight"), "{message}");
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn gpu_nodes_carry_gfd_labels_and_gpu_capacity() {
     let Some(tc) = TestCluster::connect("gpu_nodes_carry_gfd_labels_and_gpu_capacity").await else {
         return;
@@ -481,11 +470,8 @@ async fn gpu_nodes_carry_gfd_labels_and_gpu_capacity() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn resource_quota_admission_limits_gpu_requests() {
     let Some(tc) = TestCluster::connect("resource_quota_admission_limits_gpu_requests").await
     else {

@@ -24,7 +24,6 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use gpuctl_cluster::apply::{self, ApplyOptions};
@@ -37,6 +36,7 @@ use gpuctl_core::plan::PlanOptions;
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::{self, LOCAL_QUEUE, Templates};
 use gpuctl_core::validate;
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::Client;
@@ -48,6 +48,7 @@ use serde_json::{Value, json};
 use support::cluster::{GpuNode, Mig, TestCluster};
 use support::fixture::quiet;
 use support::fresh::FreshCluster;
+use support::gpuctl::{gpuctl, text};
 
 const TODAY: &str = "2026-11-30";
 /// Longest wait for Kueue to admit a workload (it takes well under a second here).
@@ -62,30 +63,6 @@ const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
 
 // --- a fresh harness per example -----------------------------------------------------------------
-
-fn gpuctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", TODAY)
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn shared_dir() -> PathBuf {
-    std::env::var_os("GPUCTL_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
-}
 
 /// The example copied into `dir` with the GPU Operator's install switched to `none` (these tests are
 /// about quotas, queues and pools; tests/cluster/cli_cluster.rs installs the real chart), and the chart
@@ -106,7 +83,7 @@ fn example_copy(example: &str, bp: &Blueprint, dir: &Path) -> PathBuf {
     std::fs::write(&dst, text).unwrap();
     if let Some(path) = &bp.spec.gpu_operator.chart.path {
         let v = &bp.spec.gpu_operator.version;
-        let archive = shared_dir()
+        let archive = support::releases::shared()
             .join("upstream/gpu-operator")
             .join(v)
             .join(format!("gpu-operator-{v}.tgz"));
@@ -293,39 +270,6 @@ async fn create_pool_nodes(tc: &TestCluster, bp: &Blueprint) {
                 .unwrap_or_else(|e| panic!("lifting the not-ready taint of {name}: {e}"));
         }
     }
-}
-
-/// Plays MIG Manager: a node of this test whose `nvidia.com/mig.config` differs from what it last
-/// applied gets `nvidia.com/mig.config.state=success`.
-fn mig_manager_stand_in(client: Client, selector: String) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let nodes: Api<Node> = Api::all(client);
-        let mut applied: BTreeMap<String, String> = BTreeMap::new();
-        loop {
-            if let Ok(list) = nodes.list(&ListParams::default().labels(&selector)).await {
-                for n in list {
-                    let name = n.metadata.name.clone().unwrap_or_default();
-                    let labels = n.metadata.labels.clone().unwrap_or_default();
-                    let Some(config) = labels.get("nvidia.com/mig.config") else {
-                        continue;
-                    };
-                    if applied.get(&name) == Some(config) {
-                        continue;
-                    }
-                    let p =
-                        json!({"metadata": {"labels": {"nvidia.com/mig.config.state": "success"}}});
-                    if nodes
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
-                        .await
-                        .is_ok()
-                    {
-                        applied.insert(name, config.clone());
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
 }
 
 // --- Kueue and Job helpers -----------------------------------------------------------------------
@@ -1079,7 +1023,7 @@ async fn compose_example(example: &str) {
         .await
         .expect("connects to the fresh cluster");
     create_pool_nodes(&tc, &bp).await;
-    let mig = mig_manager_stand_in(tc.client.clone(), tc.owner_selector());
+    let mig = support::mig_manager::stand_in(tc.client.clone(), tc.owner_selector());
 
     let mut failures: Vec<String> = Vec::new();
     let mut passed: Vec<String> = Vec::new();
@@ -1157,60 +1101,42 @@ async fn compose_example(example: &str) {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dgx_h100_training_composes() {
     compose_example("blueprints/dgx-h100-training.yaml").await;
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn inference_mig_composes() {
     compose_example("blueprints/inference-mig.yaml").await;
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn mixed_lab_fixed_composes() {
     compose_example("blueprints/mixed-lab-fixed.yaml").await;
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn air_gapped_composes() {
     compose_example("blueprints/air-gapped.yaml").await;
 }
 
 /// GPUs, RDMA quota (the RDMA shared device plugin's `rdma/rdma_shared_device_a` on the nodes of
 /// its InfiniBand pool) and NVLink-clique topology levels.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn gb200_nvl72_training_composes() {
     compose_example("blueprints/gb200-nvl72-training.yaml").await;
 }
 
 /// `mixed-lab.yaml` is the broken half of a before/after pair (`mixed-lab-fixed.yaml` is the
 /// repair): gpuctl must refuse to apply it, and change nothing.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn mixed_lab_is_refused_before_it_reaches_the_cluster() {
     let Some(tc) = TestCluster::connect("compose-mixed-lab").await else {
         return;
@@ -1327,11 +1253,8 @@ fn fixture_prefix(tc: &TestCluster) -> String {
 
 /// Mismatch 1: the tenant's quota (8 GPUs) is below what its ClusterQueue admits (16). Kueue admits
 /// a 2 x 8-GPU job; the quota admission refuses its second pod, and the job runs partly.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn quota_below_queue_admits_jobs_whose_pods_are_refused() {
     let Some(tc) = TestCluster::connect("quota-below-queue").await else {
         return;
@@ -1382,11 +1305,8 @@ async fn quota_below_queue_admits_jobs_whose_pods_are_refused() {
 
 /// Mismatch 2: the quota lists requests.cpu and requests.memory, the LimitRange defaults only the
 /// GPU. Kueue admits a GPU-only job; quota admission refuses every pod.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn quota_keys_without_defaults_refuse_every_pod_kueue_admits() {
     let Some(tc) = TestCluster::connect("quota-requires-requests").await else {
         return;
@@ -1428,11 +1348,8 @@ async fn quota_keys_without_defaults_refuse_every_pod_kueue_admits() {
 
 /// Mismatch 3: a ClusterQueue that quotas only GPUs never admits a job that also requests cpu and
 /// memory (Kueue's default quota check strategy).
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn queue_without_cpu_and_memory_never_admits_jobs_that_request_them() {
     let Some(tc) = TestCluster::connect("queue-uncovered").await else {
         return;
@@ -1484,11 +1401,8 @@ async fn queue_without_cpu_and_memory_never_admits_jobs_that_request_them() {
 /// Mismatch 5: children with a deserved share under a parent that declares only a capability.
 /// Volcano v1.15.1's webhook counts the parent's missing deserved as zero and refuses them (the
 /// parent exists first, so the refusal is the arithmetic, whatever order apply creates things in).
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn volcano_refuses_children_whose_parent_declares_no_deserved() {
     let Some(tc) = TestCluster::connect("volcano-children").await else {
         return;
@@ -1515,11 +1429,8 @@ async fn volcano_refuses_children_whose_parent_declares_no_deserved() {
 }
 
 /// Mismatch 5, second form: a guarantee without a deserved share is refused by Volcano's webhook.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn volcano_refuses_a_guarantee_without_deserved() {
     let Some(tc) = TestCluster::connect("volcano-guarantee").await else {
         return;
@@ -1540,11 +1451,8 @@ async fn volcano_refuses_a_guarantee_without_deserved() {
 
 /// A hierarchy Volcano accepts must apply to a cluster where none of it exists, in one run: the
 /// parent first, its children after (issue 14, Deliver 3).
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn volcano_parent_and_children_apply_in_one_run() {
     let Some(tc) = TestCluster::connect("volcano-one-run").await else {
         return;
@@ -1565,11 +1473,8 @@ async fn volcano_parent_and_children_apply_in_one_run() {
 /// A tenant moves to another ClusterQueue: its LocalQueue's `spec.clusterQueue` is immutable
 /// (Kueue's CRD rule `self == oldSelf`), so the live plan replaces it (never dry-running an update
 /// the server refuses), and apply deletes and re-creates it through the real Kueue webhook.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn a_tenant_moves_queue_by_replacing_its_local_queue() {
     let Some(tc) = TestCluster::connect("compose-move-queue").await else {
         return;
@@ -1654,11 +1559,8 @@ async fn a_tenant_moves_queue_by_replacing_its_local_queue() {
 /// LocalQueue, so Kueue writes the LocalQueue's status and moves its resourceVersion: the replace
 /// must still go through, the new LocalQueue must name the new ClusterQueue, the waiting job must
 /// be admitted there, and the next plan must find nothing to do.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn gpuctl_apply_moves_a_tenant_while_kueue_writes_its_local_queue() {
     let Some(_shared) = TestCluster::connect("compose-move-cli").await else {
         return;

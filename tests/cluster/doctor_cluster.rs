@@ -25,19 +25,18 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use gpuctl_core::located::Severity;
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Event, ResourceQuota};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 use support::doctor::*;
+use support::gpuctl::Gpuctl;
 
 /// Seed 000: a team's CUDA image on a pool whose nodes run a driver too old for it. The containers
 /// crash with the runtime's message; the doctor names the driver, the tenant and the upgrade.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn driver_too_old_for_the_tenants_cuda() {
     let Some(tc) = TestCluster::connect("doctor_cuda").await else {
         return;
@@ -116,11 +115,8 @@ async fn driver_too_old_for_the_tenants_cuda() {
 }
 
 /// Eight GPUs free, but spread: a 4-GPU pod stays Pending although the pool has room in total.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn free_gpus_spread_over_nodes() {
     let Some(tc) = TestCluster::connect("doctor_spread").await else {
         return;
@@ -207,11 +203,8 @@ async fn free_gpus_spread_over_nodes() {
 
 /// Seed 004's worked case: a pod asks for a MIG profile no pool offers while the pool's slices of
 /// another profile sit idle.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn mig_profile_no_pool_offers() {
     let Some(tc) = TestCluster::connect("doctor_mig").await else {
         return;
@@ -266,11 +259,8 @@ async fn mig_profile_no_pool_offers() {
 
 /// The device plugin crash-loops on one pool only: the doctor names that pool, its node and the
 /// log command, and nothing about the healthy pool.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn device_plugin_crash_looping_on_one_pool() {
     let Some(tc) = TestCluster::connect("doctor_plugin").await else {
         return;
@@ -327,11 +317,8 @@ async fn device_plugin_crash_looping_on_one_pool() {
 }
 
 /// A team's quota is used up: the Job controller's pods are refused by ResourceQuota admission.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn exhausted_team_quota() {
     let Some(tc) = TestCluster::connect("doctor_quota").await else {
         return;
@@ -403,11 +390,8 @@ async fn exhausted_team_quota() {
 
 /// A Workload waits on its cohort: its ClusterQueue is past its own quota and the other queue of
 /// the cohort uses all it could lend. The real Kueue writes why; the doctor says it and the fix.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn workload_waiting_on_its_cohort() {
     let Some(tc) = TestCluster::connect("doctor_cohort").await else {
         return;
@@ -530,11 +514,8 @@ async fn workload_waiting_on_its_cohort() {
 /// A healthy cluster: pools Ready with the declared driver, the device plugin Ready everywhere, a
 /// running GPU pod, the PriorityClass present, quota with room: no finding, exit 0 for its part.
 /// Also runs the real binary live and on a `snapshot --diagnostics` file.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn healthy_cluster_has_no_findings() {
     let Some(tc) = TestCluster::connect("doctor_healthy").await else {
         return;
@@ -608,18 +589,15 @@ async fn healthy_cluster_has_no_findings() {
     let bp_path = dir.path().join("bp.yaml");
     std::fs::write(&bp_path, &text).unwrap();
     let snap = dir.path().join("snap.json");
-    let gpuctl = env!("CARGO_BIN_EXE_gpuctl");
     let kc = kubeconfig();
-    let out = std::process::Command::new(gpuctl)
-        .args(["snapshot"])
+    let out = Gpuctl::new(["snapshot"])
         .arg(&bp_path)
         .args(["--diagnostics", "--out"])
         .arg(&snap)
         .arg("--kubeconfig")
         .arg(&kc)
         .args(["--today", "2026-12-01"])
-        .output()
-        .unwrap();
+        .output();
     assert!(
         out.status.success(),
         "{}",
@@ -635,13 +613,11 @@ async fn healthy_cluster_has_no_findings() {
         vec!["--kubeconfig".to_string(), kc.display().to_string()],
         vec!["--snapshot".to_string(), snap.display().to_string()],
     ] {
-        let out = std::process::Command::new(gpuctl)
-            .arg("doctor")
+        let out = Gpuctl::new(["doctor"])
             .arg(&bp_path)
             .args(&source)
             .args(["-o", "json", "--today", "2026-12-01"])
-            .output()
-            .unwrap();
+            .output();
         let v: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
         assert_eq!(v["format_version"], 1);

@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use gpuctl_core::doctor::{Finding, Report};
 use gpuctl_core::located::Severity;
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Event, ResourceQuota};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -220,11 +221,8 @@ fn workload_subject(tc: &TestCluster, w: &Value) -> String {
 // --- Pending pods (the scheduler's stand-in) ----------------------------------------------------
 
 /// GPU200: both nodes of the pool are nearly full; a 4-GPU pod finds 2 free GPUs in all.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn pending_pod_insufficient_gpus() {
     let Some(tc) = TestCluster::connect("doctor_sched_short").await else {
         return;
@@ -289,11 +287,8 @@ async fn pending_pod_insufficient_gpus() {
 }
 
 /// GPU201: the pool's nodes carry `nvidia.com/gpu=present:NoSchedule` and the pod tolerates nothing.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn pending_pod_untolerated_pool_taint() {
     let Some(tc) = TestCluster::connect("doctor_sched_taint").await else {
         return;
@@ -343,11 +338,8 @@ async fn pending_pod_untolerated_pool_taint() {
 }
 
 /// GPU202: the pod selects a pool label no node carries, while pool `train` has the GPUs.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn pending_pod_selector_matches_no_pool_node() {
     let Some(tc) = TestCluster::connect("doctor_sched_sel").await else {
         return;
@@ -390,11 +382,8 @@ async fn pending_pod_selector_matches_no_pool_node() {
 }
 
 /// GPU213: the node has 8 GPUs free, but the scheduler refused the pod for cpu.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn pending_pod_with_gpu_room_refused_for_cpu() {
     let Some(tc) = TestCluster::connect("doctor_sched_other").await else {
         return;
@@ -447,11 +436,8 @@ async fn pending_pod_with_gpu_room_refused_for_cpu() {
 
 /// GPU205: a quota on `requests.cpu` and no LimitRange: the real quota admission refuses every pod
 /// of a Job that sets only its GPU limit.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn quota_needs_requests_no_default_gives() {
     let Some(tc) = TestCluster::connect("doctor_sched_lr").await else {
         return;
@@ -507,11 +493,8 @@ async fn quota_needs_requests_no_default_gives() {
 
 /// GPU212: the tenant's PriorityClass is declared but not created: the Priority admission refuses
 /// the Job's pods. A second declared class no pod uses yet is missing too.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn missing_priority_class_refuses_pods() {
     let Some(tc) = TestCluster::connect("doctor_sched_pc").await else {
         return;
@@ -575,11 +558,8 @@ async fn missing_priority_class_refuses_pods() {
 
 /// GPU206: a ClusterQueue of 4 GPUs without cohort: one Workload holds all 4, one waits for 2 of
 /// them, and one asks for 6, more than the queue can ever give.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn workload_over_cluster_queue_quota() {
     let Some(tc) = TestCluster::connect("doctor_sched_cq").await else {
         return;
@@ -664,11 +644,8 @@ async fn workload_over_cluster_queue_quota() {
 }
 
 /// GPU208: the ClusterQueue selects namespaces by a label the tenant's namespace lacks.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn workload_namespace_not_selected() {
     let Some(tc) = TestCluster::connect("doctor_sched_nssel").await else {
         return;
@@ -717,11 +694,8 @@ async fn workload_namespace_not_selected() {
 }
 
 /// GPU209: the Job asks for cpu too, which the ClusterQueue does not cover.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn workload_resource_not_covered() {
     let Some(tc) = TestCluster::connect("doctor_sched_cover").await else {
         return;
@@ -768,11 +742,8 @@ async fn workload_resource_not_covered() {
 
 /// GPU210: one Job names a LocalQueue that does not exist; another's ClusterQueue is stopped
 /// (`stopPolicy: Hold`; Kueue v0.19.2 then says the queue `is inactive`).
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn workload_inadmissible_queue_missing_or_stopped() {
     let Some(tc) = TestCluster::connect("doctor_sched_inadm").await else {
         return;
@@ -832,11 +803,8 @@ async fn workload_inadmissible_queue_missing_or_stopped() {
 
 /// GPU211: a gang of 4 pods of 4 GPUs on a pool of one 8-GPU node: vc-scheduler can place two,
 /// so the PodGroup stays Inqueue with none running.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn volcano_pod_group_stuck() {
     let Some(tc) = TestCluster::connect("doctor_sched_gang").await else {
         return;

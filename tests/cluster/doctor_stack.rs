@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 
 use gpuctl_core::doctor::Finding;
 use gpuctl_core::located::Severity;
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use operator_driver::{DriverConfig, MIG_CONFIG, MIG_STATE, OperatorDriver};
@@ -69,11 +70,8 @@ fn all<'a>(r: &'a gpuctl_core::doctor::Report, tc: &TestCluster, id: &str) -> Ve
 
 /// The operator reports the ClusterPolicy not ready (the device plugin's state is not ready) and
 /// the pool's NVIDIADriver waiting on its driver pods; the other NVIDIADriver is ready.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn operator_crs_not_ready() {
     let Some(tc) = TestCluster::connect("doctor_stack_crs").await else {
         return;
@@ -180,11 +178,8 @@ async fn operator_crs_not_ready() {
 
 /// The blueprint asks for a MIG layout; MIG Manager cannot apply it on one pool's node (the label
 /// goes `pending`, then `failed`) and applies it on the other pool's.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn mig_config_failed_on_a_pool() {
     let Some(tc) = TestCluster::connect("doctor_stack_mig").await else {
         return;
@@ -284,11 +279,8 @@ const TOOLKIT_ERROR: &str = "failed to create containerd task: failed to create 
 
 /// GPU pods that cannot start on one pool (the toolkit's hook fails) and crash at start on another
 /// (NVML finds a driver/library mismatch); a running GPU pod on a third pool is no finding.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn gpu_containers_do_not_start() {
     let Some(tc) = TestCluster::connect("doctor_stack_start").await else {
         return;
@@ -422,11 +414,8 @@ async fn gpu_containers_do_not_start() {
 /// One pool's node stopped posting status (the node lifecycle controller marked it Unknown);
 /// another pool's node is Ready but its device plugin reports every GPU unhealthy. The third pool
 /// is healthy.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn pool_nodes_not_ready_or_without_gpus() {
     let Some(tc) = TestCluster::connect("doctor_stack_nodes").await else {
         return;
@@ -536,11 +525,8 @@ async fn pool_nodes_not_ready_or_without_gpus() {
 /// lists everything the doctor reads except ClusterPolicies: the doctor says it could not read
 /// them and which grant is missing, instead of reporting a clean GPU Operator. A not-ready
 /// ClusterPolicy that the admin's reading reports (GPU231) is what this identity cannot see.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn kind_the_credentials_may_not_list() {
     let Some(tc) = TestCluster::connect("doctor_stack_rbac").await else {
         return;

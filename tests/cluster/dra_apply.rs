@@ -24,10 +24,11 @@
 use crate::render_common;
 use crate::support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::dra_harness::{generated_claim, poll, unschedulable};
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, ResourceQuota};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Api;
@@ -36,6 +37,7 @@ use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster, create_admitted};
 use support::dra::{self, DraNode};
 use support::fresh::FreshCluster;
+use support::gpuctl::{Gpuctl, TODAY};
 
 /// What the DRA tests' blueprints start with: metadata, Kubernetes, the GPU Operator (not
 /// installed; nodes' driver 595.91.07). Also dra_kueue's.
@@ -97,13 +99,10 @@ fn blueprint(p: &str) -> String {
 }
 
 fn gpuctl(args: &[&str], kubeconfig: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
+    Gpuctl::new(args)
         .args(["--kubeconfig", kubeconfig])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
+        .today(TODAY)
         .output()
-        .expect("gpuctl runs")
 }
 
 fn api(tc: &TestCluster, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {
@@ -128,11 +127,8 @@ fn claim(name: &str, class: &str, count: u32) -> DynamicObject {
     .unwrap()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dra_shapes_apply_converge_and_their_quota_is_enforced() {
     let Some(_shared) = TestCluster::connect("dra_apply").await else {
         return;
@@ -430,11 +426,8 @@ fn whole_gpu(device: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dra_shapes_applied_by_gpuctl_are_allocated_by_the_real_scheduler() {
     let Some(_shared) = TestCluster::connect("dra_apply_alloc").await else {
         return;

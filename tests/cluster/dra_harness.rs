@@ -16,6 +16,7 @@ use crate::support::fresh::FreshCluster;
 
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Event, Pod, ResourceQuota};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use kube::api::{Api, ListParams, PostParams};
@@ -95,11 +96,8 @@ fn used(rq: &ResourceQuota, key: &str) -> Option<String> {
         .map(|q| q.0.clone())
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dra_quota_charges_template_claims_and_refuses_claims_beyond_it() {
     let Some(tc) = TestCluster::connect("dra_quota").await else {
         return;
@@ -334,11 +332,8 @@ pub(crate) async fn unschedulable(pods: &Api<Pod>, pod: &str) -> String {
     .await
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dra_claims_are_allocated_by_the_real_scheduler_from_published_slices() {
     // The shared cluster's presence decides skip (developer machine) or fail (CI), as elsewhere.
     let Some(_shared) = TestCluster::connect("dra_allocation").await else {

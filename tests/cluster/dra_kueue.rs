@@ -21,6 +21,7 @@ use crate::support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::{Value, json};
@@ -130,11 +131,8 @@ fn quota_reserved(w: &Value) -> Option<bool> {
     condition(w, "QuotaReserved").map(|c| c["status"] == "True")
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dra_claims_are_admitted_by_the_real_kueue_with_gpuctls_device_class_mappings() {
     let Some(_shared) = TestCluster::connect("dra_kueue").await else {
         return;

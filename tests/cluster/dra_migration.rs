@@ -23,6 +23,7 @@ use gpuctl_cluster::read;
 use gpuctl_core::located::Severity;
 use gpuctl_core::plan::PlanOptions;
 use gpuctl_core::render::RenderedSet;
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -87,11 +88,8 @@ async fn labels(tc: &TestCluster, node: &str) -> (Option<String>, Option<String>
     (l.get(DEVICE_PLUGIN).cloned(), l.get(DRA_PLUGIN).cloned())
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn a_pool_moves_to_dra_only_once_no_pod_holds_device_plugin_gpus() {
     let Some(tc) = TestCluster::connect("dra_migration").await else {
         return;

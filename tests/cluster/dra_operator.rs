@@ -22,22 +22,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use serde_json::{Value, json};
 use support::cluster::TestCluster;
 use support::fresh::FreshCluster;
+use support::gpuctl::gpuctl;
 use support::releases::text;
-
-fn gpuctl(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs")
-}
 
 /// The GPU Operator values gpuctl renders for the example `blueprint`.
 fn operator_values(blueprint: &str, dir: &Path) -> std::path::PathBuf {
@@ -87,11 +80,8 @@ fn gpucluster_api(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &ar)
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn gpu_operator_chart_renders_one_gpucluster_from_gpuctls_values() {
     let Some(tc) = TestCluster::connect("dra_operator_chart").await else {
         return;
@@ -245,11 +235,8 @@ async fn editor(client: &Client, ns: &str) -> String {
     format!("system:serviceaccount:{ns}:alice")
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn compute_domains_are_creatable_by_tenant_editors_within_their_quota() {
     let Some(_shared) = TestCluster::connect("dra_operator_cd").await else {
         return;

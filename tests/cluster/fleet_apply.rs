@@ -20,45 +20,21 @@ use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Instant;
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::Client;
 use kube::api::Api;
-use serde_json::{Value, json};
 use support::cluster::{TestCluster, nvidia_drivers};
+use support::fleet::{BASE, FleetRepo, write};
 use support::fresh::FreshCluster;
+use support::gpuctl::{Gpuctl, TODAY, in_dir as gpuctl};
 use support::operator_driver::{report_not_ready, report_ready};
 use support::releases::text;
 
 /// The fleet's clusters and their contexts.
 const CLUSTERS: [&str; 3] = ["canary", "east", "west"];
-
-const BASE: &str = "apiVersion: gpuctl.dev/v1alpha1
-kind: ClusterBlueprint
-metadata:
-  name: base
-spec:
-  kubernetes:
-    version: \"1.35.1\"
-  gpuOperator:
-    version: v26.7.0
-    namespace: gpu-operator
-    install: none
-    driver:
-      version: \"580.173.02\"
-      kernelModuleType: open
-  nodePools:
-    - name: train
-      role: training
-      selector: { gpuctl.dev/pool: train }
-      nodes: 2
-      gpu: { model: H100-SXM5-80GB, count: 8 }
-  tenants:
-    - name: team-a
-      namespaces: [team-a]
-      quota: { nvidia.com/gpu: 8 }
-";
 
 const FLEET: &str = "apiVersion: gpuctl.dev/v1alpha1
 kind: Fleet
@@ -72,49 +48,6 @@ spec:
     - { name: canary, clusters: [canary], bake: 0s }
     - { name: rest, selector: {}, gates: [converged, doctor] }
 ";
-
-fn gpuctl(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(dir)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn write(dir: &Path, rel: &str, text: &str) {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
-/// One kubeconfig with a context `ctx-<cluster>` per harness (clusters and users renamed apart).
-fn fleet_kubeconfig(harnesses: &[(&str, PathBuf)], out: &Path) {
-    let mut merged = json!({"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [],
-        "contexts": [], "current-context": "ctx-canary"});
-    for (name, kc) in harnesses {
-        let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(kc).unwrap()).unwrap();
-        let mut cluster = kc["clusters"][0].clone();
-        cluster["name"] = json!(name);
-        let mut user = kc["users"][0].clone();
-        user["name"] = json!(name);
-        merged["clusters"].as_array_mut().unwrap().push(cluster);
-        merged["users"].as_array_mut().unwrap().push(user);
-        merged["contexts"].as_array_mut().unwrap().push(
-            json!({"name": format!("ctx-{name}"), "context": {"cluster": name, "user": name}}),
-        );
-    }
-    std::fs::write(out, serde_json::to_string_pretty(&merged).unwrap()).unwrap();
-}
-
-async fn client(kubeconfig: &Path) -> Client {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(cfg).unwrap()
-}
 
 /// The fleet revision a cluster's ApplySet parent carries (`None`: no parent or no stamp).
 async fn revision(c: &Client, cluster: &str) -> Option<String> {
@@ -160,11 +93,8 @@ fn assert_plans_empty(dir: &Path, kc: &str, when: &str) {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn fleet_apply_rolls_out_in_waves_behind_gates_and_resumes_after_a_kill() {
     let Some(_shared) = TestCluster::connect("fleet_apply").await else {
         return;
@@ -172,49 +102,31 @@ async fn fleet_apply_rolls_out_in_waves_behind_gates_and_resumes_after_a_kill() 
     let started = Instant::now();
     // Three API servers side by side, started at once (no Kueue or Volcano: the fleet needs
     // neither, and each start is shorter without them).
-    let fresh: Vec<FreshCluster> = std::thread::scope(|s| {
-        let handles: Vec<_> = CLUSTERS
-            .iter()
-            .map(|c| {
-                s.spawn(move || {
-                    FreshCluster::up_with(
-                        &format!("fleet-apply-{c}"),
-                        &["--without-kueue", "--without-volcano"],
-                    )
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let fresh = FreshCluster::up_all(&CLUSTERS.map(|c| {
+        let flags = vec!["--without-kueue", "--without-volcano"];
+        (format!("fleet-apply-{c}"), flags)
+    }));
     eprintln!(
         "fleet_apply: three clusters up in {:.1}s",
         started.elapsed().as_secs_f64()
     );
-    let repo = tempfile::tempdir().unwrap();
-    let dir = repo.path();
-    std::fs::create_dir(dir.join(".git")).unwrap();
-    write(dir, "base.yaml", BASE);
+    let mut fleet = FleetRepo::new().git().file("base.yaml", BASE);
     for c in CLUSTERS {
-        write(
-            dir,
-            &format!("clusters/{c}.yaml"),
-            &format!(
-                "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nextends: ../base.yaml\nmetadata: {{ name: {c} }}\n"
-            ),
-        );
+        fleet = fleet.cluster(c, "");
     }
-    write(dir, "fleet.yaml", FLEET);
+    let repo = fleet.file("fleet.yaml", FLEET).build();
+    let dir = repo.path();
     let harnesses: Vec<(&str, PathBuf)> = CLUSTERS
         .iter()
         .zip(&fresh)
         .map(|(c, f)| (*c, f.kubeconfig()))
         .collect();
     let kc = dir.join("kubeconfig.json");
-    fleet_kubeconfig(&harnesses, &kc);
+    support::fleet::kubeconfig(&harnesses, &kc);
     let kcs = kc.display().to_string();
     let mut clients = Vec::new();
     for f in &fresh {
-        clients.push(client(&f.kubeconfig()).await);
+        clients.push(f.client().await);
     }
     let (canary, east, west) = (&clients[0], &clients[1], &clients[2]);
     let apply = |extra: &[&str]| {
@@ -355,23 +267,19 @@ async fn fleet_apply_rolls_out_in_waves_behind_gates_and_resumes_after_a_kill() 
     write(dir, "base.yaml", &grown);
     let o = apply(&["--wave", "canary"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args([
-            "fleet",
-            "apply",
-            "fleet.yaml",
-            "--kubeconfig",
-            &kcs,
-            "--lock-duration",
-            "2s",
-        ])
-        .current_dir(dir)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Gpuctl::new([
+        "fleet",
+        "apply",
+        "fleet.yaml",
+        "--kubeconfig",
+        &kcs,
+        "--lock-duration",
+        "2s",
+    ])
+    .current_dir(dir)
+    .today(TODAY)
+    .no_color()
+    .spawn(Stdio::null(), Stdio::piped());
     // Killed at west's first apply phase: its lock is held, east is done.
     let mut seen = Vec::new();
     let mut west_started = false;

@@ -14,9 +14,12 @@ use crate::support;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::{Value, json};
 use support::cluster::TestCluster;
+use support::fleet::FleetRepo;
 use support::fresh::FreshCluster;
+use support::gpuctl::in_dir as gpuctl;
 use support::releases::text;
 
 /// The example fleet's clusters and their contexts.
@@ -26,29 +29,6 @@ const CLUSTERS: [(&str, &str); 4] = [
     ("us-east", "gke-us-east"),
     ("eu-onprem", "dgx-eu"),
 ];
-
-fn gpuctl(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(dir)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
 
 /// The harness's kubeconfig with one context per fleet cluster, all on its one cluster and user.
 fn fleet_kubeconfig(harness: &Path, out: &Path) {
@@ -110,11 +90,8 @@ fn creates(doc: &Value, name: &str, kind: &str) -> bool {
         .any(|c| c["action"] == "create" && c["kind"] == kind)
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn fleet_plan_plans_every_cluster_through_its_context_and_snapshots_agree() {
     let Some(_shared) = TestCluster::connect("fleet_plan_live").await else {
         return;
@@ -122,12 +99,7 @@ async fn fleet_plan_plans_every_cluster_through_its_context_and_snapshots_agree(
     // A cluster of its own: the plans must not see other tests' objects come and go between the
     // live plan and the snapshots.
     let fresh = FreshCluster::up_with("fleet-plan", &["--without-kueue"]);
-    let repo = tempfile::tempdir().unwrap();
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("blueprints/fleet"),
-        &repo.path().join("fleet"),
-    );
-    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let repo = FleetRepo::new().example("fleet").git().build();
     let kc = repo.path().join("kubeconfig.json");
     fleet_kubeconfig(&fresh.kubeconfig(), &kc);
     let kcs = kc.display().to_string();

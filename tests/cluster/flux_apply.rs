@@ -33,37 +33,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use support::cluster::{TestCluster, cluster_required};
+use support::fleet::{BASE, FleetRepo};
 use support::fresh::FreshCluster;
+use support::gpuctl::in_dir as gpuctl;
 use support::releases::text;
-
-const BASE: &str = "apiVersion: gpuctl.dev/v1alpha1
-kind: ClusterBlueprint
-metadata:
-  name: base
-spec:
-  kubernetes:
-    version: \"1.35.1\"
-  gpuOperator:
-    version: v26.7.0
-    namespace: gpu-operator
-    install: none
-    driver:
-      version: \"580.173.02\"
-      kernelModuleType: open
-  nodePools:
-    - name: train
-      role: training
-      selector: { gpuctl.dev/pool: train }
-      nodes: 2
-      gpu: { model: H100-SXM5-80GB, count: 8 }
-  tenants:
-    - name: team-a
-      namespaces: [team-a]
-      quota: { nvidia.com/gpu: 8 }
-";
 
 const FLEET: &str = "apiVersion: gpuctl.dev/v1alpha1
 kind: Fleet
@@ -102,22 +79,6 @@ const OBJECTS: [(&str, &str, &str); 5] = [
     ("resourcequota", "team-a", "team-a-quota"),
     ("configmap", "gpu-operator", "gpuctl-dcgm-metrics"),
 ];
-
-fn gpuctl(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(dir)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn write(dir: &Path, rel: &str, text: &str) {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
 
 struct Kubectl {
     bin: String,
@@ -399,23 +360,21 @@ fn summary(plan: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+#[needs_test_cluster]
 #[test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 fn flux_kustomize_controller_applies_a_rendered_tree_and_plan_shows_no_change() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let Some(_shared) = rt.block_on(TestCluster::connect("flux_apply")) else {
         return;
     };
     let started = Instant::now();
-    let (flux, edge) = std::thread::scope(|s| {
-        let flags = ["--without-kueue", "--without-volcano"];
-        let a = s.spawn(move || FreshCluster::up_with("flux-home", &flags));
-        let b = s.spawn(move || FreshCluster::up_with("flux-edge", &flags));
-        (a.join().unwrap(), b.join().unwrap())
-    });
+    let flags = vec!["--without-kueue", "--without-volcano"];
+    let mut up = FreshCluster::up_all(&[
+        ("flux-home".to_string(), flags.clone()),
+        ("flux-edge".to_string(), flags),
+    ])
+    .into_iter();
+    let (flux, edge) = (up.next().unwrap(), up.next().unwrap());
     eprintln!(
         "flux_apply: two clusters up in {:.1}s",
         started.elapsed().as_secs_f64()
@@ -467,16 +426,13 @@ fn flux_kustomize_controller_applies_a_rendered_tree_and_plan_shows_no_change() 
     home.ok(&["create", "namespace", "flux-system"], None);
 
     // The fleet, rendered with the Flux engine.
-    let repo = tempfile::tempdir().unwrap();
+    let repo = FleetRepo::new()
+        .git()
+        .file("base.yaml", BASE)
+        .cluster("edge", "")
+        .file("fleet.yaml", FLEET)
+        .build();
     let dir = repo.path();
-    std::fs::create_dir(dir.join(".git")).unwrap();
-    write(dir, "base.yaml", BASE);
-    write(
-        dir,
-        "clusters/edge.yaml",
-        "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nextends: ../base.yaml\nmetadata: { name: edge }\n",
-    );
-    write(dir, "fleet.yaml", FLEET);
     let o = gpuctl(&["fleet", "render", "fleet.yaml", "-o", "rendered"], dir);
     assert_eq!(o.status.code(), Some(0), "fleet render: {}", text(&o));
 

@@ -17,8 +17,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::Value;
 use support::fresh::FreshCluster;
+use support::gpuctl::{Gpuctl, TODAY};
 
 const UPSTREAM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream-gitops");
 
@@ -64,13 +66,10 @@ impl Kubectl {
 }
 
 fn render(fleet: &str, dir: &Path) {
-    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(["fleet", "render", fleet, "-o"])
+    let o = Gpuctl::new(["fleet", "render", fleet, "-o"])
         .arg(dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs");
+        .today(TODAY)
+        .output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -98,11 +97,8 @@ fn by_id(docs: Vec<Value>) -> BTreeMap<(String, String, String, String), Value> 
     out
 }
 
+#[needs_test_cluster]
 #[test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 fn gitops_objects_pass_the_real_crds_and_kustomize_builds_exactly_the_rendered_objects() {
     let fresh = FreshCluster::up_with("gitops", &["--without-kueue", "--without-volcano"]);
     let k = Kubectl {

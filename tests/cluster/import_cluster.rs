@@ -19,7 +19,9 @@ use std::process::{Command, Output};
 
 use gpuctl_core::import::fixture;
 use gpuctl_core::render::{RenderedSet, Templates};
+use gpuctl_test_skip::needs_test_cluster;
 use serde_json::{Value, json};
+use support::gpuctl::{Gpuctl, TODAY};
 
 const CHART: &str = "gpu-operator-v26.7.0.tgz";
 
@@ -81,7 +83,11 @@ impl Harness {
     }
 
     fn gpuctl(&self, args: &[&str]) -> Output {
-        self.run(env!("CARGO_BIN_EXE_gpuctl"), args)
+        Gpuctl::new(args)
+            .current_dir(&self.dir)
+            .env("KUBECONFIG", self.var("GPUCTL_TEST_KUBECONFIG"))
+            .today(TODAY)
+            .output()
     }
 }
 
@@ -415,11 +421,8 @@ fn no_test_cluster() -> bool {
 macro_rules! round_trip_tests {
     ($($name:ident => $file:literal),* $(,)?) => {
         $(
+            #[needs_test_cluster]
             #[test]
-            #[cfg_attr(
-                gpuctl_no_test_cluster,
-                ignore = "skipped: needs the test API server (docs/testing.md)"
-            )]
             fn $name() {
                 if no_test_cluster() {
                     return;
@@ -441,11 +444,8 @@ round_trip_tests! {
 /// The operator installed by the real helm as release `nvidia-gpu` in namespace `platform-gpu`:
 /// import finds it by its chart, reads its values and namespace, and leaves the release alone
 /// (`install: none`): adoption takes over the objects and never touches the release.
+#[needs_test_cluster]
 #[test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 fn a_release_under_another_name_and_namespace_is_found_by_its_chart() {
     if std::env::var_os(support::cluster::KUBECONFIG_ENV).is_none() {
         assert!(

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -209,11 +210,8 @@ fn apply_args(bps: &str, kcs: &str) -> Vec<String> {
     .to_vec()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn kueue_is_installed_from_its_chart_and_upgraded_by_exactly_its_config() {
     let Some(Setup {
         fresh,
@@ -448,11 +446,8 @@ fn kueue_api(
 /// (saying why it is gpuctl's), apply refuses while the queues exist (nothing changes), and once
 /// they are deleted apply uninstalls it with the real helm: `helm list` no longer has it, and the
 /// CRDs stay. Same fresh harness without Kueue and same stand-in pod as the test above.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn removing_kueue_uninstalls_its_release_once_its_queues_are_gone_and_keeps_the_crds() {
     let Some(Setup {
         fresh,

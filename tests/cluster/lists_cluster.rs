@@ -10,6 +10,7 @@ use crate::support;
 
 use gpuctl_cluster::lists::{self, Listing, Query, Want};
 use gpuctl_core::diagnostics::{DiagKind, STATUS_READS, UnreadWhy};
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{ApiResource, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -43,11 +44,8 @@ async fn query(k: &gpuctl_cluster::Kube, tc: &TestCluster, want: Want<'_>, limit
     q
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn pages_come_in_order_and_finished_pods_stay_on_the_server() {
     let Some(tc) = TestCluster::connect("lists_pages").await else {
         return;
@@ -151,11 +149,8 @@ async fn pages_come_in_order_and_finished_pods_stay_on_the_server() {
     assert_eq!(names(&all).len(), 7);
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn kinds_not_served_or_forbidden_say_so() {
     let Some(tc) = TestCluster::connect("lists_unread").await else {
         return;
@@ -225,11 +220,8 @@ async fn kinds_not_served_or_forbidden_say_so() {
 
 /// `gpuctl status` lists its five kinds and nothing else: no Event is read, and no kind it does
 /// not read is reported as unread.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn status_lists_only_its_kinds() {
     let Some(tc) = TestCluster::connect("lists_status").await else {
         return;

@@ -1,6 +1,6 @@
 //! Integration tests against the real test cluster (kube-apiserver + etcd, kube-controller-manager,
 //! Kueue and Volcano's admission from `tools/kube-harness`; docs/testing.md). Each test is marked
-//! `#[cfg_attr(gpuctl_no_test_cluster, ignore = ...)]`, so without a configured cluster a local
+//! `#[needs_test_cluster]` (tests/skip/src/lib.rs), so without a configured cluster a local
 //! `cargo test` lists it as ignored; in CI a missing cluster fails it.
 //!
 //! One test binary for all of them (see `tests/offline/main.rs` for the grouping); each file here

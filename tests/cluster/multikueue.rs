@@ -21,15 +21,17 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use support::cluster::TestCluster;
+use support::fleet::FleetRepo;
 use support::fresh::FreshCluster;
+use support::gpuctl::in_dir as gpuctl;
 use support::releases::text;
 
 const CLUSTERS: [&str; 3] = ["hub", "worker-a", "worker-b"];
@@ -84,48 +86,6 @@ spec:
     clusterQueues: [cq-team-a]
 ";
 
-fn gpuctl(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(dir)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn write(dir: &Path, rel: &str, text: &str) {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
-fn fleet_kubeconfig(harnesses: &[(&str, PathBuf)], out: &Path) {
-    let mut merged = json!({"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [],
-        "contexts": [], "current-context": "ctx-hub"});
-    for (name, kc) in harnesses {
-        let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(kc).unwrap()).unwrap();
-        let mut cluster = kc["clusters"][0].clone();
-        cluster["name"] = json!(name);
-        let mut user = kc["users"][0].clone();
-        user["name"] = json!(name);
-        merged["clusters"].as_array_mut().unwrap().push(cluster);
-        merged["users"].as_array_mut().unwrap().push(user);
-        merged["contexts"].as_array_mut().unwrap().push(
-            json!({"name": format!("ctx-{name}"), "context": {"cluster": name, "user": name}}),
-        );
-    }
-    std::fs::write(out, serde_json::to_string_pretty(&merged).unwrap()).unwrap();
-}
-
-async fn client(kubeconfig: &Path) -> Client {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(cfg).unwrap()
-}
-
 fn kueue(kind: &str, plural: &str) -> ApiResource {
     ApiResource {
         group: "kueue.x-k8s.io".into(),
@@ -178,61 +138,47 @@ fn job(name: &str) -> k8s_openapi::api::batch::v1::Job {
     .unwrap()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn multikueue_dispatches_a_job_to_the_worker_with_quota() {
     let Some(_shared) = TestCluster::connect("multikueue").await else {
         return;
     };
     let started = Instant::now();
-    let fresh: Vec<FreshCluster> = std::thread::scope(|s| {
-        let handles: Vec<_> = CLUSTERS
-            .iter()
-            .map(|c| {
-                s.spawn(move || {
-                    let mut flags = vec!["--without-volcano"];
-                    if *c == "hub" {
-                        flags.extend(["--kueue-frameworks", "batch/job,jobset.x-k8s.io/jobset"]);
-                    }
-                    FreshCluster::up_with(&format!("multikueue-{c}"), &flags)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let fresh = FreshCluster::up_all(&CLUSTERS.map(|c| {
+        let mut flags = vec!["--without-volcano"];
+        if c == "hub" {
+            flags.extend(["--kueue-frameworks", "batch/job,jobset.x-k8s.io/jobset"]);
+        }
+        (format!("multikueue-{c}"), flags)
+    }));
     eprintln!(
         "multikueue: three clusters up in {:.1}s",
         started.elapsed().as_secs_f64()
     );
-    let repo = tempfile::tempdir().unwrap();
-    let dir = repo.path();
-    std::fs::create_dir(dir.join(".git")).unwrap();
-    write(dir, "base.yaml", BASE);
+    let mut fleet = FleetRepo::new().git().file("base.yaml", BASE);
     for c in CLUSTERS {
         let gpus = if c == "worker-a" { "0" } else { "8" };
-        write(
-            dir,
-            &format!("clusters/{c}.yaml"),
+        fleet = fleet.cluster(
+            c,
             &format!(
-                "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nextends: ../base.yaml\nmetadata: {{ name: {c} }}\nspec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - {{ pool: train, quota: {{ nvidia.com/gpu: {gpus} }} }}\n"
+                "spec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - {{ pool: train, quota: {{ nvidia.com/gpu: {gpus} }} }}\n"
             ),
         );
     }
-    write(dir, "fleet.yaml", FLEET);
+    let repo = fleet.file("fleet.yaml", FLEET).build();
+    let dir = repo.path();
     let harnesses: Vec<(&str, PathBuf)> = CLUSTERS
         .iter()
         .zip(&fresh)
         .map(|(c, f)| (*c, f.kubeconfig()))
         .collect();
     let kc = dir.join("kubeconfig.json");
-    fleet_kubeconfig(&harnesses, &kc);
+    support::fleet::kubeconfig(&harnesses, &kc);
     let kcs = kc.display().to_string();
     let mut clients = Vec::new();
     for f in &fresh {
-        clients.push(client(&f.kubeconfig()).await);
+        clients.push(f.client().await);
     }
     let (hub, worker_a, worker_b) = (&clients[0], &clients[1], &clients[2]);
     for w in [worker_a, worker_b] {

@@ -10,11 +10,11 @@
 use crate::render_common;
 use crate::support;
 
-use std::process::Command;
-
+use gpuctl_test_skip::needs_test_cluster;
 use kube::api::Patch;
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster, api_error, apply_params};
+use support::gpuctl::{Gpuctl, TODAY};
 
 const KINDS: [&str; 6] = [
     "NicClusterPolicy",
@@ -47,11 +47,8 @@ async fn dry_run_apply(
     api.patch(name, &params, &Patch::Apply(manifest)).await
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn network_objects_pass_strict_validation_on_the_api_server() {
     let Some(tc) = TestCluster::connect("network_objects_strict").await else {
         return;
@@ -110,11 +107,8 @@ async fn network_objects_pass_strict_validation_on_the_api_server() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn plan_shows_network_objects_and_nodes_without_level_labels() {
     let Some(tc) = TestCluster::connect("network_plan").await else {
         return;
@@ -148,19 +142,16 @@ async fn plan_shows_network_objects_and_nodes_without_level_labels() {
     tc.create_gpu_node("rack1-t2", &node(None)).await.unwrap();
 
     let kubeconfig = std::env::var(support::cluster::KUBECONFIG_ENV).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args([
-            "plan",
-            path.to_str().unwrap(),
-            "--kubeconfig",
-            &kubeconfig,
-            "-o",
-            "json",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs");
+    let o = Gpuctl::new([
+        "plan",
+        path.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ])
+    .today(TODAY)
+    .output();
     let plan: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| {
         panic!(
             "plan output is not JSON: {}\n{}",
@@ -243,11 +234,8 @@ fn ip_pools_blueprint(pool: &str) -> String {
 /// harness installs from ../shared/upstream/nvidia-k8s-ipam) stores pools equal to what was
 /// rendered, and the next plan is empty. Stand-in, stated plainly: no Network Operator runs here,
 /// so nothing deploys nv-ipam or hands out addresses; the CRDs are the ones it would apply.
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn ip_pools_apply_and_are_stored_as_rendered() {
     let Some(_shared) = TestCluster::connect("ip_pools").await else {
         return;
@@ -279,13 +267,10 @@ async fn ip_pools_apply_and_are_stored_as_rendered() {
 
     let kubeconfig = kc.to_str().unwrap();
     let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-            .args(args)
+        Gpuctl::new(args)
             .args(["--kubeconfig", kubeconfig])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("GPUCTL_TODAY", "2026-11-30")
+            .today(TODAY)
             .output()
-            .expect("gpuctl runs")
     };
     let p = path.to_str().unwrap();
     let o = run(&[

@@ -20,10 +20,12 @@ use gpuctl_core::render::{
     DRIVER_LABEL, HelmRelease, NodePatch, NodeTaint, Phase, RenderedObject, RenderedSet,
     TENANT_LABEL,
 };
+use gpuctl_test_skip::needs_test_cluster;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster, gpuctl_kube};
 use support::fixture::{live_plan, quiet, snapshot_plan};
+use support::gpuctl::Gpuctl;
 
 /// A small rendered set under `prefix`: namespace, priority class, quota, Kueue flavor/cluster
 /// queue/local queue, a Volcano queue, and one pool of nodes.
@@ -203,11 +205,8 @@ fn actions(plan: &Plan) -> Vec<(ActionKind, String)> {
         .collect()
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn apply_then_plan_reports_no_changes() {
     let Some((tc, k, f)) = connected("apply_noop", "noop").await else {
         return;
@@ -271,11 +270,8 @@ async fn apply_then_plan_reports_no_changes() {
     }
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn an_edit_yields_exactly_the_expected_actions() {
     let Some((_tc, k, mut f)) = applied("apply_edit", "edit").await else {
         return;
@@ -316,11 +312,8 @@ async fn an_edit_yields_exactly_the_expected_actions() {
     assert!(!again.summary.has_changes(), "{:#?}", actions(&again));
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn prune_removes_only_members() {
     let Some((tc, k, mut f)) = applied("apply_prune", "prune").await else {
         return;
@@ -399,11 +392,8 @@ async fn prune_removes_only_members() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn another_managers_field_is_a_conflict() {
     let Some((_tc, k, mut f)) = applied("apply_conflict", "conflict").await else {
         return;
@@ -452,11 +442,8 @@ async fn another_managers_field_is_a_conflict() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn an_object_of_another_blueprint_is_a_conflict() {
     let Some((tc, k, a)) = applied("apply_other_set", "own-a").await else {
         return;
@@ -560,11 +547,8 @@ async fn put_helm_release(
     .unwrap();
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn the_operator_release_is_diffed_against_its_live_values() {
     let Some((_tc, k, f)) = connected("apply_helm", "helm").await else {
         return;
@@ -721,11 +705,8 @@ async fn the_operator_release_is_diffed_against_its_live_values() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn a_stale_saved_plan_is_refused() {
     let Some((_tc, k, mut f)) = applied("apply_stale", "stale").await else {
         return;
@@ -758,11 +739,8 @@ async fn a_stale_saved_plan_is_refused() {
         .expect("fresh plan is not stale");
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn node_mismatches_are_findings() {
     let Some((tc, k, f)) = connected("plan_nodes", "nodes").await else {
         return;
@@ -925,11 +903,8 @@ impl FaultProxy {
     }
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn throttling_and_server_errors_are_survived() {
     let Some(tc) = TestCluster::connect("apply_faults").await else {
         return;
@@ -951,11 +926,8 @@ async fn throttling_and_server_errors_are_survived() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn an_interrupted_apply_converges_on_rerun() {
     let Some((_tc, direct, f)) = connected("apply_interrupted", "cut").await else {
         return;
@@ -995,11 +967,8 @@ async fn an_interrupted_apply_converges_on_rerun() {
     assert_eq!(done.summary.unchanged, 7);
 }
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn objects_of_missing_crds_wait_for_them() {
     let Some((tc, k, f)) = connected("apply_crd", "crd").await else {
         return;
@@ -1123,10 +1092,7 @@ async fn quota_hard(k: &Kube, ns: &str) -> String {
         .clone()
 }
 
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_applies_one_writes_the_other_refuses_as_stale() {
     let Some((_tc, k, f)) = applied("apply_race", "race").await else {
@@ -1188,10 +1154,7 @@ async fn two_concurrent_applies_one_writes_the_other_refuses_as_stale() {
     assert!(!info.live(), "{info:?}");
 }
 
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
+#[needs_test_cluster]
 #[tokio::test]
 async fn a_held_lock_refuses_at_once_naming_its_holder() {
     let Some((_tc, k, mut f)) = applied("apply_locked", "locked").await else {
@@ -1394,10 +1357,7 @@ impl Webhook {
     }
 }
 
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_waits_once_for_a_webhook_until_its_service_has_an_endpoint() {
     let Some((_tc, k, mut f)) = applied("apply_webhook", "hook").await else {
@@ -1468,12 +1428,10 @@ async fn apply_waits_once_for_a_webhook_until_its_service_has_an_endpoint() {
 
 /// The real binary, with the harness's kubeconfig.
 fn gpuctl(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
+    Gpuctl::new(args)
         .arg("--kubeconfig")
         .arg(std::env::var(support::cluster::KUBECONFIG_ENV).unwrap())
         .output()
-        .expect("gpuctl runs")
 }
 
 fn stderr(o: &std::process::Output) -> String {
@@ -1483,8 +1441,7 @@ fn stderr(o: &std::process::Output) -> String {
 /// Starts `gpuctl apply PLAN` that blocks on `hook` (no endpoints) while holding the lock, waits
 /// until the lock is held, and kills it (SIGKILL: nothing is released).
 async fn kill_blocked_apply(k: &Kube, f: &Fixture, plan: &std::path::Path) {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .arg("apply")
+    let mut child = Gpuctl::new(["apply"])
         .arg(plan)
         .arg("--kubeconfig")
         .arg(std::env::var(support::cluster::KUBECONFIG_ENV).unwrap())
@@ -1496,10 +1453,7 @@ async fn kill_blocked_apply(k: &Kube, f: &Fixture, plan: &std::path::Path) {
             "--output",
             "json",
         ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("gpuctl runs");
+        .spawn(std::process::Stdio::null(), std::process::Stdio::null());
     let name = gpuctl_core::names::apply_lock_name(&f.prefix);
     eventually(60, "the apply to hold its lock", async || {
         lock::info(k, &f.ns(), &name)
@@ -1512,10 +1466,7 @@ async fn kill_blocked_apply(k: &Kube, f: &Fixture, plan: &std::path::Path) {
     child.wait().unwrap();
 }
 
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_applys_lock_expires_and_unlock_clears_it() {
     let Some((_tc, k, mut f)) = applied("apply_killed", "killed").await else {
@@ -1593,10 +1544,7 @@ async fn a_killed_applys_lock_expires_and_unlock_clears_it() {
     assert!(!done.summary.has_changes(), "{:#?}", actions(&done));
 }
 
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
+#[needs_test_cluster]
 #[tokio::test]
 async fn apply_does_not_run_beside_a_driver_upgrade_of_its_pools() {
     let Some((_tc, k, mut f)) = applied("apply_upgrade", "upg").await else {
@@ -1636,11 +1584,8 @@ async fn apply_does_not_run_beside_a_driver_upgrade_of_its_pools() {
 /// group-kinds, resolved in whichever version the group serves it: NVIDIADriver is served only as
 /// nvidia.com/v1alpha1 while the group prefers v1 (ClusterPolicy), so resolving through the
 /// preferred version alone missed it and prune left it behind.
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn a_dropped_member_of_a_kind_outside_the_groups_preferred_version_is_pruned() {
     let Some((tc, k, f)) = connected("apply_prune_v1alpha1", "prunedrv").await else {
         return;
@@ -1715,11 +1660,8 @@ fn resource_version(v: &DynamicObjectValue) -> u64 {
 
 type DynamicObjectValue = kube::api::DynamicObject;
 
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn queue_parents_are_created_before_children_and_pruned_after_them() {
     let Some((tc, k, f)) = connected("apply_hierarchy", "tree").await else {
         return;
@@ -1799,11 +1741,8 @@ async fn queue_parents_are_created_before_children_and_pruned_after_them() {
 
 /// With Kueue installed by someone else, a live plan reads Kueue's manager ConfigMap and says
 /// where it contradicts the blueprint's `scheduling.kueue.config` (issue 14).
+#[needs_test_cluster]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn a_running_kueues_configuration_is_read_and_compared() {
     let Some((tc, k, _f)) = connected("kueue_config", "kcfg").await else {
         return;

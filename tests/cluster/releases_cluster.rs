@@ -35,6 +35,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use gpuctl_test_skip::needs_test_cluster;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 use support::cluster::TestCluster;
@@ -156,11 +157,8 @@ fn step_of(e: &Value, kind: &str) -> bool {
             .is_some_and(|o| o.starts_with(&format!("{kind}/")))
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn dgx_example_installs_network_operator_kueue_and_gpu_operator_releases() {
     let Some(_shared) = TestCluster::connect("releases_cluster").await else {
         return;

@@ -14,13 +14,12 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use gpuctl_core::diagnostics::{DiagKind, Diagnostics};
 use gpuctl_core::status::StatusInput;
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, ResourceQuota};
 use kube::Client;
@@ -30,32 +29,14 @@ use kube::api::{
 use serde_json::{Value, json};
 use support::cluster::{GpuNode, TestCluster};
 use support::fresh::FreshCluster;
+use support::gpuctl::{gpuctl, text};
 
 const EXAMPLE: &str = "blueprints/dgx-h100-training.yaml";
-const TODAY: &str = "2026-11-30";
 const IMAGE: &str = "registry.k8s.io/pause:3.10";
 const WAIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(250);
 const GPU: &str = "nvidia.com/gpu";
 const MIG: &str = "nvidia.com/mig-3g.40gb";
-
-fn gpuctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", TODAY)
-        .output()
-        .expect("gpuctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The example with the GPU Operator's install switched to `none` (this test is about capacity,
 /// quotas and queues; tests/cluster/cli_cluster.rs installs the real chart).
@@ -66,38 +47,6 @@ fn example_copy(dir: &Path) -> PathBuf {
     let dst = dir.join("dgx.yaml");
     std::fs::write(&dst, text).unwrap();
     dst
-}
-
-/// Plays MIG Manager: reports `nvidia.com/mig.config.state=success` for every new MIG config.
-fn mig_manager_stand_in(client: Client, selector: String) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let nodes: Api<Node> = Api::all(client);
-        let mut applied: BTreeMap<String, String> = BTreeMap::new();
-        loop {
-            if let Ok(list) = nodes.list(&ListParams::default().labels(&selector)).await {
-                for n in list {
-                    let name = n.metadata.name.clone().unwrap_or_default();
-                    let labels = n.metadata.labels.clone().unwrap_or_default();
-                    let Some(config) = labels.get("nvidia.com/mig.config") else {
-                        continue;
-                    };
-                    if applied.get(&name) == Some(config) {
-                        continue;
-                    }
-                    let p =
-                        json!({"metadata": {"labels": {"nvidia.com/mig.config.state": "success"}}});
-                    if nodes
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
-                        .await
-                        .is_ok()
-                    {
-                        applied.insert(name, config.clone());
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
 }
 
 /// Creates a Ready GPU node of the pool and lifts the not-ready taint the API server adds (no node
@@ -287,11 +236,8 @@ async fn read_status(client: &Client, bp: &Path) -> Value {
     serde_json::to_value(status_report(client, bp).await).unwrap()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn status_reports_what_the_control_plane_reports() {
     let Some(_shared) = TestCluster::connect("status").await else {
         return;
@@ -328,7 +274,7 @@ async fn status_reports_what_the_control_plane_reports() {
     }
     let i0 = pool_node(&tc, "infer-0", &infer).await;
     pool_node(&tc, "infer-1", &infer).await;
-    let mig = mig_manager_stand_in(client.clone(), tc.owner_selector());
+    let mig = support::mig_manager::stand_in(client.clone(), tc.owner_selector());
 
     let dir = tempfile::tempdir().unwrap();
     let bp = example_copy(dir.path());

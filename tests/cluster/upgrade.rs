@@ -33,6 +33,7 @@ use gpuctl_core::upgrade::schedule::{self as plan, UpgradePlan};
 use gpuctl_core::upgrade::{
     DRIVER_VERSION_LABEL as VERSION, MIG_CONFIG_STATE_LABEL, PENDING_TAINT_KEY, Timing,
 };
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use operator_driver::{
@@ -41,6 +42,7 @@ use operator_driver::{
 use serde_json::json;
 use support::cluster::{GpuNode, TestCluster, gpuctl_kube};
 use support::fixture::{errors, live_plan, quiet, snapshot_plan};
+use support::gpuctl::{Gpuctl, TODAY};
 
 const FROM: &str = "580.173.02";
 const TO: &str = "595.91.07";
@@ -450,11 +452,8 @@ async fn run_until_step(
     }
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     let started = Instant::now();
     // The pool is on `pool-<pool>`, as an apply from before blue-green CR names carried the
@@ -664,11 +663,8 @@ async fn eight_nodes_upgrade_in_batches_within_every_bound() {
     );
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn stopping_at_any_step_and_resuming_converges() {
     let started = Instant::now();
     let Some(f) = Fixture::new("upgrade_resume", 8, "20s", DriverConfig::default()).await else {
@@ -770,18 +766,11 @@ async fn stop_at_step(
 }
 
 fn gpuctl(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuctl"));
-    c.args(args)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1");
-    c
+    Gpuctl::new(args).today(TODAY).no_color().command()
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
     let Some(f) = Fixture::new("upgrade_sigkill", 4, "20s", DriverConfig::default()).await else {
         return;
@@ -935,11 +924,8 @@ async fn ctrl_c_and_sigkill_of_the_binary_then_resume_converges() {
         .await;
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
     let Some(f) = Fixture::new(
         "upgrade_failure",
@@ -1066,11 +1052,8 @@ async fn a_node_that_never_validates_stops_the_rollout_and_rollback_restores() {
     assert!(seen.violations.is_empty(), "{:#?}", seen.violations);
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn one_run_at_a_time_and_a_blocking_budget_stops_the_drain() {
     let Some(f) = Fixture::new("upgrade_lease_pdb", 2, "1s", DriverConfig::default()).await else {
         return;
@@ -1154,10 +1137,7 @@ fn human(plan: &UpgradePlan) -> String {
     gpuctl::output::upgrade::plan(plan, false)
 }
 
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
+#[needs_test_cluster]
 #[tokio::test]
 async fn an_upgrade_does_not_start_while_an_apply_of_its_blueprint_runs() {
     let Some(f) = Fixture::new("upgrade_apply_lock", 1, "1s", DriverConfig::default()).await else {

@@ -30,6 +30,7 @@ use crate::support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
@@ -123,11 +124,8 @@ fn plan(bps: &str, kcs: &str, path: &str) -> (Option<i32>, Value, String) {
     (o.status.code(), p, text(&o))
 }
 
+#[needs_test_cluster]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    gpuctl_no_test_cluster,
-    ignore = "skipped: needs the test API server (docs/testing.md)"
-)]
 async fn volcano_is_installed_from_its_chart_upgraded_by_its_values_and_uninstalled_once_its_queues_are_gone()
  {
     let Some(_shared) = TestCluster::connect("volcano_release").await else {

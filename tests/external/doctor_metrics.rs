@@ -14,8 +14,11 @@ use gpuctl_cluster::prometheus::{MetricRun, PrometheusConfig, metric_findings};
 use gpuctl_core::located::Severity;
 use gpuctl_core::metrics::{Finding, MetricSettings, SubjectKind};
 use gpuctl_core::profiles::Catalog;
+use gpuctl_test_skip::needs_prometheus;
 use prometheus::{Gpu, History, Scrape, TestPrometheus, WAIT};
 use serde_json::json;
+
+use crate::support::gpuctl::{Gpuctl, TODAY};
 
 fn settings() -> MetricSettings {
     MetricSettings::new(Catalog::embedded().dcgm(), None, None).unwrap()
@@ -75,11 +78,8 @@ fn fleet() -> Vec<Gpu> {
     ]
 }
 
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn healthy_fleet_has_no_metric_findings() {
     let prom = TestPrometheus::start("healthy", &fleet(), None);
     prom.wait_for_scrapes(3);
@@ -90,11 +90,8 @@ async fn healthy_fleet_has_no_metric_findings() {
     assert!(r.queries >= 20, "{} queries", r.queries);
 }
 
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn xid_79_gpu_is_named_with_its_node_pod_and_fix() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let prom = TestPrometheus::start("xid79", &fleet(), None);
@@ -126,11 +123,8 @@ async fn xid_79_gpu_is_named_with_its_node_pod_and_fix() {
     assert!(x.evidence[0].last_seen.is_some(), "{:?}", x.evidence);
 }
 
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn uncorrectable_ecc_errors_are_an_error_on_their_gpu() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let prom = TestPrometheus::start("ecc", &fleet(), None);
@@ -150,11 +144,8 @@ async fn uncorrectable_ecc_errors_are_an_error_on_their_gpu() {
     assert!(f[0].fix.contains("nvidia-smi -r -i 1"), "{}", f[0].fix);
 }
 
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn gpu_held_by_an_idle_pod_for_the_whole_window() {
     // An hour and ten minutes of history: team-c's notebook has held GPU 0 of node-c without
     // using it; team-a's training pod uses its GPU; node-c's GPU 1 is free and idle (no finding:
@@ -198,11 +189,8 @@ async fn gpu_held_by_an_idle_pod_for_the_whole_window() {
     assert_eq!(ids(&r.findings), Vec::<&str>::new(), "{:#?}", r.findings);
 }
 
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn errors_name_the_url_and_never_the_token() {
     let prom = TestPrometheus::start("errors", &fleet(), None);
     // A path that is not Prometheus's API.
@@ -245,11 +233,8 @@ async fn errors_name_the_url_and_never_the_token() {
 
 /// The real binary: `gpuctl doctor BLUEPRINT --snapshot DAY2 --prometheus URL` adds the metric
 /// findings to the report (the example's Day-2 snapshot, the Xid 79 story from Prometheus).
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn doctor_command_adds_metric_findings_to_its_report() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let mut gpus = fleet();
@@ -258,20 +243,18 @@ async fn doctor_command_adds_metric_findings_to_its_report() {
     until(&prom, |f| !f.is_empty()).await;
     let root = env!("CARGO_MANIFEST_DIR");
     let doctor = |extra: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-            .args([
-                "doctor",
-                &format!("{root}/blueprints/dgx-h100-training.yaml"),
-                "--snapshot",
-                &format!("{root}/blueprints/snapshots/dgx-h100-training-day2.json"),
-                "-o",
-                "json",
-            ])
-            .args(extra)
-            .env_remove("GPUCTL_PROMETHEUS_URL")
-            .env("GPUCTL_TODAY", "2026-11-30")
-            .output()
-            .unwrap()
+        Gpuctl::new([
+            "doctor",
+            &format!("{root}/blueprints/dgx-h100-training.yaml"),
+            "--snapshot",
+            &format!("{root}/blueprints/snapshots/dgx-h100-training-day2.json"),
+            "-o",
+            "json",
+        ])
+        .args(extra)
+        .env_remove("GPUCTL_PROMETHEUS_URL")
+        .today(TODAY)
+        .output()
     };
     let with = doctor(&["--prometheus", &prom.url]);
     let report: serde_json::Value = serde_json::from_slice(&with.stdout)
@@ -333,11 +316,8 @@ fn about<'a>(f: &'a [Finding], id: &str, gpu: &Gpu) -> &'a Finding {
 /// by hardware slowdown and power brake, and NVLink error counters that grew. A tenth GPU stays
 /// healthy. The history (backfilled) holds the fleet before the faults, with the hot GPU already
 /// hot, so the counters grew within the error window and the temperature held for 5 minutes.
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn each_gpu_fault_is_named_on_its_gpu() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let train = |node: &str, i: u32| Gpu::healthy(node, i).held_by("team-a", "train-1").busy();
@@ -528,11 +508,8 @@ async fn each_gpu_fault_is_named_on_its_gpu() {
 
 /// A Prometheus that scrapes no GPU at all (the exporter's target answers, with no GPU series):
 /// the doctor says it could check nothing instead of reporting a healthy fleet.
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn no_exporter_series_is_a_finding() {
     let prom = TestPrometheus::start("none", &[], None);
     let r = run(&prom).await;
@@ -558,11 +535,8 @@ async fn no_exporter_series_is_a_finding() {
 /// reported from 10 s past a minute on, with the doctor run 25 s later. They are reported, with
 /// when they were seen, instead of waiting for the next whole minute. The history is backfilled,
 /// so the timing is exact.
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn gauge_faults_newer_than_the_last_step_are_found() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let gpus = vec![
@@ -618,11 +592,8 @@ async fn gauge_faults_newer_than_the_last_step_are_found() {
 /// Issue 26: NVIDIA's catalog gives Xid 43, 63 and 92 the immediate action IGNORE. On a live
 /// fleet they are info findings with no reset, drain or reboot advice (92, recurring, says so and
 /// gives the catalog's investigatory action, contact support); Xid 79 still drains and reboots.
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn ignore_xids_give_no_reset_advice_and_79_still_does() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let xid = |g: Gpu, code: u32, count: u32| {
@@ -699,11 +670,8 @@ async fn ignore_xids_give_no_reset_advice_and_79_still_does() {
 /// NVLink5 Xids and Xid 154: the action is in the Xid message or in DCGM field 1523. With the field
 /// (value 2, node reboot) the doctor names the recovery; without it, where to read it; an NVLink5
 /// Xid says to decode its message rather than guess.
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn recovery_action_and_decoded_xids() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let recovery = Catalog::embedded()
@@ -758,11 +726,8 @@ async fn recovery_action_and_decoded_xids() {
 /// reads the GPU's pod from the label that setting produces: an Xid on an allocated GPU names the
 /// pod, one on a free GPU names none (not the exporter), for today's dcgm-exporter (pod labels left
 /// off a free GPU) and older ones (written empty). A plain scrape keeps the exporter's `pod` as is.
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn the_pod_label_follows_the_rendered_honor_labels() {
     let m = &Catalog::embedded().dcgm().exporter.metrics;
     let xid = |g: Gpu| {

@@ -1,6 +1,6 @@
 //! Integration tests that run real programs besides gpuctl: Prometheus and promtool from Debian's
-//! `prometheus` package (`#[cfg_attr(gpuctl_no_prometheus, ignore = ...)]`) and headless Chromium
-//! (`#[cfg_attr(gpuctl_no_chromium, ignore = ...)]`). Ignored locally where those are missing, run
+//! `prometheus` package (`#[needs_prometheus]`) and headless Chromium (`#[needs_chromium]`; both
+//! from tests/skip/src/lib.rs). Ignored locally where those are missing, run
 //! (and failing without them) in CI.
 //!
 //! One test binary for all of them (see `tests/offline/main.rs` for the grouping); each file here

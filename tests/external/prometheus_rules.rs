@@ -14,6 +14,7 @@ use std::process::Command;
 
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::profiles::dcgm::XidResponse;
+use gpuctl_test_skip::needs_prometheus;
 use render_common::{render_file, root, valid_blueprints};
 use serde_json::{Map, Value, json};
 
@@ -340,11 +341,8 @@ fn input(series: Vec<&Series>) -> Vec<Value> {
         .collect()
 }
 
+#[needs_prometheus]
 #[test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 fn rendered_alerts_fire_on_their_faults_and_stay_quiet_when_healthy() {
     let (faults, healthy) = scenarios();
     let mut checked = 0;
@@ -404,11 +402,8 @@ fn rendered_alerts_fire_on_their_faults_and_stay_quiet_when_healthy() {
 /// Issue 26's bar: the Xids NVIDIA's catalog gives the immediate action IGNORE (43, 63, 92, ...),
 /// once or recurring, fire no critical (paging) alert and no warning; recurring, they fire only the
 /// info alert. Every rendered alert is listed with what it must (not) raise.
+#[needs_prometheus]
 #[test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 fn ignore_xids_never_page() {
     let (faults, _) = scenarios();
     let ignore = Catalog::embedded()

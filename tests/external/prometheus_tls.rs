@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuctl_cluster::prometheus::{Prometheus, PrometheusConfig, PrometheusError, Token};
+use gpuctl_test_skip::needs_prometheus;
 
 const PASSWORD: &str = "s3cret-pw";
 
@@ -170,11 +171,8 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
+#[needs_prometheus]
 #[tokio::test]
-#[cfg_attr(
-    gpuctl_no_prometheus,
-    ignore = "skipped: needs prometheus and promtool (docs/testing.md)"
-)]
 async fn https_with_a_private_ca_and_basic_auth_from_the_url() {
     let prom = start();
     let with_auth = format!("https://gpuctl:{PASSWORD}@127.0.0.1:{}", prom.port);

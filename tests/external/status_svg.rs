@@ -9,7 +9,10 @@ use std::path::Path;
 use gpuctl::output::status::{human, json, markdown, svg::svg};
 use gpuctl_core::blueprint::Blueprint;
 use gpuctl_core::status::{NodeFacts, PodFacts, QuotaFacts, StatusInput, StatusReport, compute};
+use gpuctl_test_skip::needs_chromium;
 use serde_json::json;
+
+use crate::support::gpuctl::{Gpuctl, TODAY};
 
 const GPU: &str = "nvidia.com/gpu";
 const MIG: &str = "nvidia.com/mig-3g.40gb";
@@ -301,11 +304,8 @@ fn a_huge_cluster_gives_a_bounded_picture_that_says_what_it_left_out() {
 
 /// Renders the golden picture in headless Chromium with `tools/check-svg`: the screenshot has the
 /// picture's size, is not blank, and shows the tenant, free and unhealthy colours.
+#[needs_chromium]
 #[test]
-#[cfg_attr(
-    gpuctl_no_chromium,
-    ignore = "skipped: needs chromium (Debian: apt-get install -y chromium; docs/status.md)"
-)]
 fn a_browser_draws_the_picture() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("status.svg");
@@ -339,12 +339,7 @@ fn a_browser_draws_the_picture() {
 // --- the command -------------------------------------------------------------------------------
 
 fn gpuctl(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs")
+    Gpuctl::new(args).today(TODAY).output()
 }
 
 fn example_snapshot(dir: &Path) -> std::path::PathBuf {

@@ -1,15 +1,14 @@
 //! The real `gpuctl` binary: exit codes, formats, usage errors.
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::gpuctl::{Gpuctl, TODAY};
 
 fn gpuctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
+    Gpuctl::new(args)
+        .today(TODAY)
         .env_remove("NO_COLOR")
         .output()
-        .expect("gpuctl runs")
 }
 
 fn stdout(o: &Output) -> String {

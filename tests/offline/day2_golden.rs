@@ -11,8 +11,8 @@
 //!   module's first test with `GPUCTL_UPDATE_EXAMPLES=1`) rewrites it.
 
 use std::path::Path;
-use std::process::Command;
 
+use crate::support::gpuctl::Gpuctl;
 use gpuctl_core::import::fixture;
 use gpuctl_core::profiles::Catalog;
 use gpuctl_core::render::Templates;
@@ -30,13 +30,7 @@ fn root() -> &'static Path {
 
 /// Runs gpuctl in the repository with a fixed day and no colour: (exit code, stdout, stderr).
 fn gpuctl(args: &[&str]) -> (Option<i32>, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(root())
-        .env("GPUCTL_TODAY", "2026-12-01")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs");
+    let o = Gpuctl::new(args).today("2026-12-01").no_color().output();
     (
         o.status.code(),
         String::from_utf8(o.stdout).expect("utf-8 stdout"),

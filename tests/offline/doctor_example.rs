@@ -4,7 +4,9 @@
 //! format, with the exit codes the docs promise.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::gpuctl::Gpuctl;
 
 use gpuctl_core::testgen::day2::{self, Size};
 
@@ -18,12 +20,7 @@ const SNAPSHOT: &str = concat!(
 );
 
 fn gpuctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .env("GPUCTL_TODAY", "2026-12-01")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("runs")
+    Gpuctl::new(args).today("2026-12-01").no_color().output()
 }
 
 #[test]

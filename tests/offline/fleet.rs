@@ -1,21 +1,13 @@
 //! Issue 31: `gpuctl fleet validate | render` through the real binary on the example fleet
 //! (`blueprints/fleet/`), and each cluster's effective render golden-tested in `golden/fleet/`.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::render_common::{opts, root};
+use crate::support::fleet::{FleetRepo, copy_dir, example_dir};
+use crate::support::gpuctl::gpuctl;
 
 const FLEET: &str = "blueprints/fleet/fleet.yaml";
-
-fn gpuctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(root())
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs")
-}
 
 fn text(o: &Output) -> String {
     format!(
@@ -43,8 +35,7 @@ fn the_example_fleet_validates_clean() {
 
 #[test]
 fn fleet_validate_fails_on_a_fleet_rule_and_on_a_cluster_finding_in_its_base() {
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&root().join("blueprints/fleet"), d.path());
+    let d = FleetRepo::new().example("").build();
     let fleet = d.path().join("fleet.yaml");
     let text0 = std::fs::read_to_string(&fleet).unwrap();
     std::fs::write(
@@ -95,20 +86,6 @@ fn fleet_validate_fails_on_a_fleet_rule_and_on_a_cluster_finding_in_its_base() {
     assert!(!out.exists(), "nothing written");
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 /// `fleet render -o DIR` writes `DIR/<cluster>/`, byte for byte what `gpuctl render
 /// --output-dir` writes for that cluster's blueprint (given the fleet's directory as root), the
 /// same bytes on every run.
@@ -150,7 +127,7 @@ fn fleet_render_writes_one_tree_per_cluster_as_render_does() {
     // us-canary.yaml (no MultiKueue role) extends ../regions/us.yaml: alone, its directory is the root, so the tree is
     // compared with a render of a copy of the fleet with the cluster file at the top.
     let flat = d.path().join("flat");
-    copy_dir(&root().join("blueprints/fleet"), &{
+    copy_dir(&example_dir(), &{
         std::fs::create_dir_all(&flat).unwrap();
         flat.clone()
     });
@@ -241,10 +218,7 @@ fn every_example_cluster_matches_its_golden_render() {
 /// directory is the root, and the same chain is refused (GPU180).
 #[test]
 fn one_cluster_of_a_fleet_plans_on_its_own_inside_its_repository() {
-    let src = root().join("blueprints/fleet");
-    let repo = tempfile::tempdir().unwrap();
-    copy_dir(&src, &repo.path().join("fleet"));
-    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let repo = FleetRepo::new().example("fleet").git().build();
     let cluster = repo.path().join("fleet/clusters/us-canary.yaml");
     let cluster = cluster.to_str().unwrap();
     let o = gpuctl(&["validate", cluster]);
@@ -264,8 +238,7 @@ fn one_cluster_of_a_fleet_plans_on_its_own_inside_its_repository() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(files(&one), files(&all.join("us-canary")));
 
-    let bare = tempfile::tempdir().unwrap();
-    copy_dir(&src, &bare.path().join("fleet"));
+    let bare = FleetRepo::new().example("fleet").build();
     let cluster = bare.path().join("fleet/clusters/us-east.yaml");
     let o = gpuctl(&["validate", cluster.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));

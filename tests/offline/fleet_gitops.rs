@@ -4,19 +4,10 @@
 //! and Kustomizations are golden-tested in `golden/fleet/` and written the same on every run.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use crate::render_common::root;
-
-fn gpuctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(root())
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs")
-}
+use crate::support::fleet::FleetRepo;
+use crate::support::gpuctl::gpuctl;
 
 fn render(fleet: &str, dir: &Path) {
     let o = gpuctl(&["fleet", "render", fleet, "-o", dir.to_str().unwrap()]);
@@ -89,9 +80,8 @@ fn gitops_output_of_the_example_fleet_matches_its_golden_and_keeps_the_cluster_t
 /// a link where the engine's directory goes is refused.
 #[test]
 fn a_rerender_removes_only_its_own_stale_files_and_never_writes_through_a_link() {
-    let d = tempfile::tempdir().unwrap();
+    let d = FleetRepo::new().example("fleet").build();
     let src = d.path().join("fleet");
-    copy_dir(&root().join("blueprints/fleet"), &src);
     let fleet = src.join("fleet-flux.yaml");
     let out = d.path().join("out");
     render(fleet.to_str().unwrap(), &out);
@@ -155,17 +145,4 @@ fn a_render_names_the_files_of_an_engine_the_fleet_no_longer_uses() {
         "{e}"
     );
     assert!(out.join("argocd").read_dir().unwrap().count() > 0, "kept");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }

@@ -6,7 +6,7 @@
 //! reads it) and its example is golden-tested in `golden/fleet/plan.md`.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use gpuctl_core::live::release::LiveRelease;
 use gpuctl_core::profiles::Catalog;
@@ -16,20 +16,20 @@ use pulldown_cmark::{Event, Options, Parser, Tag};
 use serde_json::json;
 
 use crate::render_common::root;
+use crate::support::fleet::{FleetRepo, copy_dir, example_dir};
+use crate::support::gpuctl::Gpuctl;
 
 const TODAY: &str = "2026-11-30";
 const TAKEN: &str = "2026-11-30T06:00:00Z";
 const NOW: &str = "2026-11-30T09:30:00Z";
 
 fn gpuctl(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
+    Gpuctl::new(args)
         .current_dir(dir)
-        .env("GPUCTL_TODAY", TODAY)
+        .today(TODAY)
         .env("GPUCTL_NOW", NOW)
-        .env("NO_COLOR", "1")
+        .no_color()
         .output()
-        .expect("gpuctl runs")
 }
 
 fn plan(dir: &Path, format: &str) -> (Option<i32>, String, String) {
@@ -51,19 +51,6 @@ fn plan(dir: &Path, format: &str) -> (Option<i32>, String, String) {
         String::from_utf8(o.stdout).expect("utf-8"),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// Cluster `name` of the fleet in `dir` as applied: what `gpuctl snapshot` would capture after
@@ -165,8 +152,7 @@ fn converged_snapshot(dir: &Path, name: &str) -> String {
 
 /// The example fleet in a temporary directory with a converged snapshot of each cluster.
 fn fixture() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&root().join("blueprints/fleet"), d.path());
+    let d = FleetRepo::new().example("").build();
     std::fs::create_dir(d.path().join("snapshots")).unwrap();
     for name in ["hub", "us-canary", "us-east", "eu-onprem"] {
         let snap = converged_snapshot(d.path(), name);
@@ -369,11 +355,8 @@ fn the_example_fleets_comment_is_golden() {
 /// A fleet of `n` overlays of the example's base, each with an empty snapshot (a first rollout:
 /// every object is a create), so the comment must budget the plans.
 fn big_fleet(n: usize) -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(
-        &root().join("blueprints/fleet/base"),
-        &d.path().join("base"),
-    );
+    let d = FleetRepo::new().build();
+    copy_dir(&example_dir().join("base"), &d.path().join("base"));
     std::fs::create_dir_all(d.path().join("clusters")).unwrap();
     std::fs::create_dir_all(d.path().join("snapshots")).unwrap();
     let mut fleet = String::from(
@@ -486,8 +469,7 @@ fn no_output_shows_a_credential_from_a_clusters_release() {
 /// a later wave go first: the first wave is tried, and its cluster's connection error fails it.
 #[test]
 fn fleet_apply_refuses_an_unknown_wave_and_starts_with_the_first_wave_it_cannot_read() {
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&root().join("blueprints/fleet"), d.path());
+    let d = FleetRepo::new().example("").build();
     let missing = d.path().join("no-such-kubeconfig");
     let missing = missing.to_str().unwrap();
     let o = gpuctl(

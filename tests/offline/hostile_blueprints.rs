@@ -4,6 +4,7 @@
 
 use crate::render_common;
 
+use crate::support::gpuctl::Gpuctl;
 use gpuctl_core::located::Severity;
 use gpuctl_core::render::{RenderError, Templates};
 use render_common::{opts, root};
@@ -260,12 +261,10 @@ fn hostile_extends_chains_are_refused_with_the_file_and_line() {
     ];
     for (file, at, says) in cases {
         for cmd in [&["validate"][..], &["render"], &["plan", "--offline"]] {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-                .args(cmd)
+            let out = Gpuctl::new(cmd)
                 .arg(d.path().join(file))
-                .env("NO_COLOR", "1")
-                .output()
-                .unwrap();
+                .no_color()
+                .output();
             let text = format!(
                 "{}{}",
                 String::from_utf8_lossy(&out.stdout),

@@ -4,55 +4,27 @@
 //! Every run here has a deadline: a regression that blocks (a FIFO) or reads for ever (/dev/zero)
 //! fails the test instead of hanging the suite.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use crate::support::gpuctl::{Gpuctl, TODAY};
 
 /// Far above what any of these runs takes; a run still going then is the bug.
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Runs gpuctl with `stdin` piped in (or none), killing it at the deadline.
 fn gpuctl(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
+    let run = Gpuctl::new(args)
+        .today(TODAY)
+        .no_color()
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gpuctl starts");
-    if let Some(bytes) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin");
-        let bytes = bytes.to_vec();
-        // A writer thread: gpuctl may stop reading early (a refusal), which is not an error here.
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&bytes);
-        });
+        .deadline(DEADLINE);
+    match stdin {
+        Some(bytes) => run.stdin(bytes),
+        None => run,
     }
-    wait(child, args)
-}
-
-fn wait(mut child: Child, args: &[&str]) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("gpuctl {args:?} still running after {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    .output()
 }
 
 fn stderr(o: &Output) -> String {

@@ -9,6 +9,12 @@
 
 #[path = "../render_common/mod.rs"]
 mod render_common;
+/// The shared helpers this binary needs (the rest of `tests/support/` talks to a cluster).
+#[path = "../support"]
+mod support {
+    pub mod fleet;
+    pub mod gpuctl;
+}
 
 mod architecture;
 mod cli;

@@ -2,24 +2,19 @@
 //! (`blueprints/snapshots/`, made by `tools/make-example-snapshot`). Golden output in `golden/plan/`.
 
 use std::path::Path;
-use std::process::Command;
+
+use crate::support::gpuctl::{Gpuctl, TODAY, gpuctl};
 
 fn plan(format: &str) -> (Option<i32>, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args([
-            "plan",
-            "blueprints/dgx-h100-training.yaml",
-            "--snapshot",
-            "blueprints/snapshots/dgx-h100-training.json",
-            "--detailed-exitcode",
-            "-o",
-            format,
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs");
+    let o = gpuctl(&[
+        "plan",
+        "blueprints/dgx-h100-training.yaml",
+        "--snapshot",
+        "blueprints/snapshots/dgx-h100-training.json",
+        "--detailed-exitcode",
+        "-o",
+        format,
+    ]);
     (o.status.code(), String::from_utf8(o.stdout).expect("utf-8"))
 }
 
@@ -99,21 +94,18 @@ fn issue_10_the_saved_plan_is_owner_only_and_the_printed_one_masked() {
     let out = dir.path().join("plan.json");
     std::fs::write(&out, "old").unwrap();
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args([
-            "plan",
-            "blueprints/dgx-h100-training.yaml",
-            "--snapshot",
-            "blueprints/snapshots/dgx-h100-training.json",
-            "-o",
-            "json",
-            "--out",
-        ])
-        .arg(&out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .expect("gpuctl runs");
+    let o = Gpuctl::new([
+        "plan",
+        "blueprints/dgx-h100-training.yaml",
+        "--snapshot",
+        "blueprints/snapshots/dgx-h100-training.json",
+        "-o",
+        "json",
+        "--out",
+    ])
+    .arg(&out)
+    .today(TODAY)
+    .output();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
@@ -128,14 +120,11 @@ fn issue_10_the_saved_plan_is_owner_only_and_the_printed_one_masked() {
 }
 
 fn gpuctl_plan(args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .arg("plan")
+    let o = Gpuctl::new(["plan"])
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs");
+        .today(TODAY)
+        .no_color()
+        .output();
     assert!(
         matches!(o.status.code(), Some(0 | 2)),
         "{}",

@@ -3,20 +3,9 @@
 
 use crate::render_common;
 
-use std::process::Command;
-
+use crate::support::gpuctl::{Gpuctl, TODAY, gpuctl};
 use gpuctl_core::render::{RenderError, Templates};
 use render_common::{opts, root};
-
-fn gpuctl(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(root())
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("gpuctl runs")
-}
 
 fn dgx() -> String {
     std::fs::read_to_string(root().join("blueprints/dgx-h100-training.yaml")).unwrap()
@@ -473,18 +462,14 @@ fn issue_10_rendering_into_the_working_directory_is_refused_with_what_to_run() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("tree");
     let bp = root().join("blueprints/inference-mig.yaml");
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(["render", bp.to_str().unwrap(), "-o", tree.to_str().unwrap()])
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .unwrap();
+    let out = Gpuctl::new(["render", bp.to_str().unwrap(), "-o", tree.to_str().unwrap()])
+        .today(TODAY)
+        .output();
     assert_eq!(out.status.code(), Some(0));
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(["render", bp.to_str().unwrap(), "-o", "."])
+    let out = Gpuctl::new(["render", bp.to_str().unwrap(), "-o", "."])
         .current_dir(&tree)
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .output()
-        .unwrap();
+        .today(TODAY)
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

@@ -13,16 +13,16 @@
 //! (or `mod support;` and `support::cluster`), and start each cluster test with
 //!
 //! ```ignore
+//! #[needs_test_cluster] // use gpuctl_test_skip::needs_test_cluster;
 //! #[tokio::test]
-//! #[cfg_attr(gpuctl_no_test_cluster, ignore = "skipped: needs the test API server (docs/testing.md)")]
 //! async fn my_test() {
 //!     let Some(tc) = cluster::TestCluster::connect("my_test").await else { return };
 //! ```
 //!
 //! Without `GPUCTL_TEST_KUBECONFIG`, `CI` and `GPUCTL_REQUIRE_CLUSTER`, build.rs sets the cfg
 //! `gpuctl_no_test_cluster`, so `cargo test` lists each cluster test as `ignored, skipped: needs the
-//! test API server` and counts it in the summary's `ignored`; a cluster test without the attribute
-//! fails and says to add it. Without `GPUCTL_TEST_KUBECONFIG`, `connect` panics when `CI` or
+//! test API server` and counts it in the summary's `ignored` (`#[needs_test_cluster]`,
+//! tests/skip/src/lib.rs); a cluster test without the attribute fails and says to add it. Without `GPUCTL_TEST_KUBECONFIG`, `connect` panics when `CI` or
 //! `GPUCTL_REQUIRE_CLUSTER` is set (cluster tests must fail, not skip, in CI) and otherwise (a run
 //! with `--ignored`) prints a skip notice and returns `None`.
 //!
@@ -103,8 +103,7 @@ impl TestCluster {
                 if cfg!(gpuctl_no_test_cluster) && !asked {
                     panic!(
                         "{test_name} needs the test cluster but is not marked \
-                         #[cfg_attr(gpuctl_no_test_cluster, ignore = \"skipped: needs the test API server (docs/testing.md)\")]: \
-                         add it, so a local `cargo test` reports the test as ignored instead of passing it"
+                         #[needs_test_cluster] (above its #[test] or #[tokio::test]): add it, so a local `cargo test` reports the test as ignored instead of passing it"
                     );
                 }
                 // Not captured by the test harness: a skip must be visible in `cargo test` output.

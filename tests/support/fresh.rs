@@ -49,9 +49,30 @@ impl FreshCluster {
         FreshCluster { harness, _dir: dir }
     }
 
+    /// Several harnesses started side by side (each `(name, run up flags)`), in the order given.
+    pub fn up_all(clusters: &[(String, Vec<&str>)]) -> Vec<FreshCluster> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = clusters
+                .iter()
+                .map(|(name, flags)| s.spawn(move || FreshCluster::up_with(name, flags)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
     /// Its kubeconfig.
     pub fn kubeconfig(&self) -> PathBuf {
         self.harness.join("kubeconfig")
+    }
+
+    /// A client of it.
+    pub async fn client(&self) -> kube::Client {
+        let kc = kube::config::Kubeconfig::read_from(self.kubeconfig()).unwrap();
+        let options = kube::config::KubeConfigOptions::default();
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &options)
+            .await
+            .unwrap();
+        kube::Client::try_from(cfg).unwrap()
     }
 
     /// A variable of the harness's env file (`GPUCTL_HELM`, `GPUCTL_KUEUE`, ...).

@@ -7,14 +7,14 @@
 //! #[path = "support/prometheus.rs"]
 //! mod prometheus;
 //!
+//! #[needs_prometheus] // use gpuctl_test_skip::needs_prometheus;
 //! #[tokio::test]
-//! #[cfg_attr(gpuctl_no_prometheus, ignore = "skipped: needs prometheus and promtool (docs/testing.md)")]
 //! async fn my_test() {
 //!     let prom = prometheus::TestPrometheus::start("my_test", &fleet, None);
 //! ```
 //!
 //! build.rs sets `gpuctl_no_prometheus` when `prometheus` or `promtool` is not on PATH (and neither
-//! `CI` nor `GPUCTL_REQUIRE_CLUSTER` is set), so those tests are listed as ignored; otherwise a
+//! `CI` nor `GPUCTL_REQUIRE_CLUSTER` is set), so those tests (`#[needs_prometheus]`) are listed as ignored; otherwise a
 //! missing binary fails the test. Each test gets its own exporter, Prometheus and data directory;
 //! both processes are killed when the value is dropped.
 //!

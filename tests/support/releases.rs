@@ -17,6 +17,10 @@ use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
+/// Exit code, stdout and stderr of a run, for assertion messages (one for every test binary).
+pub use crate::support::gpuctl::text;
+use crate::support::gpuctl::{Gpuctl, TODAY};
+
 /// The shared folder of upstream files (`$GPUCTL_SHARED`, else `../shared`).
 pub fn shared() -> PathBuf {
     std::env::var_os("GPUCTL_SHARED")
@@ -59,23 +63,7 @@ pub fn network_operator_archive(dir: &Path) -> String {
 /// Runs the gpuctl binary from the repository root with `PATH` = `path` (a [`helm_path`], so the
 /// `helm` apply finds is the one the test chose) and the catalog's day fixed.
 pub fn gpuctl(args: &[&str], path: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuctl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GPUCTL_TODAY", "2026-11-30")
-        .env("PATH", path)
-        .output()
-        .expect("gpuctl runs")
-}
-
-/// Exit code, stdout and stderr of a run, for assertion messages.
-pub fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    Gpuctl::new(args).today(TODAY).env("PATH", path).output()
 }
 
 /// [`gpuctl`] with `-o json`: the run and its parsed stdout (`null` when it is not JSON).
