@@ -460,6 +460,18 @@ async fn forced_checks_on_cluster_queues(hub: &Client, worker: &Client) {
         check("neg-mk-2", "kueue.x-k8s.io/multikueue", mk_params.clone()),
     )
     .await;
+    // The second check must be Active before a ClusterQueue names both: until Kueue's MultiKueue
+    // controller has marked it (seconds on a loaded CI machine), the queue is inactive for a
+    // reason that says nothing about two checks (`AdmissionCheckInactive`; seen once in CI).
+    let checks: Api<DynamicObject> = Api::all_with(hub.clone(), &ac);
+    until(120, "AdmissionCheck neg-mk-2 Active", || async {
+        let o = checks.get("neg-mk-2").await.map_err(|e| e.to_string())?;
+        match condition(&o, "Active") {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
     create(
         hub,
         None,
