@@ -4,6 +4,12 @@
 use std::process::Output;
 
 use crate::render_common::{opts, root};
+use std::path::Path;
+
+use gpuctl_core::blueprint::load_file_in;
+use gpuctl_core::profiles::Catalog;
+use gpuctl_core::validate::{Options, check_split};
+
 use crate::support::fleet::{FleetRepo, copy_dir, example_dir};
 use crate::support::gpuctl::gpuctl;
 
@@ -334,4 +340,79 @@ chain, nearest first:
         text(&o)
     );
     assert!(o.stdout.is_empty());
+}
+
+/// Validation of a blueprint built from overlays names the file (and line) that set the value at
+/// fault (`validate::check_split`); the overlay merge itself is tested in the model crate
+/// (`blueprint/overlay/tests.rs`), from the same base file.
+const OVERLAY_BASE: &str = include_str!("../fixtures/overlay/base.yaml");
+
+/// An overlay of `base.yaml` named `us` with `spec` after its metadata.
+fn overlay(spec: &str) -> String {
+    format!(
+        "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\nextends: base.yaml\nmetadata: {{ name: us }}\n{spec}"
+    )
+}
+
+#[test]
+fn overlay_findings_point_at_the_file_that_set_the_value() {
+    let opts = Options {
+        today: jiff::civil::date(2026, 12, 3),
+    };
+    // The base's namespace is shared by two tenants only once the overlay adds the second one:
+    // the duplicate is the overlay's; an unknown GPU model in the base is the base's.
+    let base = OVERLAY_BASE.replace("model: A100-SXM4-80GB", "model: A100-SXM9");
+    let d = FleetRepo::new()
+        .file("base.yaml", &base)
+        .file(
+            "us.yaml",
+            &overlay("spec:\n  tenants:\n    - { name: team-c, namespaces: [team-b] }\n"),
+        )
+        .build();
+    let loaded = load_file_in(&d.path().join("us.yaml"), None).expect("loads");
+    assert_eq!(loaded.layers.len(), 1);
+    let reports = check_split(&loaded, Catalog::embedded(), opts);
+    let by_rule = |rule: &str| {
+        reports
+            .iter()
+            .find(|r| r.findings.iter().any(|f| f.rule == rule))
+            .map(|r| {
+                let f = r.findings.iter().find(|f| f.rule == rule).unwrap();
+                (
+                    Path::new(&r.file)
+                        .file_name()
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .to_string(),
+                    f.pos.map(|p| p.line),
+                    f.hint.clone().unwrap_or_default(),
+                )
+            })
+    };
+    let (file, line, _) = by_rule("GPU011").expect("duplicate namespace");
+    assert_eq!((file.as_str(), line), ("us.yaml", Some(7)));
+    let unknown_gpu = reports
+        .iter()
+        .flat_map(|r| r.findings.iter().map(move |f| (r, f)))
+        .find(|(_, f)| f.path.contains("gpu.model"))
+        .expect("unknown model");
+    assert!(
+        unknown_gpu.0.file.ends_with("base.yaml"),
+        "{}",
+        unknown_gpu.0.file
+    );
+    assert_eq!(unknown_gpu.1.pos.map(|p| p.line), Some(27));
+    assert!(unknown_gpu.1.hint.as_deref().unwrap().contains("us.yaml"));
+    // `check` (one report) names the base's file and line in the message instead.
+    let one = gpuctl_core::validate::check(&loaded, Catalog::embedded(), opts);
+    let f = one
+        .findings
+        .iter()
+        .find(|f| f.path.contains("gpu.model"))
+        .unwrap();
+    assert!(
+        f.pos.is_none() && f.message.contains("base.yaml:27:"),
+        "{f:?}"
+    );
 }

@@ -245,6 +245,4 @@ impl Ctx<'_> {
 }
 
 #[cfg(test)]
-mod overlay_tests;
-#[cfg(test)]
 mod tests;

@@ -8,8 +8,8 @@ use serde_json::json;
 use crate::blueprint::{Broken, Loaded, load_file_in};
 use crate::located::FileReport;
 
-/// The base every overlay test extends (shared with the validation test of overlays in the
-/// pipeline crate, which checks findings point at its lines).
+/// The base every overlay test extends (shared with `tests/offline/fleet.rs`, whose validation
+/// test of an overlay checks that findings point at this file's lines).
 const BASE: &str = include_str!("../../../../../tests/fixtures/overlay/base.yaml");
 
 const HEAD: &str = "apiVersion: gpuctl.dev/v1alpha1\nkind: ClusterBlueprint\n";
