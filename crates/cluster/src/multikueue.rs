@@ -16,8 +16,7 @@ use serde_json::json;
 
 use crate::wait::{GiveUp, Look, TimedOut, Wait};
 
-/// The field manager of the credential Secrets.
-pub const FIELD_MANAGER: &str = "gpuctl-multikueue";
+pub use gpuctl_model::names::MULTIKUEUE_FIELD_MANAGER as FIELD_MANAGER;
 
 /// How long [`worker_token`] waits for the worker's token controller to fill a Secret that was
 /// just applied: 10 s was too short once on a loaded CI machine (four cluster tests at a time).

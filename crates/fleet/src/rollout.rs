@@ -13,12 +13,10 @@ use gpuctl_model::located::Severity;
 use gpuctl_pipeline::render::RenderedSet;
 use gpuctl_plan::plan::{PlanFinding, Summary};
 
-/// Annotation on a cluster's ApplySet parent: the revision `fleet apply` last applied there.
-pub const REVISION_ANNOTATION: &str = "gpuctl.dev/fleet-revision";
-/// Annotation on a cluster's ApplySet parent: when that revision was applied (RFC 3339, UTC).
-pub const APPLIED_AT_ANNOTATION: &str = "gpuctl.dev/fleet-applied-at";
-/// Field manager of the two annotations (not `gpuctl`: a plain `gpuctl apply` keeps them).
-pub const STAMP_MANAGER: &str = "gpuctl-fleet";
+pub use gpuctl_model::names::{
+    FLEET_APPLIED_AT_ANNOTATION as APPLIED_AT_ANNOTATION, FLEET_FIELD_MANAGER as STAMP_MANAGER,
+    FLEET_REVISION_ANNOTATION as REVISION_ANNOTATION,
+};
 
 /// The revision of a cluster: `sha256:` and the hex digest of what gpuctl applies there (objects,
 /// node patches, Helm releases and the stacks left undeclared; the runbooks are not applied and do

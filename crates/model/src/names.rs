@@ -21,6 +21,15 @@ pub const FIELD_MANAGER: &str = "gpuctl";
 /// Field manager of everything an upgrade writes (distinct from `gpuctl`: an apply never takes
 /// over the labels an upgrade in progress owns; `upgrade/mod.rs` explains).
 pub const UPGRADE_FIELD_MANAGER: &str = "gpuctl-upgrade";
+/// Field manager of a fleet's revision stamp on each cluster's ApplySet parent (not `gpuctl`: a
+/// plain `gpuctl apply` keeps the two annotations below).
+pub const FLEET_FIELD_MANAGER: &str = "gpuctl-fleet";
+/// Field manager of the MultiKueue credential Secrets `fleet apply` writes on the manager.
+pub const MULTIKUEUE_FIELD_MANAGER: &str = "gpuctl-multikueue";
+/// Annotation on a cluster's ApplySet parent: the revision `fleet apply` last applied there.
+pub const FLEET_REVISION_ANNOTATION: &str = "gpuctl.dev/fleet-revision";
+/// Annotation on a cluster's ApplySet parent: when that revision was applied (RFC 3339, UTC).
+pub const FLEET_APPLIED_AT_ANNOTATION: &str = "gpuctl.dev/fleet-applied-at";
 
 // Labels and annotations gpuctl renders.
 
