@@ -137,10 +137,20 @@ fn usage_errors_and_snapshots_without_diagnostics() {
 #[test]
 fn every_finding_kind_has_a_scenario_test() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Quoted ids (`"GPU213"`, and four-digit ones from GPU2000 on) that the registry gives to the
+    // doctor or the metric checks.
     let ids_in = |text: &str| -> std::collections::BTreeSet<String> {
-        text.match_indices("\"GPU2")
-            .filter_map(|(i, _)| text.get(i + 1..i + 7))
-            .filter(|id| id[3..].chars().all(|c| c.is_ascii_digit()))
+        use gpuctl_core::finding::{Family, rule};
+        text.match_indices("\"GPU")
+            .filter_map(|(i, _)| {
+                let rest = &text[i + 1..];
+                let digits = rest[3..].bytes().take_while(u8::is_ascii_digit).count();
+                let id = &rest[..3 + digits];
+                ((3..=4).contains(&digits) && rest[3 + digits..].starts_with('"')).then_some(id)
+            })
+            .filter(|id| {
+                rule(id).is_some_and(|r| matches!(r.family, Family::Doctor | Family::Metrics))
+            })
             .map(str::to_string)
             .collect()
     };
