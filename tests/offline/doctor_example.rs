@@ -137,8 +137,8 @@ fn usage_errors_and_snapshots_without_diagnostics() {
 #[test]
 fn every_finding_kind_has_a_scenario_test() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // Quoted ids (`"GPU213"`, and four-digit ones from GPU2000 on) that the registry gives to the
-    // doctor or the metric checks.
+    // Quoted ids (`"GPU213"`, and the four-digit ones of their newer ranges) that the registry
+    // gives to the doctor or the metric checks.
     let ids_in = |text: &str| -> std::collections::BTreeSet<String> {
         use gpuctl_core::finding::{Family, rule};
         text.match_indices("\"GPU")
