@@ -1,24 +1,25 @@
-//! Reads a cluster into the core's one [`LiveView`], with as few round trips as the view needs:
-//! discovery of every kind at once, one LIST per kind for the ApplySet's members, one LIST of
-//! namespace names and one LIST per cluster-scoped kind with many objects (an object in a
-//! namespace that does not exist cannot exist either), one label-selected LIST per pool, and
-//! single GETs only for the rest. A plan's view also holds the server-side dry-run answers the
-//! core asks for ([`gpuctl_plan::plan::objects::needs_dry_run`]); the decisions themselves are the
-//! core's.
+//! Reads a cluster into the plan layer's one [`LiveView`], executing the read table the plan hands
+//! over ([`PlanReads`]) with as few round trips as it allows: discovery of every kind at once, one
+//! LIST per kind for the ApplySet's members, the bulk LISTs the table asks for, the pools' node
+//! LISTs, and single GETs only for the rest. A plan's view also holds the server-side dry-run
+//! answers the table asks for ([`PlanReads::dry_run`]). What to read and every decision made from
+//! it are the plan's; this module only sends requests.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt;
 use gpuctl_model::applyset::{self, ApplySetParent};
-use gpuctl_model::blueprint::InstallMode;
 use gpuctl_model::names::UPGRADE_POOL_LABEL;
 use gpuctl_model::object::{ObjectRef, TypeRef};
 use gpuctl_pipeline::render::{HelmRelease, NodePatch, RenderedObject, RenderedSet};
 use gpuctl_plan::journal::{DATA_KEY, Journal};
+use gpuctl_plan::live::release::{LiveRelease, OwnedRelease};
 use gpuctl_plan::live::workloads::{self, LiveDriverCr, LiveNode, LivePdb, LivePod, Workloads};
 use gpuctl_plan::live::{DryRun, LiveView, Reading, Source};
-use gpuctl_plan::plan::nodes::{node_list_selectors, selects};
-use gpuctl_plan::plan::{objects, parent_of};
+use gpuctl_plan::plan::reads::{
+    self, BulkReads, ObjectRead, ParentState, PlanReads, PoolNodes, uninstall_blockers,
+    uninstall_reads,
+};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams};
@@ -26,11 +27,7 @@ use serde_json::{Value, json};
 
 use crate::client::{ClusterError, Kube, Resolved, classify, retry};
 
-/// Cluster-scoped kinds with at least this many objects in the set are listed once instead of read
-/// one by one.
-const LIST_THRESHOLD: usize = 8;
-
-/// Node LISTs (one per group of pools, `node_list_selectors`) sent at once.
+/// Node LISTs (one per group of pools, [`PoolNodes::lists`]) sent at once.
 const POOL_LIST_PARALLELISM: usize = 16;
 
 /// What a read of a rendered set includes.
@@ -45,16 +42,16 @@ pub struct Reads {
 /// Discovery results of the set's kinds.
 type Kinds = BTreeMap<TypeRef, Option<Resolved>>;
 
-/// The live state `set` touches: its objects, the ApplySet's members, the pools' nodes, the
-/// operator's Helm release (`install: helm`), the upgrade journals and the kinds served; with
-/// `reads.dry_run`, the dry-run answers a plan needs.
+/// The live state `set` touches, as [`PlanReads::of`] lists it: its objects, the ApplySet's
+/// members, the pools' nodes, the operator's Helm release (`install: helm`), the upgrade journals
+/// and the kinds served; with `reads.dry_run`, the dry-run answers the table asks for.
 pub async fn rendered_set(
     k: &Kube,
     set: &RenderedSet,
     reads: Reads,
 ) -> Result<LiveView, ClusterError> {
-    let type_refs: BTreeSet<TypeRef> = set.objects.iter().map(RenderedObject::type_ref).collect();
-    let resolve_all = futures::future::try_join_all(type_refs.iter().map(|t| async move {
+    let table = PlanReads::of(set);
+    let resolve_all = futures::future::try_join_all(table.kinds.iter().map(|t| async move {
         Ok::<_, ClusterError>((t.clone(), k.resolve(&t.api_version, &t.kind).await?))
     }));
     let (resolved, fingerprint) = futures::try_join!(resolve_all, k.fingerprint())?;
@@ -70,20 +67,19 @@ pub async fn rendered_set(
             .map(|(t, _)| t.clone())
             .collect(),
     );
-    let parent = parent_of(set);
     // The members first: what they hold needs no other read (an unchanged cluster's plan reads
     // nothing else); the bulk reads are for the objects that are not members.
     let members_and_known = async {
-        let members = members(k, &parent, &kinds).await?;
-        let known = read_known(k, set, &kinds, &members).await?;
+        let members = members(k, &table.parent, &kinds).await?;
+        let known = read_known(k, table.bulk(&members), &kinds).await?;
         Ok::<_, ClusterError>((members, known))
     };
     let ((members, known), nodes, journals, helm_release, releases, owned) = futures::try_join!(
         members_and_known,
-        pool_nodes(k, &set.node_patches),
-        async { Ok(journals(k, &set.helm.namespace).await) },
-        async { Ok(helm_release(k, &set.helm).await) },
-        async { Ok(other_releases(k, &set.releases).await) },
+        pool_nodes(k, &table.nodes),
+        async { Ok(journals(k, table.journals_namespace).await) },
+        async { Ok(helm_release(k, table.operator_release).await) },
+        async { Ok(other_releases(k, &table.releases).await) },
         async { Ok(owned_releases(k, set).await) },
     )?;
     view.members = Some(members);
@@ -93,7 +89,7 @@ pub async fn rendered_set(
     view.releases = releases;
     view.owned_releases = owned;
     view.migrating_pods = Some(migrating_pods(k, &set.node_patches, &view).await?);
-    read_objects(k, set, &kinds, &known, reads, &mut view).await?;
+    read_objects(k, &table, &kinds, &known, reads, &mut view).await?;
     Ok(view)
 }
 
@@ -109,32 +105,22 @@ pub async fn migration_view(k: &Kube, patches: &[NodePatch]) -> Result<LiveView,
         server: k.server.clone(),
         fingerprint: String::new(),
     });
-    view.nodes = Some(pool_nodes(k, &moving).await?);
+    view.nodes = Some(pool_nodes(k, &PoolNodes::of(&moving)).await?);
     view.migrating_pods = Some(migrating_pods(k, &moving, &view).await?);
     Ok(view)
 }
 
-/// The pods on each node a plan moves from the device plugin to DRA (a pool declared
-/// `gpuPlugin: dra` whose node does not carry the device-plugin switch's value yet): plan refuses
-/// the move while one of them holds device-plugin GPUs. No pool moving: nothing is read.
+/// The pods on each node a plan moves from the device plugin to DRA
+/// ([`reads::moving_nodes`]); no pool moving: nothing is read.
 async fn migrating_pods(
     k: &Kube,
     patches: &[NodePatch],
     view: &LiveView,
 ) -> Result<BTreeMap<String, Vec<LivePod>>, ClusterError> {
     let mut out = BTreeMap::new();
-    for p in patches {
-        let Some(key) = &p.dra_switch else {
-            continue;
-        };
-        let want = p.labels.get(key).map(String::as_str);
-        for n in view.nodes_matching(&p.selector).unwrap_or_default() {
-            let name = n["metadata"]["name"].as_str().unwrap_or_default();
-            if n["metadata"]["labels"][key.as_str()].as_str() == want || out.contains_key(name) {
-                continue;
-            }
-            out.insert(name.to_string(), pods_on(k, name).await?);
-        }
+    for name in reads::moving_nodes(patches, view) {
+        let pods = pods_on(k, &name).await?;
+        out.insert(name, pods);
     }
     Ok(out)
 }
@@ -207,14 +193,11 @@ pub async fn journal_list(
 }
 
 /// A release gpuctl installs with helm, read from Helm's storage (a failure is kept: the plan says
-/// it cannot tell, a snapshot refuses to be written without it).
-async fn helm_release(
-    k: &Kube,
-    release: &HelmRelease,
-) -> Reading<Option<gpuctl_plan::live::release::LiveRelease>> {
-    if release.install != InstallMode::Helm {
+/// it cannot tell, a snapshot refuses to be written without it); `None`: not read.
+async fn helm_release(k: &Kube, release: Option<&HelmRelease>) -> Reading<Option<LiveRelease>> {
+    let Some(release) = release else {
         return Reading::NotRead;
-    }
+    };
     match crate::release::read_release(k, &release.namespace, &release.release).await {
         Ok(r) => Reading::Read(r),
         Err(e) => Reading::Failed(e.to_string()),
@@ -224,107 +207,81 @@ async fn helm_release(
 /// The other stacks' releases gpuctl installs with helm, by (namespace, release).
 async fn other_releases(
     k: &Kube,
-    releases: &[HelmRelease],
-) -> BTreeMap<(String, String), Reading<Option<gpuctl_plan::live::release::LiveRelease>>> {
+    releases: &[&HelmRelease],
+) -> BTreeMap<(String, String), Reading<Option<LiveRelease>>> {
     let mut out = BTreeMap::new();
-    for r in releases.iter().filter(|r| r.install == InstallMode::Helm) {
+    for r in releases {
         out.insert(
             (r.namespace.clone(), r.release.clone()),
-            helm_release(k, r).await,
+            helm_release(k, Some(r)).await,
         );
     }
     out
 }
 
 /// The releases gpuctl installed for the set's blueprint (a failure is kept: the plan says it
-/// cannot tell), with the objects of their stack's API groups for those the blueprint dropped.
-async fn owned_releases(
-    k: &Kube,
-    set: &RenderedSet,
-) -> Reading<Vec<gpuctl_plan::live::release::OwnedRelease>> {
+/// cannot tell), with the objects of their stack's API groups for those the blueprint dropped
+/// ([`reads::uninstall_reads`]).
+async fn owned_releases(k: &Kube, set: &RenderedSet) -> Reading<Vec<OwnedRelease>> {
     let mut owned = match crate::release::owned_releases(k, &set.blueprint).await {
         Ok(o) => o,
         Err(e) => return Reading::Failed(e.to_string()),
     };
-    let dropped: Vec<(String, String)> = gpuctl_plan::plan::uninstall::candidates(set, &owned)
-        .into_iter()
-        .map(|r| (r.named.namespace.clone(), r.named.name.clone()))
-        .collect();
-    for r in owned
-        .iter_mut()
-        .filter(|r| dropped.contains(&(r.named.namespace.clone(), r.named.name.clone())))
-    {
-        let groups: Vec<String> = gpuctl_plan::plan::uninstall::api_groups(r.stack)
-            .iter()
-            .map(|g| g.to_string())
-            .collect();
-        r.objects = match crate::release::objects_in_groups(k, &groups).await {
-            Ok(o) => Reading::Read(gpuctl_plan::plan::uninstall::blocking(r.stack, o)),
+    for read in uninstall_reads(set, &owned) {
+        let objects = match crate::release::objects_in_groups(k, &read.groups).await {
+            Ok(o) => Reading::Read(uninstall_blockers(&owned[read.index], o)),
             Err(e) => Reading::Failed(e.to_string()),
         };
+        owned[read.index].objects = objects;
     }
     Reading::Read(owned)
 }
 
 /// Each rendered object's live state (members and bulk reads first, single GETs for the rest) and,
-/// for a plan, the dry-runs the core asks for, a bounded number at a time.
+/// for a plan, the dry-runs the table asks for, a bounded number at a time.
 async fn read_objects(
     k: &Kube,
-    set: &RenderedSet,
+    table: &PlanReads<'_>,
     kinds: &Kinds,
     known: &Known,
     reads: Reads,
     view: &mut LiveView,
 ) -> Result<(), ClusterError> {
-    let namespaces_created = objects::namespaces_created(set);
-    let set_id = parent_of(set).id();
     let view_ref = &*view;
-    let (ns_created, set_id) = (&namespaces_created, set_id.as_str());
-    let results: Vec<Result<ObjectRead, ClusterError>> = futures::stream::iter(&set.objects)
-        .map(|o| async move {
-            let Some(r) = kinds.get(&o.type_ref()).and_then(Option::as_ref) else {
-                return Ok((o.object_ref(), None, None));
-            };
-            let id = o.object_ref();
-            // A member is in the view already: read it there, not copied (a 64-pool plan has
-            // 4,000 of them); only what is read here is kept.
-            let read = match view_ref.get(&id) {
-                Some(_) => None,
-                None => known.current(k, r, o).await?,
-            };
-            let current = view_ref.get(&id).or(read.as_ref());
-            // A child whose parent this apply creates first is refused by admission until
-            // then: no dry-run (the plan marks it create-after-parent).
-            let parent_missing = match current {
-                Some(_) => false,
-                None => match parent_in_set(set, o) {
-                    Some(po) => match kinds.get(&po.type_ref()).and_then(Option::as_ref) {
-                        Some(pr) => {
-                            let live = match view_ref.get(&po.object_ref()) {
-                                Some(v) => Some(v.clone()),
-                                None => known.current(k, pr, po).await?,
-                            };
-                            objects::waits_for_parent(o, live.as_ref())
+    let results: Vec<Result<ObjectReadResult, ClusterError>> =
+        futures::stream::iter(&table.objects)
+            .map(|o| async move {
+                let Some(r) = kinds.get(&o.type_ref).and_then(Option::as_ref) else {
+                    return Ok((o.id.clone(), None, None));
+                };
+                // A member is in the view already: read it there, not copied (a 64-pool plan has
+                // 4,000 of them); only what is read here is kept.
+                let read = match view_ref.get(&o.id) {
+                    Some(_) => None,
+                    None => known.current(k, r, o.object).await?,
+                };
+                let current = view_ref.get(&o.id).or(read.as_ref());
+                let dry_run = match reads.dry_run {
+                    true => {
+                        let parent_live =
+                            parent_state(k, kinds, known, view_ref, o, current).await?;
+                        let parent = match &parent_live {
+                            ParentLive::NotAsked => ParentState::NotAsked,
+                            ParentLive::NotServed => ParentState::NotServed,
+                            ParentLive::Read(v) => ParentState::Read(v.as_ref()),
+                        };
+                        match table.dry_run(o, current, parent) {
+                            Some(manifest) => Some(dry_run(k, r, &manifest).await?),
+                            None => None,
                         }
-                        None => true,
-                    },
-                    None => false,
-                },
-            };
-            let dry_run = if reads.dry_run
-                && !parent_missing
-                && objects::needs_dry_run(o, current, ns_created, set_id)
-            {
-                let manifest = objects::desired_manifest(o, current);
-                Some(dry_run(k, r, &manifest).await?)
-            } else {
-                None
-            };
-            Ok((id, read, dry_run))
-        })
-        .buffered(reads.parallelism.max(1))
-        .collect()
-        .await;
+                    }
+                    false => None,
+                };
+                Ok((o.id.clone(), read, dry_run))
+            })
+            .buffered(reads.parallelism.max(1))
+            .collect()
+            .await;
     for result in results {
         let (id, current, dry_run) = result?;
         if let Some(d) = dry_run {
@@ -335,6 +292,35 @@ async fn read_objects(
         }
     }
     Ok(())
+}
+
+/// An in-set parent's live state, owned (read here or copied from the view).
+enum ParentLive {
+    NotAsked,
+    NotServed,
+    Read(Option<Value>),
+}
+
+/// The live state of `o`'s in-set parent when `o` does not exist yet (a dry-run of a child whose
+/// parent this apply creates first is refused by admission).
+async fn parent_state(
+    k: &Kube,
+    kinds: &Kinds,
+    known: &Known,
+    view: &LiveView,
+    o: &ObjectRead<'_>,
+    current: Option<&Value>,
+) -> Result<ParentLive, ClusterError> {
+    let Some(parent) = o.parent.filter(|_| current.is_none()) else {
+        return Ok(ParentLive::NotAsked);
+    };
+    let Some(pr) = kinds.get(&parent.type_ref()).and_then(Option::as_ref) else {
+        return Ok(ParentLive::NotServed);
+    };
+    Ok(ParentLive::Read(match view.get(&parent.object_ref()) {
+        Some(v) => Some(v.clone()),
+        None => known.current(k, pr, parent).await?,
+    }))
 }
 
 pub use gpuctl_plan::plan::KueueConfigReading;
@@ -360,14 +346,8 @@ pub async fn kueue_config(k: &Kube) -> KueueConfigReading {
     }
 }
 
-/// The rendered object `o` is a child of, if the set declares it.
-fn parent_in_set<'a>(set: &'a RenderedSet, o: &RenderedObject) -> Option<&'a RenderedObject> {
-    let parent = gpuctl_plan::plan::hierarchy::parent_ref(&o.api_version, &o.kind, &o.manifest)?;
-    set.objects.iter().find(|x| x.object_ref() == parent)
-}
-
 /// An object's identity, live state and dry-run answer.
-type ObjectRead = (ObjectRef, Option<Value>, Option<DryRun>);
+type ObjectReadResult = (ObjectRef, Option<Value>, Option<DryRun>);
 
 async fn dry_run(k: &Kube, r: &Resolved, manifest: &Value) -> Result<DryRun, ClusterError> {
     match k.apply(r, manifest, true, false).await {
@@ -411,50 +391,24 @@ impl Known {
     }
 }
 
-/// For the rendered objects that are not members of the set: one LIST of namespace names and one
-/// LIST per cluster-scoped kind with many such objects, all at once (a first plan of 5,000
-/// objects otherwise costs 5,000 GETs). The namespace names come from the Namespace LIST when
-/// there is one.
-async fn read_known(
-    k: &Kube,
-    set: &RenderedSet,
-    kinds: &Kinds,
-    members: &BTreeMap<ObjectRef, Value>,
-) -> Result<Known, ClusterError> {
-    let unread: Vec<&RenderedObject> = set
-        .objects
-        .iter()
-        .filter(|o| !members.contains_key(&o.object_ref()))
-        .collect();
-    let mut per_kind: BTreeMap<TypeRef, usize> = BTreeMap::new();
-    for o in unread.iter().filter(|o| o.namespace.is_none()) {
-        *per_kind.entry(o.type_ref()).or_default() += 1;
-    }
-    let namespace_kind = TypeRef::new("v1", "Namespace");
-    let lists_namespaces = per_kind
-        .get(&namespace_kind)
-        .is_some_and(|n| *n >= LIST_THRESHOLD);
-    let names_needed = !lists_namespaces && unread.iter().any(|o| o.namespace.is_some());
+/// The bulk reads the table asks for ([`PlanReads::bulk`]), all at once: one LIST of namespace
+/// names and one LIST per cluster-scoped kind with many objects left to read (a first plan of
+/// 5,000 objects otherwise costs 5,000 GETs). The namespace names come from the Namespace LIST
+/// when there is one.
+async fn read_known(k: &Kube, bulk: BulkReads, kinds: &Kinds) -> Result<Known, ClusterError> {
     let namespaces = async {
-        if !names_needed {
+        if !bulk.namespace_names {
             return Ok(None);
         }
         match k.resolve("v1", "Namespace").await? {
-            Some(r) => Ok::<_, ClusterError>(Some(
-                k.list(&r, "")
-                    .await?
-                    .iter()
-                    .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
-                    .collect::<BTreeSet<String>>(),
-            )),
+            Some(r) => Ok::<_, ClusterError>(Some(names(&k.list(&r, "").await?))),
             None => Ok(None),
         }
     };
     let listed = futures::future::try_join_all(
-        per_kind
+        bulk.lists
             .into_iter()
-            .filter(|(_, count)| *count >= LIST_THRESHOLD)
-            .filter_map(|(t, _)| Some((kinds.get(&t)?.as_ref()?, t)))
+            .filter_map(|t| Some((kinds.get(&t)?.as_ref()?, t)))
             .map(|(r, t)| async move { Ok::<_, ClusterError>((t, k.list(r, "").await?)) }),
     );
     let (namespaces, listed) = futures::try_join!(namespaces, listed)?;
@@ -463,13 +417,8 @@ async fn read_known(
         ..Known::default()
     };
     for (t, items) in listed {
-        if t == namespace_kind {
-            known.namespaces = Some(
-                items
-                    .iter()
-                    .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
-                    .collect(),
-            );
+        if t.api_version == "v1" && t.kind == "Namespace" {
+            known.namespaces = Some(names(&items));
         }
         for v in items {
             let v = with_type(v, &t);
@@ -480,6 +429,14 @@ async fn read_known(
         known.listed.insert(t);
     }
     Ok(known)
+}
+
+/// The names of listed objects.
+fn names(items: &[Value]) -> BTreeSet<String> {
+    items
+        .iter()
+        .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// Lists omit apiVersion/kind on items; put them back.
@@ -550,10 +507,10 @@ pub async fn parent_group_kinds(
     )
 }
 
-/// The nodes of every pool, each node once: pools that select by the same label keys share one
-/// LIST (`gpuctl.dev/pool in (p000,...)`, `plan::nodes::node_list_selectors`), a bounded number
-/// of LISTs at a time; a 64-pool blueprint costs one LIST, not 64.
-async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, ClusterError> {
+/// The nodes of every pool, each node once: the table's LISTs ([`PoolNodes::lists`]: pools
+/// that select by the same label keys share one, so a 64-pool blueprint costs one LIST, not 64),
+/// a bounded number at a time, keeping the nodes some pool selects.
+async fn pool_nodes(k: &Kube, pools: &PoolNodes<'_>) -> Result<Vec<Value>, ClusterError> {
     let r = k
         .resolve("v1", "Node")
         .await?
@@ -561,8 +518,7 @@ async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, Clust
             object: "Nodes".into(),
             message: "the API server does not serve v1 Node".into(),
         })?;
-    let selectors = node_list_selectors(patches);
-    let lists: Vec<Result<Vec<Value>, ClusterError>> = futures::stream::iter(&selectors)
+    let lists: Vec<Result<Vec<Value>, ClusterError>> = futures::stream::iter(&pools.lists)
         .map(|selector| {
             let r = &r;
             async move { k.list(r, selector).await }
@@ -572,12 +528,7 @@ async fn pool_nodes(k: &Kube, patches: &[NodePatch]) -> Result<Vec<Value>, Clust
         .await;
     let mut by_name: BTreeMap<String, Value> = BTreeMap::new();
     for list in lists {
-        // A selector shared by pools with several keys also matches the cross product of their
-        // values: keep the nodes some pool selects.
-        for n in list?
-            .into_iter()
-            .filter(|n| patches.iter().any(|p| selects(&p.selector, n)))
-        {
+        for n in list?.into_iter().filter(|n| pools.keeps(n)) {
             let name = n["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()

@@ -3,8 +3,9 @@
 //! empty when offline). A plan is a versioned JSON document that `apply` can execute later,
 //! refusing it when the cluster moved since.
 //!
-//! Everything here is a pure function of (rendered set, live view): [`objects`] decides each
-//! object and the prunes, [`nodes`] the node labels and taints, [`helm`] the operator release,
+//! Everything here is a pure function of (rendered set, live view): [`reads`] says what a live
+//! plan reads, [`objects`] decides each object and the prunes, [`nodes`] the node labels and
+//! taints, [`helm`] the operator release,
 //! [`upgrades`] what `gpuctl upgrade` journals forbid; [`plan`] puts them together.
 
 pub mod diff;
@@ -16,6 +17,7 @@ pub mod hierarchy;
 pub mod kueue;
 pub mod nodes;
 pub mod objects;
+pub mod reads;
 pub mod redact;
 pub mod stale;
 #[cfg(test)]
