@@ -141,8 +141,9 @@ pub fn plan(set: &RenderedSet, live: &LiveView, opts: PlanOptions) -> Result<Pla
     let mut actions = objects::actions(set, live, &set_id);
     let (prunes, mut findings) = objects::prunes(set, live, opts.prune_protected);
     actions.extend(prunes);
+    // The prunes' digests (the objects' come with their actions).
     for a in &mut actions {
-        if a.resource_version.is_some() {
+        if a.resource_version.is_some() && a.content_digest.is_none() {
             a.content_digest = live.get(&a.object_ref()).map(stale::content_digest);
         }
     }
