@@ -185,12 +185,14 @@ fn live_view(
             dry_run: true,
             parallelism: settings.parallelism,
         };
-        let view = read::rendered_set(&k, set, reads).await?;
-        let config = if kueue {
-            Some(read::kueue_config(&k).await)
-        } else {
-            None
-        };
+        // The running Kueue's configuration is read beside the set, not after it.
+        let (view, config) = tokio::join!(read::rendered_set(&k, set, reads), async {
+            match kueue {
+                true => Some(read::kueue_config(&k).await),
+                false => None,
+            }
+        });
+        let view = view?;
         Ok((view, config))
     })
 }
