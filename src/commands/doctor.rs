@@ -125,7 +125,7 @@ fn metric_findings(
     url: &str,
     temperature_c: Option<u32>,
 ) -> Result<gpuctl_cluster::prometheus::MetricRun, CommandError> {
-    use gpuctl_cluster::prometheus::{self as prom, PrometheusConfig, Token};
+    use gpuctl_cluster::prometheus as prom;
     let facts = Catalog::embedded().dcgm();
     let settings = gpuctl_day2::metrics::MetricSettings::new(
         facts,
@@ -133,9 +133,27 @@ fn metric_findings(
         args.idle_window.as_deref(),
     )
     .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let cfg = prometheus_config(
+        url,
+        args.prometheus_token_file.as_deref(),
+        args.prometheus_ca_file.as_deref(),
+    )?;
+    runtime()?
+        .block_on(prom::metric_findings(&cfg, facts, &settings, None))
+        .map_err(|e| CommandError::Failed(e.to_string()))
+}
+
+/// The Prometheus connection of `--prometheus`, its CA file and its bearer token (the file, or
+/// GPUCTL_PROMETHEUS_TOKEN): doctor's and report's.
+pub(super) fn prometheus_config(
+    url: &str,
+    token_file: Option<&Path>,
+    ca_file: Option<&Path>,
+) -> Result<gpuctl_cluster::prometheus::PrometheusConfig, CommandError> {
+    use gpuctl_cluster::prometheus::{PrometheusConfig, Token};
     let mut cfg = PrometheusConfig::new(url);
-    cfg.ca_file = args.prometheus_ca_file.clone();
-    cfg.token = match &args.prometheus_token_file {
+    cfg.ca_file = ca_file.map(Path::to_path_buf);
+    cfg.token = match token_file {
         Some(path) => {
             use std::io::Read;
             let mut text = String::new();
@@ -154,7 +172,5 @@ fn metric_findings(
             .filter(|t| !t.trim().is_empty())
             .map(|t| Token::new(&t)),
     };
-    runtime()?
-        .block_on(prom::metric_findings(&cfg, facts, &settings, None))
-        .map_err(|e| CommandError::Failed(e.to_string()))
+    Ok(cfg)
 }

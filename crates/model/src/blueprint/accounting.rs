@@ -24,6 +24,7 @@ pub struct Accounting {
     /// the default: a 1g slice of a 7-slice GPU is 1/7), `memory` (memory slices / the GPU's) or
     /// `table` (the `weights` table). A time-sliced or MPS replica always counts as 1/replicas.
     #[serde(default)]
+    #[schemars(example = &"memory")]
     pub weighting: Weighting,
     /// With `weighting: table`: MIG profile (`1g.10gb`) -> share of a GPU, in (0, 1].
     #[serde(default)]
@@ -31,6 +32,7 @@ pub struct Accounting {
     pub weights: BTreeMap<String, f64>,
     /// When an allocated GPU counts as idle.
     #[serde(default)]
+    #[schemars(example = idle_example())]
     pub idle: IdleThreshold,
     /// Tenant name -> cost centre, printed beside the tenant in reports.
     #[serde(default)]
@@ -57,11 +59,14 @@ pub enum Weighting {
 pub struct Price {
     /// A pool of `nodePools` (this or `model`).
     #[serde(default)]
+    #[schemars(example = &"h100-train")]
     pub pool: Option<String>,
     /// A GPU model key of a pool (`H100-SXM5-80GB`).
     #[serde(default)]
+    #[schemars(example = &"A100-SXM4-80GB")]
     pub model: Option<String>,
     /// Price of one whole GPU for one hour, in `currency`; 0 or more.
+    #[schemars(example = &2.5)]
     pub per_gpu_hour: f64,
 }
 
@@ -72,9 +77,11 @@ pub struct Price {
 pub struct IdleThreshold {
     /// Graphics/compute engine activity, in percent of time, in (0, 100].
     #[serde(default = "default_below")]
+    #[schemars(example = &5.0)]
     pub activity_below_percent: f64,
     /// How long the activity must stay below before the idle alert fires, e.g. `30m`.
     #[serde(default = "default_for", rename = "for")]
+    #[schemars(example = &"30m")]
     pub for_: String,
 }
 
@@ -109,4 +116,8 @@ fn weights_example() -> serde_json::Value {
 
 fn cost_centres_example() -> serde_json::Value {
     serde_json::json!({ "team-a": "CC-4711" })
+}
+
+fn idle_example() -> serde_json::Value {
+    serde_json::json!({ "activityBelowPercent": 10, "for": "1h" })
 }

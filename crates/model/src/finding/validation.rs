@@ -1138,7 +1138,7 @@ rules! {
         checks: "The figures `accounting` asks for can come from the metrics gpuctl renders: engine activity (used and idle GPU-hours) needs dcgm-exporter on the pools, and the idle window must span more than one dcgm-exporter collection interval.",
         why: "Without dcgm-exporter there is no engine activity: a report would have to call the pool's GPUs idle or busy by guess. An idle window shorter than two collections decides on one sample, so the alert fires on every pause between kernels.",
         fix: "Enable dcgm-exporter (`gpuOperator.dcgmExporter.enabled`, `nodePools[].operands.dcgmExporter`), or accept that the pool's used and idle hours are reported as unknown by leaving it out of accounting with dcgm-exporter off only there; lengthen `idle.for` or shorten the interval.",
-        source: "shared reference accounting.md sections 1.2 and 9 (dcgm-exporter activity fields); profiles/accounting.yaml",
+        source: "NVIDIA dcgm-exporter etc/default-counters.csv (DCGM_FI_PROF_GR_ENGINE_ACTIVE) and issue 430 (no GPU utilisation on MIG); profiles/accounting.yaml",
         example: "spec:\n  gpuOperator:\n    dcgmExporter: {enabled: false}\n  accounting:\n    idle: {activityBelowPercent: 5, for: 30m}\n",
         fixed: "spec:\n  gpuOperator:\n    dcgmExporter: {enabled: true}\n  accounting:\n    idle: {activityBelowPercent: 5, for: 30m}\n",
     }
