@@ -372,6 +372,9 @@ pub struct ReportArgs {
     /// Total time one query may take.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub timeout: String,
+    /// Also draw the figures as stacked bars (used, idle, unknown) into FILE, an SVG picture.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 /// What `gpuctl report` rows are per.

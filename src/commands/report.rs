@@ -17,6 +17,9 @@ use crate::{output, settings};
 
 /// Runs the command.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> CommandResult {
+    if let Some(svg) = &a.svg {
+        super::status::check_target(svg)?;
+    }
     let step = duration_s("--step", &a.step)?;
     let timeout = duration_s("--timeout", &a.timeout)?;
     let now = jiff::Timestamp::now().as_second();
@@ -57,6 +60,10 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> CommandResult {
     let run = runtime()?
         .block_on(gpuctl_cluster::accounting::report(&cfg, &table, window, by))
         .map_err(|e| CommandError::Failed(e.to_string()))?;
+    if let Some(path) = &a.svg {
+        super::status::write_new_file(path, output::report::svg(&run.report).as_bytes())?;
+        eprintln!("wrote the report picture to {}", path.display());
+    }
     let text = match a.output {
         ReportFormat::Human => output::report::human(&run.report),
         ReportFormat::Csv => output::report::csv(&run.report),

@@ -1,7 +1,8 @@
 //! `gpuctl report` output: a table for people, CSV for a spreadsheet, versioned JSON, and Markdown
 //! for a ticket or a monthly mail (docs/report.md). GPU-hours and costs are printed with two
-//! decimals; JSON keeps the full values.
+//! decimals; JSON keeps the full values. `--svg FILE` draws the figures as stacked bars.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use gpuctl_accounting::Report;
@@ -188,4 +189,147 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(out, "- {}", md(&l));
     }
     out
+}
+
+/// Keys drawn in the per-key bars; the rest are summed in one line.
+pub const SVG_MAX_KEYS: usize = 40;
+
+const SVG_WIDTH: i64 = 1100;
+const SVG_MARGIN: i64 = 16;
+const USED: &str = "#4e79a7";
+const IDLE: &str = "#f28e2b";
+const UNKNOWN: &str = "#bab0ac";
+
+fn esc(s: &str) -> String {
+    s.chars()
+        .take(48)
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c if c.is_control() => " ".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// Used, idle and unknown of one figure, stacked from `x` over `len` pixels for `scale`.
+fn stack(out: &mut String, f: &Figures, scale: f64, at: (i64, i64), vertical: bool, size: i64) {
+    let mut pos = 0;
+    for (v, colour, what) in [
+        (f.used, USED, "used"),
+        (f.idle, IDLE, "idle"),
+        (f.unknown, UNKNOWN, "unknown"),
+    ] {
+        let len = (v * scale).round() as i64;
+        if len <= 0 {
+            continue;
+        }
+        let (x, y, w, h) = if vertical {
+            (at.0, at.1 - pos - len, size, len)
+        } else {
+            (at.0 + pos, at.1, len, size)
+        };
+        let _ = writeln!(
+            out,
+            "<rect x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\" fill=\"{colour}\"><title>{what}: {v:.2} GPU-hours</title></rect>"
+        );
+        pos += len;
+    }
+}
+
+/// Per day: one column of all keys' used, idle and unknown GPU-hours.
+fn svg_days(out: &mut String, r: &Report, top: i64) -> i64 {
+    let mut days: BTreeMap<&str, Figures> = BTreeMap::new();
+    for row in &r.rows {
+        let d = days.entry(row.day.as_str()).or_default();
+        d.used += row.figures.used;
+        d.idle += row.figures.idle;
+        d.unknown += row.figures.unknown;
+        d.allocated += row.figures.allocated;
+    }
+    let height = 240;
+    let max = days.values().map(|f| f.allocated).fold(0.0, f64::max);
+    let scale = if max > 0.0 { height as f64 / max } else { 0.0 };
+    let n = days.len().max(1) as i64;
+    let col = ((SVG_WIDTH - 2 * SVG_MARGIN) / n).clamp(2, 40);
+    let base = top + height;
+    let _ = writeln!(
+        out,
+        "<text x=\"{SVG_MARGIN}\" y=\"{}\" font-size=\"13\">GPU-hours per day (max {max:.2})</text>",
+        top - 6
+    );
+    for (i, (day, f)) in days.iter().enumerate() {
+        let x = SVG_MARGIN + i as i64 * col;
+        let _ = writeln!(out, "<g><title>{}</title>", esc(day));
+        stack(out, f, scale, (x, base), true, (col - 1).max(1));
+        out.push_str("</g>\n");
+    }
+    base + 20
+}
+
+/// Per key: one horizontal bar of its totals.
+fn svg_keys(out: &mut String, r: &Report, top: i64) -> i64 {
+    let max = r
+        .totals
+        .iter()
+        .map(|t| t.figures.allocated)
+        .fold(0.0, f64::max);
+    let width = SVG_WIDTH - 2 * SVG_MARGIN - 220;
+    let scale = if max > 0.0 { width as f64 / max } else { 0.0 };
+    let mut y = top;
+    for t in r.totals.iter().take(SVG_MAX_KEYS) {
+        let f = &t.figures;
+        let _ = writeln!(
+            out,
+            "<text x=\"{SVG_MARGIN}\" y=\"{}\" font-size=\"12\">{}</text>",
+            y + 12,
+            esc(&t.key)
+        );
+        stack(out, f, scale, (SVG_MARGIN + 220, y), false, 14);
+        y += 20;
+    }
+    if r.totals.len() > SVG_MAX_KEYS {
+        let _ = writeln!(
+            out,
+            "<text x=\"{SVG_MARGIN}\" y=\"{}\" font-size=\"12\">and {} more (see -o csv)</text>",
+            y + 12,
+            r.totals.len() - SVG_MAX_KEYS
+        );
+        y += 20;
+    }
+    y
+}
+
+/// `--svg`: GPU-hours per day as stacked columns (used, idle, unknown) and per tenant (pool,
+/// model, queue) as stacked bars, with a legend. Deterministic bytes; names escaped and
+/// shortened; at most [`SVG_MAX_KEYS`] bars.
+pub fn svg(r: &Report) -> String {
+    let mut body = String::new();
+    let _ = writeln!(
+        body,
+        "<text x=\"{SVG_MARGIN}\" y=\"22\" font-size=\"15\">{}</text>",
+        esc(&title(r))
+    );
+    let mut x = SVG_MARGIN;
+    for (colour, what) in [
+        (USED, "used"),
+        (IDLE, "idle"),
+        (UNKNOWN, "unknown (no activity data)"),
+    ] {
+        let _ = writeln!(
+            body,
+            "<rect x=\"{x}\" y=\"34\" width=\"12\" height=\"12\" fill=\"{colour}\"/><text x=\"{}\" y=\"45\" font-size=\"12\">{what}</text>",
+            x + 16
+        );
+        x += 200;
+    }
+    let y = svg_days(&mut body, r, 80);
+    let y = svg_keys(&mut body, r, y + 10);
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{SVG_WIDTH}\" height=\"{}\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n{body}</svg>\n",
+        y + SVG_MARGIN
+    )
 }

@@ -516,6 +516,16 @@ fn report_matches_hand_computed_gpu_hours() {
         .iter()
         .find(|r| r["key"] == "A100-SXM4-80GB")
         .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("report.svg");
+    report(&prom.url, start, end, &["--svg", svg.to_str().unwrap()]);
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg "), "{picture}");
+    assert!(
+        picture.contains("<title>unknown: 16.00 GPU-hours</title>"),
+        "{picture}"
+    );
+    assert!(picture.contains(">research</text>"), "{picture}");
     // 48 hourly points of 1/7 each: the sum of 48 additions, within rounding of 48/7.
     let got = a100["allocated"].as_f64().unwrap();
     assert!((got - 48.0 / 7.0).abs() < 1e-12, "{got}");

@@ -779,6 +779,29 @@ mod tests {
     }
 
     #[test]
+    fn range_answers_are_matrices() {
+        let m = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"namespace":"a","pod":"p"},"values":[[1796112000,"1"],[1796115600,"0.5"]]},
+            {"metric":{},"values":[]}]}}"#;
+        let s = parse_range_response(m).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].labels["pod"], "p");
+        assert_eq!(s[0].points, vec![(1796112000.0, 1.0), (1796115600.0, 0.5)]);
+        let err = br#"{"status":"error","errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points per timeseries"}"#;
+        assert!(matches!(
+            parse_range_response(err),
+            Err(ParseError::Api { .. })
+        ));
+        for bad in [
+            &b"<html>"[..],
+            br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#,
+            br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}"#,
+        ] {
+            assert!(matches!(parse_range_response(bad), Err(ParseError::Decode(_))));
+        }
+    }
+
+    #[test]
     fn urls_are_checked_and_credentials_never_shown() {
         for bad in ["", "prometheus:9090", "ftp://x", "http://", "http://h/?a=b"] {
             assert!(
@@ -792,6 +815,7 @@ mod tests {
         let p = Prometheus::new(&PrometheusConfig::new("http://user:s3cret@h:9090/prom")).unwrap();
         assert_eq!(p.url(), "http://***@h:9090/prom");
         assert_eq!(p.endpoint.path(), "/prom/api/v1/query");
+        assert_eq!(p.range_endpoint.path(), "/prom/api/v1/query_range");
         let e = Prometheus::new(&PrometheusConfig::new("gopher://user:s3cret@h")).unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
         let mut cfg = PrometheusConfig::new("http://h");

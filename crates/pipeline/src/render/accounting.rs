@@ -753,3 +753,70 @@ pub fn kueue_configuration(
     }
     facts
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!("../../../../tests/fixtures/accounting/blueprint.yaml");
+
+    fn table(text: &str) -> AccountingTable {
+        let bp = gpuctl_model::blueprint::load_str("a.yaml", text)
+            .expect("loads")
+            .blueprint;
+        AccountingTable::new(&bp, Catalog::embedded()).expect("accounting set")
+    }
+
+    /// The activity metric follows the exporter release the values deploy: the operator's
+    /// default (4.6.0-4.8.3 on v26.7.0) keeps the DCGM 4.6 name, a 4.9.0 override takes the
+    /// renamed field; neither falls back to GPU_UTIL (absent on MIG).
+    #[test]
+    fn activity_metric_follows_the_rendered_exporter_release() {
+        let t = table(FIXTURE);
+        assert_eq!(t.names.exporter, "4.6.0-4.8.3");
+        assert_eq!(t.names.activity, "DCGM_FI_PROF_GR_ENGINE_ACTIVE");
+        let newer = FIXTURE.replace(
+            "      kernelModuleType: open\n",
+            "      kernelModuleType: open\n    values: { dcgmExporter: { version: 4.9.0-4.7.1-distroless } }\n",
+        );
+        let t = table(&newer);
+        assert_eq!(t.names.activity, "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO");
+        assert!(!t.pod_active_expr().contains("GPU_UTIL\""));
+    }
+
+    /// Memory weighting: a 1g.10gb instance is 1/8 of an A100's memory slices.
+    #[test]
+    fn memory_weighting_uses_memory_slices() {
+        let t = table(&FIXTURE.replace("weighting: compute", "weighting: memory"));
+        assert_eq!(t.pool("a100").unwrap().activity_weights["1g.10gb"], 0.125);
+        assert_eq!(
+            t.pool("l4").unwrap().request_weights["nvidia_com_gpu"],
+            0.25
+        );
+    }
+
+    /// The exporter env and Kueue's resource metrics are set only for a blueprint with accounting.
+    #[test]
+    fn exporter_and_kueue_settings_only_with_accounting() {
+        let bp = gpuctl_model::blueprint::load_str("a.yaml", FIXTURE)
+            .unwrap()
+            .blueprint;
+        let env = exporter_env(&bp, Catalog::embedded());
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["KUBERNETES_VIRTUAL_GPUS", "KUBERNETES_ENABLE_DRA"]);
+        let k = kueue_configuration(&bp, Catalog::embedded());
+        assert_eq!(
+            k.chart_defaults["metrics"]["enableClusterQueueResources"],
+            true
+        );
+        let mut without = bp.clone();
+        without.spec.accounting = None;
+        assert!(exporter_env(&without, Catalog::embedded()).is_empty());
+        let k = kueue_configuration(&without, Catalog::embedded());
+        assert!(
+            k.chart_defaults["metrics"]
+                .get("enableClusterQueueResources")
+                .is_none()
+        );
+    }
+}
