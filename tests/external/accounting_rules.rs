@@ -3,7 +3,8 @@
 //! `promtool test rules` (Debian's 2.42) proves what each series records: a pod's whole GPUs idle
 //! (allocated 2, active 0, idle 2, the idle alert after `idle.for`), a 1g.10gb MIG slice counted as
 //! 1/7 of a GPU (not 1) with its activity weighted alike, a finished pod not counted, a time-sliced
-//! replica as 1/4, activity unknown where the exporter has no series, and Kueue borrowing as
+//! replica as 1/4, activity unknown where the exporter has no series (also for one pod of a tenant
+//! whose other pod is reported: unknown, not idle), and Kueue borrowing as
 //! reservation above nominal.
 
 use std::process::Command;
@@ -96,6 +97,22 @@ fn input_series() -> Vec<Value> {
             ("pod", "done"),
             ("phase", "Succeeded"),
         ],
+        "1x60",
+    ));
+    // A second team-a pod whose GPU the exporter does not report: unknown, not idle.
+    v.push(s(
+        req,
+        &[
+            ("namespace", "team-a"),
+            ("pod", "q"),
+            ("node", "h100-n1"),
+            ("resource", "nvidia_com_gpu"),
+        ],
+        "1x60",
+    ));
+    v.push(s(
+        phase,
+        &[("namespace", "team-a"), ("pod", "q"), ("phase", "Running")],
         "1x60",
     ));
     for gpu in ["0", "1"] {
@@ -202,7 +219,7 @@ fn unit_test(rule: &Value) -> Value {
             at(&format!("sort({})", series::ALLOCATED), vec![
                 sample(series::ALLOCATED, &serving, seventh),
                 sample(series::ALLOCATED, &dev, 0.25),
-                sample(series::ALLOCATED, &team_a, 2.0),
+                sample(series::ALLOCATED, &team_a, 3.0),
             ]),
             at(&format!("sort({})", series::ACTIVE), vec![
                 sample(series::ACTIVE, &team_a, 0.0),
@@ -212,7 +229,10 @@ fn unit_test(rule: &Value) -> Value {
                 sample(series::IDLE, &serving, seventh - 0.5 * seventh),
                 sample(series::IDLE, &team_a, 2.0),
             ]),
-            at(series::UNKNOWN, vec![sample(series::UNKNOWN, &dev, 0.25)]),
+            at(&format!("sort({})", series::UNKNOWN), vec![
+                sample(series::UNKNOWN, &dev, 0.25),
+                sample(series::UNKNOWN, &team_a, 1.0),
+            ]),
             at(series::BORROWED, vec![sample(
                 series::BORROWED,
                 &[("cluster_queue", "cq-b"), ("flavor", "h100"), ("resource", "nvidia.com/gpu")],

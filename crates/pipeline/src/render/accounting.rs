@@ -32,11 +32,17 @@ pub mod series {
     pub const POD_ALLOCATED: &str = "gpuctl:pod_gpu_allocated:sum";
     /// Weighted engine activity of the devices a pod holds.
     pub const POD_ACTIVE: &str = "gpuctl:pod_gpu_active:sum";
+    /// A pod's activity, at most its allocation (where activity is known).
+    pub const POD_USED: &str = "gpuctl:pod_gpu_used:sum";
+    /// A pod's allocation minus its use, where activity is known.
+    pub const POD_IDLE: &str = "gpuctl:pod_gpu_idle:sum";
+    /// A pod's allocation where no activity series exists.
+    pub const POD_UNKNOWN: &str = "gpuctl:pod_gpu_activity_unknown:sum";
     /// Allocated GPUs per tenant, pool, GPU model and queue.
     pub const ALLOCATED: &str = "gpuctl:gpu_allocated:sum";
-    /// Active GPUs (engine activity) per tenant, pool, GPU model and queue.
+    /// Used GPUs (engine activity, at most the allocation) per tenant, pool, GPU model and queue.
     pub const ACTIVE: &str = "gpuctl:gpu_active:sum";
-    /// Allocated and inactive: allocated - active, where activity is known.
+    /// Allocated and inactive: the pods' allocation minus their use, where activity is known.
     pub const IDLE: &str = "gpuctl:gpu_idle:sum";
     /// Allocated GPUs whose activity is not known (no dcgm-exporter series).
     pub const UNKNOWN: &str = "gpuctl:gpu_activity_unknown:sum";
@@ -585,17 +591,22 @@ impl AccountingTable {
                 m = self.model_expr()
             )
         };
+        // Per pod first, so a tenant's pods without activity data count as unknown, never as
+        // idle, and activity above the allocation is never counted as more than it.
+        let pod = "on (namespace, pod, pool)";
+        let (alloc, active, used) = (series::POD_ALLOCATED, series::POD_ACTIVE, series::POD_USED);
         let mut rules = vec![
-            json!({"record": series::POD_ALLOCATED, "expr": self.pod_allocated_expr()}),
-            json!({"record": series::POD_ACTIVE, "expr": self.pod_active_expr()}),
-            json!({"record": series::ALLOCATED, "expr": per_tenant(series::POD_ALLOCATED)}),
-            json!({"record": series::ACTIVE, "expr": per_tenant(series::POD_ACTIVE)}),
-            json!({"record": series::IDLE, "expr": format!(
-                "clamp_min({a} - on ({by}) {u}, 0)", a = series::ALLOCATED, u = series::ACTIVE
+            json!({"record": alloc, "expr": self.pod_allocated_expr()}),
+            json!({"record": active, "expr": self.pod_active_expr()}),
+            json!({"record": used, "expr": format!(
+                "({active} <= {pod} {alloc}) or {pod} ({alloc} and {pod} {active})"
             )}),
-            json!({"record": series::UNKNOWN, "expr": format!(
-                "{a} unless on ({by}) {u}", a = series::ALLOCATED, u = series::ACTIVE
-            )}),
+            json!({"record": series::POD_IDLE, "expr": format!("{alloc} - {pod} {used}")}),
+            json!({"record": series::POD_UNKNOWN, "expr": format!("{alloc} unless {pod} {active}")}),
+            json!({"record": series::ALLOCATED, "expr": per_tenant(alloc)}),
+            json!({"record": series::ACTIVE, "expr": per_tenant(used)}),
+            json!({"record": series::IDLE, "expr": per_tenant(series::POD_IDLE)}),
+            json!({"record": series::UNKNOWN, "expr": per_tenant(series::POD_UNKNOWN)}),
         ];
         if let Some(b) = self.borrowed_expr() {
             rules.push(json!({"record": series::BORROWED, "expr": b}));
