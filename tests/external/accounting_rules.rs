@@ -289,3 +289,57 @@ fn no_accounting_no_rules() {
     assert!(!set.documents.contains_key(RULES_FILE));
     assert!(!set.objects.iter().any(|o| o.name == PROMETHEUS_RULE));
 }
+
+/// The fixture with Volcano queues of the same names in place of Kueue.
+fn volcano_fixture() -> String {
+    let s = std::fs::read_to_string(root().join(BLUEPRINT)).unwrap();
+    let (a, b) = (
+        s.find("  scheduling:\n").unwrap(),
+        s.find("  dra:\n").unwrap(),
+    );
+    let queues: String = ["cq-a", "cq-b", "cq-serve", "cq-dev", "cq-research"]
+        .iter()
+        .map(|q| format!("        - {{ name: {q}, parent: root, weight: 1 }}\n"))
+        .collect();
+    format!(
+        "{}  scheduling:\n    queueing: volcano\n    volcano:\n      version: v1.15.1\n      queues:\n{queues}{}",
+        &s[..a],
+        &s[b..]
+    )
+}
+
+/// Volcano reports GPUs in milli-units (1 nvidia.com/gpu = 1000): the recorded series divides
+/// them out. No Kueue, so no borrowed series.
+#[needs_prometheus]
+#[test]
+fn volcano_queue_gpus_are_whole_units() {
+    let set = crate::render_common::render_text("volcano.yaml", &volcano_fixture());
+    let file = &set.documents[RULES_FILE];
+    assert!(!file.contains(series::BORROWED), "{file}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rules.yaml"), file).unwrap();
+    promtool(&["check", "rules", "rules.yaml"], dir.path());
+    let metric = "volcano_queue_allocated_scalar_resources";
+    let tests = json!({
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": name(metric, &[("queue_name", "cq-a"), ("resource", "nvidia.com/gpu")]), "values": "2000x10"},
+                {"series": name(metric, &[("queue_name", "cq-a"), ("resource", "cpu")]), "values": "8000x10"},
+            ],
+            "promql_expr_test": [{
+                "expr": series::VOLCANO_ALLOCATED,
+                "eval_time": "5m",
+                "exp_samples": [sample(series::VOLCANO_ALLOCATED, &[("queue_name", "cq-a"), ("resource", "nvidia.com/gpu")], 2.0)],
+            }],
+        }],
+    });
+    std::fs::write(
+        dir.path().join("test.yaml"),
+        serde_json::to_vec_pretty(&tests).unwrap(),
+    )
+    .unwrap();
+    promtool(&["test", "rules", "test.yaml"], dir.path());
+}
