@@ -79,7 +79,8 @@ pub struct IdleThreshold {
     #[serde(default = "default_below")]
     #[schemars(example = &5.0)]
     pub activity_below_percent: f64,
-    /// How long the activity must stay below before the idle alert fires, e.g. `30m`.
+    /// How long the activity must stay below before the idle alert fires, e.g. `30m` (1m to
+    /// 168h); also `gpuctl doctor --prometheus`'s default `--idle-window`.
     #[serde(default = "default_for", rename = "for")]
     #[schemars(example = &"30m")]
     pub for_: String,

@@ -1127,7 +1127,7 @@ rules! {
         fixed: "# the manager's overlay: cq-team-a admits what its workers have\nspec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - {pool: h100-train, quota: {nvidia.com/gpu: 192}}\n",
     }
     "GPU197" "accounting-values" "accounting" Error {
-        checks: "`accounting` names pools, GPU models, tenants and MIG profiles the blueprint has; prices are finite and not negative, each for exactly one pool or model, at most once; the currency is an ISO 4217 code; a `table` weighting gives every MIG profile of the pools a share in (0, 1]; the idle threshold is a percentage in (0, 100] held for a duration of at least a minute.",
+        checks: "`accounting` names pools, GPU models, tenants and MIG profiles the blueprint has; prices are finite and not negative, each for exactly one pool or model, at most once; the currency is an ISO 4217 code; a `table` weighting gives every MIG profile of the pools a share in (0, 1]; the idle threshold is a percentage in (0, 100] held for a duration of a minute to a week.",
         why: "A price or cost centre for a name the blueprint does not have is silently never charged; a MIG profile without a weight would have to be guessed (a 1g slice counted as a whole GPU is the error OpenCost and Kubecost make); a threshold of 0% or a window shorter than a scrape makes every GPU idle or none.",
         fix: "Use the names of `nodePools`, their `gpu.model` and `tenants`; give one price per pool or model; list every MIG profile of the pools under `weights`; write the idle threshold as a percentage and a duration such as `30m`.",
         source: "docs/report.md; profiles/gpus.yaml (MIG compute and memory slices)",

@@ -1219,6 +1219,14 @@ fn base_cases() -> Vec<Case> {
                 "  accounting: { idle: { for: 45s } }\n  upgrades:\n",
             )],
         ),
+        (
+            "GPU197",
+            k.clone(),
+            vec![(
+                ACC_AT,
+                "  accounting: { idle: { for: 200h } }\n  upgrades:\n",
+            )],
+        ),
         // Above every GPU's shutdown temperature: never fires.
         (
             "GPU092",

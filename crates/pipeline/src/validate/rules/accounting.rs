@@ -159,6 +159,12 @@ fn idle(ctx: &mut Ctx<'_>, acc: &Accounting) {
         );
     }
     match parse_duration_ms(&acc.idle.for_) {
+        Ok(ms) if ms > 7 * 24 * 3_600_000 => ctx.emit(
+            "GPU197",
+            format!("{ROOT}.idle.for"),
+            format!("`{}` is longer than a week", short(&acc.idle.for_)),
+            "write at most `168h`: doctor's idle finding uses the same window and reads at most a week",
+        ),
         Ok(ms) if ms >= 60_000 => {}
         Ok(_) => ctx.emit(
             "GPU197",
