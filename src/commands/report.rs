@@ -40,6 +40,23 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> CommandResult {
         eprint!("{}", output::human(&[report], settings::stderr_style()));
         CommandError::Reported
     })?;
+    // An accounting section that does not validate would charge names the blueprint does not
+    // have or weigh slices by guess: refused with its findings. Other findings (a driver past its
+    // end of life) do not change past GPU-hours and are left to `gpuctl validate`.
+    let today = settings::today(None)?;
+    let mut checked = gpuctl_pipeline::validate::check(
+        &loaded,
+        catalog,
+        gpuctl_pipeline::validate::Options { today },
+    );
+    checked.findings.retain(|f| {
+        f.severity == gpuctl_model::located::Severity::Error
+            && gpuctl_model::finding::rule(f.rule).is_some_and(|r| r.area == "accounting")
+    });
+    if !checked.findings.is_empty() {
+        eprint!("{}", output::human(&[checked], settings::stderr_style()));
+        return Err(CommandError::Reported);
+    }
     let table = AccountingTable::new(&loaded.blueprint, catalog).ok_or_else(|| {
         CommandError::Usage(format!(
             "{file} has no `spec.accounting`: add it (prices, weighting, idle threshold; docs/report.md) to report GPU-hours"

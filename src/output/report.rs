@@ -62,13 +62,24 @@ fn header(r: &Report) -> Vec<String> {
     .collect()
 }
 
+/// `1h`, `15m`, `30s`.
+fn step(s: i64) -> String {
+    if s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
 fn title(r: &Report) -> String {
     format!(
-        "GPU-hours of blueprint `{}` from {} to {}, step {}s, by {}",
+        "GPU-hours of blueprint `{}` from {} to {}, step {}, by {}",
         r.blueprint,
         when(r.start),
         when(r.end),
-        r.step,
+        step(r.step),
         r.by.as_str()
     )
 }

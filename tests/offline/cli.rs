@@ -839,6 +839,16 @@ fn report_refuses_what_it_cannot_report_and_names_an_unreachable_prometheus() {
         stderr(&o)
     );
     let acc = "tests/fixtures/accounting/blueprint.yaml";
+    // An accounting section that does not validate is refused with its findings (exit 1).
+    let bad = std::fs::read_to_string(acc).unwrap().replace(
+        "{ pool: l4, perGpuHour: 0.5 }",
+        "{ pool: l40, perGpuHour: 0.5 }",
+    );
+    let o = Gpuctl::new(["report", "-", "--prometheus", "http://127.0.0.1:9"])
+        .stdin(bad.as_bytes())
+        .output();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("GPU197"), "{}", stderr(&o));
     let o = gpuctl(&[
         "report",
         acc,
