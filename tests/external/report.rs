@@ -516,6 +516,19 @@ fn report_matches_hand_computed_gpu_hours() {
         .iter()
         .find(|r| r["key"] == "A100-SXM4-80GB")
         .unwrap();
+    let by_queue = totals(&report(
+        &prom.url,
+        start,
+        end,
+        &["-o", "csv", "--by", "queue"],
+    ));
+    assert_eq!(by_queue["cq-b"][4], "48.00");
+    assert_eq!(by_queue["cq-serve"][0], "6.86");
+    let md = report(&prom.url, start, end, &["-o", "markdown"]);
+    assert!(
+        md.contains("| total | team-a | CC-4711 | 96.00 | 48.00 | 48.00 | 0.00 | 0.00 | 240.00 |"),
+        "{md}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("report.svg");
     report(&prom.url, start, end, &["--svg", svg.to_str().unwrap()]);
