@@ -97,6 +97,13 @@ fn blind_lines(r: &Report) -> Vec<String> {
             r.blind.no_kube_state_metrics_hours
         ));
     }
+    for (pool, h) in &r.blind.no_node_labels_hours {
+        if *h > 0.0 {
+            out.push(format!(
+                "pool {pool}: none of its nodes in kube_node_labels for {h:.2} h of the window (kube-state-metrics needs --metric-labels-allowlist for the pool's selector labels): its allocation in those hours is not counted"
+            ));
+        }
+    }
     for (pool, h) in &r.blind.no_exporter_hours {
         if *h > 0.0 {
             out.push(format!(

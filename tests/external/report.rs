@@ -498,6 +498,7 @@ fn report_matches_hand_computed_gpu_hours() {
         human.contains("unknown: 16.00 of 402.86 allocated GPU-hours had no engine-activity data"),
         "{human}"
     );
+    assert!(!human.contains("none of its nodes"), "{human}");
     let by_pool = totals(&report(
         &prom.url,
         start,

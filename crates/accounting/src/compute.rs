@@ -102,6 +102,9 @@ pub struct Blind {
     pub no_kube_state_metrics_hours: f64,
     /// Pool -> hours of the window without dcgm-exporter data for the pool.
     pub no_exporter_hours: BTreeMap<String, f64>,
+    /// Pool -> hours of the window without any of its nodes in `kube_node_labels`: its pods
+    /// cannot be joined to it, so its allocation is not counted.
+    pub no_node_labels_hours: BTreeMap<String, f64>,
 }
 
 /// The report.
@@ -265,20 +268,13 @@ impl<'t> Accumulator<'t> {
         self.add_pods(get(QueryKind::Allocated), get(QueryKind::Active));
         self.add_borrowed(get(QueryKind::Borrowed));
         let ksm = answers.get(&QueryKind::Coverage).unwrap_or(&empty);
-        let pools = answers.get(&QueryKind::PoolCoverage).unwrap_or(&empty);
-        let h = self.hours();
         let present: std::collections::BTreeSet<i64> = ksm
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.0))
             .collect();
-        let mut per_pool: BTreeMap<&str, std::collections::BTreeSet<i64>> = BTreeMap::new();
-        for s in pools {
-            let pool = s.labels.get("pool").map_or("", String::as_str);
-            per_pool
-                .entry(pool)
-                .or_default()
-                .extend(s.points.iter().map(|p| p.0));
-        }
+        let exporter = present_per_pool(answers.get(&QueryKind::PoolCoverage).unwrap_or(&empty));
+        let nodes = present_per_pool(answers.get(&QueryKind::NodeCoverage).unwrap_or(&empty));
+        let h = self.hours();
         let mut t = chunk.start;
         while t <= chunk.end {
             if self.in_window(t) {
@@ -286,13 +282,20 @@ impl<'t> Accumulator<'t> {
                     self.blind.no_kube_state_metrics_hours += h;
                 }
                 for p in &self.table.pools {
-                    if !per_pool
-                        .get(p.name.as_str())
-                        .is_some_and(|s| s.contains(&t))
-                    {
+                    let seen = |m: &BTreeMap<&str, std::collections::BTreeSet<i64>>| {
+                        m.get(p.name.as_str()).is_some_and(|s| s.contains(&t))
+                    };
+                    if !seen(&exporter) {
                         *self
                             .blind
                             .no_exporter_hours
+                            .entry(p.name.clone())
+                            .or_default() += h;
+                    }
+                    if !seen(&nodes) {
+                        *self
+                            .blind
+                            .no_node_labels_hours
                             .entry(p.name.clone())
                             .or_default() += h;
                     }
@@ -339,6 +342,18 @@ impl<'t> Accumulator<'t> {
             figures,
         }
     }
+}
+
+/// Pool -> the points at which a per-pool series is present.
+fn present_per_pool(series: &[Series]) -> BTreeMap<&str, std::collections::BTreeSet<i64>> {
+    let mut out: BTreeMap<&str, std::collections::BTreeSet<i64>> = BTreeMap::new();
+    for s in series {
+        let pool = s.labels.get("pool").map_or("", String::as_str);
+        out.entry(pool)
+            .or_default()
+            .extend(s.points.iter().map(|p| p.0));
+    }
+    out
 }
 
 /// `YYYY-MM-DD` of a day number since 1970-01-01 (proleptic Gregorian, UTC).

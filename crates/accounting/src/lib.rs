@@ -25,6 +25,8 @@ pub enum QueryKind {
     PoolCoverage,
     /// Kueue quota reserved above nominal (cluster_queue, flavor, resource).
     Borrowed,
+    /// Nodes per pool in kube-state-metrics' node labels (present when the pool's nodes are).
+    NodeCoverage,
 }
 
 /// One range query.
@@ -55,6 +57,10 @@ pub fn plan(table: &AccountingTable) -> Vec<Query> {
         Query {
             kind: QueryKind::PoolCoverage,
             promql: table.pool_coverage_expr(),
+        },
+        Query {
+            kind: QueryKind::NodeCoverage,
+            promql: table.node_coverage_expr(),
         },
     ];
     if let Some(b) = table.borrowed_expr() {

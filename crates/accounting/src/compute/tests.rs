@@ -63,6 +63,8 @@ fn used_idle_unknown_and_days() {
     assert_eq!(r.blind.no_kube_state_metrics_hours, 0.0);
     // No exporter series for any pool in this chunk: 48 blind hours each.
     assert_eq!(r.blind.no_exporter_hours["a100"], 48.0);
+    // Nor any node labels: every pool's allocation is blind for the whole window.
+    assert_eq!(r.blind.no_node_labels_hours["h100"], 48.0);
     assert_eq!(day_string(20_427), "2025-12-05");
 }
 

@@ -500,6 +500,15 @@ impl AccountingTable {
         )
     }
 
+    /// Nodes of each pool in `kube_node_labels`: a pool absent at a step had none there (the
+    /// selector labels not allowed by kube-state-metrics, or no node), so its allocation is blind.
+    pub fn node_coverage_expr(&self) -> String {
+        format!(
+            "count by (pool) ({})",
+            self.node_pool_expr(None, &self.names.ksm_node_label)
+        )
+    }
+
     /// kube-state-metrics present at all (a step without it has unknown allocation).
     pub fn coverage_expr(&self) -> String {
         format!("count({})", self.names.phase)
