@@ -55,6 +55,9 @@ pub enum Command {
     /// Capacity, quotas, queues and fragmentation of a blueprint's GPU pools, live or from a
     /// snapshot taken with `gpuctl snapshot BLUEPRINT --diagnostics`; `--svg FILE` draws them.
     Status(StatusArgs),
+    /// GPU-hours allocated, used, idle, unknown and borrowed, and their cost, per tenant (or pool,
+    /// GPU model, queue) and day, from Prometheus (the blueprint's `accounting`; docs/report.md).
+    Report(ReportArgs),
     /// Render every object, Helm value and runbook a blueprint implies (validates first).
     Render(RenderCommandArgs),
     /// Many clusters from one fleet file: validate, render, plan and apply them in waves.
@@ -333,6 +336,71 @@ pub struct StatusArgs {
     /// Also draw the status as an SVG picture into FILE.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// The arguments of `gpuctl report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Blueprint file (`-`: standard input); it must have `spec.accounting`.
+    #[arg(value_name = "BLUEPRINT")]
+    pub blueprint: PathBuf,
+    /// Prometheus base URL (http or https).
+    #[arg(long, value_name = "URL", env = "GPUCTL_PROMETHEUS_URL")]
+    pub prometheus: String,
+    /// File holding a bearer token for Prometheus (or set GPUCTL_PROMETHEUS_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus_token_file: Option<PathBuf>,
+    /// PEM file of CA certificates trusted for Prometheus, besides the system's.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus_ca_file: Option<PathBuf>,
+    /// Start: a duration before --until (`30d`, `12h`), a date (`2026-11-01`, UTC midnight) or
+    /// an RFC 3339 time.
+    #[arg(long, value_name = "WHEN", default_value = "30d")]
+    pub since: String,
+    /// End (exclusive): a date or an RFC 3339 time (default: now).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Resolution: each point stands for this much time (`1h`; must divide a day).
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub step: String,
+    /// What rows are per (besides the day).
+    #[arg(long, value_enum, default_value_t = ReportBy::Tenant)]
+    pub by: ReportBy,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = ReportFormat::Human)]
+    pub output: ReportFormat,
+    /// Total time one query may take.
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub timeout: String,
+    /// Also draw the figures as stacked bars (used, idle, unknown) into FILE, an SVG picture.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// What `gpuctl report` rows are per.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportBy {
+    /// Tenant (with its cost centre).
+    Tenant,
+    /// Node pool.
+    Pool,
+    /// GPU model.
+    Model,
+    /// Kueue ClusterQueue or Volcano queue.
+    Queue,
+}
+
+/// `report` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// A table.
+    Human,
+    /// One line per day and key, with a header.
+    Csv,
+    /// The versioned report document (docs/report.md).
+    Json,
+    /// A Markdown table.
+    Markdown,
 }
 
 /// The arguments of `gpuctl render`.

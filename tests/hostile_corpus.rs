@@ -1,7 +1,7 @@
 //! Issue 10: a generated corpus of hostile input, fed in-process through load, validate, the
 //! findings renderers, render and plan.
 //!
-//! 2,000 mutated blueprints (seeded from `blueprints/*.yaml` and `tests/fixtures/dra/*.yaml`, 1-3 mutations each: wrong types,
+//! 2,000 mutated blueprints (seeded from `blueprints/*.yaml`, `tests/fixtures/dra/*.yaml` and `tests/fixtures/accounting/*.yaml`, 1-3 mutations each: wrong types,
 //! deletions, duplicates, huge numbers, long and hostile strings, tags, directives, aliases, deep
 //! nesting, many items, explicit keys, multi-documents, truncation, byte flips...) plus a few fixed
 //! edge cases, and 100 corrupted copies of `blueprints/snapshots/dgx-h100-training.json`. For each:
@@ -627,13 +627,18 @@ fn root() -> &'static Path {
 }
 
 fn seeds() -> Vec<Seed> {
-    // The shipped examples, and fixtures of fields no example uses yet (DRA shapes and claims).
-    let mut files: Vec<PathBuf> = ["blueprints", "tests/fixtures/dra"]
-        .iter()
-        .flat_map(|dir| std::fs::read_dir(root().join(dir)).expect("seed directory"))
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
+    // The shipped examples, and fixtures of fields no example uses yet (DRA shapes and claims,
+    // accounting).
+    let mut files: Vec<PathBuf> = [
+        "blueprints",
+        "tests/fixtures/dra",
+        "tests/fixtures/accounting",
+    ]
+    .iter()
+    .flat_map(|dir| std::fs::read_dir(root().join(dir)).expect("seed directory"))
+    .map(|e| e.expect("entry").path())
+    .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+    .collect();
     files.sort();
     files
         .into_iter()

@@ -66,7 +66,19 @@ pub fn run(cmd: DoctorCommand<'_>, out: &mut dyn Write) -> CommandResult {
     let mut r = doctor::diagnose(&bp, catalog, &d, &shown);
     r.read = list_requests.map(|list_requests| doctor::ReadCost { list_requests });
     if let Some(url) = &cmd.metrics.prometheus {
-        let run = metric_findings(cmd.metrics, url, bp.spec.monitoring.alerts.temperature_c)?;
+        // With `accounting`, its idle window is the default: doctor's idle finding and the
+        // accounting alert then judge the same span (docs/report.md).
+        let idle = cmd.metrics.idle_window.as_deref().or(bp
+            .spec
+            .accounting
+            .as_ref()
+            .map(|a| a.idle.for_.as_str()));
+        let run = metric_findings(
+            cmd.metrics,
+            url,
+            bp.spec.monitoring.alerts.temperature_c,
+            idle,
+        )?;
         r.extend(run.findings.iter().map(|f| f.to_doctor()));
     }
     let text = match cmd.format {
@@ -124,18 +136,33 @@ fn metric_findings(
     args: &PrometheusArgs,
     url: &str,
     temperature_c: Option<u32>,
+    idle_window: Option<&str>,
 ) -> Result<gpuctl_cluster::prometheus::MetricRun, CommandError> {
-    use gpuctl_cluster::prometheus::{self as prom, PrometheusConfig, Token};
+    use gpuctl_cluster::prometheus as prom;
     let facts = Catalog::embedded().dcgm();
-    let settings = gpuctl_day2::metrics::MetricSettings::new(
-        facts,
-        temperature_c,
-        args.idle_window.as_deref(),
-    )
-    .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let settings = gpuctl_day2::metrics::MetricSettings::new(facts, temperature_c, idle_window)
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let cfg = prometheus_config(
+        url,
+        args.prometheus_token_file.as_deref(),
+        args.prometheus_ca_file.as_deref(),
+    )?;
+    runtime()?
+        .block_on(prom::metric_findings(&cfg, facts, &settings, None))
+        .map_err(|e| CommandError::Failed(e.to_string()))
+}
+
+/// The Prometheus connection of `--prometheus`, its CA file and its bearer token (the file, or
+/// GPUCTL_PROMETHEUS_TOKEN): doctor's and report's.
+pub(super) fn prometheus_config(
+    url: &str,
+    token_file: Option<&Path>,
+    ca_file: Option<&Path>,
+) -> Result<gpuctl_cluster::prometheus::PrometheusConfig, CommandError> {
+    use gpuctl_cluster::prometheus::{PrometheusConfig, Token};
     let mut cfg = PrometheusConfig::new(url);
-    cfg.ca_file = args.prometheus_ca_file.clone();
-    cfg.token = match &args.prometheus_token_file {
+    cfg.ca_file = ca_file.map(Path::to_path_buf);
+    cfg.token = match token_file {
         Some(path) => {
             use std::io::Read;
             let mut text = String::new();
@@ -154,7 +181,5 @@ fn metric_findings(
             .filter(|t| !t.trim().is_empty())
             .map(|t| Token::new(&t)),
     };
-    runtime()?
-        .block_on(prom::metric_findings(&cfg, facts, &settings, None))
-        .map_err(|e| CommandError::Failed(e.to_string()))
+    Ok(cfg)
 }

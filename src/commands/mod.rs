@@ -18,6 +18,7 @@ mod pipeline;
 mod plan;
 mod profiles;
 mod render;
+mod report;
 mod schema;
 mod snapshot;
 mod status;
@@ -178,6 +179,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
         Command::Doctor(a) => run_doctor(a, out),
         Command::Import(a) => run_import(a, out),
         Command::Status(a) => run_status(a, out),
+        Command::Report(a) => report::run(&a, out),
         Command::Render(a) => run_render(a, out),
         Command::Fleet { command } => fleet::run(command, out),
         Command::Upgrade { command } => upgrade::run(command, out),

@@ -125,7 +125,7 @@ fn read_live(cluster: &ClusterArgs, bp: &Blueprint) -> Result<(StatusInput, Stri
 }
 
 /// Refuses, before any work, a picture path that is a directory or whose directory does not exist.
-fn check_target(path: &Path) -> Result<(), CommandError> {
+pub(super) fn check_target(path: &Path) -> Result<(), CommandError> {
     let fail = |why: &str| {
         Err(CommandError::Usage(format!(
             "--svg `{}`: {why}",

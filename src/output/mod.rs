@@ -8,6 +8,7 @@ mod human;
 pub mod plan;
 pub mod profiles;
 pub mod progress;
+pub mod report;
 mod sarif;
 pub mod status;
 pub mod tree;

@@ -11,7 +11,9 @@ mod render_common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod accounting_rules;
 mod doctor_metrics;
 mod prometheus_rules;
 mod prometheus_tls;
+mod report;
 mod status_svg;

@@ -152,8 +152,15 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        // GPU-hours accounting (`gpuctl report`): the accounting table and its PromQL come from
+        // pipeline's render, the figures are computed here; no IO.
+        "gpuctl-accounting",
+        &["gpuctl-model", "gpuctl-pipeline", "serde", "serde_json"],
+    ),
+    (
         "gpuctl-core",
         &[
+            "gpuctl-accounting",
             "gpuctl-day2",
             "gpuctl-fleet",
             "gpuctl-model",
@@ -186,6 +193,7 @@ const CORE_TREE: &[&str] = &[
     "equivalent",
     "flate2",
     "foldhash",
+    "gpuctl-accounting",
     "gpuctl-day2",
     "gpuctl-fleet",
     "gpuctl-model",
@@ -243,6 +251,7 @@ const CLUSTER_DIRECT: &[&str] = &[
     "base64",
     "form_urlencoded",
     "futures",
+    "gpuctl-accounting", // `gpuctl report`: the figures of the range queries it runs
     "gpuctl-day2",
     "gpuctl-fleet", // fleet revision stamps and MultiKueue names on the clusters
     "gpuctl-model",
@@ -270,6 +279,7 @@ const CLUSTER_DIRECT: &[&str] = &[
 const BINARY_DIRECT: &[&str] = &[
     "clap",
     "clap_complete",
+    "gpuctl-accounting",
     "gpuctl-cluster",
     "gpuctl-day2",
     "gpuctl-fleet",

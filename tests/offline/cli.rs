@@ -820,3 +820,61 @@ fn a_snapshot_without_what_the_command_reads_names_the_capture_that_has_it_once(
     );
     assert!(!err.contains("not a gpuctl snapshot"), "{err}");
 }
+
+/// `gpuctl report` refuses, before any query, a blueprint without `accounting` and a step that
+/// does not divide a day (usage, 64), and fails (1) naming the URL when Prometheus cannot be
+/// reached.
+#[test]
+fn report_refuses_what_it_cannot_report_and_names_an_unreachable_prometheus() {
+    let o = gpuctl(&[
+        "report",
+        "blueprints/dgx-h100-training.yaml",
+        "--prometheus",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has no `spec.accounting`"),
+        "{}",
+        stderr(&o)
+    );
+    let acc = "tests/fixtures/accounting/blueprint.yaml";
+    // An accounting section that does not validate is refused with its findings (exit 1).
+    let bad = std::fs::read_to_string(acc).unwrap().replace(
+        "{ pool: l4, perGpuHour: 0.5 }",
+        "{ pool: l40, perGpuHour: 0.5 }",
+    );
+    let o = Gpuctl::new(["report", "-", "--prometheus", "http://127.0.0.1:9"])
+        .stdin(bad.as_bytes())
+        .output();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("GPU197"), "{}", stderr(&o));
+    let o = gpuctl(&[
+        "report",
+        acc,
+        "--prometheus",
+        "http://127.0.0.1:9",
+        "--step",
+        "7m",
+    ]);
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("does not divide a day"),
+        "{}",
+        stderr(&o)
+    );
+    let o = gpuctl(&[
+        "report",
+        acc,
+        "--prometheus",
+        "http://127.0.0.1:9",
+        "--since",
+        "1d",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot reach Prometheus at http://127.0.0.1:9"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -298,6 +298,13 @@ fn renders() -> Vec<(String, gpuctl_core::render::RenderedSet)> {
         "gb200 with nv-ipam pools".into(),
         render_common::render_text("pools.yaml", &gb200),
     ));
+    // GPU-hours accounting: its PrometheusRule and the GPU Operator values with the exporter env.
+    out.push((
+        "accounting fixture".into(),
+        render_common::render_file(
+            &render_common::root().join("tests/fixtures/accounting/blueprint.yaml"),
+        ),
+    ));
     out.push((
         "testgen".into(),
         render_common::render_text("gen.yaml", &gpuctl_core::testgen::blueprint(8, 12, 2)),

@@ -9,6 +9,7 @@
 //! is a pure function of the core crate; what it shows goes through a [`report::Reporter`] the
 //! binary implements.
 
+pub mod accounting;
 pub mod apply;
 pub mod client;
 pub mod diagnostics;

@@ -1,5 +1,5 @@
-//! Prometheus's HTTP API (`POST /api/v1/query`), for doctor's metric findings: runs the core's
-//! [`gpuctl_day2::metrics::plan`] at one evaluation time and hands the samples to
+//! Prometheus's HTTP API (`POST /api/v1/query`, and `query_range` for `gpuctl report`), for
+//! doctor's metric findings: runs the core's [`gpuctl_day2::metrics::plan`] at one evaluation time and hands the samples to
 //! [`gpuctl_day2::metrics::findings`].
 //!
 //! Bounded: every request has a connect and a total timeout, and a response is read up to
@@ -179,6 +179,7 @@ pub enum PrometheusError {
 pub struct Prometheus {
     http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     endpoint: Uri,
+    range_endpoint: Uri,
     shown: String,
     auth: Option<HeaderValue>,
     timeout: Duration,
@@ -311,6 +312,7 @@ impl Prometheus {
         };
         let base = BaseUrl::parse(&cfg.url).map_err(bad)?;
         let endpoint = base.join("api/v1/query").map_err(bad)?;
+        let range_endpoint = base.join("api/v1/query_range").map_err(bad)?;
         let shown_url = base.shown();
 
         let tls = tls_config(cfg.ca_file.as_deref()).map_err(|e| match e {
@@ -352,6 +354,7 @@ impl Prometheus {
         Ok(Prometheus {
             http: client,
             endpoint,
+            range_endpoint,
             shown: shown_url,
             auth,
             timeout: cfg.timeout,
@@ -370,7 +373,62 @@ impl Prometheus {
             .append_pair("query", promql)
             .append_pair("time", &format!("{time:.3}"))
             .finish();
-        let mut req = Request::post(self.endpoint.clone())
+        let (status, bytes) = self.post(&self.endpoint, body).await?;
+        parse_response(&bytes, promql).map_err(|e| self.parse_error(e, promql, status, &bytes))
+    }
+
+    /// One range query: points at `start`, `start + step`, ... up to `end` (unix seconds), as
+    /// Prometheus's `query_range` answers it (a matrix; `NaN`, `+Inf` kept as floats).
+    pub async fn query_range(
+        &self,
+        promql: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<Vec<RangeSeries>, PrometheusError> {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("query", promql)
+            .append_pair("start", &start.to_string())
+            .append_pair("end", &end.to_string())
+            .append_pair("step", &step.to_string())
+            .finish();
+        let (status, bytes) = self.post(&self.range_endpoint, body).await?;
+        parse_range_response(&bytes).map_err(|e| self.parse_error(e, promql, status, &bytes))
+    }
+
+    fn parse_error(
+        &self,
+        e: ParseError,
+        promql: &str,
+        status: http::StatusCode,
+        bytes: &[u8],
+    ) -> PrometheusError {
+        match e {
+            ParseError::Api { error_type, error } => PrometheusError::Api {
+                url: self.shown.clone(),
+                query: promql.to_owned(),
+                error_type,
+                error,
+            },
+            ParseError::Decode(reason) => PrometheusError::Decode {
+                url: self.shown.clone(),
+                reason: if status.is_success() {
+                    reason
+                } else {
+                    format!("HTTP {}: {}", status.as_u16(), excerpt(bytes))
+                },
+            },
+        }
+    }
+
+    /// POSTs a form to `endpoint`: bounded in time and size, credentials attached, and any status
+    /// but Prometheus's own answers (200, 400, 422, 503) turned into an error.
+    async fn post(
+        &self,
+        endpoint: &Uri,
+        body: String,
+    ) -> Result<(http::StatusCode, Vec<u8>), PrometheusError> {
+        let mut req = Request::post(endpoint.clone())
             .header(
                 CONTENT_TYPE,
                 HeaderValue::from_static("application/x-www-form-urlencoded"),
@@ -435,22 +493,7 @@ impl Prometheus {
                 body: excerpt(&bytes),
             });
         }
-        parse_response(&bytes, promql).map_err(|e| match e {
-            ParseError::Api { error_type, error } => PrometheusError::Api {
-                url: self.shown.clone(),
-                query: promql.to_owned(),
-                error_type,
-                error,
-            },
-            ParseError::Decode(reason) => PrometheusError::Decode {
-                url: self.shown.clone(),
-                reason: if status.is_success() {
-                    reason
-                } else {
-                    format!("HTTP {}: {}", status.as_u16(), excerpt(&bytes))
-                },
-            },
-        })
+        Ok((status, bytes))
     }
 
     /// Runs every query of the plan at `time` (a few at once) and collects the answers.
@@ -590,6 +633,80 @@ struct VectorSample {
     value: (f64, String),
 }
 
+/// One series of a range query's answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RangeSeries {
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// (unix seconds, value) in time order.
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Deserialize)]
+struct MatrixSeries {
+    #[serde(default)]
+    metric: BTreeMap<String, String>,
+    #[serde(default)]
+    values: Vec<(f64, String)>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "resultType", content = "result", rename_all = "lowercase")]
+enum RangeData {
+    Matrix(Vec<MatrixSeries>),
+    // Read only to name them in the error: range queries of vectors give matrices.
+    Vector(#[allow(dead_code)] serde::de::IgnoredAny),
+    Scalar(#[allow(dead_code)] serde::de::IgnoredAny),
+    String(#[allow(dead_code)] serde::de::IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct RangeResponse {
+    status: String,
+    #[serde(default)]
+    data: Option<RangeData>,
+    #[serde(default, rename = "errorType")]
+    error_type: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// Prometheus's JSON for a range query -> series.
+fn parse_range_response(bytes: &[u8]) -> Result<Vec<RangeSeries>, ParseError> {
+    let resp: RangeResponse =
+        serde_json::from_slice(bytes).map_err(|e| ParseError::Decode(e.to_string()))?;
+    if resp.status != "success" {
+        return Err(ParseError::Api {
+            error_type: resp.error_type.unwrap_or_else(|| "error".to_owned()),
+            error: resp.error.unwrap_or_else(|| "no message".to_owned()),
+        });
+    }
+    match resp.data {
+        Some(RangeData::Matrix(m)) => m
+            .into_iter()
+            .map(|s| {
+                let points = s
+                    .values
+                    .into_iter()
+                    .map(|(t, v)| {
+                        v.parse::<f64>().map(|v| (t, v)).map_err(|_| {
+                            ParseError::Decode(format!("sample value `{v}` is not a number"))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(RangeSeries {
+                    labels: s.metric,
+                    points,
+                })
+            })
+            .collect(),
+        Some(_) => Err(ParseError::Decode(
+            "a range query did not give a matrix".to_owned(),
+        )),
+        None => Err(ParseError::Decode("no `data`".to_owned())),
+    }
+}
+
 /// Prometheus's JSON for an instant query -> samples (`NaN`, `+Inf` are kept as floats).
 fn parse_response(bytes: &[u8], query: &str) -> Result<Vec<Sample>, ParseError> {
     let resp: ApiResponse =
@@ -662,6 +779,29 @@ mod tests {
     }
 
     #[test]
+    fn range_answers_are_matrices() {
+        let m = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"namespace":"a","pod":"p"},"values":[[1796112000,"1"],[1796115600,"0.5"]]},
+            {"metric":{},"values":[]}]}}"#;
+        let s = parse_range_response(m).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].labels["pod"], "p");
+        assert_eq!(s[0].points, vec![(1796112000.0, 1.0), (1796115600.0, 0.5)]);
+        let err = br#"{"status":"error","errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points per timeseries"}"#;
+        assert!(matches!(
+            parse_range_response(err),
+            Err(ParseError::Api { .. })
+        ));
+        for bad in [
+            &b"<html>"[..],
+            br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#,
+            br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}"#,
+        ] {
+            assert!(matches!(parse_range_response(bad), Err(ParseError::Decode(_))));
+        }
+    }
+
+    #[test]
     fn urls_are_checked_and_credentials_never_shown() {
         for bad in ["", "prometheus:9090", "ftp://x", "http://", "http://h/?a=b"] {
             assert!(
@@ -675,6 +815,7 @@ mod tests {
         let p = Prometheus::new(&PrometheusConfig::new("http://user:s3cret@h:9090/prom")).unwrap();
         assert_eq!(p.url(), "http://***@h:9090/prom");
         assert_eq!(p.endpoint.path(), "/prom/api/v1/query");
+        assert_eq!(p.range_endpoint.path(), "/prom/api/v1/query_range");
         let e = Prometheus::new(&PrometheusConfig::new("gopher://user:s3cret@h")).unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
         let mut cfg = PrometheusConfig::new("http://h");

@@ -15,6 +15,7 @@
 //! The modules keep the paths they had when they were one crate (`gpuctl_core::plan::Plan`), for
 //! the tests and benchmarks; the binary and the cluster crate name the layer crates they use.
 
+pub use gpuctl_accounting as accounting;
 pub use gpuctl_day2::{diagnostics, doctor, import, metrics, snapshot, status, testgen};
 pub use gpuctl_fleet as fleet;
 pub use gpuctl_model::{

@@ -1,5 +1,6 @@
 //! The blueprint: its contract (`model`), its YAML source with positions (`yaml`) and the loader.
 
+pub mod accounting;
 pub mod dra;
 mod install;
 mod load;

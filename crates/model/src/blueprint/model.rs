@@ -81,6 +81,11 @@ pub struct Spec {
     /// claim (`tenants[].claims`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dra: Option<crate::blueprint::dra::Dra>,
+    /// GPU-hours accounting (optional): prices, slice weights, the idle threshold and cost
+    /// centres; with it, render writes the accounting recording rules and `gpuctl report` reads
+    /// them (docs/report.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<crate::blueprint::accounting::Accounting>,
 }
 
 /// Kubernetes control plane.

@@ -1126,6 +1126,22 @@ rules! {
         example: "# the manager's overlay (hub): cq-team-a admits 256 GPUs; its workers' have 128 (us-east) + 64 (eu-onprem)\nspec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - {pool: h100-train, quota: {nvidia.com/gpu: 256}}\n",
         fixed: "# the manager's overlay: cq-team-a admits what its workers have\nspec:\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - {pool: h100-train, quota: {nvidia.com/gpu: 192}}\n",
     }
+    "GPU197" "accounting-values" "accounting" Error {
+        checks: "`accounting` names pools, GPU models, tenants and MIG profiles the blueprint has; prices are finite and not negative, each for exactly one pool or model, at most once; the currency is an ISO 4217 code; a `table` weighting gives every MIG profile of the pools a share in (0, 1]; the idle threshold is a percentage in (0, 100] held for a duration of a minute to a week.",
+        why: "A price or cost centre for a name the blueprint does not have is silently never charged; a MIG profile without a weight would have to be guessed (a 1g slice counted as a whole GPU is the error OpenCost and Kubecost make); a threshold of 0% or a window shorter than a scrape makes every GPU idle or none.",
+        fix: "Use the names of `nodePools`, their `gpu.model` and `tenants`; give one price per pool or model; list every MIG profile of the pools under `weights`; write the idle threshold as a percentage and a duration such as `30m`.",
+        source: "docs/report.md; profiles/gpus.yaml (MIG compute and memory slices)",
+        example: "spec:\n  accounting:\n    prices:\n      - {pool: h100-trian, perGpuHour: 2.5}\n",
+        fixed: "spec:\n  accounting:\n    prices:\n      - {pool: h100-train, perGpuHour: 2.5}\n",
+    }
+    "GPU198" "accounting-unmeasurable" "accounting" Error {
+        checks: "The figures `accounting` asks for can come from the metrics gpuctl renders: engine activity (used and idle GPU-hours) needs dcgm-exporter on the pools, and the idle window must span more than one dcgm-exporter collection interval.",
+        why: "Without dcgm-exporter there is no engine activity: a report would have to call the pool's GPUs idle or busy by guess. An idle window shorter than two collections decides on one sample, so the alert fires on every pause between kernels.",
+        fix: "Enable dcgm-exporter (`gpuOperator.dcgmExporter.enabled`, `nodePools[].operands.dcgmExporter`), or accept that the pool's used and idle hours are reported as unknown by leaving it out of accounting with dcgm-exporter off only there; lengthen `idle.for` or shorten the interval.",
+        source: "NVIDIA dcgm-exporter etc/default-counters.csv (DCGM_FI_PROF_GR_ENGINE_ACTIVE) and issue 430 (no GPU utilisation on MIG); profiles/accounting.yaml",
+        example: "spec:\n  gpuOperator:\n    dcgmExporter: {enabled: false}\n  accounting:\n    idle: {activityBelowPercent: 5, for: 30m}\n",
+        fixed: "spec:\n  gpuOperator:\n    dcgmExporter: {enabled: true}\n  accounting:\n    idle: {activityBelowPercent: 5, for: 30m}\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.

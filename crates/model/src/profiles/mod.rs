@@ -14,6 +14,7 @@
 //! shared value types. This module reads the files in order ([`Catalog::from_sources`]), keeps
 //! what the loaders share (sources, fact rows, errors) and answers the queries.
 
+pub mod accounting;
 mod arch;
 pub mod chart;
 mod common;
@@ -75,6 +76,8 @@ pub const QUEUEING_FILE: &str = "profiles/queueing.yaml";
 pub const NETWORK_FILE: &str = "profiles/network.yaml";
 /// See [`GPUS_FILE`].
 pub const DCGM_FILE: &str = "profiles/dcgm.yaml";
+/// Accounting facts: metric names for the accounting rules and `gpuctl report`.
+pub const ACCOUNTING_FILE: &str = "profiles/accounting.yaml";
 /// See [`GPUS_FILE`].
 pub const DRA_FILE: &str = "profiles/dra.yaml";
 
@@ -101,6 +104,8 @@ pub struct ProfileSources<'a> {
     pub dcgm: &'a str,
     /// `profiles/dra.yaml`.
     pub dra: &'a str,
+    /// `profiles/accounting.yaml`.
+    pub accounting: &'a str,
 }
 
 impl ProfileSources<'static> {
@@ -116,6 +121,7 @@ impl ProfileSources<'static> {
         network: include_str!("../../../../profiles/network.yaml"),
         dcgm: include_str!("../../../../profiles/dcgm.yaml"),
         dra: include_str!("../../../../profiles/dra.yaml"),
+        accounting: include_str!("../../../../profiles/accounting.yaml"),
     };
 }
 
@@ -160,6 +166,7 @@ pub struct Catalog {
     network: network::NetworkFacts,
     dcgm: dcgm::DcgmFacts,
     dra: dra::DraFacts,
+    accounting: accounting::AccountingFacts,
     sources: Vec<(&'static str, String)>,
     fact_rows: Vec<FactRow>,
 }
@@ -209,6 +216,7 @@ impl Catalog {
         let network_file: network::NetworkFile = parse(NETWORK_FILE, src.network)?;
         let dcgm_file: dcgm::DcgmFile = parse(DCGM_FILE, src.dcgm)?;
         let dra_file: dra::DraFile = parse(DRA_FILE, src.dra)?;
+        let accounting_file: accounting::AccountingFile = parse(ACCOUNTING_FILE, src.accounting)?;
 
         let mut sources = Vec::new();
         let mut rows = Vec::new();
@@ -225,6 +233,7 @@ impl Catalog {
             network::load_network(network_file, &architectures, &cuda, &mut sources, &mut rows)?;
         let dcgm = dcgm::load_dcgm(dcgm_file, &mut sources, &mut rows)?;
         let dra = dra::load_dra(dra_file, &mut sources, &mut rows)?;
+        let accounting = accounting::load_accounting(accounting_file, &mut sources, &mut rows)?;
 
         Ok(Catalog {
             gpus,
@@ -241,6 +250,7 @@ impl Catalog {
             network,
             dcgm,
             dra,
+            accounting,
             sources,
             fact_rows: rows,
         })
@@ -367,6 +377,11 @@ impl Catalog {
         &self.dcgm
     }
 
+    /// Accounting facts (`profiles/accounting.yaml`).
+    pub fn accounting(&self) -> &accounting::AccountingFacts {
+        &self.accounting
+    }
+
     /// Dynamic Resource Allocation facts: Kubernetes' DRA gates and quota keys, NVIDIA's DRA
     /// driver releases and what their devices publish, GPUCluster, Kueue (`profiles/dra.yaml`).
     pub fn dra(&self) -> &dra::DraFacts {
@@ -428,6 +443,7 @@ const ALL_FILES: &[&str] = &[
     NETWORK_FILE,
     DCGM_FILE,
     DRA_FILE,
+    ACCOUNTING_FILE,
 ];
 
 /// Records a table's fact rows: each with its own sources and date or, without them, the table's.

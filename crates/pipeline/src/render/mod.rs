@@ -5,6 +5,7 @@
 //! parsed back from its template's output, labelled as a member of the blueprint's ApplySet, and
 //! sorted by (phase, kind, namespace, name), so the same blueprint always gives the same bytes.
 
+pub mod accounting;
 pub mod dra;
 pub mod dra_chart;
 mod driver;
@@ -273,12 +274,22 @@ pub fn render(
     let plan = nodes::plan(bp, catalog, release)?;
     let mut helm = helm::release(bp, &plan, release, templates)?;
     dra_chart::driver_manager_env(bp, &catalog.dra().standalone, &mut helm.values);
+    accounting::add_exporter_env(&mut helm.values, &accounting::exporter_env(bp, catalog));
     objects::foundation(bp, &mut out)?;
     driver::objects(bp, &plan, release, &helm.values, &mut out)?;
     nodes::config_maps(bp, &plan, &mut out)?;
     objects::tenants(bp, &mut out)?;
     objects::queues(bp, catalog, &mut out)?;
     objects::monitoring(bp, catalog, &mut out)?;
+    let accounting = accounting::AccountingTable::new(bp, catalog);
+    if let Some(t) = &accounting {
+        out.push(
+            Phase::Monitoring,
+            "accounting/prometheusrule",
+            "spec.accounting".to_string(),
+            accounting::prometheus_rule(t, &op_ns),
+        )?;
+    }
     network::objects(bp, catalog, &mut out)?;
     dra::objects(bp, catalog, &mut out)?;
 
@@ -307,6 +318,12 @@ pub fn render(
         TROUBLESHOOTING_RUNBOOK.to_string(),
         runbook::troubleshooting(bp, catalog, &plan, templates)?,
     );
+    if let Some(t) = &accounting {
+        documents.insert(
+            accounting::RULES_FILE.to_string(),
+            accounting::rules_file(t),
+        );
+    }
     let network = network::release(bp, templates)?;
     network::documents(bp, network.as_ref(), &mut documents)?;
     network::kubelet_documents(bp, catalog, templates, &mut documents)?;
@@ -344,7 +361,7 @@ fn other_releases(
             kueue_config::release(
                 k,
                 &kueue_config::dra_mappings(bp, catalog),
-                &catalog.queueing().kueue_configuration,
+                &accounting::kueue_configuration(bp, catalog),
             )
         });
     // Kueue's chart values, when the blueprint says how Kueue is installed.

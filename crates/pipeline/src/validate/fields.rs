@@ -606,6 +606,15 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
     ("GPU176", &["spec.nodePools[].partitioning.mode"]),
     ("GPU177", &["spec.nodePools[].partitioning.mode"]),
     ("GPU178", &["spec.tenants[].namespaces"]),
+    ("GPU197", &["spec.accounting"]),
+    (
+        "GPU198",
+        &[
+            "spec.accounting.idle.for",
+            "spec.gpuOperator.dcgmExporter.enabled",
+            "spec.nodePools[].operands.dcgmExporter",
+        ],
+    ),
     (
         "GPU179",
         &[

@@ -138,6 +138,8 @@ const TRAIN_OS_NOBLE: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n  
 const TRAIN_OS_NOBLE_611: &str = "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: ubuntu, version: \"24.04\", kernel: \"6.11.0-1008-aws\" }\n";
 const TRAIN_OS_RHCOS: &str =
     "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      os: { id: rhcos, version: \"4.20\" }\n";
+/// Where the accounting cases insert `spec.accounting` into the base.
+const ACC_AT: &str = "  upgrades:\n";
 const KMT_AUTO: &str = "      kernelModuleType: auto\n";
 
 fn volcano_base() -> String {
@@ -1177,6 +1179,54 @@ fn base_cases() -> Vec<Case> {
             k.clone(),
             vec![("enabled: true, interval", "enabled: false, interval")],
         ),
+        (
+            "GPU197",
+            k.clone(),
+            vec![(
+                ACC_AT,
+                "  accounting:\n    prices: [{ pool: trian, perGpuHour: 2.5 }]\n  upgrades:\n",
+            )],
+        ),
+        (
+            "GPU197",
+            k.clone(),
+            vec![(
+                ACC_AT,
+                "  accounting:\n    currency: euro\n    prices: [{ pool: train, model: L4, perGpuHour: -1 }]\n  upgrades:\n",
+            )],
+        ),
+        (
+            "GPU197",
+            k.clone(),
+            vec![(
+                ACC_AT,
+                "  accounting:\n    weighting: table\n    weights: { 1g.10gb: 2 }\n    idle: { activityBelowPercent: 0, for: 10s }\n    costCentres: { nobody: \"\" }\n  upgrades:\n",
+            )],
+        ),
+        (
+            "GPU198",
+            k.clone(),
+            vec![
+                ("enabled: true, interval", "enabled: false, interval"),
+                (ACC_AT, "  accounting: {}\n  upgrades:\n"),
+            ],
+        ),
+        (
+            "GPU198",
+            k.clone(),
+            vec![(
+                ACC_AT,
+                "  accounting: { idle: { for: 45s } }\n  upgrades:\n",
+            )],
+        ),
+        (
+            "GPU197",
+            k.clone(),
+            vec![(
+                ACC_AT,
+                "  accounting: { idle: { for: 200h } }\n  upgrades:\n",
+            )],
+        ),
         // Above every GPU's shutdown temperature: never fires.
         (
             "GPU092",
@@ -1388,6 +1438,14 @@ fn base_passing_cases() -> Vec<Case> {
     let k = KUEUE_BASE.to_string();
     let v = volcano_base();
     let os_cases: Vec<Case> = vec![
+        (
+            "GPU197",
+            k.clone(),
+            vec![(
+                ACC_AT,
+                "  accounting:\n    currency: EUR\n    prices: [{ pool: train, perGpuHour: 2.5 }, { model: L4, perGpuHour: 0.7 }]\n    weighting: table\n    weights: { 3g.40gb: 0.5 }\n    idle: { activityBelowPercent: 5, for: 30m }\n    costCentres: { team-a: CC-4711 }\n  upgrades:\n",
+            )],
+        ),
         ("GPU037", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_NOBLE)]),
         ("GPU037", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_RHCOS)]),
         ("GPU038", k.clone(), vec![(TRAIN_GPU, TRAIN_OS_JAMMY_68)]),

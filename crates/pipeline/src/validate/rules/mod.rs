@@ -1,5 +1,6 @@
 //! Rule families, one file each (the ids they emit are registered in the model crate's `finding/validation.rs`).
 
+mod accounting;
 mod compat;
 mod composition;
 mod dra;
@@ -41,6 +42,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     ip_pools::check(ctx);
     dra::check(ctx);
     dra_driver::check(ctx);
+    accounting::check(ctx);
 }
 
 pub use gpuctl_model::names::is_dns_label;
