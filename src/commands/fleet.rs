@@ -41,8 +41,10 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
             parallelism,
             now,
             render,
+            policy,
         } => {
             let today = settings::today(render.today.as_deref())?;
+            let policies = super::policy::load(&policy)?;
             let loaded = checked(&fleet, today, "planning")?;
             let cmd = super::fleet_plan::FleetPlanCommand {
                 snapshot_dir: snapshot_dir.as_deref(),
@@ -58,6 +60,8 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
                 now: now.as_deref(),
                 templates: render.templates.as_deref(),
                 today,
+                policy: &policy,
+                policies: policies.as_ref(),
             };
             super::fleet_plan::run(&cmd, &loaded, out)
         }
