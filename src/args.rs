@@ -579,6 +579,10 @@ pub enum FleetCommand {
         /// Kubeconfig file holding the clusters' contexts (default: KUBECONFIG, then ~/.kube/config).
         #[arg(long, value_name = "FILE", conflicts_with = "snapshot_dir")]
         kubeconfig: Option<PathBuf>,
+        /// Plan every cluster without live state, as `gpuctl plan --offline` (every object is a
+        /// create): a new fleet's first pull request, before any cluster has a snapshot.
+        #[arg(long, conflicts_with_all = ["snapshot_dir", "kubeconfig"])]
+        offline: bool,
         /// Output format (`markdown`: the PR comment, within GitHub's 65,536 characters).
         #[arg(short = 'o', long, value_enum, default_value_t = PlanFormat::Human)]
         output: PlanFormat,

@@ -35,6 +35,7 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
             fleet,
             snapshot_dir,
             kubeconfig,
+            offline,
             output,
             detailed_exitcode,
             prune_protected,
@@ -49,13 +50,14 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
             let cmd = super::fleet_plan::FleetPlanCommand {
                 snapshot_dir: snapshot_dir.as_deref(),
                 kubeconfig,
+                offline,
                 format: output,
                 detailed_exitcode,
                 settings: super::plan::PlanSettings {
                     prune_protected,
                     force_migration: false,
                     parallelism: usize::from(parallelism),
-                    unreachable_hint: "no cluster? plan from snapshots with --snapshot-dir DIR",
+                    unreachable_hint: "no cluster? plan from snapshots with --snapshot-dir DIR, or without cluster state with --offline",
                 },
                 now: now.as_deref(),
                 templates: render.templates.as_deref(),

@@ -22,6 +22,8 @@ pub struct FleetPlanCommand<'a> {
     pub snapshot_dir: Option<&'a Path>,
     /// Kubeconfig holding the clusters' contexts.
     pub kubeconfig: Option<PathBuf>,
+    /// No live state for any cluster (`--offline`).
+    pub offline: bool,
     /// Format.
     pub format: PlanFormat,
     /// Terraform-style exit codes.
@@ -61,6 +63,7 @@ pub fn run(cmd: &FleetPlanCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write)
     for (i, cluster) in fleet.fleet.spec.clusters.iter().enumerate() {
         let blueprint = fleet.root.join(&cluster.blueprint);
         let (source, snapshot) = match cmd.snapshot_dir {
+            _ if cmd.offline => (Source::Offline, None),
             Some(dir) => {
                 let file = dir.join(format!("{}.json", cluster.name));
                 (Source::Snapshot { at: None }, Some(file))
@@ -176,6 +179,7 @@ fn plan_one(
     let cluster = &fleet.fleet.spec.clusters[i];
     let connection;
     let against = match snapshot {
+        _ if cmd.offline => Against::Offline,
         Some(file) if !file.is_file() => {
             return Err(format!(
                 "no snapshot `{}` (a snapshot of cluster `{}`{} belongs there); or plan live, without --snapshot-dir",

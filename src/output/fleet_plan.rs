@@ -39,6 +39,7 @@ fn source_text(source: &Source, now: jiff::Timestamp) -> String {
     match source {
         Source::Live { context: Some(c) } => format!("live (`{c}`)"),
         Source::Live { context: None } => "live".into(),
+        Source::Offline => "offline (no cluster state: every object is a create)".into(),
         Source::Snapshot { at: None } => "snapshot (age not recorded)".into(),
         Source::Snapshot { at: Some(t) } => match age(t, now) {
             Some(a) => format!("snapshot, {a}"),
@@ -288,6 +289,7 @@ pub fn json(fleet: &str, plans: &[ClusterPlan], policy: &[PlanFinding]) -> Strin
             let (source, context, at) = match &c.source {
                 Source::Live { context } => ("live", context.clone(), None),
                 Source::Snapshot { at } => ("snapshot", None, at.clone()),
+                Source::Offline => ("offline", None, None),
             };
             let mut v = json!({"name": c.name, "wave": c.wave, "source": source});
             if let Some(context) = context {
