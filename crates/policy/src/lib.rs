@@ -23,6 +23,11 @@ use std::path::PathBuf;
 
 pub use eval::{CheckResult, Kind, Options, PolicyResult, Report};
 
+/// The longest one evaluation (a rule, an exception query, a test) may run: regorus checks its
+/// clock as it works and stops with an error past it (measured: `numbers.range(1, 100000000)`
+/// in a comprehension took 52 s in a debug build without a limit).
+pub const EVAL_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Why policies could not be loaded or evaluated: every one fails the run (a gate never passes
 /// on a policy it could not run), and each names the file (and line, where there is one).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,9 +95,25 @@ impl PolicySet {
         engine.set_rego_v0(false);
         // Gathered, not printed: a policy's print() must not interleave with gpuctl's output.
         engine.set_gather_prints(true);
+        // A policy from a pull request must not stall the gate: each evaluation stops (an
+        // error, so the run fails) after EVAL_TIME_LIMIT.
+        engine.set_execution_timer_config(regorus::utils::limits::ExecutionTimerConfig {
+            limit: EVAL_TIME_LIMIT,
+            check_interval: std::num::NonZeroU32::MIN.saturating_add(1023),
+        });
         let mut files = Vec::new();
         for dir in dirs {
             for f in load::read_dir(dir, &["rego"], &mut budget)? {
+                if let Some(line) = load::too_deep(&f.text) {
+                    return Err(PolicyError::Refused {
+                        file: f.path,
+                        line: u32::try_from(line).unwrap_or(u32::MAX),
+                        message: format!(
+                            "`[` and `{{` nested deeper than {} levels (regorus parses deep nesting in exponential time); build a deep value from smaller ones",
+                            load::MAX_NESTING
+                        ),
+                    });
+                }
                 engine
                     .add_policy(f.path.clone(), f.text)
                     .map_err(|e| PolicyError::Parse {

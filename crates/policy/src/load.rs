@@ -14,6 +14,11 @@ pub const MAX_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
 pub const MAX_FILES: usize = 2000;
 /// Deepest directory nesting followed.
 pub const MAX_DEPTH: usize = 16;
+/// Deepest nesting of `[` and `{` in a policy: regorus 0.14.1's parser takes time exponential in
+/// it (measured with a debug build: 16 levels of `[[...]]` or `{"a": {...}}` took 4 s, 18 levels
+/// 18 s, 500 levels did not finish), so a policy from a pull request could stall the gate. 12 levels
+/// parse in a fraction of a second; a deeper literal (a test's input) is built from smaller ones.
+pub const MAX_NESTING: usize = 12;
 
 /// One file read: its path as given (directory joined with the relative path), the path relative to
 /// its directory, and its text.
@@ -152,6 +157,62 @@ fn read_file(path: &Path, dirs: &[String], budget: &mut Budget) -> Result<Source
         dirs: dirs.to_vec(),
         text,
     })
+}
+
+/// Where `text` (Rego) first nests `[` and `{` deeper than [`MAX_NESTING`]: the line, outside
+/// strings and comments.
+pub fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut line = 1;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => line += 1,
+            '#' => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        line += 1;
+                        break;
+                    }
+                }
+            }
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' | '\n' => {
+                            if c == '\n' {
+                                line += 1;
+                            }
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            '`' => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        line += 1;
+                    }
+                    if c == '`' {
+                        break;
+                    }
+                }
+            }
+            '[' | '{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(line);
+                }
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A data file's document, parsed as JSON (`.json`) or YAML (`.yaml`, `.yml`), placed under its

@@ -309,6 +309,30 @@ fn hostile_directories_are_refused_with_their_path() {
 }
 
 #[test]
+fn deep_nesting_is_refused_before_regorus_parses_it() {
+    // regorus' parser is exponential in the nesting of `[` and `{`: 500 levels would never end.
+    let deep = format!(
+        "package main\n\nx := {}{}\n",
+        "[".repeat(500),
+        "]".repeat(500)
+    );
+    let err = load(&[("deep.rego", &deep)]).unwrap_err();
+    assert!(
+        err.to_string().contains("deep.rego:3") && err.to_string().contains("nested deeper"),
+        "{err}"
+    );
+    // Brackets in strings and comments do not count; twelve levels load.
+    let fine = format!(
+        "package main\n# {}\ny := \"{}\"\nx := {}{}\n",
+        "[".repeat(50),
+        "{".repeat(50),
+        "[".repeat(12),
+        "]".repeat(12)
+    );
+    load(&[("fine.rego", &fine)]).unwrap();
+}
+
+#[test]
 fn the_example_policies_load_and_their_tests_pass() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies");
     let set = PolicySet::load(std::slice::from_ref(&dir), &[dir.join("data")]).unwrap();
