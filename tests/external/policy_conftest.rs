@@ -19,16 +19,16 @@ use crate::support::gpuctl::{Gpuctl, TODAY};
 
 /// The conftest the harness built (found the way build.rs finds it for `#[needs_conftest]`).
 fn conftest() -> PathBuf {
-    if let Some(p) = std::env::var_os("GPUCTL_CONFTEST").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let cache = std::env::var_os("GPUCTL_KUBE_CACHE")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var_os("HOME").expect("HOME")).join(".cache/gpuctl/kube")
-        });
-    let p = cache.join("conftest-v0.71.1/conftest");
+    let p = match std::env::var_os("GPUCTL_CONFTEST").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os("GPUCTL_KUBE_CACHE")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(&std::env::var_os("HOME").expect("HOME")).join(".cache/gpuctl/kube")
+            })
+            .join("conftest-v0.71.1/conftest"),
+    };
     assert!(
         p.is_file(),
         "conftest not found at {} (build it: tools/kube-harness/run build; or set GPUCTL_CONFTEST)",
