@@ -250,3 +250,63 @@ fn explain_prints_the_policy_ids() {
         assert!(String::from_utf8_lossy(&o.stdout).contains("(policy, "));
     }
 }
+
+#[test]
+fn fleet_plan_evaluates_once_over_every_cluster_and_routes_results_naming_a_cluster() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("fleet.rego"),
+        r#"package main
+
+import rego.v1
+
+# One result per cluster with more than 20 creates, routed to that cluster's plan.
+deny contains {"msg": sprintf("%s creates %d objects", [c.name, c.plan.summary.create]), "cluster": c.name} if {
+	some c in input.clusters
+	c.plan.summary.create > 20
+}
+
+# One result about the fleet as a whole.
+warn contains sprintf("%d clusters in %d waves", [count(input.clusters), count(input.fleet.document.spec.waves)])
+"#,
+    )
+    .unwrap();
+    let o = Gpuctl::new([
+        "fleet",
+        "plan",
+        "blueprints/fleet/fleet.yaml",
+        "--offline",
+        "-o",
+        "json",
+        "--policy",
+    ])
+    .arg(tmp.path())
+    .today(TODAY)
+    .output();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let routed: Vec<String> = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["plan"]["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["id"] == "GPU500")
+        })
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(routed, ["us-east", "eu-onprem"], "{doc:#}");
+    assert_eq!(doc["policy_findings"][0]["id"], "GPU501");
+    assert_eq!(
+        doc["policy_findings"][0]["message"],
+        "4 clusters in 3 waves (data.main.warn)"
+    );
+}
