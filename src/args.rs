@@ -19,11 +19,11 @@ pub struct Cli {
 pub enum Command {
     /// Check blueprints against the facts catalog and report every finding.
     Validate(ValidateArgs),
-    /// Explain a finding id: a validation rule, a doctor, metric, import or plan finding (or
-    /// every id with --all, every blueprint field with --fields).
+    /// Explain a finding id: a validation rule, a doctor, metric, import, plan or policy finding
+    /// (or every id with --all, every blueprint field with --fields).
     Explain {
         /// Finding id, e.g. GPU050 (validation), GPU200 (doctor), GPU251 (metrics), GPU300 (import),
-        /// GPU401 (plan).
+        /// GPU401 (plan), GPU500 (policy).
         #[arg(value_name = "RULE", required_unless_present_any = ["all", "fields"])]
         rule: Option<String>,
         /// Print every rule and finding id (the content of docs/rules.md).
