@@ -7,7 +7,10 @@
 //! - Prometheus tests carry `#[needs_prometheus]` (`gpuctl_no_prometheus`): set when
 //!   `prometheus` or `promtool` is not on `PATH` (Debian's `prometheus` package has both);
 //! - the browser check of the status picture carries `#[needs_chromium]` (`gpuctl_no_chromium`):
-//!   set when Debian's `chromium` is not on `PATH` (or named by `CHROMIUM`).
+//!   set when Debian's `chromium` is not on `PATH` (or named by `CHROMIUM`);
+//! - the differential policy tests carry `#[needs_conftest]` (`gpuctl_no_conftest`): set when no
+//!   conftest binary is found: `GPUCTL_CONFTEST` (the harness's env file exports it), or the
+//!   harness's cache, `$GPUCTL_KUBE_CACHE` or `~/.cache/gpuctl/kube`, `conftest-v0.71.1/conftest`.
 //!
 //! The attributes, with the reasons they print, are in `tests/skip/src/lib.rs`.
 //!
@@ -33,6 +36,18 @@ fn chromium_found() -> bool {
         || on_path("chromium-browser")
 }
 
+/// The conftest the differential tests run (tests/external/policy_conftest.rs finds it the same way).
+fn conftest_found() -> bool {
+    if let Some(p) = std::env::var_os("GPUCTL_CONFTEST").filter(|p| !p.is_empty()) {
+        return Path::new(&p).is_file();
+    }
+    let cache = std::env::var_os("GPUCTL_KUBE_CACHE")
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/gpuctl/kube")));
+    cache.is_some_and(|c| c.join("conftest-v0.71.1/conftest").is_file())
+}
+
 fn main() {
     for var in [
         "GPUCTL_TEST_KUBECONFIG",
@@ -40,6 +55,9 @@ fn main() {
         "GPUCTL_REQUIRE_CLUSTER",
         "PATH",
         "CHROMIUM",
+        "GPUCTL_CONFTEST",
+        "GPUCTL_KUBE_CACHE",
+        "HOME",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -47,6 +65,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(gpuctl_no_test_cluster)");
     println!("cargo::rustc-check-cfg=cfg(gpuctl_no_prometheus)");
     println!("cargo::rustc-check-cfg=cfg(gpuctl_no_chromium)");
+    println!("cargo::rustc-check-cfg=cfg(gpuctl_no_conftest)");
     let required = set("CI") || set("GPUCTL_REQUIRE_CLUSTER");
     let configured = std::env::var_os("GPUCTL_TEST_KUBECONFIG").is_some_and(|v| !v.is_empty());
     if !configured && !required {
@@ -57,5 +76,8 @@ fn main() {
     }
     if !chromium_found() && !required {
         println!("cargo::rustc-cfg=gpuctl_no_chromium");
+    }
+    if !conftest_found() && !required {
+        println!("cargo::rustc-cfg=gpuctl_no_conftest");
     }
 }

@@ -19,11 +19,11 @@ pub struct Cli {
 pub enum Command {
     /// Check blueprints against the facts catalog and report every finding.
     Validate(ValidateArgs),
-    /// Explain a finding id: a validation rule, a doctor, metric, import or plan finding (or
-    /// every id with --all, every blueprint field with --fields).
+    /// Explain a finding id: a validation rule, a doctor, metric, import, plan or policy finding
+    /// (or every id with --all, every blueprint field with --fields).
     Explain {
         /// Finding id, e.g. GPU050 (validation), GPU200 (doctor), GPU251 (metrics), GPU300 (import),
-        /// GPU401 (plan).
+        /// GPU401 (plan), GPU500 (policy).
         #[arg(value_name = "RULE", required_unless_present_any = ["all", "fields"])]
         rule: Option<String>,
         /// Print every rule and finding id (the content of docs/rules.md).
@@ -66,6 +66,13 @@ pub enum Command {
         #[command(subcommand)]
         command: FleetCommand,
     },
+    /// The organisation's Rego policies (`--policy DIR` of validate, plan and fleet plan;
+    /// docs/policy.md): run their own unit tests.
+    Policy {
+        /// What to do.
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Blue-green driver upgrades of one pool: plan, runbook, execute, resume, status, rollback.
     Upgrade {
         /// What to do.
@@ -98,6 +105,65 @@ pub struct ValidateArgs {
     /// Date used for end-of-life checks (YYYY-MM-DD; default today, or GPUCTL_TODAY).
     #[arg(long, value_name = "DATE", env = "GPUCTL_TODAY")]
     pub today: Option<String>,
+    /// The organisation's policies.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// `--policy DIR` and its companions (validate, plan, fleet plan; docs/policy.md).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PolicyArgs {
+    /// Evaluate the Rego policies in DIR (recursively; conftest's conventions: `deny`,
+    /// `violation` and `warn` rules of package `main`); their results are findings GPU500
+    /// (deny, violation) and GPU501 (warn). Repeatable.
+    #[arg(long = "policy", value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// JSON and YAML files under DIR are the policies' `data` (conftest's --data: a file in
+    /// `DIR/sub/` lands under `data.sub`). Repeatable.
+    #[arg(long = "policy-data", value_name = "DIR", requires = "dirs")]
+    pub data: Vec<PathBuf>,
+    /// Packages to evaluate instead of `main` (conftest's --namespace; `*` and `?` are globs,
+    /// `*` crosses dots). Repeatable.
+    #[arg(long = "policy-namespace", value_name = "PACKAGE", requires = "dirs")]
+    pub namespaces: Vec<String>,
+    /// Evaluate every package (conftest's --all-namespaces).
+    #[arg(
+        long = "policy-all-namespaces",
+        requires = "dirs",
+        conflicts_with = "namespaces"
+    )]
+    pub all_namespaces: bool,
+    /// Write the exact JSON input the policies read to FILE (with or without --policy), e.g. to
+    /// run `conftest test -p DIR FILE` on it.
+    #[arg(long, value_name = "FILE")]
+    pub policy_input_out: Option<PathBuf>,
+}
+
+/// `gpuctl policy` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Run the policies' own unit tests: every rule named `test_*` in any package must be true
+    /// (conftest's `verify`; `todo_test_*` are skipped). Exit 0 when all pass, 1 otherwise.
+    Test {
+        /// Policy directories (recursively).
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Data directories, as `--policy-data`.
+        #[arg(long = "policy-data", value_name = "DIR")]
+        data: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = PolicyTestFormat::Human)]
+        output: PolicyTestFormat,
+    },
+}
+
+/// `policy test` output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyTestFormat {
+    /// One line per failing test, then a summary (`--verbose`-free, as conftest verify).
+    Human,
+    /// Every test with its outcome, versioned JSON.
+    Json,
 }
 
 /// The arguments of `gpuctl profiles`.
@@ -161,6 +227,9 @@ pub struct PlanArgs {
     /// Rendering settings.
     #[command(flatten)]
     pub render: RenderArgs,
+    /// The organisation's policies.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 /// The arguments of `gpuctl apply`.
@@ -578,6 +647,10 @@ pub enum FleetCommand {
         /// Kubeconfig file holding the clusters' contexts (default: KUBECONFIG, then ~/.kube/config).
         #[arg(long, value_name = "FILE", conflicts_with = "snapshot_dir")]
         kubeconfig: Option<PathBuf>,
+        /// Plan every cluster without live state, as `gpuctl plan --offline` (every object is a
+        /// create): a new fleet's first pull request, before any cluster has a snapshot.
+        #[arg(long, conflicts_with_all = ["snapshot_dir", "kubeconfig"])]
+        offline: bool,
         /// Output format (`markdown`: the PR comment, within GitHub's 65,536 characters).
         #[arg(short = 'o', long, value_enum, default_value_t = PlanFormat::Human)]
         output: PlanFormat,
@@ -596,6 +669,9 @@ pub enum FleetCommand {
         /// Rendering settings.
         #[command(flatten)]
         render: RenderArgs,
+        /// The organisation's policies (one input for the whole fleet: every cluster).
+        #[command(flatten)]
+        policy: PolicyArgs,
     },
     /// One snapshot per cluster, `DIR/<cluster>.json`, through each cluster's `context`: what
     /// `fleet plan --snapshot-dir DIR` reads (MultiKueue objects included), for CI without

@@ -35,29 +35,35 @@ pub fn run(command: FleetCommand, out: &mut dyn Write) -> CommandResult {
             fleet,
             snapshot_dir,
             kubeconfig,
+            offline,
             output,
             detailed_exitcode,
             prune_protected,
             parallelism,
             now,
             render,
+            policy,
         } => {
             let today = settings::today(render.today.as_deref())?;
+            let policies = super::policy::load(&policy)?;
             let loaded = checked(&fleet, today, "planning")?;
             let cmd = super::fleet_plan::FleetPlanCommand {
                 snapshot_dir: snapshot_dir.as_deref(),
                 kubeconfig,
+                offline,
                 format: output,
                 detailed_exitcode,
                 settings: super::plan::PlanSettings {
                     prune_protected,
                     force_migration: false,
                     parallelism: usize::from(parallelism),
-                    unreachable_hint: "no cluster? plan from snapshots with --snapshot-dir DIR",
+                    unreachable_hint: "no cluster? plan from snapshots with --snapshot-dir DIR, or without cluster state with --offline",
                 },
                 now: now.as_deref(),
                 templates: render.templates.as_deref(),
                 today,
+                policy: &policy,
+                policies: policies.as_ref(),
             };
             super::fleet_plan::run(&cmd, &loaded, out)
         }

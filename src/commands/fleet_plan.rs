@@ -9,10 +9,12 @@ use gpuctl_model::located::Severity;
 
 use super::plan::{Against, PlanSettings, exit_status, plan_rendered};
 use super::{CommandError, CommandResult, emit};
-use crate::args::{ClusterArgs, PlanFormat};
+use crate::args::{ClusterArgs, PlanFormat, PolicyArgs};
 use crate::exit::ExitStatus;
 use crate::{output, settings};
 use gpuctl_fleet::plan::{ClusterPlan, Outcome, Source};
+use gpuctl_plan::plan::PlanFinding;
+use gpuctl_policy::PolicySet;
 
 /// What `gpuctl fleet plan` was asked to do.
 pub struct FleetPlanCommand<'a> {
@@ -20,6 +22,8 @@ pub struct FleetPlanCommand<'a> {
     pub snapshot_dir: Option<&'a Path>,
     /// Kubeconfig holding the clusters' contexts.
     pub kubeconfig: Option<PathBuf>,
+    /// No live state for any cluster (`--offline`).
+    pub offline: bool,
     /// Format.
     pub format: PlanFormat,
     /// Terraform-style exit codes.
@@ -32,6 +36,10 @@ pub struct FleetPlanCommand<'a> {
     pub templates: Option<&'a Path>,
     /// Date used for end-of-life checks.
     pub today: jiff::civil::Date,
+    /// `--policy DIR` and its companions.
+    pub policy: &'a PolicyArgs,
+    /// The policies, loaded.
+    pub policies: Option<&'a PolicySet>,
 }
 
 /// Runs the command: every cluster is planned, one failing cluster is an error row (exit 1),
@@ -55,6 +63,7 @@ pub fn run(cmd: &FleetPlanCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write)
     for (i, cluster) in fleet.fleet.spec.clusters.iter().enumerate() {
         let blueprint = fleet.root.join(&cluster.blueprint);
         let (source, snapshot) = match cmd.snapshot_dir {
+            _ if cmd.offline => (Source::Offline, None),
             Some(dir) => {
                 let file = dir.join(format!("{}.json", cluster.name));
                 (Source::Snapshot { at: None }, Some(file))
@@ -83,16 +92,78 @@ pub fn run(cmd: &FleetPlanCommand<'_>, fleet: &LoadedFleet, out: &mut dyn Write)
         };
         plans.push(entry);
     }
+    let policy = apply_policies(cmd, fleet, &mut plans)?;
     let fleet_name = fleet.fleet.metadata.name.clone();
     let text = match cmd.format {
         PlanFormat::Human => {
-            output::fleet_plan::human(&fleet_name, &plans, now, settings::stdout_style())
+            output::fleet_plan::human(&fleet_name, &plans, &policy, now, settings::stdout_style())
         }
-        PlanFormat::Json => output::fleet_plan::json(&fleet_name, &plans),
-        PlanFormat::Markdown => output::fleet_plan::markdown(&fleet_name, &plans, now),
+        PlanFormat::Json => output::fleet_plan::json(&fleet_name, &plans, &policy),
+        PlanFormat::Markdown => output::fleet_plan::markdown(&fleet_name, &plans, &policy, now),
     };
     emit(out, &text);
+    if policy.iter().any(|f| f.severity == Severity::Error) {
+        return Ok(ExitStatus::Failure);
+    }
     Ok(status(&plans, cmd.detailed_exitcode))
+}
+
+/// Evaluates the policies once over the whole fleet: the fleet file, its findings, and every
+/// cluster with its effective blueprint and its plan (or why it has none). A result whose object
+/// names a `cluster` of the fleet joins that cluster's plan findings; the others are the fleet's.
+fn apply_policies(
+    cmd: &FleetPlanCommand<'_>,
+    fleet: &LoadedFleet,
+    plans: &mut [ClusterPlan],
+) -> Result<Vec<PlanFinding>, CommandError> {
+    if cmd.policies.is_none() && cmd.policy.policy_input_out.is_none() {
+        return Ok(Vec::new());
+    }
+    let clusters: Vec<serde_json::Value> = plans
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut v = serde_json::json!({ "name": c.name, "wave": c.wave });
+            if let Some(Ok(loaded)) = fleet.load_cluster(i) {
+                v["blueprint"] = gpuctl_policy::input::blueprint(&loaded);
+            }
+            match &c.outcome {
+                Outcome::Planned(plan) => v["plan"] = super::plan::plan_document(plan),
+                Outcome::Error(e) => v["error"] = serde_json::json!(e),
+            }
+            v
+        })
+        .collect();
+    let input = gpuctl_policy::input::document(
+        "fleet plan",
+        vec![
+            (
+                "fleet",
+                gpuctl_policy::input::yaml_file(&fleet.file, &fleet.report.source),
+            ),
+            (
+                "findings",
+                gpuctl_policy::input::findings(std::slice::from_ref(&fleet.report)),
+            ),
+            ("clusters", serde_json::Value::Array(clusters)),
+        ],
+    );
+    let Some(report) = super::policy::evaluate(cmd.policy, cmd.policies, &input)? else {
+        return Ok(Vec::new());
+    };
+    let mut fleet_level = Vec::new();
+    for r in report.results() {
+        let named = r
+            .metadata
+            .get("cluster")
+            .and_then(serde_json::Value::as_str);
+        let target = plans.iter_mut().find(|c| Some(c.name.as_str()) == named);
+        match target.map(|c| &mut c.outcome) {
+            Some(Outcome::Planned(plan)) => plan.findings.push(gpuctl_policy::finding::plan(r)),
+            _ => fleet_level.push(gpuctl_policy::finding::plan(r)),
+        }
+    }
+    Ok(fleet_level)
 }
 
 /// One cluster's plan, or why there is none (one line, no secret: errors name files and
@@ -108,6 +179,7 @@ fn plan_one(
     let cluster = &fleet.fleet.spec.clusters[i];
     let connection;
     let against = match snapshot {
+        _ if cmd.offline => Against::Offline,
         Some(file) if !file.is_file() => {
             return Err(format!(
                 "no snapshot `{}` (a snapshot of cluster `{}`{} belongs there); or plan live, without --snapshot-dir",

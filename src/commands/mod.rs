@@ -16,6 +16,7 @@ mod fleet_snapshot;
 mod import;
 mod pipeline;
 mod plan;
+mod policy;
 mod profiles;
 mod render;
 mod report;
@@ -182,6 +183,9 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
         Command::Report(a) => report::run(&a, out),
         Command::Render(a) => run_render(a, out),
         Command::Fleet { command } => fleet::run(command, out),
+        Command::Policy {
+            command: crate::args::PolicyCommand::Test { dirs, data, output },
+        } => policy::run_test(&dirs, &data, output, out),
         Command::Upgrade { command } => upgrade::run(command, out),
         Command::Completions { shell } => completions::run(shell, out),
     }
@@ -189,7 +193,14 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
 
 fn run_validate(a: ValidateArgs, out: &mut dyn Write) -> CommandResult {
     let format = crate::settings::deprecated("--format", "-o/--output", a.format, a.output);
-    validate::run(&a.files, format, a.strict, a.today.as_deref(), out)
+    validate::run(
+        &a.files,
+        format,
+        a.strict,
+        a.today.as_deref(),
+        &a.policy,
+        out,
+    )
 }
 
 /// The catalog, or with `--stale-after` only its rows read too long ago.
@@ -219,6 +230,7 @@ fn run_plan(a: PlanArgs, out: &mut dyn Write) -> CommandResult {
             parallelism: usize::from(a.parallelism),
             verbose: a.verbose,
             render: &a.render,
+            policy: &a.policy,
         },
         out,
     )

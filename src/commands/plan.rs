@@ -16,7 +16,7 @@ use gpuctl_plan::plan::{self, Plan, PlanOptions, parent_of};
 use super::files::write_owner_only;
 use super::pipeline::{Rendered, render_file, resolve_chart};
 use super::{CommandError, CommandResult, connect, emit, runtime};
-use crate::args::{ApplyOutput, ClusterArgs, PlanFormat, RenderArgs};
+use crate::args::{ApplyOutput, ClusterArgs, PlanFormat, PolicyArgs, RenderArgs};
 use crate::exit::ExitStatus;
 use crate::output::progress::{Progress, ProgressMode};
 use crate::{output, settings};
@@ -47,6 +47,8 @@ pub struct PlanCommand<'a> {
     pub verbose: bool,
     /// Rendering.
     pub render: &'a RenderArgs,
+    /// The organisation's policies.
+    pub policy: &'a PolicyArgs,
 }
 
 /// Runs the command.
@@ -56,7 +58,16 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
             "the blueprint and --snapshot cannot both be `-` (standard input); give the snapshot as a file".into(),
         ));
     }
+    let with_policy = !cmd.policy.dirs.is_empty() || cmd.policy.policy_input_out.is_some();
+    if with_policy && input::is_stdin(cmd.blueprint) {
+        return Err(CommandError::Usage(
+            "--policy and --policy-input-out read the blueprint as a file: name it instead of `-`"
+                .into(),
+        ));
+    }
     let today = settings::today(cmd.render.today.as_deref())?;
+    // Loaded before anything is planned: a policy that cannot load fails the run at once.
+    let policies = super::policy::load(cmd.policy)?;
     let rendered = render_file(
         cmd.blueprint,
         today,
@@ -76,7 +87,17 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
         parallelism: cmd.parallelism,
         unreachable_hint: PLAN_UNREACHABLE_HINT,
     };
-    let plan = plan_rendered(rendered, cmd.blueprint, against, &settings)?;
+    let warnings = rendered.warnings.clone();
+    let mut plan = plan_rendered(rendered, cmd.blueprint, against, &settings)?;
+    if with_policy {
+        apply_policies(
+            &mut plan,
+            cmd.blueprint,
+            warnings,
+            policies.as_ref(),
+            cmd.policy,
+        )?;
+    }
     if let Some(path) = cmd.save {
         save(&plan, path)?;
     }
@@ -89,6 +110,45 @@ pub fn run(cmd: PlanCommand<'_>, out: &mut dyn Write) -> CommandResult {
     let status = exit_status(&plan, cmd.detailed_exitcode);
     std::mem::forget(plan);
     Ok(status)
+}
+
+/// Evaluates the policies over the blueprint, its validation warnings and the plan (masked, as
+/// printed), and adds their results to the plan's findings: every output prints them, an error
+/// among them fails the plan, and a saved plan carries them (apply refuses it).
+fn apply_policies(
+    plan: &mut Plan,
+    blueprint: &Path,
+    warnings: Option<gpuctl_model::located::FileReport>,
+    set: Option<&gpuctl_policy::PolicySet>,
+    args: &PolicyArgs,
+) -> Result<(), CommandError> {
+    let loaded = gpuctl_model::blueprint::load_file(blueprint).map_err(|_| {
+        CommandError::Failed(format!(
+            "{}: the blueprint changed while it was planned; plan again",
+            blueprint.display()
+        ))
+    })?;
+    let input = gpuctl_policy::input::document(
+        "plan",
+        vec![
+            ("blueprint", gpuctl_policy::input::blueprint(&loaded)),
+            (
+                "findings",
+                gpuctl_policy::input::findings(warnings.as_slice()),
+            ),
+            ("plan", plan_document(plan)),
+        ],
+    );
+    if let Some(report) = super::policy::evaluate(args, set, &input)? {
+        plan.findings
+            .extend(report.results().map(gpuctl_policy::finding::plan));
+    }
+    Ok(())
+}
+
+/// A plan as policies see it: the document `gpuctl plan -o json` prints (masked).
+pub fn plan_document(plan: &Plan) -> serde_json::Value {
+    serde_json::from_str(&plan.to_json()).unwrap_or(serde_json::Value::Null)
 }
 
 /// What a plan is made against.

@@ -4,7 +4,7 @@
 
 use gpuctl_fleet::plan::{ClusterPlan, Outcome, Source, error_count as errors};
 use gpuctl_model::located::Severity;
-use gpuctl_plan::plan::Plan;
+use gpuctl_plan::plan::{Plan, PlanFinding};
 use serde_json::{Value, json};
 
 use super::plan::{human as plan_human, markdown_within};
@@ -39,6 +39,7 @@ fn source_text(source: &Source, now: jiff::Timestamp) -> String {
     match source {
         Source::Live { context: Some(c) } => format!("live (`{c}`)"),
         Source::Live { context: None } => "live".into(),
+        Source::Offline => "offline (no cluster state: every object is a create)".into(),
         Source::Snapshot { at: None } => "snapshot (age not recorded)".into(),
         Source::Snapshot { at: Some(t) } => match age(t, now) {
             Some(a) => format!("snapshot, {a}"),
@@ -117,6 +118,25 @@ fn parts<'a>(fleet: &str, plans: &'a [ClusterPlan]) -> Parts<'a> {
     }
 }
 
+/// The fleet's own policy findings (`--policy`, docs/policy.md), as Markdown list lines or
+/// terminal lines: never cut, they come before the clusters' plans.
+fn policy_lines(policy: &[PlanFinding], markdown: bool) -> String {
+    let mut out = String::new();
+    for f in policy {
+        if markdown {
+            out.push_str(&format!(
+                "- **{}** `{}`: {}\n",
+                f.severity,
+                f.id,
+                cell(&f.message)
+            ));
+        } else {
+            out.push_str(&format!("{}[{}]: {}\n", f.severity, f.id, f.message));
+        }
+    }
+    out
+}
+
 fn unchanged_line(names: &[&str]) -> String {
     format!(
         "{} unchanged: {}",
@@ -127,9 +147,20 @@ fn unchanged_line(names: &[&str]) -> String {
 
 /// The PR comment. The table is never cut; the clusters' plans share what is left of
 /// [`COMMENT_CAP`] in fleet order, and the ones that do not fit are named in one line.
-pub fn markdown(fleet: &str, plans: &[ClusterPlan], now: jiff::Timestamp) -> String {
+pub fn markdown(
+    fleet: &str,
+    plans: &[ClusterPlan],
+    policy: &[PlanFinding],
+    now: jiff::Timestamp,
+) -> String {
     let p = parts(fleet, plans);
     let mut out = format!("## {}\n\n", p.headline);
+    if !policy.is_empty() {
+        out.push_str(&format!(
+            "**Policy findings of the fleet**\n\n{}\n",
+            policy_lines(policy, true)
+        ));
+    }
     let rows: Vec<&ClusterPlan> = plans
         .iter()
         .filter(|c| c.changed().is_some() || matches!(c.outcome, Outcome::Error(_)))
@@ -214,9 +245,21 @@ fn details(c: &ClusterPlan, plan: &Plan, budget: usize) -> String {
 
 /// For a terminal: the headline, each changed cluster's plan as `gpuctl plan` prints it, the
 /// unchanged clusters in one line, the clusters not planned.
-pub fn human(fleet: &str, plans: &[ClusterPlan], now: jiff::Timestamp, style: Style) -> String {
+pub fn human(
+    fleet: &str,
+    plans: &[ClusterPlan],
+    policy: &[PlanFinding],
+    now: jiff::Timestamp,
+    style: Style,
+) -> String {
     let p = parts(fleet, plans);
     let mut out = format!("{}\n", p.headline);
+    if !policy.is_empty() {
+        out.push_str(&format!(
+            "\nPolicy findings of the fleet:\n{}",
+            policy_lines(policy, false)
+        ));
+    }
     for c in plans {
         if let Some(plan) = c.changed() {
             out.push_str(&format!(
@@ -239,13 +282,14 @@ pub fn human(fleet: &str, plans: &[ClusterPlan], now: jiff::Timestamp, style: St
 
 /// Versioned JSON: per cluster its wave, source and either its full plan (as `gpuctl plan -o
 /// json`, masked) or its error.
-pub fn json(fleet: &str, plans: &[ClusterPlan]) -> String {
+pub fn json(fleet: &str, plans: &[ClusterPlan], policy: &[PlanFinding]) -> String {
     let clusters: Vec<Value> = plans
         .iter()
         .map(|c| {
             let (source, context, at) = match &c.source {
                 Source::Live { context } => ("live", context.clone(), None),
                 Source::Snapshot { at } => ("snapshot", None, at.clone()),
+                Source::Offline => ("offline", None, None),
             };
             let mut v = json!({"name": c.name, "wave": c.wave, "source": source});
             if let Some(context) = context {
@@ -270,6 +314,10 @@ pub fn json(fleet: &str, plans: &[ClusterPlan]) -> String {
         "fleet": fleet,
         "clusters": clusters,
     });
+    let mut doc = doc;
+    if !policy.is_empty() {
+        doc["policy_findings"] = json!(policy);
+    }
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
     text

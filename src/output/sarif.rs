@@ -6,9 +6,14 @@ use gpuctl_model::finding::{self, Family};
 use gpuctl_model::located::{FileReport, Severity};
 
 /// Renders reports as one SARIF 2.1.0 log. Its rule table is the validation family of the one
-/// registry (the rules a blueprint file can break), each with its `gpuctl explain` text.
+/// registry (the rules a blueprint file can break) and the policy family (`--policy DIR`: the
+/// organisation's Rego results), each with its `gpuctl explain` text.
 pub fn sarif(reports: &[FileReport]) -> String {
-    let registered = Family::Validation.rules();
+    let registered: Vec<&finding::Rule> = Family::Validation
+        .rules()
+        .iter()
+        .chain(Family::Policy.rules())
+        .collect();
     let rules: Vec<Value> = registered
         .iter()
         .map(|r| {

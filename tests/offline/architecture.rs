@@ -4,8 +4,9 @@
 //!   layers (`gpuctl-model` < `gpuctl-pipeline` < `gpuctl-plan` < `gpuctl-day2`, `gpuctl-fleet`,
 //!   and the `gpuctl-core` facade over them) each name the layers below them and nothing above,
 //!   and their whole dependency tree is listed, so a crate pulled in two levels down counts;
-//!   `gpuctl-cluster` talks to the API server but never to a terminal; no library depends on the
-//!   binary. Cargo refuses a cycle between crates, so a layer cannot reach upward at all;
+//!   `gpuctl-cluster` talks to the API server but never to a terminal; `gpuctl-policy` (Rego
+//!   through regorus) sits beside the core, pure but with regorus' tree listed apart
+//!   (`POLICY_TREE`); no library depends on the binary. Cargo refuses a cycle between crates, so a layer cannot reach upward at all;
 //! - no module imports its way back into itself: inside every crate, the modules under one parent
 //!   form no cycle (a parent re-exporting its children, and children using their parent's types,
 //!   is how Rust modules are built and is not counted). Every line that is not test code is read:
@@ -275,6 +276,57 @@ const CLUSTER_DIRECT: &[&str] = &[
     "tokio",
 ];
 
+/// What the policy crate may depend on directly: model and plan (findings), data formats, and
+/// regorus, the Rego interpreter (docs/policy.md). It is not a layer of the core facade: regorus'
+/// tree is larger than the core's, so it is listed apart in [`POLICY_TREE`].
+const POLICY_DIRECT: &[&str] = &[
+    "gpuctl-model",
+    "gpuctl-plan", // a policy result as a plan finding
+    "regorus",     // Rego, in-process
+    "serde",
+    "serde-saphyr", // YAML data files
+    "serde_json",
+    "thiserror",
+];
+
+/// What regorus (with the features crates/policy/Cargo.toml names) adds to the core's tree:
+/// checked to be pure when added (no network, terminal or async runtime; `getrandom`/`rand` for
+/// `rand.intn`, `parking_lot`/`spin` for its interning and limits, `verus_*`/`vstd` are its
+/// proof annotations, compile-time only).
+const POLICY_TREE: &[&str] = &[
+    "aho-corasick",
+    "anyhow",
+    "bstr",
+    "chacha20",
+    "convert_case",
+    "data-encoding",
+    "getrandom",
+    "globset",
+    "gpuctl-policy",
+    "lazy_static",
+    "libc",
+    "lock_api",
+    "msvc_spectre_libs",
+    "num-bigint",
+    "num-integer",
+    "parking_lot",
+    "parking_lot_core",
+    "rand",
+    "rand_core",
+    "regex",
+    "regex-automata",
+    "regex-syntax",
+    "regorus",
+    "spin",
+    "synstructure",
+    "verus_builtin",
+    "verus_builtin_macros",
+    "verus_prettyplease",
+    "verus_state_machines_macros",
+    "verus_syn",
+    "vstd",
+];
+
 /// What the binary may depend on directly: both libraries, arguments, terminal output, the runtime.
 const BINARY_DIRECT: &[&str] = &[
     "clap",
@@ -286,6 +338,7 @@ const BINARY_DIRECT: &[&str] = &[
     "gpuctl-model",
     "gpuctl-pipeline",
     "gpuctl-plan",
+    "gpuctl-policy", // --policy DIR, gpuctl policy test
     "indicatif",
     "jiff",
     "miette",
@@ -336,6 +389,30 @@ fn the_cluster_crate_and_the_binary_depend_only_on_what_their_allow_lists_name()
         &direct_dependencies("gpuctl"),
         BINARY_DIRECT,
         "add it to the list with why",
+    );
+}
+
+#[test]
+fn the_policy_crate_depends_only_on_what_its_allow_lists_name() {
+    assert_allowed(
+        "gpuctl-policy",
+        &direct_dependencies("gpuctl-policy"),
+        POLICY_DIRECT,
+        "the policy crate evaluates Rego over data gpuctl built: add a pure crate to the list with why",
+    );
+    let tree = dependency_tree("gpuctl-policy");
+    let outside: Vec<&String> = tree
+        .iter()
+        .filter(|p| !CORE_TREE.contains(&p.as_str()) && !POLICY_TREE.contains(&p.as_str()))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "gpuctl-policy's dependency tree has {outside:?}, on neither the core's list nor POLICY_TREE: check that it is pure and add it with why"
+    );
+    let listed: Vec<&&str> = POLICY_TREE.iter().filter(|p| !tree.contains(**p)).collect();
+    assert!(
+        listed.is_empty(),
+        "POLICY_TREE names {listed:?}, which gpuctl-policy's tree no longer has: remove them"
     );
 }
 

@@ -507,3 +507,69 @@ fn fleet_apply_refuses_an_unknown_wave_and_starts_with_the_first_wave_it_cannot_
         "{out}\n{err}"
     );
 }
+
+/// Issue 42 (Deliver 4): a new fleet's first pull request has no snapshots; `--offline` plans
+/// every cluster as `gpuctl plan --offline` does, every object a create, and says so.
+#[test]
+fn fleet_plan_offline_plans_every_cluster_as_new_and_says_so() {
+    let o = Gpuctl::new([
+        "fleet",
+        "plan",
+        "blueprints/fleet/fleet.yaml",
+        "--offline",
+        "--detailed-exitcode",
+        "-o",
+        "markdown",
+    ])
+    .today(TODAY)
+    .env("GPUCTL_NOW", NOW)
+    .output();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("4 clusters, 4 with changes, 0 unchanged, 0 not planned"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("offline (no cluster state: every object is a create)")
+            .count(),
+        4,
+        "{text}"
+    );
+    let json = Gpuctl::new([
+        "fleet",
+        "plan",
+        "blueprints/fleet/fleet.yaml",
+        "--offline",
+        "-o",
+        "json",
+    ])
+    .today(TODAY)
+    .output();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    for c in doc["clusters"].as_array().unwrap() {
+        assert_eq!(c["source"], "offline", "{c:#}");
+        let s = &c["plan"]["summary"];
+        assert!(s["create"].as_u64().unwrap() > 0, "{c:#}");
+        assert_eq!(
+            (s["update"].as_u64(), s["delete"].as_u64()),
+            (Some(0), Some(0))
+        );
+    }
+    // --offline and a source of cluster state exclude each other.
+    let both = Gpuctl::new([
+        "fleet",
+        "plan",
+        "blueprints/fleet/fleet.yaml",
+        "--offline",
+        "--snapshot-dir",
+        "x",
+    ])
+    .output();
+    assert_eq!(both.status.code(), Some(64));
+}

@@ -27,6 +27,7 @@ mod hostile_blueprints;
 mod hostile_io;
 mod plan_secrets;
 mod plan_snapshot;
+mod policy;
 mod registry_examples;
 mod render_cli;
 mod render_dependencies;

@@ -17,6 +17,9 @@ pub enum Source {
         /// When the snapshot was taken, when it says.
         at: Option<String>,
     },
+    /// No cluster state (`fleet plan --offline`, a new fleet's first pull request, before any
+    /// cluster has a snapshot): every object is a create, as `gpuctl plan --offline`.
+    Offline,
 }
 
 /// A cluster's plan, or why it has none.

@@ -16,6 +16,7 @@
 //! | metrics | GPU250–GPU299, GPU3000–GPU3999 | `finding/metrics.rs` | `metrics/analyze.rs` |
 //! | import | GPU300–GPU349, GPU4000–GPU4999 | `finding/import.rs` | `import/` (through `Draft::warn`) |
 //! | plan | GPU400–GPU499, GPU5000–GPU5999 | `finding/plan.rs` | `plan/` (through `PlanFinding::error`, `::warning`) |
+//! | policy | GPU500–GPU549, GPU6000–GPU6999 | `finding/policy.rs` | gpuctl-policy's `finding.rs` (an organisation's Rego results) |
 //!
 //! An id is `GPU` and three digits, or four from 1000 on: each family owns its first, three-digit
 //! range and then a four-digit one, so every family has room for new ids for years while the ids
@@ -35,6 +36,7 @@ pub mod doctor;
 pub mod import;
 pub mod metrics;
 pub mod plan;
+pub mod policy;
 #[cfg(test)]
 mod tests;
 pub mod validation;
@@ -59,16 +61,19 @@ pub enum Family {
     /// `gpuctl plan` and `gpuctl apply` (which plans first): what a plan notices about the live
     /// cluster or a snapshot beside its actions.
     Plan,
+    /// `--policy DIR` of `validate`, `plan` and `fleet plan`: the organisation's own Rego policies.
+    Policy,
 }
 
 impl Family {
     /// Every family, in id order.
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Validation,
         Family::Doctor,
         Family::Metrics,
         Family::Import,
         Family::Plan,
+        Family::Policy,
     ];
 
     /// Lower-case name.
@@ -79,6 +84,7 @@ impl Family {
             Family::Metrics => "metrics",
             Family::Import => "import",
             Family::Plan => "plan",
+            Family::Policy => "policy",
         }
     }
 
@@ -92,6 +98,7 @@ impl Family {
             Family::Metrics => [(250, 299), (3000, 3999)],
             Family::Import => [(300, 349), (4000, 4999)],
             Family::Plan => [(400, 499), (5000, 5999)],
+            Family::Policy => [(500, 549), (6000, 6999)],
         }
     }
 
@@ -103,6 +110,7 @@ impl Family {
             Family::Metrics => metrics::RULES,
             Family::Import => import::RULES,
             Family::Plan => plan::RULES,
+            Family::Policy => policy::RULES,
         }
     }
 
@@ -123,6 +131,9 @@ impl Family {
             }
             Family::Plan => {
                 "Reported by `gpuctl plan` and `gpuctl apply` (which plans first) about the live cluster or a snapshot, under the plan's findings, each with its `id` in the plan document (`-o json`, `--out`); apply refuses a plan with an error finding (docs/plan-apply.md). The example is a finding as printed."
+            }
+            Family::Policy => {
+                "Reported by `gpuctl validate`, `gpuctl plan` and `gpuctl fleet plan` with `--policy DIR`: the results of the organisation's own Rego policies, written with conftest's conventions and evaluated in-process (docs/policy.md). The message is the policy's, followed by the rule's query; the id says whether a `deny`/`violation` rule (an error, the run fails) or a `warn` rule (a warning) produced it. The example is a finding's message as printed."
             }
         }
     }

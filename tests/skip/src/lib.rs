@@ -11,8 +11,10 @@
 //!
 //! The cfgs are set by the root package's `build.rs`: `gpuctl_no_test_cluster` when no test API
 //! server is configured (`GPUCTL_TEST_KUBECONFIG`), `gpuctl_no_prometheus` when `prometheus` or
-//! `promtool` is not on `PATH`, `gpuctl_no_chromium` when Debian's `chromium` is not found; none in
-//! CI (`CI` or `GPUCTL_REQUIRE_CLUSTER`), where the tests run and fail without what they need.
+//! `promtool` is not on `PATH`, `gpuctl_no_chromium` when Debian's `chromium` is not found,
+//! `gpuctl_no_conftest` when no conftest binary is found (`GPUCTL_CONFTEST`, or the harness's cache
+//! `~/.cache/gpuctl/kube/conftest-v0.71.1/conftest`); none in CI (`CI` or
+//! `GPUCTL_REQUIRE_CLUSTER`), where the tests run and fail without what they need.
 //!
 //! The attribute goes above `#[test]` / `#[tokio::test]`: the test harness reads `ignore` when
 //! `#[test]` expands, so it must be there by then. Below it, it would come too late; it refuses to
@@ -51,6 +53,19 @@ pub fn needs_chromium(attr: TokenStream, item: TokenStream) -> TokenStream {
         "needs_chromium",
         "gpuctl_no_chromium",
         "skipped: needs chromium (Debian: apt-get install -y chromium; docs/status.md)",
+        attr,
+        item,
+    )
+}
+
+/// Ignored where the real conftest is not found (`GPUCTL_CONFTEST`, or the harness's cache:
+/// `tools/kube-harness/run build` builds it from the Go module proxy).
+#[proc_macro_attribute]
+pub fn needs_conftest(attr: TokenStream, item: TokenStream) -> TokenStream {
+    skip_unless(
+        "needs_conftest",
+        "gpuctl_no_conftest",
+        "skipped: needs conftest v0.71.1 (tools/kube-harness/run build; docs/policy.md)",
         attr,
         item,
     )

@@ -148,6 +148,32 @@ impl SourceTree {
         Some(self.walk(path).0.pos)
     }
 
+    /// Every path of the document (the root, `""`, first, then in document order, as [`join`]
+    /// writes paths: `spec.nodePools[0].gpu.model`) with the position of its value and the file
+    /// of an overlay chain that set it (0: the file named; see [`SourceTree::origin`]). What
+    /// `--policy` gives Rego policies as `input.blueprint.locations` (docs/policy.md).
+    pub fn locations(&self) -> Vec<(String, Pos, usize)> {
+        fn walk(node: &PosNode, path: String, out: &mut Vec<(String, Pos, usize)>) {
+            out.push((path.clone(), node.pos, node.file as usize));
+            match &node.children {
+                PosChildren::Leaf => {}
+                PosChildren::Seq(items) => {
+                    for (i, n) in items.iter().enumerate() {
+                        walk(n, format!("{path}[{i}]"), out);
+                    }
+                }
+                PosChildren::Map(entries) => {
+                    for (key, _, n) in entries {
+                        walk(n, join(&path, key), out);
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.positions, String::new(), &mut out);
+        out
+    }
+
     /// Position of the key of the entry at `path` (falls back to its value's position).
     pub fn key_pos(&self, path: &str) -> Option<Pos> {
         match self.walk(path) {
@@ -810,6 +836,25 @@ mod tests {
         // Missing paths fall back to the nearest ancestor.
         assert_eq!(t.pos("a.c[0].zzz"), t.pos("a.c[0]"));
         assert_eq!(t.value["a"]["c"][0]["d"], serde_json::Value::Bool(true));
+    }
+
+    #[test]
+    fn locations_list_every_path_in_document_order() {
+        let t = SourceTree::parse("a:\n  b: [1, x]\n  \"c.d\": true\n").unwrap();
+        let paths: Vec<(String, usize)> = t
+            .locations()
+            .into_iter()
+            .map(|(p, pos, file)| (p, pos.line * 100 + pos.column + file))
+            .collect();
+        let want = [
+            ("", 101),
+            ("a", 203),
+            ("a.b", 206),
+            ("a.b[0]", 207),
+            ("a.b[1]", 210),
+            ("a.\"c.d\"", 310),
+        ];
+        assert_eq!(paths, want.map(|(p, n)| (p.to_string(), n)).to_vec());
     }
 
     #[test]

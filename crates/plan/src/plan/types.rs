@@ -171,6 +171,17 @@ impl PlanFinding {
         PlanFinding::new(id, Severity::Warning, message)
     }
 
+    /// A result of the organisation's policies (gpuctl-policy, `--policy DIR`), with its id of
+    /// the policy family: a plan's findings carry them so every plan output prints them.
+    pub fn policy(id: &'static str, severity: Severity, message: String) -> PlanFinding {
+        finding::debug_check(Family::Policy, id, severity);
+        PlanFinding {
+            id: id.to_string(),
+            severity,
+            message,
+        }
+    }
+
     fn new(id: &'static str, severity: Severity, message: String) -> PlanFinding {
         finding::debug_check(Family::Plan, id, severity);
         PlanFinding {
