@@ -2657,3 +2657,42 @@ fn gpu092_temperature_bounds_table() {
         }
     }
 }
+
+/// GPU075 reads only what pods request: a tenant quota key on a DRA device class
+/// (`<class>.deviceclass.resource.k8s.io/devices`) is charged by the API server from claims and
+/// never read by Kueue, so it needs no ClusterQueue quota; any other uncovered resource still
+/// fails. (Issue 39, Deliver 6: valid DRA tenants were refused.)
+#[test]
+fn gpu075_skips_dra_device_class_quota_keys() {
+    let quota = "quota: { nvidia.com/gpu: 16, pods: 50";
+    // (extra quota keys, GPU075 expected)
+    let rows = [
+        (
+            "gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 4",
+            false,
+        ),
+        (
+            "mig.nvidia.com.deviceclass.resource.k8s.io/devices: 2",
+            false,
+        ),
+        ("count/resourceclaims.resource.k8s.io: 10", false),
+        ("example.com/fpga: 1", true),
+        // No class before the suffix: not a DRA device key, so still a resource pods would name.
+        (".deviceclass.resource.k8s.io/devices: 1", true),
+    ];
+    for (extra, fails) in rows {
+        let r = run(&edit(
+            KUEUE_BASE,
+            &[(
+                quota,
+                &format!("quota: {{ nvidia.com/gpu: 16, {extra}, pods: 50"),
+            )],
+        ));
+        assert_eq!(
+            rules(&r).contains(&"GPU075"),
+            fails,
+            "{extra}: {:#?}",
+            r.findings
+        );
+    }
+}
