@@ -562,6 +562,15 @@ pub struct KueueResourceNames {
     pub compute_domain_channel: String,
 }
 
+impl KueueResourceNames {
+    /// The resource of MIG `profile` (`1g.10gb+me` -> `nvidia.com/mig-1g.10gb.me`): `+` is not
+    /// valid in a resource name, and the device plugin writes it as `.`, so the DRA mapping names
+    /// the same resource (and Kueue accepts it as a `deviceClassMappings` name).
+    pub fn mig(&self, profile: &str) -> String {
+        format!("{}{}", self.mig_prefix, profile.replace('+', "."))
+    }
+}
+
 /// A claim form Kueue cannot admit, with the words it says so in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
