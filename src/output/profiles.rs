@@ -140,10 +140,10 @@ fn architectures(out: &mut String, catalog: &Catalog) {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let ccs = match (ccs.is_empty(), arch.compute_major) {
-            (true, Some(major)) => format!("{major}.x"),
-            _ => ccs.join(", "),
-        };
+        let mut ccs = ccs.join(", ");
+        if let Some(r) = &arch.gfd_reserved {
+            let _ = write!(ccs, " (GFD keeps `{}` for {}.x)", r.family, r.compute_major);
+        }
         let status = match (arch.preview, arch.unpublished.len()) {
             (true, 0) => "  preview".to_owned(),
             (true, n) => format!("  preview; {n} facts not published (`-o json` lists them)"),

@@ -310,8 +310,9 @@ fn explain_schema_profiles_and_completions() {
     assert!(stdout(&o).contains("H100-SXM5-80GB"));
     // The GPUs a late-2026 cluster has, each on its own row with its MIG summary.
     for (key, mig) in [
-        // GB300 NVL72's MIG floor is v25.10.0's driver (issue 26), not the DGX Station's 595.58.03.
-        ("GB300", "7 profiles, driver >= 580.95.05"),
+        // GB300's MIG floor is the DGX Station's 595.58.03 (the 2026-12 facts audit, D1): the NVL72
+        // GB300 shares its PCI id, so the stricter floor applies to the one key.
+        ("GB300", "7 profiles, driver >= 595.58.03"),
         ("GH200-144GB", "7 profiles, driver >= 550.90.07"),
         // The MIG user guide's RTX PRO 5000 and 4500 Blackwell tables (issue 26).
         ("RTX-PRO-5000-BLACKWELL", "7 profiles, driver >= 575.57.08"),

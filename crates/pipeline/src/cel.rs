@@ -128,7 +128,7 @@ pub fn selectors(shape: &DeviceShape, catalog: &Catalog) -> Result<Vec<String>, 
 pub fn kueue_resource(shape: &DeviceShape, catalog: &Catalog) -> String {
     let names = &catalog.dra().kueue.resource_names;
     match &shape.mig {
-        Some(m) => format!("{}{}", names.mig_prefix, m.profile),
+        Some(m) => names.mig(&m.profile),
         None => names.gpu.clone(),
     }
 }
@@ -222,6 +222,35 @@ mod tests {
             ]
         );
         assert!(device_class_mappings(&[], c).is_empty());
+    }
+
+    /// A media-extension MIG profile (`+me`) maps to the device plugin's name for it (`.me`):
+    /// `+` is not valid in a resource name, and Kueue refuses a `deviceClassMappings` name that is
+    /// not one. (Issue 39, Deliver 6.)
+    #[test]
+    fn media_extension_profiles_map_to_valid_resource_names() {
+        let c = Catalog::embedded();
+        for (profile, resource) in [
+            ("1g.10gb+me", "nvidia.com/mig-1g.10gb.me"),
+            ("1g.12gb+me.all", "nvidia.com/mig-1g.12gb.me.all"),
+            ("3g.40gb", "nvidia.com/mig-3g.40gb"),
+        ] {
+            let s = shape(
+                None,
+                Some(MigShape {
+                    profile: profile.to_string(),
+                    model: None,
+                }),
+            );
+            let name = kueue_resource(&s, c);
+            assert_eq!(name, resource, "{profile}");
+            assert!(!name.contains('+'), "{name}");
+            // The same name the device plugin gives the devices under the mixed strategy.
+            assert_eq!(
+                name,
+                gpuctl_model::blueprint::resources::mig_resource(profile)
+            );
+        }
     }
 
     #[test]

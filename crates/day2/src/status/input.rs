@@ -322,9 +322,7 @@ fn add_dra(d: &crate::diagnostics::Diagnostics, nodes: &mut [NodeFacts], pods: &
             let attr = |k: &str| dev["attributes"][k]["string"].as_str().unwrap_or_default();
             let resource = match attr("type") {
                 "gpu" => names.gpu.clone(),
-                "mig" if !attr("profile").is_empty() => {
-                    format!("{}{}", names.mig_prefix, attr("profile"))
-                }
+                "mig" if !attr("profile").is_empty() => names.mig(attr("profile")),
                 _ => continue,
             };
             let name = dev["name"].as_str().unwrap_or_default().to_string();

@@ -208,7 +208,7 @@ rules! {
     }
     "GPU027" "operator-kubernetes" "compatibility" Error {
         checks: "The GPU Operator release is known and supports the cluster's Kubernetes minor version (the range of the release's final published platform page).",
-        why: "Out-of-range combinations are untested by NVIDIA; API removals break operands. A release the catalog does not hold (v26.7.1 and v26.7.2 are not captured: no NVIDIA source read gives their facts) has no facts to check against; the finding says why when the catalog records it.",
+        why: "Out-of-range combinations are untested by NVIDIA; API removals break operands. A release the catalog does not hold (v26.7.1 and v26.7.2 are not captured: no published NVIDIA page read gives their Kubernetes range or drivers) has no facts to check against; the finding says why when the catalog records it.",
         fix: "Choose an operator release whose range includes the Kubernetes version (`gpuctl profiles`).",
         source: "profiles/gpu-operator.yaml (releases[].kubernetes, not_captured)",
         example: "spec:\n  kubernetes: {version: \"1.25.4\"}\n  gpuOperator: {version: v26.7.0}\n",
@@ -216,7 +216,7 @@ rules! {
     }
     "GPU028" "operator-driver" "compatibility" Warning {
         checks: "Every driver version is one the operator release lists as default, recommended or validated on its final published life-cycle page.",
-        why: "Other drivers may work but are not validated with that operator's operands. Where the final page could not be read (25.10.x), drivers it may list are named as unconfirmed in the message rather than counted as validated.",
+        why: "Other drivers may work but are not validated with that operator's operands. Where a release's final page could not be read, drivers it may list are named as unconfirmed in the message rather than counted as validated (none since the final 25.10 page was read).",
         fix: "Use the release's default, its recommended driver or one of its validated drivers.",
         source: "profiles/gpu-operator.yaml (default_driver, recommended_driver, other_drivers, unconfirmed_drivers)",
         example: "spec:\n  gpuOperator: {version: v26.7.0, driver: {version: \"535.104.05\"}}\n",
@@ -447,7 +447,7 @@ rules! {
         fixed: "spec:\n  tenants:\n    - {name: a, namespaces: [a], quota: {nvidia.com/gpu: 64}, queue: cq-team-a}\n",
     }
     "GPU075" "kueue-resource-uncovered" "kueue" Error {
-        checks: "Every resource a tenant's pods request is covered by its ClusterQueue: `cpu` and `memory` (every pod requests them), each resource its quota names (`nvidia.com/gpu`, `requests.ephemeral-storage`, ...; object counts such as `pods` are not requests) and each resource of its LimitRange `defaults`. Kueue's resource transformations (`scheduling.kueue.config.resources.transformations`) are applied first (their outputs must be covered; a `Replace`d input need not be); resources matching `config.resources.excludeResourcePrefixes` are skipped, and nothing is checked under `config.resources.quotaCheckStrategy: IgnoreUndeclared`, mirroring the Kueue configuration the blueprint declares.",
+        checks: "Every resource a tenant's pods request is covered by its ClusterQueue: `cpu` and `memory` (every pod requests them), each resource its quota names (`nvidia.com/gpu`, `requests.ephemeral-storage`, ...; object counts such as `pods` and DRA device-class keys `<class>.deviceclass.resource.k8s.io/devices`, which the API server charges from claims, are not requests) and each resource of its LimitRange `defaults`. Kueue's resource transformations (`scheduling.kueue.config.resources.transformations`) are applied first (their outputs must be covered; a `Replace`d input need not be); resources matching `config.resources.excludeResourcePrefixes` are skipped, and nothing is checked under `config.resources.quotaCheckStrategy: IgnoreUndeclared`, mirroring the Kueue configuration the blueprint declares.",
         why: "With Kueue's default quota check (`BlockUndeclared`), a workload requesting a resource its ClusterQueue does not cover stays pending forever (`resource cpu unavailable in ClusterQueue`); a queue that covers only GPUs admits nothing, because every pod also requests cpu and memory.",
         fix: "Add the resource to every `quota` of the ClusterQueue (on a pool that provides it, for GPUs); or, if your Kueue's configuration ignores it, say so in `scheduling.kueue.config.resources` (`excludeResourcePrefixes` or `quotaCheckStrategy: IgnoreUndeclared`).",
         source: "Kueue ClusterQueue resourceGroups; Kueue Configuration `resources.excludeResourcePrefixes` and `resources.quotaCheckStrategy` (kubernetes-sigs/kueue apis/config/v1beta2/configuration_types.go, v0.19.2)",

@@ -18,21 +18,21 @@ pub struct Architecture {
     /// Architecture name (`Hopper`); filled from the map key of the data file.
     #[serde(skip_deserializing)]
     pub name: String,
-    /// Compute capabilities of this architecture's chips; empty when none is published yet
-    /// (Rubin), in which case `compute_major` says which major GPU Feature Discovery maps to it.
-    #[serde(default)]
+    /// Compute capabilities of this architecture's chips.
     pub compute_capabilities: Vec<ComputeCapability>,
-    /// The compute-capability major GPU Feature Discovery maps to `gfd_family`, recorded when no
-    /// full compute capability is published.
+    /// A `nvidia.com/gpu.family` value GPU Feature Discovery keeps for this architecture under a
+    /// compute-capability major none of its published chips has (GFD maps major 13 to `rubin`,
+    /// while Rubin is 10.7 and so labelled `gfd_family`, `blackwell`, today).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compute_major: Option<u32>,
+    pub gfd_reserved: Option<GfdReserved>,
     /// Whether NVIDIA supports the architecture only as a preview (CUDA "preview support").
     #[serde(default)]
     pub preview: bool,
     /// What NVIDIA has not published about it yet, as short phrases ("products", "driver floor").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unpublished: Vec<String>,
-    /// Value of GPU Feature Discovery's `nvidia.com/gpu.family` label (`ada-lovelace`).
+    /// Value of GPU Feature Discovery's `nvidia.com/gpu.family` label on this architecture's
+    /// GPUs (`ada-lovelace`): GFD derives it from the compute capability.
     pub gfd_family: String,
     /// First CUDA toolkit that targets the architecture.
     pub first_cuda: CudaVersion,
@@ -64,6 +64,17 @@ pub struct Architecture {
     /// Caveats from the data file.
     #[serde(default, rename = "note", deserialize_with = "text_list")]
     pub notes: Vec<String>,
+}
+
+/// A GPU Feature Discovery family label mapped from a compute-capability major that no published
+/// chip of the architecture has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GfdReserved {
+    /// The major GFD maps to `family` (`13`).
+    pub compute_major: u32,
+    /// The label value (`rubin`).
+    pub family: String,
 }
 
 impl Architecture {
@@ -98,30 +109,43 @@ pub(super) fn load_architectures(
     sourced(sources, F, None, &file.source.0)?;
     let mut log = RowLog::new(rows, F, &file.source.0, file.read);
     let mut seen_cc = BTreeMap::new();
-    let mut seen_major: BTreeMap<u32, String> = BTreeMap::new();
+    let mut seen_reserved: BTreeMap<u32, String> = BTreeMap::new();
     let mut architectures = BTreeMap::new();
-    // An architecture known by its compute-capability major alone must not share it with one
-    // that lists full compute capabilities.
+    // GFD maps a reserved major to its family whatever the minor, so that major cannot be the
+    // major of a chip any architecture lists.
     for (name, a) in &file.architectures {
-        if let Some(major) = a.compute_major
-            && let Some(other) = file.architectures.iter().find(|(o, oa)| {
-                *o != name && oa.compute_capabilities.iter().any(|cc| cc.major == major)
-            })
-        {
+        let Some(reserved) = &a.gfd_reserved else {
+            continue;
+        };
+        let major = reserved.compute_major;
+        if let Some((other, cc)) = file.architectures.iter().find_map(|(o, oa)| {
+            oa.compute_capabilities
+                .iter()
+                .find(|cc| cc.major == major)
+                .map(|cc| (o, cc))
+        }) {
             return Err(inconsistent(
                 F,
                 format!(
-                    "compute-capability major {major} belongs to both `{}` and `{name}`",
-                    other.0
+                    "compute-capability major {major} is reserved by `{name}` for GPU Feature Discovery's `{}`, but `{other}` lists {cc}",
+                    reserved.family
+                ),
+            ));
+        }
+        if let Some(other) = seen_reserved.insert(major, name.clone()) {
+            return Err(inconsistent(
+                F,
+                format!(
+                    "compute-capability major {major} is reserved by both `{other}` and `{name}`"
                 ),
             ));
         }
     }
     for (name, mut architecture) in file.architectures {
-        if architecture.compute_capabilities.is_empty() && architecture.compute_major.is_none() {
+        if architecture.compute_capabilities.is_empty() {
             return Err(inconsistent(
                 F,
-                format!("architecture `{name}` lists no compute capability and no compute_major"),
+                format!("architecture `{name}` lists no compute capability"),
             ));
         }
         for cc in &architecture.compute_capabilities {
@@ -131,14 +155,6 @@ pub(super) fn load_architectures(
                     format!("compute capability {cc} is listed by both `{other}` and `{name}`"),
                 ));
             }
-        }
-        if let Some(major) = architecture.compute_major
-            && let Some(other) = seen_major.insert(major, name.clone())
-        {
-            return Err(inconsistent(
-                F,
-                format!("compute-capability major {major} belongs to both `{other}` and `{name}`"),
-            ));
         }
         if let (Some(min), Some(last)) = (&architecture.min_driver, architecture.last_driver_branch)
             && min.branch() > last

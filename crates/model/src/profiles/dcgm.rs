@@ -813,6 +813,7 @@ mod tests {
         const AH: Option<&[&str]> = Some(&["A100", "H100"]);
         const HBG: Option<&[&str]> = Some(&["H100", "B100", "GB200"]);
         const BG: Option<&[&str]> = Some(&["B100", "GB200"]);
+        const AHB: Option<&[&str]> = Some(&["A100", "H100", "B100"]);
         /// (Xid, mnemonic, immediate, investigatory, applies to).
         type Row = (
             u32,
@@ -822,6 +823,73 @@ mod tests {
             Option<&'static [&'static str]>,
         );
         let table: &[Row] = &[
+            // 8, 32, 54, 137, 151, 159-161, 171, 172: the rows the 2026-12 facts audit found
+            // missing (M9), read from the same catalog revision on 2026-12-06. 171 and 172 have
+            // empty action cells ("Additional to Xid 48 ..."): gpuctl follows Xid 48's workflow.
+            (
+                8,
+                "ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT",
+                "RESTART_APP",
+                "CONTACT_SUPPORT",
+                ALL,
+            ),
+            (
+                32,
+                "ROBUST_CHANNEL_PBDMA_ERROR",
+                "RESTART_APP",
+                "CHECK_APP/CUDA",
+                ALL,
+            ),
+            (
+                54,
+                "SILENT_RUNNING_PWR_REDUCED_CLOCKING",
+                "CHECK_MECHANICALS",
+                "CONTACT_SUPPORT",
+                AHB,
+            ),
+            (137, "NVLINK_PRIV_ERR", "IGNORE", "XID_137_FLOW", ALL),
+            (
+                151,
+                "ROBUST_CHANNEL_KEY_ROTATION_ERROR",
+                "RESTART_VM",
+                "CONTACT_SUPPORT",
+                HBG,
+            ),
+            (
+                159,
+                "ROBUST_CHANNEL_CHI_NON_DATA_ERROR",
+                "CHECK_UVM",
+                "SYMPATHETIC_REPORT_SOLO",
+                BG,
+            ),
+            (
+                160,
+                "CHANNEL_RETIREMENT_EVENT",
+                "IGNORE",
+                "INVESTIGATE_SW",
+                BG,
+            ),
+            (
+                161,
+                "CHANNEL_RETIREMENT_FAILURE",
+                "IGNORE",
+                "INVESTIGATE_SW",
+                BG,
+            ),
+            (
+                171,
+                "UNCORRECTABLE_DRAM_ERROR",
+                "WORKFLOW_XID_48",
+                "WORKFLOW_XID_48",
+                ALL,
+            ),
+            (
+                172,
+                "UNCORRECTABLE_SRAM_ERROR",
+                "WORKFLOW_XID_48",
+                "WORKFLOW_XID_48",
+                ALL,
+            ),
             (
                 13,
                 "ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY",
@@ -1124,7 +1192,10 @@ mod tests {
         );
         let x = &facts().xid;
         assert_eq!(x.with_response(XidResponse::RestartNode), [79]);
-        assert_eq!(x.with_response(XidResponse::Ignore), [43, 63, 92, 121, 157]);
+        assert_eq!(
+            x.with_response(XidResponse::Ignore),
+            [43, 63, 92, 121, 137, 157, 160, 161]
+        );
         assert_eq!(
             x.with_response(XidResponse::DecodeMessage),
             [74, 144, 145, 146, 147, 148, 149, 150]

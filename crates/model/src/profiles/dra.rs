@@ -382,6 +382,10 @@ pub struct DeviceClassFact {
     pub device_type: String,
     /// Its CEL selector.
     pub selector: String,
+    /// The `spec.extendedResourceName` the driver's chart sets on it (KEP-5004: a pod's plain
+    /// extended-resource request can be served by DRA through this class), when it sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_resource_name: Option<String>,
 }
 
 /// The kind of a published attribute.
@@ -558,6 +562,15 @@ pub struct KueueResourceNames {
     pub compute_domain_channel: String,
 }
 
+impl KueueResourceNames {
+    /// The resource of MIG `profile` (`1g.10gb+me` -> `nvidia.com/mig-1g.10gb.me`): `+` is not
+    /// valid in a resource name, and the device plugin writes it as `.`, so the DRA mapping names
+    /// the same resource (and Kueue accepts it as a `deviceClassMappings` name).
+    pub fn mig(&self, profile: &str) -> String {
+        format!("{}{}", self.mig_prefix, profile.replace('+', "."))
+    }
+}
+
 /// A claim form Kueue cannot admit, with the words it says so in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -716,6 +729,16 @@ fn check_driver(d: &DriverFacts, k: &KubernetesDra) -> Result<(), String> {
         }
     }
     for c in &d.device_classes {
+        if let Some(name) = &c.extended_resource_name
+            && !name.split_once('/').is_some_and(|(domain, res)| {
+                domain.contains('.') && !res.is_empty() && !res.contains('/')
+            })
+        {
+            return Err(format!(
+                "driver.device_classes.{}: extended_resource_name `{name}` is not a `<domain>/<name>` resource",
+                c.name
+            ));
+        }
         if d.device_type(&c.device_type).is_none() {
             return Err(format!(
                 "driver.device_classes.{}: device type `{}` is not in device_types",
@@ -829,9 +852,24 @@ mod tests {
             );
         }
         assert_eq!(k.gate("DRAAdminAccess", "1.36"), Some(GateStage::GaLocked));
+        // 1.37 (the 2026-12 facts audit, M6: Kubernetes' versioned gate table of the 1.37 era).
+        for (gate, stage) in [
+            ("DRADeviceTaints", GateStage::Ga),
+            ("DRADeviceTaintRules", GateStage::Ga),
+            ("DRAExtendedResource", GateStage::GaLocked),
+            ("DRAPrioritizedList", GateStage::GaLocked),
+            ("DRAResourceClaimDeviceStatus", GateStage::GaLocked),
+            ("DRAPartitionableDevices", GateStage::BetaOn),
+            ("DRAWorkloadResourceClaims", GateStage::BetaOff),
+            ("DRAListTypeAttributes", GateStage::Alpha),
+            ("DRADerivedAttributes", GateStage::Alpha),
+        ] {
+            assert_eq!(k.gate(gate, "1.37.1"), Some(stage), "{gate} on 1.37");
+        }
+        assert_eq!(k.gate("DRADerivedAttributes", "1.36"), None);
         assert!(k.serves_v1("1.34.2") && k.serves_v1("v1.36.0"));
         assert!(!k.serves_v1("1.33.5") && !k.serves_v1("banana"));
-        assert_eq!(k.minors(), ["1.34", "1.35", "1.36"]);
+        assert_eq!(k.minors(), ["1.34", "1.35", "1.36", "1.37"]);
         assert_eq!(k.api_version, "resource.k8s.io/v1");
         assert_eq!(
             k.immutable_specs,
@@ -867,8 +905,25 @@ mod tests {
             ("25.12.0", "nvidia-dra-driver-gpu"),
             ("v0.4.0", "dra-driver-nvidia-gpu"),
             ("v0.5.0", "dra-driver-nvidia-gpu"),
+            ("v0.5.1", "dra-driver-nvidia-gpu"),
         ] {
             assert_eq!(d.release(version).map(|r| r.chart.as_str()), Some(chart));
+        }
+        assert_eq!(d.upgrade("v0.5.0", "v0.5.1"), Some(Upgrade::Forward));
+        // The driver's gates of v0.5.0 (2026-12 facts audit, M4), all alpha.
+        for name in [
+            "FabricManagerPartitioning",
+            "HostManagedIMEXDaemon",
+            "DRAListTypeAttributes",
+            "ConsumableShares",
+        ] {
+            let g = d.gates.iter().find(|g| g.name == name).unwrap();
+            assert_eq!((g.since.as_str(), g.stage), ("v0.5.0", GateStage::Alpha));
+        }
+        // The chart's gpu.nvidia.com class serves `nvidia.com/gpu` (M5); no other class does.
+        for c in &d.device_classes {
+            let want = (c.name == "gpu.nvidia.com").then_some("nvidia.com/gpu");
+            assert_eq!(c.extended_resource_name.as_deref(), want, "{}", c.name);
         }
         assert!(d.release("v0.3.0").is_none());
         assert_eq!(d.upgrade("v25.12.0", "v0.4.0"), Some(Upgrade::Forward));

@@ -33,7 +33,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-pub use arch::Architecture;
+pub use arch::{Architecture, GfdReserved};
 pub use common::{ComputeCapability, FactRow, PartialDate};
 pub use cuda::{
     CudaRequirement, CudaSupport, CudaUpdate, ForwardCompatibility, MinorVersionCompat,
@@ -417,17 +417,13 @@ impl Catalog {
             .collect()
     }
 
-    /// The architecture of compute capability `cc`: the one that lists it, else the one known only
-    /// by its major (Rubin: 13.x).
+    /// The architecture of compute capability `cc`: the one that lists it (Rubin for 10.7). A
+    /// major GPU Feature Discovery only keeps a family label for (13, `rubin`) names none: no
+    /// chip of it is published.
     pub fn architecture_for(&self, cc: ComputeCapability) -> Option<&Architecture> {
         self.architectures
             .values()
             .find(|a| a.compute_capabilities.contains(&cc))
-            .or_else(|| {
-                self.architectures
-                    .values()
-                    .find(|a| a.compute_major == Some(cc.major))
-            })
     }
 }
 

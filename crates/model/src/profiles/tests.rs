@@ -354,8 +354,8 @@ fn driver_branches_and_end_of_life() {
 /// - v25.3.x: release-25.3 life-cycle-policy.rst and platform-support.rst (final), read 2026-12-03
 ///   (v25.3.1 recommends 580.65.06, v25.3.3 580.82.07, v25.3.4 580.126.16 with 15 drivers);
 /// - v25.10.0: its release notes and docs pull request #326 (the final page was not read);
-/// - v25.10.1: issue 26's audit of release-25.10 life-cycle-policy.rst (2026-11), not re-read:
-///   1.35 and 580.178.04; 14 of the audit's 20 drivers are evidenced, 6 are unconfirmed;
+/// - v25.10.1: release-25.10 life-cycle-policy.rst and platform-support.rst @17f2f870 (final),
+///   per the 2026-12 facts audit (W2): 1.35, 580.178.04 and 21 drivers, none unconfirmed;
 /// - v26.3.x: main life-cycle-policy.rst @d219c879 and @ee488781, platform-support.rst @d219c879;
 /// - v26.7.0: cloud-native-docs pull requests #488/#490 (1.33-1.37), values.yaml@v26.7.0.
 #[test]
@@ -371,7 +371,7 @@ fn operator_rows_follow_the_final_pages() {
         "v25.3.3    1.29-1.33   580.82.07      -             580.82.07    9",
         "v25.3.4    1.29-1.33   580.82.07      -             580.126.16   15",
         "v25.10.0   1.30-1.34   580.95.05      -             580.95.05    6",
-        "v25.10.1   1.30-1.35   580.105.08     -             580.178.04   14",
+        "v25.10.1   1.30-1.35   580.105.08     -             580.178.04   21",
         "v26.3.0    1.32-1.36   580.126.20     -             580.173.02   11",
         "v26.3.1    1.32-1.36   580.126.20     -             580.173.02   11",
         "v26.3.2    1.32-1.36   580.126.20     -             580.173.02   11",
@@ -414,16 +414,22 @@ fn operator_rows_follow_the_final_pages() {
         r.supports_kubernetes(&v("1.35.0")),
         "v25.10.1 supports 1.35"
     );
-    assert_eq!(
-        r.unconfirmed_drivers.len(),
-        6,
-        "14 evidenced + 6 = the audit's 20"
-    );
-    assert!(
-        r.source.iter().any(|s| s.starts_with("issue 26's audit")),
-        "unconfirmed facts name the audit as their source"
-    );
-    assert!(r.notes.iter().any(|n| n.contains("Not confirmed here")));
+    // The 2026-12 audit read the final column: two drivers added, the five unconfirmed ones
+    // validated, and 580.173.02 (not in the column) gone.
+    assert!(r.unconfirmed_drivers.is_empty());
+    for d in [
+        "610.57.04",
+        "595.91.07",
+        "595.71.05",
+        "595.58.03",
+        "580.159.03",
+        "580.126.16",
+    ] {
+        assert!(r.supports_driver(&v(d)), "v25.10.1 validates {d}");
+    }
+    assert!(r.supports_driver(&v("535.309.01")));
+    assert!(!r.supports_driver(&v("580.173.02")) && !r.maybe_supports_driver(&v("580.173.02")));
+    assert_eq!(r.read, Some(v("2026-12-06")));
     let r = catalog().operator_release(&v("v26.3.1")).unwrap();
     assert!(
         r.supports_kubernetes(&v("1.36.0")),
@@ -445,8 +451,8 @@ fn operator_rows_follow_the_final_pages() {
         "v25.3.2: 580.65.06 570.172.08 570.148.08 535.261.03 550.163.01 535.247.01 | 580.82.07 570.133.20",
         // The five v25.3.4 gained on the final page.
         "v25.3.4: 580.126.16 590.48.01 580.126.09 570.211.01 535.288.01 | 595.58.03",
-        // Unconfirmed for 25.10 (pull-request titles only) are not counted as validated.
-        "v25.10.1: 590.48.01 580.126.09 570.211.01 535.288.01 580.105.08 580.178.04 580.167.08 | 595.58.03 580.173.02",
+        // The final release-25.10 column (2026-12 facts audit, W2): 580.173.02 is not in it.
+        "v25.10.1: 610.57.04 595.91.07 595.58.03 590.48.01 580.126.09 570.211.01 535.288.01 580.105.08 580.178.04 580.167.08 | 580.173.02",
         // The five v26.3.0 gained, and 26.3.3's own additions kept out.
         "v26.3.0: 595.71.05 595.58.03 580.159.04 580.159.03 535.309.01 580.173.02 580.167.08 | 610.57.04 595.91.07 580.178.04",
         "v26.3.2: 580.173.02 580.167.08 580.159.04 | 610.57.04 595.91.07 580.178.04",
@@ -463,9 +469,11 @@ fn operator_rows_follow_the_final_pages() {
             assert!(!r.supports_driver(&v(d)), "{version} does not list {d}");
         }
     }
-    let r = catalog().operator_release(&v("v25.10.1")).unwrap();
-    assert!(r.maybe_supports_driver(&v("595.58.03")));
-    assert!(!r.maybe_supports_driver(&v("580.105.08")));
+    // No release has unconfirmed drivers left: the last ones (v25.10.1) were read from the final
+    // page.
+    for r in catalog().operator_releases() {
+        assert!(r.unconfirmed_drivers.is_empty(), "{}", r.version);
+    }
 }
 
 /// v26.7.1 and v26.7.2: no trusted source confirms them, so the catalog says they are not
@@ -513,6 +521,11 @@ fn operator_os_support_per_major() {
         ("v25.3.4", "rhel", "9.5", true),
         ("v25.10.1", "rhel", "9.5", false),
         ("v25.10.1", "ubuntu", "20.04", true),
+        // The final release-25.10 page (2026-12 facts audit, W3/W4): OpenShift to 4.21, no RHEL 9.7.
+        ("v25.10.0", "rhcos", "4.21", true),
+        ("v25.10.1", "rhcos", "4.22", false),
+        ("v25.10.1", "rhel", "9.7", false),
+        ("v25.10.1", "rhel", "9.6", true),
         ("v26.3.2", "ubuntu", "20.04", false),
         ("v26.3.2", "rocky", "9.7", true),
         ("v26.7.0", "ubuntu", "26.04", true),
@@ -538,6 +551,21 @@ fn operator_os_support_per_major() {
         .unwrap();
     assert_eq!(p.branches, [580, 595]);
     assert!(os("v24.9.0").precompiled.is_empty());
+    // 25.10's kernel footnote (M14) and 25.3's final precompiled table (W5).
+    let jammy = os("v25.10.1").system("ubuntu", "22.04").unwrap();
+    assert!(jammy.lists_kernel((6, 5)) && !jammy.lists_kernel((6, 2)));
+    let focal = os("v25.10.1").system("ubuntu", "20.04").unwrap();
+    assert!(focal.lists_kernel((5, 4)) && !focal.lists_kernel((6, 8)));
+    for (version, kernel, branches) in [
+        ("22.04", (5, 15), [535_u32, 570, 580].as_slice()),
+        ("22.04", (6, 8), &[535, 570, 580]),
+        ("24.04", (6, 8), &[570, 580]),
+    ] {
+        let p = os("v25.3.4")
+            .precompiled("ubuntu", version, kernel)
+            .unwrap();
+        assert_eq!(p.branches, branches, "25.3 {version} {kernel:?}");
+    }
     for release in catalog().operator_releases() {
         assert!(
             facts.os_support(&release.version).is_some(),
@@ -581,7 +609,14 @@ fn operator_listed_gpus() {
         );
         assert_eq!(g.min_driver, Some(v(min_driver)), "{key}");
         assert!(g.mig.is_none(), "{key} has no MIG table");
-        assert!(g.operator_since.is_none(), "{key}: no first release pinned");
+        // The 2026-12 facts audit pinned two first releases (M10, M11); the rest are unpinned.
+        let since = match key {
+            "GB10" => Some("v25.3.0"),
+            "RTX-PRO-6000D" => Some("v25.3.3"),
+            _ => None,
+        };
+        assert_eq!(g.operator_since, since.map(v), "{key}");
+        assert_eq!(g.operator_since_source.is_some(), since.is_some(), "{key}");
         assert!(!g.sources.is_empty(), "{key} cites its own sources");
         if g.memory_gb.is_none() {
             assert!(
@@ -654,32 +689,40 @@ fn rtx_pro_5000_and_4500_mig_tables() {
     assert!(r5000.fit(&[("3g.48gb", 1)]).is_err(), "invented profile");
 }
 
-/// Rubin: what is published (preview in CUDA 13.4, GFD family `rubin` for compute-capability
-/// major 13) and what is not; no GPU row uses it.
+/// Rubin: what is published (compute capability 10.7 in the CUDA 13.4 notes, preview, the R615
+/// floor; GFD labels 10.x `blackwell` and keeps `rubin` for major 13) and what is not; no GPU row
+/// uses it. The 2026-12 facts audit (W1, D2, M8) corrected the earlier reading of Rubin as
+/// major 13.
 #[test]
 fn rubin_is_recorded_as_preview() {
     let rubin = catalog().architecture("Rubin").unwrap();
-    assert_eq!(rubin.gfd_family, "rubin");
-    assert_eq!(rubin.compute_major, Some(13));
-    assert!(rubin.compute_capabilities.is_empty());
+    assert_eq!(rubin.compute_capabilities, [v::<ComputeCapability>("10.7")]);
+    assert_eq!(rubin.gfd_family, "blackwell");
+    let reserved = rubin.gfd_reserved.as_ref().unwrap();
+    assert_eq!(
+        (reserved.compute_major, reserved.family.as_str()),
+        (13, "rubin")
+    );
     assert!(rubin.preview);
-    assert!(rubin.min_driver.is_none() && rubin.kernel_modules.is_none());
-    assert!(rubin.unpublished.iter().any(|u| u.contains("driver floor")));
-    for (cc, family) in [
-        ("13.0", Some("rubin")),
-        ("13.2", Some("rubin")),
-        ("10.0", Some("blackwell")),
-        ("12.1", Some("blackwell")),
-        ("9.0", Some("hopper")),
-        ("8.9", Some("ada-lovelace")),
-        ("8.6", Some("ampere")),
+    assert_eq!(rubin.min_driver.as_ref().map(|d| d.branch()), Some(615));
+    assert!(rubin.kernel_modules.is_none());
+    assert!(!rubin.unpublished.iter().any(|u| u.contains("driver floor")));
+    assert!(rubin.unpublished.iter().any(|u| u.contains("product")));
+    for (cc, arch) in [
+        ("10.7", Some(("Rubin", "blackwell"))),
+        ("10.0", Some(("Blackwell", "blackwell"))),
+        ("12.1", Some(("Blackwell", "blackwell"))),
+        ("9.0", Some(("Hopper", "hopper"))),
+        ("8.9", Some(("Ada", "ada-lovelace"))),
+        ("8.6", Some(("Ampere", "ampere"))),
+        ("13.0", None),
         ("14.0", None),
     ] {
         assert_eq!(
             catalog()
                 .architecture_for(v(cc))
-                .map(|a| a.gfd_family.as_str()),
-            family,
+                .map(|a| (a.name.as_str(), a.gfd_family.as_str())),
+            arch,
             "{cc}"
         );
     }
@@ -727,6 +770,25 @@ fn network_facts_are_the_documented_ones() {
             .as_deref(),
         Some("doca3.5.0-26.07-0.7.7.0-0")
     );
+    // The GA docs' LTS DOCA-OFED for 26.4.x (2026-12 facts audit, W6), not the beta's 24.10.
+    for version in ["v26.4.0", "v26.4.1"] {
+        let r = no.release(version).unwrap();
+        assert_eq!(
+            r.doca_driver_lts.as_deref(),
+            Some("doca3.2.2-25.10-2.4.1.0-4"),
+            "{version}"
+        );
+    }
+    // v26.7.1 and v26.10.0 exist but are not rows (no Kubernetes range or DOCA tag read); the
+    // notes say so instead of "no patch release".
+    assert!(no.release("v26.7.1").is_none() && no.release("v26.10.0").is_none());
+    let notes = no.notes.join(" ");
+    assert!(
+        notes.contains("v26.7.1") && notes.contains("v26.10.0"),
+        "{notes}"
+    );
+    let r = no.release("v26.7.0").unwrap();
+    assert!(!r.notes.iter().any(|n| n.contains("No v26.7.x patch")));
 }
 
 /// Issue 26 item 5: every fact row of every table carries its sources and the date they were
@@ -771,6 +833,50 @@ fn every_fact_row_has_a_source_and_a_read_date() {
     ] {
         assert!(rows.iter().any(|r| r.row == row), "{row}");
     }
+}
+
+/// Issue 39 (facts round 5): every row the 2026-12 facts audit's fixes touched was read on the
+/// audit's day, so `gpuctl profiles --stale-after 0 --today 2026-12-06` lists none of them.
+#[test]
+fn rows_of_the_december_audit_are_not_stale_on_its_day() {
+    const AUDIT_DAY: &str = "2026-12-06";
+    let day: PartialDate = v(AUDIT_DAY);
+    let stale: Vec<(&str, &str)> = catalog()
+        .stale_rows(day.first_day(), 0)
+        .into_iter()
+        .map(|r| (r.file, r.row.as_str()))
+        .collect();
+    let touched = [
+        ("architectures", "architectures.Rubin"),
+        ("gpu-operator", "releases.v25.10.1"),
+        ("gpu-operator", "releases.v26.7.0"),
+        ("gpu-operator", "not_captured.v26.7.1"),
+        ("gpu-operator", "not_captured.v26.7.2"),
+        ("gpu-operator", "os_support.25.3"),
+        ("gpu-operator", "os_support.25.10"),
+        ("network", "network_operator"),
+        ("network", "network_operator.releases.v26.4.0"),
+        ("network", "network_operator.releases.v26.4.1"),
+        ("network", "network_operator.releases.v26.7.0"),
+        ("dra", "kubernetes"),
+        ("dra", "driver"),
+        ("dra", "driver.releases.v0.5.1"),
+        ("dcgm", "xid"),
+        ("gpus", "gpus.GB300"),
+        ("gpus", "gpus.GB10"),
+        ("gpus", "gpus.RTX-PRO-6000D"),
+    ];
+    let rows = catalog().fact_rows();
+    for (file, row) in touched {
+        let r = rows
+            .iter()
+            .find(|r| r.file.contains(file) && r.row == row)
+            .unwrap_or_else(|| panic!("{file}: {row} is a fact row"));
+        assert_eq!(r.read, Some(day), "{file}: {row}");
+        assert!(!stale.contains(&(r.file, row)), "{file}: {row} is stale");
+    }
+    // Rows the audit did not touch keep their older dates (and so are listed).
+    assert!(stale.iter().any(|(_, row)| *row == "gpus.V100-SXM2-16GB"));
 }
 
 /// A row without a source or a date fails the check above: strip them from one row and the
@@ -826,7 +932,7 @@ fn stale_rows_by_age() {
     let row = catalog()
         .fact_rows()
         .iter()
-        .find(|r| r.row == "gpus.GB10")
+        .find(|r| r.row == "gpus.L40")
         .unwrap();
     assert_eq!(row.age_days(today), Some(0));
     assert_eq!(row.age_days(jiff::civil::date(2027, 1, 2)), Some(30));
@@ -906,11 +1012,11 @@ fn added_gpus_and_first_operator_releases() {
             );
         }
     }
-    // GB300 NVL72's MIG floor is the driver of v25.10.0, the operator release that added it
-    // (values.yaml@v25.10.0 and release-notes.rst 25.10.0: 580.95.05, read 2026-12-03); the
-    // MIG guide's 595.58.03 row is for the GB300 DGX Station only.
+    // GB300's MIG floor is the MIG guide's 595.58.03 (R595): its only GB300 row is the DGX
+    // Station's, which shares the NVL72 GB300's PCI id, so the key cannot tell them apart and takes
+    // the stricter floor (2026-12 facts audit, D1/M12; the old 580.95.05 was v25.10.0's driver).
     let gb300 = catalog().gpu("GB300").unwrap().mig.as_ref().unwrap();
-    assert_eq!(gb300.min_driver, v("580.95.05"));
+    assert_eq!(gb300.min_driver, v("595.58.03"));
     let since = catalog()
         .gpu("GB300")
         .unwrap()
@@ -918,8 +1024,9 @@ fn added_gpus_and_first_operator_releases() {
         .clone()
         .unwrap();
     let added = catalog().operator_release(&since).unwrap();
-    assert_eq!(added.default_driver, gb300.min_driver);
-    assert!(added.supports_driver(&gb300.min_driver));
+    assert!(!added.supports_driver(&gb300.min_driver));
+    let next = catalog().operator_release(&v("v25.10.1")).unwrap();
+    assert!(next.supports_driver(&gb300.min_driver));
     let names: Vec<&str> = gb300.profiles.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
         names,
@@ -1210,8 +1317,8 @@ fn inconsistent_tables_are_rejected() {
         |s, t| s.gpu_operator = t,
         patched(
             op,
-            "unconfirmed_drivers: [\"595.71.05\"",
-            "unconfirmed_drivers: [\"580.105.08\"",
+            "    other_drivers: [\"610.57.04\"",
+            "    unconfirmed_drivers: [\"580.105.08\"]\n    other_drivers: [\"610.57.04\"",
         ),
     );
     assert!(
@@ -1271,7 +1378,7 @@ fn inconsistent_tables_are_rejected() {
             "compute_major: 12",
         ),
     );
-    assert!(err.contains("major 12 belongs to both"), "{err}");
+    assert!(err.contains("major 12 is reserved by `Rubin`"), "{err}");
 }
 /// `profiles/dcgm.yaml`: the classes the alerts and doctor rely on, and broken tables refused.
 #[test]

@@ -2478,10 +2478,10 @@ fn every_field_missing_or_mistyped_is_reported_and_the_rest_is_checked() {
 }
 
 /// Issue 26's bar: a blueprint with an RTX PRO 5000 Blackwell MIG layout, a GB300 NVL72 MIG layout
-/// and an L40 pool validates clean on the 25.10 line that introduced GB300, with the driver of
-/// v25.10.0 (580.95.05, the GB300 NVL72 MIG floor); an invented profile on each pool fails. The
-/// blueprint names v25.10.1 because gpuctl has no chart key tree for v25.10.0 (GPU019, a render
-/// limit): on v25.10.0 every catalog rule passes and GPU019 is the only finding.
+/// and an L40 pool validates clean on the 25.10 line that introduced GB300, with 595.58.03 (GB300's
+/// MIG floor since the 2026-12 facts audit, D1: the DGX Station's R595 row, which shares the NVL72's
+/// PCI id); an invented profile on each pool fails. The blueprint names v25.10.1, whose final matrix
+/// validates 595.58.03 (and gpuctl has no chart key tree for v25.10.0, GPU019).
 pub(crate) const OPERATOR_LISTED_GPUS: &str =
     include_str!("../../../../tests/fixtures/catalog/operator-listed-gpus.yaml");
 
@@ -2521,13 +2521,17 @@ fn operator_listed_gpus_validate_and_invented_profiles_fail() {
         assert!(f.path.starts_with(path), "{rule}: {}", f.path);
         assert_eq!(f.severity, Severity::Error);
     }
-    // On v25.10.0 itself only the missing chart key tree is reported; the release before it
-    // refuses the GB300 pool; a driver under the NVL72 MIG floor fails.
+    // On v25.10.0 with its own driver (580.95.05) the GB300 MIG pool is under the floor, besides
+    // the missing chart key tree; the release before it refuses the GB300 pool; a driver under the
+    // MIG floor fails.
     let r = run(&edit(
         OPERATOR_LISTED_GPUS,
-        &[("version: v25.10.1", "version: v25.10.0")],
+        &[
+            ("version: v25.10.1", "version: v25.10.0"),
+            ("version: \"595.58.03\"", "version: \"580.95.05\""),
+        ],
     ));
-    assert_eq!(rules(&r), ["GPU019"], "{:#?}", r.findings);
+    assert_eq!(rules(&r), ["GPU019", "GPU025"], "{:#?}", r.findings);
     let r = run(&edit(
         OPERATOR_LISTED_GPUS,
         &[("version: v25.10.1", "version: v25.3.4")],
@@ -2535,18 +2539,17 @@ fn operator_listed_gpus_validate_and_invented_profiles_fail() {
     assert!(rules(&r).contains(&"GPU036"), "{:#?}", r.findings);
     let r = run(&edit(
         OPERATOR_LISTED_GPUS,
-        &[("version: \"580.95.05\"", "version: \"580.82.07\"")],
+        &[("version: \"595.58.03\"", "version: \"580.178.04\"")],
     ));
     let f = r.findings.iter().find(|f| f.rule == "GPU025").unwrap();
     assert!(
-        f.message.contains("MIG on GB300 needs driver 580.95.05"),
+        f.message.contains("MIG on GB300 needs driver 595.58.03"),
         "{}",
         f.message
     );
 }
 
-/// GPU027 says why v26.7.1 is refused (not captured), and GPU028 says when a driver may be on the
-/// final matrix without a confirming source (v25.10.1's unconfirmed drivers).
+/// GPU027 says why v26.7.1 is refused (not captured), and GPU028 names v25.10.1's final matrix.
 #[test]
 fn operator_findings_say_what_is_not_captured_or_confirmed() {
     let r = run(&edit(
@@ -2575,14 +2578,13 @@ fn operator_findings_say_what_is_not_captured_or_confirmed() {
             ],
         )
     };
+    // The final release-25.10 page (2026-12 facts audit, W2) does not list 580.173.02: it is
+    // refused outright, no longer "may list it"; 610.57.04, which the page added, passes.
     let r = run(&on_25_10_1("version: \"580.173.02\""));
     let f = r.findings.iter().find(|f| f.rule == "GPU028").unwrap();
-    assert!(
-        f.message
-            .contains("may list it, but that page could not be read"),
-        "{}",
-        f.message
-    );
+    assert!(!f.message.contains("may list it"), "{}", f.message);
+    let r = run(&on_25_10_1("version: \"610.57.04\""));
+    assert!(!rules(&r).contains(&"GPU028"), "{:#?}", r.findings);
     let r = run(&on_25_10_1("version: \"580.65.06\""));
     let f = r.findings.iter().find(|f| f.rule == "GPU028").unwrap();
     assert!(!f.message.contains("may list it"), "{}", f.message);
@@ -2674,7 +2676,8 @@ fn validate_knows_the_operator_listed_gpus() {
             hint.contains("no Rubin GPU is in the catalog (the architecture is in preview)"),
             "{hint}"
         );
-        assert!(hint.contains("a driver floor"), "{hint}");
+        // The 2026-12 facts audit gave Rubin its R615 floor, so the product is what is missing.
+        assert!(hint.contains("any product"), "{hint}");
     }
 }
 
@@ -2710,5 +2713,44 @@ fn gpu092_temperature_bounds_table() {
             };
             assert!(f.message.contains(says), "{}", f.message);
         }
+    }
+}
+
+/// GPU075 reads only what pods request: a tenant quota key on a DRA device class
+/// (`<class>.deviceclass.resource.k8s.io/devices`) is charged by the API server from claims and
+/// never read by Kueue, so it needs no ClusterQueue quota; any other uncovered resource still
+/// fails. (Issue 39, Deliver 6: valid DRA tenants were refused.)
+#[test]
+fn gpu075_skips_dra_device_class_quota_keys() {
+    let quota = "quota: { nvidia.com/gpu: 16, pods: 50";
+    // (extra quota keys, GPU075 expected)
+    let rows = [
+        (
+            "gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 4",
+            false,
+        ),
+        (
+            "mig.nvidia.com.deviceclass.resource.k8s.io/devices: 2",
+            false,
+        ),
+        ("count/resourceclaims.resource.k8s.io: 10", false),
+        ("example.com/fpga: 1", true),
+        // No class before the suffix: not a DRA device key, so still a resource pods would name.
+        (".deviceclass.resource.k8s.io/devices: 1", true),
+    ];
+    for (extra, fails) in rows {
+        let r = run(&edit(
+            KUEUE_BASE,
+            &[(
+                quota,
+                &format!("quota: {{ nvidia.com/gpu: 16, {extra}, pods: 50"),
+            )],
+        ));
+        assert_eq!(
+            rules(&r).contains(&"GPU075"),
+            fails,
+            "{extra}: {:#?}",
+            r.findings
+        );
     }
 }

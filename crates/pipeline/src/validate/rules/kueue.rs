@@ -369,7 +369,8 @@ fn tenants(ctx: &mut Ctx<'_>) {
         };
         let base = format!("spec.tenants[{ti}]");
         let mut implicit: Vec<&str> = Vec::new();
-        for (res, key) in charged_resources(t, &k.config.resources) {
+        let dra_quota = &ctx.catalog.dra().kubernetes.quota;
+        for (res, key) in charged_resources(t, &k.config.resources, dra_quota) {
             if covered.contains(res) || ignored(res) {
                 continue;
             }
@@ -436,8 +437,9 @@ fn uncovered_hint(queue: &str, resources: &[&str]) -> String {
 pub(super) fn charged_resources<'a>(
     t: &'a gpuctl_model::blueprint::Tenant,
     resources: &'a gpuctl_model::blueprint::KueueResources,
+    dra_quota: &gpuctl_model::profiles::dra::DraQuota,
 ) -> BTreeMap<&'a str, Option<(&'static str, &'a str)>> {
-    let requested = requested_resources(t);
+    let requested = requested_resources(t, dra_quota);
     let mut out = requested.clone();
     for (res, origin) in &requested {
         let Some(tr) = resources.transformations.iter().find(|x| x.input == *res) else {
@@ -456,17 +458,19 @@ pub(super) fn charged_resources<'a>(
 /// The resources a tenant's pods request, each with the field and key that makes them request it
 /// (`None`: every pod requests it, `cpu` and `memory`). Quota keys name resources with or without
 /// `requests.` / `limits.` (a ResourceQuota on them makes pods declare them); LimitRange defaults
-/// are added to every container. Object counts (`pods`, `count/...`) and PVC storage are not pod
-/// requests.
-pub(super) fn requested_resources(
-    t: &gpuctl_model::blueprint::Tenant,
-) -> BTreeMap<&str, Option<(&'static str, &str)>> {
+/// are added to every container. Object counts (`pods`, `count/...`), PVC storage and the DRA device
+/// keys (`<class>.deviceclass.resource.k8s.io/devices`: the API server charges them from
+/// ResourceClaims, and Kueue never reads a core ResourceQuota) are not pod requests.
+pub(super) fn requested_resources<'a>(
+    t: &'a gpuctl_model::blueprint::Tenant,
+    dra_quota: &gpuctl_model::profiles::dra::DraQuota,
+) -> BTreeMap<&'a str, Option<(&'static str, &'a str)>> {
     let mut out: BTreeMap<&str, Option<(&'static str, &str)>> =
         BTreeMap::from([("cpu", None), ("memory", None)]);
     let pod_resource = |r: &str| {
         matches!(r, "cpu" | "memory" | "ephemeral-storage")
             || r.starts_with("hugepages-")
-            || (r.contains('/') && !r.starts_with("count/"))
+            || (r.contains('/') && !r.starts_with("count/") && dra_quota.class_of_key(r).is_none())
     };
     let keyed = t
         .quota
