@@ -343,7 +343,7 @@ const BINARY_DIRECT: &[&str] = &[
     "jiff",
     "miette",
     "mimalloc", // the allocator: glibc's malloc/free were a third of a large plan's CPU
-    "rustix", // Linux: `render -o` swaps directories with renameat2 and locks with flock
+    "rustix",   // Linux: `render -o` swaps directories with renameat2 and locks with flock
     "serde",
     "serde-saphyr",
     "serde_json",
