@@ -67,6 +67,19 @@ pub fn queue() -> RenderedObject {
     )
 }
 
+/// A Volcano queue, a child of `parent` when given (the hierarchy tests' object).
+pub fn volcano_queue(name: &str, parent: Option<&str>) -> RenderedObject {
+    let mut spec = json!({"weight": 1});
+    if let Some(p) = parent {
+        spec["parent"] = json!(p);
+    }
+    object(
+        Phase::Queues,
+        json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+               "metadata": {"name": name, "labels": labels()}, "spec": spec}),
+    )
+}
+
 pub fn patch() -> NodePatch {
     NodePatch {
         pool: "train".into(),

@@ -658,18 +658,6 @@ fn snapshot_capture_time_is_shown_only_when_it_is_a_timestamp() {
 
 // --- Hierarchies: Volcano parent queues before children, children pruned first ------------------
 
-fn volcano_queue(name: &str, parent: Option<&str>) -> RenderedObject {
-    let mut spec = json!({"weight": 1});
-    if let Some(p) = parent {
-        spec["parent"] = json!(p);
-    }
-    object(
-        Phase::Queues,
-        json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-               "metadata": {"name": name, "labels": labels()}, "spec": spec}),
-    )
-}
-
 /// A parent, two children and a grandchild, in an order that puts children before parents.
 fn hierarchy_set() -> RenderedSet {
     let mut s = set();

@@ -19,18 +19,6 @@ fn cluster_queue(name: &str) -> RenderedObject {
     )
 }
 
-fn volcano_queue(name: &str, parent: Option<&str>) -> RenderedObject {
-    let mut spec = json!({"weight": 1});
-    if let Some(p) = parent {
-        spec["parent"] = json!(p);
-    }
-    object(
-        Phase::Queues,
-        json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-               "metadata": {"name": name, "labels": labels()}, "spec": spec}),
-    )
-}
-
 fn members_of(objects: &[&RenderedObject]) -> BTreeMap<ObjectRef, Value> {
     objects
         .iter()
