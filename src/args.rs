@@ -321,12 +321,12 @@ pub struct SnapshotArgs {
     )]
     pub blueprint: Option<PathBuf>,
     /// Capture every object `gpuctl import` reads (nodes, GPU operator, quotas, queues,
-    /// monitoring) instead of one blueprint's.
+    /// monitoring) instead of one blueprint's, and the diagnostics `--diagnostics` captures.
     #[arg(long)]
     pub all: bool,
     /// Also capture what `gpuctl doctor` and `gpuctl status` read (pods, events, quotas,
-    /// queues, operator status; secrets never, environment values masked).
-    #[arg(long, conflicts_with = "all")]
+    /// queues, operator status; secrets never, environment values masked). `--all` always does.
+    #[arg(long)]
     pub diagnostics: bool,
     /// Cluster connection.
     #[command(flatten)]
@@ -405,6 +405,19 @@ pub struct StatusArgs {
     /// Also draw the status as an SVG picture into FILE.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Also show the last hour's GPUs allocated, used and idle per pool, from this Prometheus, as
+    /// `gpuctl report --by pool` computes them (the blueprint needs `spec.accounting`).
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// File holding a bearer token for Prometheus (or set GPUCTL_PROMETHEUS_TOKEN).
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub prometheus_token_file: Option<PathBuf>,
+    /// PEM file of CA certificates trusted for Prometheus, besides the system's.
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub prometheus_ca_file: Option<PathBuf>,
+    /// The end of that hour (RFC 3339; default now).
+    #[arg(long, value_name = "TIME", requires = "prometheus")]
+    pub until: Option<String>,
 }
 
 /// The arguments of `gpuctl report`.

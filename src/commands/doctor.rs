@@ -73,11 +73,15 @@ pub fn run(cmd: DoctorCommand<'_>, out: &mut dyn Write) -> CommandResult {
             .accounting
             .as_ref()
             .map(|a| a.idle.for_.as_str()));
+        // ... and its idle check is the accounting alert's condition (GPU260 on pods).
+        let accounting = gpuctl_pipeline::render::accounting::AccountingTable::new(&bp, catalog)
+            .map(|t| gpuctl_day2::metrics::AccountingIdle::of(&t));
         let run = metric_findings(
             cmd.metrics,
             url,
             bp.spec.monitoring.alerts.temperature_c,
             idle,
+            accounting,
         )?;
         r.extend(run.findings.iter().map(|f| f.to_doctor()));
     }
@@ -137,11 +141,13 @@ fn metric_findings(
     url: &str,
     temperature_c: Option<u32>,
     idle_window: Option<&str>,
+    accounting: Option<gpuctl_day2::metrics::AccountingIdle>,
 ) -> Result<gpuctl_cluster::prometheus::MetricRun, CommandError> {
     use gpuctl_cluster::prometheus as prom;
     let facts = Catalog::embedded().dcgm();
     let settings = gpuctl_day2::metrics::MetricSettings::new(facts, temperature_c, idle_window)
-        .map_err(|e| CommandError::Usage(e.to_string()))?;
+        .map_err(|e| CommandError::Usage(e.to_string()))?
+        .with_accounting(accounting);
     let cfg = prometheus_config(
         url,
         args.prometheus_token_file.as_deref(),

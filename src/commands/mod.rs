@@ -313,6 +313,12 @@ fn run_status(a: StatusArgs, out: &mut dyn Write) -> CommandResult {
             snapshot: a.snapshot.as_deref(),
             format: a.output,
             svg: a.svg.as_deref(),
+            prometheus: a.prometheus.as_deref().map(|url| status::LastHourSource {
+                url,
+                token_file: a.prometheus_token_file.as_deref(),
+                ca_file: a.prometheus_ca_file.as_deref(),
+                until: a.until.as_deref(),
+            }),
         },
         out,
     )

@@ -71,16 +71,36 @@ fn write_snapshot(
     Ok(ExitStatus::Success)
 }
 
-/// `gpuctl snapshot --all`: everything `gpuctl import` reads, for importing a cluster CI cannot
-/// reach.
+/// `gpuctl snapshot --all`: everything `gpuctl import` reads, and the diagnostics `gpuctl doctor`
+/// and `gpuctl status` read, so one capture of a cluster CI cannot reach serves all three.
 pub fn run_all(cluster: &ClusterArgs, file: &Path) -> CommandResult {
-    let (view, ctx) = runtime()?.block_on(async {
+    let now = captured_now();
+    let (view, ctx, diagnostics) = runtime()?.block_on(async {
         let k = connect(cluster, None).await?;
-        Ok::<_, CommandError>(gpuctl_cluster::import::everything(&k).await?)
+        let (view, ctx) = gpuctl_cluster::import::everything(&k).await?;
+        // The operator's namespace is the one import found its release in (its pods are kept
+        // whole there), else the blueprint's default.
+        let operator_namespace = ctx
+            .operator_namespace
+            .clone()
+            .unwrap_or_else(gpuctl_model::blueprint::default_operator_namespace);
+        let reading = gpuctl_cluster::diagnostics::read(
+            &k,
+            gpuctl_day2::diagnostics::DOCTOR_READS,
+            &operator_namespace,
+            Some(now.clone()),
+        )
+        .await?;
+        Ok::<_, CommandError>((view, ctx, reading.diagnostics))
     })?;
     let mut snap = gpuctl_day2::snapshot::Snapshot::capture_all(&view, &ctx);
-    snap.captured_at = Some(captured_now());
-    write_snapshot(&snap, file, " for `gpuctl import --snapshot`")
+    snap.diagnostics = Some(diagnostics);
+    snap.captured_at = Some(now);
+    write_snapshot(
+        &snap,
+        file,
+        " for `gpuctl import --snapshot`, `gpuctl doctor --snapshot` and `gpuctl status --snapshot`",
+    )
 }
 
 /// Now, in UTC to the second (`2026-11-30T11:12:20Z`).

@@ -31,6 +31,20 @@ pub struct StatusCommand<'a> {
     pub format: StatusFormat,
     /// Where to draw the picture.
     pub svg: Option<&'a Path>,
+    /// Where the last hour's GPU use comes from (`--prometheus`).
+    pub prometheus: Option<LastHourSource<'a>>,
+}
+
+/// `--prometheus URL` and its settings.
+pub struct LastHourSource<'a> {
+    /// Prometheus base URL.
+    pub url: &'a str,
+    /// Bearer token file.
+    pub token_file: Option<&'a Path>,
+    /// CA file.
+    pub ca_file: Option<&'a Path>,
+    /// End of the hour (RFC 3339), default now.
+    pub until: Option<&'a str>,
 }
 
 /// Runs the command.
@@ -39,11 +53,27 @@ pub fn run(cmd: StatusCommand<'_>, out: &mut dyn Write) -> CommandResult {
         check_target(svg)?;
     }
     let bp = load(cmd.blueprint)?;
+    // Refused before any read: a blueprint without accounting has no rules to judge idleness by.
+    let table = match &cmd.prometheus {
+        Some(_) => Some(
+            gpuctl_pipeline::render::accounting::AccountingTable::new(&bp, Catalog::embedded())
+                .ok_or_else(|| {
+                    CommandError::Usage(format!(
+                        "--prometheus: {} has no `spec.accounting`; the last hour's idle GPUs are computed with its rules (docs/report.md)",
+                        input::name(cmd.blueprint)
+                    ))
+                })?,
+        ),
+        None => None,
+    };
     let (input, source) = match cmd.snapshot {
         Some(path) => read_snapshot(path)?,
         None => read_live(cmd.cluster, &bp)?,
     };
-    let report = status::compute(&bp, &input, &source);
+    let mut report = status::compute(&bp, &input, &source);
+    if let (Some(src), Some(table)) = (&cmd.prometheus, &table) {
+        report.last_hour = Some(last_hour(src, &bp, table)?);
+    }
     if let Some(path) = cmd.svg {
         write_new_file(path, print::svg::svg(&report).as_bytes())?;
         eprintln!("wrote the status picture to {}", path.display());
@@ -81,6 +111,52 @@ fn load(path: &Path) -> Result<Blueprint, CommandError> {
             ))
         })?;
     Ok(validated.blueprint().clone())
+}
+
+/// The hour ending at `--until` (or now, to the minute), per pool, as `gpuctl report --by pool`
+/// computes it.
+fn last_hour(
+    src: &LastHourSource<'_>,
+    bp: &Blueprint,
+    table: &gpuctl_pipeline::render::accounting::AccountingTable,
+) -> Result<status::LastHour, CommandError> {
+    const HOUR: i64 = 3600;
+    const STEP: i64 = 60;
+    let until = match src.until {
+        Some(t) => t
+            .trim()
+            .parse::<jiff::Timestamp>()
+            .map_err(|e| CommandError::Usage(format!("--until `{t}`: {e} (RFC 3339)")))?
+            .as_second(),
+        None => jiff::Timestamp::now().as_second(),
+    };
+    let until = until - until.rem_euclid(STEP);
+    let window = gpuctl_accounting::Window::new(until - HOUR, until, STEP)
+        .map_err(|e| CommandError::Usage(format!("--until: {e}")))?;
+    let cfg = super::doctor::prometheus_config(src.url, src.token_file, src.ca_file)?;
+    let run = runtime()?
+        .block_on(gpuctl_cluster::accounting::report(
+            &cfg,
+            table,
+            window,
+            gpuctl_accounting::By::Pool,
+        ))
+        .map_err(|e| CommandError::Failed(e.to_string()))?;
+    let rows: Vec<(String, f64, f64, f64, f64)> = run
+        .report
+        .totals
+        .iter()
+        .map(|r| {
+            let f = &r.figures;
+            (r.key.clone(), f.allocated, f.used, f.idle, f.unknown)
+        })
+        .collect();
+    let at = |t: i64| {
+        jiff::Timestamp::from_second(t)
+            .map(|t| t.to_string())
+            .unwrap_or_default()
+    };
+    Ok(status::LastHour::of(bp, at(until - HOUR), at(until), &rows))
 }
 
 fn read_snapshot(path: &Path) -> Result<(StatusInput, String), CommandError> {

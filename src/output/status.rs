@@ -362,6 +362,33 @@ fn volcano_table(r: &StatusReport, name: fn(&str) -> String) -> Option<Table> {
     Some(Table(t))
 }
 
+/// The last hour per pool (`--prometheus`): average GPUs allocated, used, idle and unknown.
+fn last_hour_table(r: &StatusReport, name: fn(&str) -> String) -> Option<(String, Table)> {
+    let h = r.last_hour.as_ref()?;
+    let mut t = vec![
+        ["POOL", "ALLOCATED", "USED", "IDLE", "UNKNOWN"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for p in &h.pools {
+        t.push(vec![
+            name(&p.pool),
+            format!("{:.2}", p.allocated),
+            format!("{:.2}", p.used),
+            format!("{:.2}", p.idle),
+            format!("{:.2}", p.unknown),
+        ]);
+    }
+    Some((
+        format!(
+            "GPUs in the last hour ({} to {}; averages, as `gpuctl report --by pool`)",
+            name(&h.from),
+            name(&h.until)
+        ),
+        Table(t),
+    ))
+}
+
 fn summary_lines(r: &StatusReport, name: fn(&str) -> String) -> Vec<String> {
     let mut out = Vec::new();
     if r.pending_gpu_pods > 0 {
@@ -408,6 +435,9 @@ pub fn human(r: &StatusReport) -> String {
     if let Some(t) = volcano_table(r, clean) {
         let _ = writeln!(s, "Volcano queues\n{}", t.text());
     }
+    if let Some((title, t)) = last_hour_table(r, clean) {
+        let _ = writeln!(s, "{title}\n{}", t.text());
+    }
     for l in summary_lines(r, clean) {
         let _ = writeln!(s, "{l}");
     }
@@ -434,6 +464,9 @@ pub fn markdown(r: &StatusReport) -> String {
     }
     if let Some(t) = volcano_table(r, md) {
         let _ = writeln!(s, "### Volcano queues\n\n{}", t.markdown());
+    }
+    if let Some((title, t)) = last_hour_table(r, md) {
+        let _ = writeln!(s, "### {title}\n\n{}", t.markdown());
     }
     for l in summary_lines(r, md) {
         let _ = writeln!(s, "- {l}");

@@ -331,6 +331,14 @@ fn round_trip(file: &str, release: Release) {
         &h.gpuctl(&["validate", imported]),
         &format!("{file}: validate\n{yaml}"),
     );
+    one_capture_serves_import_doctor_and_status(
+        &h,
+        work,
+        file,
+        imported,
+        &yaml,
+        fixture::nodes(&bp, &set).len(),
+    );
     let o = h.gpuctl(&["plan", imported, "--detailed-exitcode"]);
     code(&o, 2, &format!("{file}: the first plan adopts"));
     let shown = String::from_utf8_lossy(&o.stdout);
@@ -400,6 +408,69 @@ fn round_trip(file: &str, release: Release) {
             "{file}: the release was upgraded during adoption"
         );
     }
+}
+
+/// Issue 41: `gpuctl snapshot --all` holds the diagnostics too, so the one capture of a cluster CI
+/// cannot reach serves `import --snapshot` (the same blueprint as the live import), `status
+/// --snapshot` (every node of the cluster in its pools) and `doctor --snapshot`.
+fn one_capture_serves_import_doctor_and_status(
+    h: &Harness,
+    work: &Path,
+    file: &str,
+    imported: &str,
+    live_yaml: &str,
+    nodes: usize,
+) {
+    let all = work.join("all.json");
+    let all = all.to_str().unwrap();
+    let o = h.gpuctl(&["snapshot", "--all", "--out", all]);
+    ok(&o, &format!("{file}: snapshot --all"));
+    let from_snapshot = work.join("imported-from-snapshot.yaml");
+    ok(
+        &h.gpuctl(&[
+            "import",
+            "--snapshot",
+            all,
+            "--out",
+            from_snapshot.to_str().unwrap(),
+        ]),
+        &format!("{file}: import --snapshot"),
+    );
+    // The same blueprint; only the first comment line says where it came from.
+    let body = |text: &str| text.split_once('\n').map(|(_, rest)| rest.to_owned());
+    let snapshot_yaml = std::fs::read_to_string(&from_snapshot).unwrap();
+    assert!(
+        snapshot_yaml.starts_with("# Imported by `gpuctl import` from a snapshot captured at "),
+        "{file}: {snapshot_yaml}"
+    );
+    assert_eq!(
+        body(&snapshot_yaml),
+        body(live_yaml),
+        "{file}: the --all snapshot imports as the live cluster does"
+    );
+    let status = ok(
+        &h.gpuctl(&["status", imported, "--snapshot", all, "-o", "json"]),
+        &format!("{file}: status --snapshot of a --all snapshot"),
+    );
+    let v: Value = serde_json::from_str(&status).unwrap();
+    let pools = v["pools"].as_array().expect("status JSON has pools");
+    let shown: usize = pools
+        .iter()
+        .map(|p| p["nodes"]["total"].as_u64().unwrap_or(0) as usize)
+        .sum();
+    assert_eq!(
+        shown, nodes,
+        "{file}: status --snapshot shows every node\n{status}"
+    );
+    let o = h.gpuctl(&["doctor", imported, "--snapshot", all, "-o", "json"]);
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{file}: doctor --snapshot of a --all snapshot: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(&report).expect("doctor prints its JSON report");
+    assert!(v.get("findings").is_some(), "{file}: {report}");
 }
 
 /// The same switch as every cluster test: without a configured server, say so (or fail in CI).

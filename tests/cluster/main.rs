@@ -11,6 +11,7 @@ mod render_common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod accounting_cluster;
 mod apply_helm;
 mod cli_cluster;
 mod cluster_harness;

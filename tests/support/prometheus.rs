@@ -507,20 +507,7 @@ impl TestPrometheus {
                 "{}",
                 String::from_utf8_lossy(&om.stderr)
             );
-            let om_path = dir.path().join("history.om");
-            std::fs::write(&om_path, om.stdout).unwrap();
-            let out = Command::new("promtool")
-                .args(["tsdb", "create-blocks-from", "openmetrics"])
-                .arg(&om_path)
-                .arg(&data)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "promtool backfill failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            backfill(dir.path(), &om.stdout, &data);
         }
         let config = dir.path().join("prometheus.yml");
         // Every second instead of the rendered interval, so a test sees a change at once. JSON is
@@ -547,58 +534,18 @@ impl TestPrometheus {
             .unwrap(),
         )
         .unwrap();
-        // A free port can be taken between the check and the bind: retry with another.
-        for _ in 0..5 {
-            let port = free_port();
-            let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-            let mut prometheus = Command::new("prometheus")
-                .arg(format!("--config.file={}", config.display()))
-                .arg(format!("--storage.tsdb.path={}", data.display()))
-                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .expect("prometheus runs");
-            let url = format!("http://127.0.0.1:{port}");
-            let ready = loop {
-                if let Some(status) = prometheus.try_wait().unwrap() {
-                    break Err(status);
-                }
-                if http_ok(port, "/-/ready") {
-                    break Ok(());
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "prometheus was not ready in {WAIT:?}: {}",
-                    std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default()
-                );
-                std::thread::sleep(Duration::from_millis(100));
-            };
-            match ready {
-                Ok(()) => {
-                    let p = TestPrometheus {
-                        url,
-                        job,
-                        dir,
-                        state_path,
-                        exporter,
-                        prometheus,
-                    };
-                    p.wait_for_scrapes(2);
-                    p.check_targets(&targets);
-                    return p;
-                }
-                Err(status) => {
-                    let log = std::fs::read_to_string(dir.path().join("prometheus.log"))
-                        .unwrap_or_default();
-                    assert!(
-                        log.contains("address already in use"),
-                        "prometheus exited with {status}: {log}"
-                    );
-                }
-            }
-        }
-        panic!("no free port for prometheus after 5 tries");
+        let (prometheus, port) = serve(dir.path(), &config, &data, deadline);
+        let p = TestPrometheus {
+            url: format!("http://127.0.0.1:{port}"),
+            job,
+            dir,
+            state_path,
+            exporter,
+            prometheus,
+        };
+        p.wait_for_scrapes(2);
+        p.check_targets(&targets);
+        p
     }
 
     /// Replaces the GPUs the exporter serves (from the next scrape on).
@@ -684,6 +631,108 @@ impl TestPrometheus {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+}
+
+/// Writes `openmetrics` (ending with `# EOF`) to `dir/history.om` and backfills it into the TSDB
+/// folder `data` with `promtool tsdb create-blocks-from openmetrics`.
+pub fn backfill(dir: &Path, openmetrics: &[u8], data: &Path) {
+    let om_path = dir.join("history.om");
+    std::fs::write(&om_path, openmetrics).unwrap();
+    let out = Command::new("promtool")
+        .args(["tsdb", "create-blocks-from", "openmetrics"])
+        .arg(&om_path)
+        .arg(data)
+        .output()
+        .expect("promtool runs (apt-get install prometheus)");
+    assert!(
+        out.status.success(),
+        "promtool backfill failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Starts Prometheus with `config` over the TSDB folder `data` on a free 127.0.0.1 port (its log
+/// in `dir/prometheus.log`) and returns it once `/-/ready` answers, before `deadline`. A free port
+/// can be taken between the check and the bind: then it retries with another, up to 5 times.
+pub fn serve(dir: &Path, config: &Path, data: &Path, deadline: Instant) -> (Child, u16) {
+    let log_path = dir.join("prometheus.log");
+    for _ in 0..5 {
+        let port = free_port();
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut prometheus = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", data.display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("prometheus runs");
+        let ready = loop {
+            if let Some(status) = prometheus.try_wait().unwrap() {
+                break Err(status);
+            }
+            if http_ok(port, "/-/ready") {
+                break Ok(());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "prometheus was not ready in time: {}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        match ready {
+            Ok(()) => return (prometheus, port),
+            Err(status) => {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                assert!(
+                    log.contains("address already in use"),
+                    "prometheus exited with {status}: {log}"
+                );
+            }
+        }
+    }
+    panic!("no free port for prometheus after 5 tries");
+}
+
+/// A Prometheus that scrapes nothing, over history backfilled from OpenMetrics text: for tests
+/// whose series are synthetic from start to end (`gpuctl report`, the accounting idle check).
+pub struct Backfilled {
+    pub url: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Backfilled {
+    /// Backfills `openmetrics` (ending with `# EOF`; promtool takes nothing from the last 3 hours)
+    /// and starts Prometheus over it, rules evaluated every minute.
+    pub fn start(name: &str, openmetrics: &str) -> Backfilled {
+        require("prometheus");
+        require("promtool");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("gpuctl-prom-{name}-"))
+            .tempdir()
+            .unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        backfill(dir.path(), openmetrics.as_bytes(), &data);
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(&config, "global: {evaluation_interval: 1m}\n").unwrap();
+        let (child, port) = serve(dir.path(), &config, &data, Instant::now() + WAIT);
+        Backfilled {
+            url: format!("http://127.0.0.1:{port}"),
+            child,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Backfilled {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -105,7 +105,7 @@ pub async fn everything(k: &Kube) -> Result<(LiveView, ImportContext), ClusterEr
     let operator_namespace = operator.as_ref().map(|r| r.namespace.clone());
     let ns = operator_namespace
         .clone()
-        .unwrap_or_else(|| "gpu-operator".into());
+        .unwrap_or_else(gpuctl_model::blueprint::default_operator_namespace);
     let (objects, nodes, served) = read_kinds(k, &ns).await?;
     view.objects = objects;
     view.nodes = Some(nodes);

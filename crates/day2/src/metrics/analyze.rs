@@ -1048,6 +1048,9 @@ impl Cx<'_> {
     }
 
     fn idle(&self, out: &mut Vec<Finding>) {
+        if let Some(a) = &self.settings.accounting {
+            return self.accounting_idle(a, out);
+        }
         let names = self.names();
         let m = &self.facts.exporter.metrics;
         let th = &self.facts.thresholds;
@@ -1112,6 +1115,63 @@ impl Cx<'_> {
                     ),
                 });
             }
+        }
+    }
+
+    /// GPU260 as the accounting alert judges it: a running pod whose devices were active less
+    /// than the blueprint's share of their weighted allocation for the whole idle window.
+    fn accounting_idle(&self, a: &super::AccountingIdle, out: &mut Vec<Finding>) {
+        let window_s = (self.settings.idle_window_ms / 1000) as f64;
+        let slack = 2.0 * resolution_s(self.settings.idle_window_ms) as f64 + 1.0;
+        let latest_start = self.results.at - window_s + slack;
+        let starts: BTreeMap<Key, f64> = self
+            .results
+            .get(Check::IdleAccounting, Part::FirstSeen)
+            .iter()
+            .map(|s| (key(s), s.value))
+            .collect();
+        let window = dur(self.settings.idle_window_ms);
+        for s in self.results.get(Check::IdleAccounting, Part::Value) {
+            let label = |k: &str| s.labels.get(k).filter(|v| !v.is_empty());
+            let (Some(ns), Some(pod)) = (label("namespace"), label("pod")) else {
+                continue;
+            };
+            let pool = label("pool").map_or("?", String::as_str);
+            let Some(start) = starts.get(&key(s)) else {
+                continue;
+            };
+            // NaN (no allocation left to divide by) is no finding.
+            let idle = s.value < a.below;
+            if !idle || *start > latest_start {
+                continue;
+            }
+            let pct = |r: f64| format!("{} %", num(r * 100.0));
+            out.push(Finding {
+                id: "GPU260",
+                layer: Layer::Runtime,
+                severity: Severity::Warning,
+                subjects: vec![Subject {
+                    kind: SubjectKind::Pod,
+                    namespace: Some(ns.clone()),
+                    name: pod.clone(),
+                    detail: Some(format!("pool {pool}")),
+                }],
+                evidence: vec![Evidence {
+                    metric: format!("max_over_time(({})[{window}])", a.shown_as),
+                    value: pct(s.value),
+                    first_seen: time(*start),
+                    last_seen: time(self.results.at),
+                }],
+                cause: format!(
+                    "pod {ns}/{pod} holds GPUs of pool {pool} that were active at most {} of the time for the last {window}, below the {} of spec.accounting.idle: they are allocated and wasted (the same condition fires the {} alert, and `gpuctl report` counts these hours as idle)",
+                    pct(s.value),
+                    pct(a.below),
+                    gpuctl_pipeline::render::accounting::IDLE_ALERT
+                ),
+                fix: format!(
+                    "kubectl -n {ns} logs {pod} (is it stuck or waiting on data?); if it no longer needs the GPUs, kubectl -n {ns} delete pod {pod} (or scale its owner to 0) to give them back"
+                ),
+            });
         }
     }
 }

@@ -159,6 +159,36 @@ pub struct MetricSettings {
     pub temperature_c: f64,
     /// How long the temperature must stay above it.
     pub temperature_for_ms: u64,
+    /// With `spec.accounting`: the idle check is the accounting alert's ([`AccountingIdle`]).
+    pub accounting: Option<AccountingIdle>,
+}
+
+/// With `spec.accounting` (docs/report.md), doctor's allocated-but-idle check (GPU260) is the
+/// condition of the accounting alert `GPUAllocatedIdle`, evaluated over the expressions its
+/// recording rules record: the exporter's metric names and scale of the release gpuctl renders,
+/// the MIG and shared-GPU weights, the blueprint's threshold. So doctor, the alert and `gpuctl
+/// report` never disagree on which pods hold idle GPUs; without `accounting` doctor judges each
+/// GPU by the profile's thresholds (`profiles/dcgm.yaml`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountingIdle {
+    /// Per namespace, pod and pool: the share of its weighted allocation that was active.
+    pub ratio: String,
+    /// Below this share (`spec.accounting.idle.activityBelowPercent` / 100) it is idle.
+    pub below: f64,
+    /// The recorded series the ratio stands for, as evidence names it.
+    pub shown_as: String,
+}
+
+impl AccountingIdle {
+    /// The check of `table` (built from the blueprint by `AccountingTable::new`).
+    pub fn of(table: &gpuctl_pipeline::render::accounting::AccountingTable) -> AccountingIdle {
+        use gpuctl_pipeline::render::accounting::series;
+        AccountingIdle {
+            ratio: table.pod_activity_ratio_expr(),
+            below: table.idle_below,
+            shown_as: format!("{} / {}", series::POD_ACTIVE, series::POD_ALLOCATED),
+        }
+    }
 }
 
 /// A flag or profile value that is not a usable window.
@@ -201,7 +231,13 @@ impl MetricSettings {
             error_window_ms: window("thresholds.error_window", &t.error_window)?,
             temperature_c: temperature_c.map_or(t.temperature_c, f64::from),
             temperature_for_ms: window("thresholds.temperature_for", &t.temperature_for)?,
+            accounting: None,
         })
+    }
+
+    /// The same settings judging idleness as the accounting alert does (`None`: by the profile).
+    pub fn with_accounting(self, accounting: Option<AccountingIdle>) -> MetricSettings {
+        MetricSettings { accounting, ..self }
     }
 }
 
@@ -233,6 +269,8 @@ pub enum Check {
     IdleEngine,
     /// Peak utilisation of allocated GPUs, when the engine metric is not collected.
     IdleUtil,
+    /// With `spec.accounting`: each running pod's peak active share of its allocation.
+    IdleAccounting,
 }
 
 /// Which number of a check a query asks for.
@@ -303,7 +341,10 @@ pub fn plan(facts: &DcgmFacts, settings: &MetricSettings) -> Vec<Query> {
     let win = Windows::of(settings);
     let mut out = Vec::new();
     fault_queries(facts, settings, &win, &mut out);
-    idle_queries(facts, &win, &mut out);
+    match &settings.accounting {
+        Some(a) => accounting_idle_queries(a, &win, &mut out),
+        None => idle_queries(facts, &win, &mut out),
+    }
     let m = &facts.exporter.metrics;
     push(
         &mut out,
@@ -447,6 +488,25 @@ fn fault_queries(
         let (v, c) = win.counter(name);
         win.timed(out, Check::NvLink(i), v, c);
     }
+}
+
+/// The accounting idle check: each running pod's peak active share over the idle window, and the
+/// first step its allocation was there (a pod younger than the window is not reported).
+fn accounting_idle_queries(a: &AccountingIdle, win: &Windows, out: &mut Vec<Query>) {
+    let (iw, ir) = (&win.iw, &win.ir);
+    let ratio = &a.ratio;
+    push(
+        out,
+        Check::IdleAccounting,
+        Part::Value,
+        format!("max_over_time(({ratio})[{iw}:{ir}])"),
+    );
+    push(
+        out,
+        Check::IdleAccounting,
+        Part::FirstSeen,
+        format!("min_over_time(timestamp({ratio})[{iw}:{ir}])"),
+    );
 }
 
 /// The idle checks: the peak activity over the idle window, and when each series first appeared

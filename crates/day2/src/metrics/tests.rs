@@ -699,3 +699,107 @@ fn gauge_checks_also_read_the_condition_now() {
         );
     }
 }
+
+/// The accounting fixture's table (docs/report.md): threshold 5 %, window 30m.
+fn accounting() -> AccountingIdle {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/accounting/blueprint.yaml"
+    );
+    let bp = gpuctl_model::blueprint::load_file(std::path::Path::new(path))
+        .expect("the accounting fixture loads")
+        .blueprint;
+    let table = gpuctl_pipeline::render::accounting::AccountingTable::new(&bp, Catalog::embedded())
+        .expect("the fixture has spec.accounting");
+    AccountingIdle::of(&table)
+}
+
+fn pod_share(ns: &str, pod: &str, pool: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("namespace".to_owned(), ns.to_owned()),
+        ("pod".to_owned(), pod.to_owned()),
+        ("pool".to_owned(), pool.to_owned()),
+    ])
+}
+
+fn accounting_results(peak: f64, first_seen: f64) -> Results {
+    let mut r = healthy();
+    let l = pod_share("team-a", "train-a", "h100");
+    r.samples.insert(
+        (Check::IdleAccounting, Part::Value),
+        vec![sample(l.clone(), peak)],
+    );
+    r.samples.insert(
+        (Check::IdleAccounting, Part::FirstSeen),
+        vec![sample(l, first_seen)],
+    );
+    r
+}
+
+#[test]
+fn with_accounting_the_idle_queries_are_the_alerts_condition() {
+    let a = accounting();
+    assert_eq!(a.below, 0.05);
+    let s = MetricSettings::new(facts(), None, Some("30m"))
+        .unwrap()
+        .with_accounting(Some(a.clone()));
+    let q = plan(facts(), &s);
+    let idle: Vec<&Query> = q
+        .iter()
+        .filter(|q| {
+            matches!(
+                q.check,
+                Check::IdleEngine | Check::IdleUtil | Check::IdleAccounting
+            )
+        })
+        .collect();
+    assert_eq!(idle.len(), 2, "{idle:#?}");
+    assert!(idle.iter().all(|q| q.check == Check::IdleAccounting));
+    // The recording rules' own expressions, over the idle window.
+    assert!(idle[0].promql.contains(&a.ratio), "{}", idle[0].promql);
+    assert!(idle[0].promql.contains(")[1800s:"), "{}", idle[0].promql);
+    assert!(a.ratio.contains("gpuctl_dev_pool"), "{}", a.ratio);
+}
+
+#[test]
+fn with_accounting_an_idle_pod_is_judged_by_the_blueprints_threshold() {
+    let s = settings().with_accounting(Some(accounting()));
+    let w = (s.idle_window_ms / 1000) as f64;
+    let f = findings(facts(), &s, &accounting_results(0.02, AT - w));
+    assert_eq!(ids(&f), ["GPU260"]);
+    assert_eq!(f[0].subjects.len(), 1);
+    assert_eq!(f[0].subjects[0].kind, SubjectKind::Pod);
+    assert_eq!(f[0].subjects[0].name, "train-a");
+    assert_eq!(f[0].subjects[0].detail.as_deref(), Some("pool h100"));
+    assert_eq!(f[0].evidence[0].value, "2 %");
+    assert!(f[0].cause.contains("below the 5 %"), "{}", f[0].cause);
+    assert!(f[0].cause.contains("GPUAllocatedIdle"), "{}", f[0].cause);
+    assert!(
+        f[0].fix.contains("kubectl -n team-a delete pod train-a"),
+        "{}",
+        f[0].fix
+    );
+    // The profile's threshold is not the judge: 4 % is idle here (its engine threshold is lower).
+    let f = findings(facts(), &s, &accounting_results(0.04, AT - w));
+    assert_eq!(ids(&f), ["GPU260"]);
+    // At the threshold, younger than the window, or without the pod: nothing.
+    assert_eq!(
+        findings(facts(), &s, &accounting_results(0.05, AT - w)),
+        vec![]
+    );
+    assert_eq!(
+        findings(facts(), &s, &accounting_results(0.0, AT - w / 2.0)),
+        vec![]
+    );
+    let mut r = accounting_results(0.0, AT - w);
+    for part in [Part::Value, Part::FirstSeen] {
+        for x in r.samples.get_mut(&(Check::IdleAccounting, part)).unwrap() {
+            x.labels.remove("pod");
+        }
+    }
+    assert_eq!(findings(facts(), &s, &r), vec![]);
+    // DCGM idle series are not read in this mode: an idle GPU there is not reported twice.
+    let mut r = idle_results(0.0, AT - w, Some(("team-a", "nb-0")));
+    r.samples.extend(accounting_results(0.5, AT - w).samples);
+    assert_eq!(findings(facts(), &s, &r), vec![]);
+}

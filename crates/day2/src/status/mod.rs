@@ -253,6 +253,69 @@ pub struct StatusReport {
     pub cluster_queues: Option<Vec<ClusterQueueStatus>>,
     /// Volcano Queues, sorted by name; `None`: not read.
     pub volcano_queues: Option<Vec<VolcanoQueueStatus>>,
+    /// The last hour's GPU use per pool (`status --prometheus`); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_hour: Option<LastHour>,
+}
+
+/// The last hour's GPU use per pool, computed as `gpuctl report --by pool` computes it from the
+/// accounting rules' expressions (docs/report.md): GPU-hours over one hour, so each figure is
+/// also the average number of GPUs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastHour {
+    /// Start (RFC 3339, UTC).
+    pub from: String,
+    /// End (RFC 3339, UTC).
+    pub until: String,
+    /// Per pool, in blueprint order (every pool, zeros where nothing ran).
+    pub pools: Vec<PoolHour>,
+}
+
+/// One pool's hour.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolHour {
+    /// Pool name.
+    pub pool: String,
+    /// GPUs held by running pods (MIG slices and shared replicas weighted).
+    pub allocated: f64,
+    /// Of those, engine-active.
+    pub used: f64,
+    /// Allocated and not active, where activity is known.
+    pub idle: f64,
+    /// Allocated with no activity data (a scrape gap, no dcgm-exporter): never counted as idle.
+    pub unknown: f64,
+}
+
+impl LastHour {
+    /// The hour `[from, until)` of `bp`'s pools from `(pool, allocated, used, idle, unknown)` rows
+    /// (pools the rows do not name are zero; rows of pools `bp` does not have are left out).
+    pub fn of(
+        bp: &Blueprint,
+        from: String,
+        until: String,
+        rows: &[(String, f64, f64, f64, f64)],
+    ) -> LastHour {
+        let pools = bp
+            .spec
+            .node_pools
+            .iter()
+            .map(|p| {
+                let r = rows.iter().find(|r| r.0 == p.name);
+                let f =
+                    |pick: fn(&(String, f64, f64, f64, f64)) -> f64| round4(r.map_or(0.0, pick));
+                PoolHour {
+                    pool: p.name.clone(),
+                    allocated: f(|r| r.1),
+                    used: f(|r| r.2),
+                    idle: f(|r| r.3),
+                    unknown: f(|r| r.4),
+                }
+            })
+            .collect();
+        LastHour { from, until, pools }
+    }
 }
 
 /// Rounds to 4 decimals, so JSON and tables show the same stable figure.
@@ -360,6 +423,7 @@ pub fn compute(bp: &Blueprint, input: &StatusInput, source: &str) -> StatusRepor
             .volcano_queues
             .as_ref()
             .map(|qs| queues::volcano_queues(bp, qs)),
+        last_hour: None,
     }
 }
 

@@ -182,7 +182,9 @@ pub struct Images {
     pub pull_secrets: Vec<String>,
 }
 
-fn default_operator_namespace() -> String {
+/// The GPU Operator's namespace when a blueprint does not name one (`spec.gpuOperator.namespace`),
+/// and where `gpuctl import` and `snapshot --all` look when no operator release says otherwise.
+pub fn default_operator_namespace() -> String {
     "gpu-operator".to_string()
 }
 

@@ -90,10 +90,10 @@ rules! {
         example: "GPU ... counted NVLink errors in the last 1h: multi-GPU jobs slow down or hang in NCCL",
     }
     "GPU260" "idle-allocated-gpu" "runtime" Warning {
-        title: "A pod holds a GPU it has not used for the whole idle window (`--idle-window`, default from the profile).",
-        why: "The GPU is allocated and wasted while other work may wait for it.",
+        title: "A pod holds a GPU it has not used for the whole idle window (`--idle-window`, default from the profile, or `spec.accounting.idle.for`).",
+        why: "The GPU is allocated and wasted while other work may wait for it. With `spec.accounting` the check is the accounting alert's condition (weighted slices and replicas, the blueprint's threshold), so doctor, the alert and `gpuctl report` agree.",
         fix: "Read the pod's logs; delete the pod or scale its owner to 0.",
-        source: "profiles/dcgm.yaml (exporter.metrics: `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, else `DCGM_FI_DEV_GPU_UTIL`; thresholds.idle_*)",
+        source: "profiles/dcgm.yaml (exporter.metrics: `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, else `DCGM_FI_DEV_GPU_UTIL`; thresholds.idle_*); with accounting, the recording rules' expressions (profiles/accounting.yaml)",
         example: "pod team-c/notebook-0 holds GPU ... but has not used it for the last 1h (peak 0): the GPU is allocated and wasted",
     }
     "GPU261" "no-exporter-metrics" "node-hardware" Warning {

@@ -26,6 +26,9 @@ pub const PROMETHEUS_RULE: &str = "gpuctl-accounting";
 /// Evaluation interval of the accounting rules.
 pub const RULE_INTERVAL: &str = "1m";
 
+/// The alert for GPUs allocated and idle past `spec.accounting.idle`.
+pub const IDLE_ALERT: &str = "GPUAllocatedIdle";
+
 /// Recorded series names (level:metric:operation).
 pub mod series {
     /// Weighted GPUs held by a running pod, per namespace, pod and pool.
@@ -488,6 +491,18 @@ impl AccountingTable {
         )
     }
 
+    /// The share of its allocation a running pod's devices were active, per namespace, pod and
+    /// pool: the condition of the idle alert ([`IDLE_ALERT`]) over the expressions its recording
+    /// rules record, so `gpuctl doctor` judges idleness exactly as the alert does without waiting
+    /// for rule history.
+    pub fn pod_activity_ratio_expr(&self) -> String {
+        format!(
+            "({}) / on (namespace, pod, pool) ({})",
+            self.pod_active_expr(),
+            self.pod_allocated_expr()
+        )
+    }
+
     /// dcgm-exporter's activity series per pool, held or not: a pool absent at a step had no
     /// exporter data then (a scrape gap, or no dcgm-exporter on the pool).
     pub fn pool_coverage_expr(&self) -> String {
@@ -638,7 +653,7 @@ impl AccountingTable {
     fn alert_rules(&self) -> Vec<Value> {
         let pct = self.idle_below * 100.0;
         vec![json!({
-            "alert": "GPUAllocatedIdle",
+            "alert": IDLE_ALERT,
             "expr": format!(
                 "({act} / on (namespace, pod, pool) {alloc}) < {th}",
                 act = series::POD_ACTIVE,
