@@ -41,6 +41,7 @@ fn cells(row: &Row) -> Vec<String> {
         format!("{:.2}", f.idle),
         format!("{:.2}", f.unknown),
         format!("{:.2}", f.borrowed),
+        format!("{:.2}", f.lent),
         cost(f),
     ]
 }
@@ -55,6 +56,7 @@ fn header(r: &Report) -> Vec<String> {
         "idle",
         "unknown",
         "borrowed",
+        "lent",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -161,7 +163,7 @@ fn csv_field(s: &str) -> String {
 /// One line per day and key, then the totals (day `total`).
 pub fn csv(r: &Report) -> String {
     let mut out = format!(
-        "day,{},cost_centre,allocated_gpu_hours,used_gpu_hours,idle_gpu_hours,unknown_gpu_hours,borrowed_gpu_hours,cost,currency\n",
+        "day,{},cost_centre,allocated_gpu_hours,used_gpu_hours,idle_gpu_hours,unknown_gpu_hours,borrowed_gpu_hours,lent_gpu_hours,cost,currency\n",
         r.by.as_str()
     );
     for row in r.rows.iter().chain(&r.totals) {

@@ -62,6 +62,8 @@ pub struct Figures {
     pub unknown: f64,
     /// Borrowed GPU-hours (Kueue quota above nominal).
     pub borrowed: f64,
+    /// Lent GPU-hours (unused Kueue nominal quota the cohort borrowed; attributed, docs/report.md).
+    pub lent: f64,
     /// Cost of the allocated hours (pools with a price only).
     pub cost: f64,
     /// Allocated GPU-hours on pools without a price.
@@ -75,6 +77,7 @@ impl Figures {
         self.idle += o.idle;
         self.unknown += o.unknown;
         self.borrowed += o.borrowed;
+        self.lent += o.lent;
         self.cost += o.cost;
         self.unpriced += o.unpriced;
     }
@@ -229,10 +232,12 @@ impl<'t> Accumulator<'t> {
         }
     }
 
-    fn add_borrowed(&mut self, borrowed: &[Series]) {
+    /// Kueue queue series (borrowed or lent quota) into `field` of the queue's tenant (or queue,
+    /// pool, model), weighted like requests.
+    fn add_queue_quota(&mut self, list: &[Series], field: fn(&mut Figures) -> &mut f64) {
         let n = &self.table.names;
         let h = self.hours();
-        for s in borrowed {
+        for s in list {
             let l = |k: &str| s.labels.get(k).cloned().unwrap_or_default();
             let (queue, flavor, resource) =
                 (l(&n.queue_label), l(&n.flavor_label), l(&n.resource_label));
@@ -255,7 +260,7 @@ impl<'t> Accumulator<'t> {
             };
             for &(t, v) in &s.points {
                 if self.in_window(t) && v.is_finite() && v > 0.0 {
-                    self.cell(t, key.clone()).borrowed += v * weight * h;
+                    *field(self.cell(t, key.clone())) += v * weight * h;
                 }
             }
         }
@@ -266,7 +271,8 @@ impl<'t> Accumulator<'t> {
         let empty = Vec::new();
         let get = |k| answers.get(&k).unwrap_or(&empty);
         self.add_pods(get(QueryKind::Allocated), get(QueryKind::Active));
-        self.add_borrowed(get(QueryKind::Borrowed));
+        self.add_queue_quota(get(QueryKind::Borrowed), |f| &mut f.borrowed);
+        self.add_queue_quota(get(QueryKind::Lent), |f| &mut f.lent);
         let ksm = answers.get(&QueryKind::Coverage).unwrap_or(&empty);
         let present: std::collections::BTreeSet<i64> = ksm
             .iter()

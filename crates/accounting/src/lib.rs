@@ -25,6 +25,8 @@ pub enum QueryKind {
     PoolCoverage,
     /// Kueue quota reserved above nominal (cluster_queue, flavor, resource).
     Borrowed,
+    /// Kueue quota lent to the cohort (cohort, cluster_queue, flavor, resource).
+    Lent,
     /// Nodes per pool in kube-state-metrics' node labels (present when the pool's nodes are).
     NodeCoverage,
 }
@@ -67,6 +69,12 @@ pub fn plan(table: &AccountingTable) -> Vec<Query> {
         out.push(Query {
             kind: QueryKind::Borrowed,
             promql: b,
+        });
+    }
+    if let Some(l) = table.lent_expr() {
+        out.push(Query {
+            kind: QueryKind::Lent,
+            promql: l,
         });
     }
     out

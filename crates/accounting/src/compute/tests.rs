@@ -103,3 +103,40 @@ fn weights_follow_the_blueprint() {
     assert!(t.pool("h100-dra").unwrap().dra);
     assert_eq!(a100.price, Some(1.75));
 }
+
+#[test]
+fn lent_goes_to_the_lending_queue_tenant() {
+    let t = table();
+    let w = Window::new(0, 86_400, 3600).unwrap();
+    let mut acc = Accumulator::new(&t, w, By::Tenant);
+    let l = [
+        ("cohort", "all"),
+        ("cluster_queue", "cq-a"),
+        ("flavor", "h100"),
+        ("resource", "nvidia.com/gpu"),
+    ];
+    let pts: Vec<(i64, f64)> = (0..12).map(|i| (i * 3600, 4.0)).collect();
+    acc.add_chunk(
+        Chunk {
+            start: 0,
+            end: 23 * 3600,
+        },
+        &BTreeMap::from([(QueryKind::Lent, vec![series(&l, &pts)])]),
+    );
+    let r = acc.finish();
+    assert_eq!(r.totals[0].key, "team-a");
+    assert_eq!(r.totals[0].figures.lent, 48.0);
+    assert_eq!(r.totals[0].figures.borrowed, 0.0);
+}
+
+#[test]
+fn lending_is_attributed_within_a_cohort_only() {
+    let t = table();
+    let e = t.lent_expr().expect("a Kueue blueprint");
+    // Queues in no cohort lend nothing; the cohort's borrowing is shared by unused quota.
+    assert!(e.contains("cohort!=\"\""), "{e}");
+    assert!(
+        e.contains("group_left () clamp_max(sum by (cohort, flavor, resource)"),
+        "{e}"
+    );
+}

@@ -165,6 +165,9 @@ pub struct QueueLabels {
     pub flavor: Option<String>,
     /// The resource.
     pub resource: String,
+    /// The queue's cohort (Kueue only): what a queue lends goes to its cohort.
+    #[serde(default)]
+    pub cohort: Option<String>,
 }
 
 impl ExporterAccounting {

@@ -51,6 +51,8 @@ pub mod series {
     pub const UNKNOWN: &str = "gpuctl:gpu_activity_unknown:sum";
     /// Kueue quota reserved above the nominal quota, per ClusterQueue, flavor and resource.
     pub const BORROWED: &str = "gpuctl:queue_gpu_borrowed:sum";
+    /// Kueue quota a ClusterQueue lent to its cohort (attributed: `AccountingTable::lent_expr`).
+    pub const LENT: &str = "gpuctl:queue_gpu_lent:sum";
     /// Kueue nominal quota of GPU resources.
     pub const NOMINAL: &str = "gpuctl:queue_gpu_nominal:sum";
     /// Volcano: GPUs allocated per queue (milli-units divided out).
@@ -113,6 +115,7 @@ pub struct MetricNames {
     pub queue_label: String,
     pub flavor_label: String,
     pub resource_label: String,
+    pub cohort_label: String,
     pub volcano_allocated: String,
     pub volcano_queue_label: String,
     pub volcano_divisor: f64,
@@ -291,6 +294,7 @@ fn names(bp: &Blueprint, catalog: &Catalog) -> MetricNames {
         queue_label: a.kueue.labels.queue.clone(),
         flavor_label: a.kueue.labels.flavor.clone().unwrap_or_default(),
         resource_label: a.kueue.labels.resource.clone(),
+        cohort_label: a.kueue.labels.cohort.clone().unwrap_or_default(),
         volcano_allocated: a.volcano.allocated.clone(),
         volcano_queue_label: a.volcano.labels.queue.clone(),
         volcano_divisor: a.volcano.unit_divisor,
@@ -544,6 +548,36 @@ impl AccountingTable {
         })
     }
 
+    /// Kueue GPU quota each ClusterQueue lent to its cohort, per cohort, ClusterQueue, flavor and
+    /// resource (raw names). Kueue has no lending metric (kueue#4039), so what the queues of a
+    /// cohort borrow at a step is attributed to the queues of that cohort whose nominal quota sat
+    /// unused, in proportion to it and at most all of it: `unused_q x min(1, borrowed_c /
+    /// unused_c)`. Queues in no cohort lend nothing.
+    pub fn lent_expr(&self) -> Option<String> {
+        (self.queueing == Queueing::Kueue && !self.names.cohort_label.is_empty()).then(|| {
+            let n = &self.names;
+            let c = &n.cohort_label;
+            let by_q = format!(
+                "{c}, {}, {}, {}",
+                n.queue_label, n.flavor_label, n.resource_label
+            );
+            let by_c = format!("{c}, {}, {}", n.flavor_label, n.resource_label);
+            let sel = format!(
+                "{{{res}=~{gpu},{c}!=\"\"}}",
+                res = n.resource_label,
+                gpu = lit(&self.quota_resources().join("|")),
+            );
+            let nominal = format!("sum by ({by_q}) ({}{sel})", n.nominal);
+            let reserved = format!("sum by ({by_q}) ({}{sel})", n.reservation);
+            let unused =
+                format!("clamp_min({nominal} - ({reserved} or {nominal} * 0), 0)");
+            let borrowed = format!("clamp_min({reserved} - {nominal}, 0)");
+            format!(
+                "{unused} * on ({by_c}) group_left () clamp_max(sum by ({by_c}) ({borrowed}) / sum by ({by_c}) ({unused}), 1)"
+            )
+        })
+    }
+
     /// Kueue nominal GPU quota per ClusterQueue, flavor and resource.
     pub fn nominal_expr(&self) -> String {
         let n = &self.names;
@@ -635,6 +669,9 @@ impl AccountingTable {
         if let Some(b) = self.borrowed_expr() {
             rules.push(json!({"record": series::BORROWED, "expr": b}));
             rules.push(json!({"record": series::NOMINAL, "expr": self.nominal_expr()}));
+            if let Some(l) = self.lent_expr() {
+                rules.push(json!({"record": series::LENT, "expr": l}));
+            }
         }
         if self.queueing == Queueing::Volcano {
             let n = &self.names;
