@@ -140,3 +140,15 @@ fn lending_is_attributed_within_a_cohort_only() {
         "{e}"
     );
 }
+
+#[test]
+fn a_dra_pools_mig_devices_are_weighted_by_their_profile() {
+    let t = table();
+    let dra = t.pool("h100-dra").unwrap();
+    // Whatever MIG device a claim gets on an H100: a 1g slice is 1/7, the whole-GPU profile 1.
+    assert_eq!(dra.activity_weights["1g.10gb"], 1.0 / 7.0);
+    assert_eq!(dra.activity_weights["7g.80gb"], 1.0);
+    assert_eq!(dra.activity_weights[""], 1.0);
+    // A device-plugin pool without MIG has only the whole GPU.
+    assert_eq!(t.pool("h100").unwrap().activity_weights.len(), 1);
+}

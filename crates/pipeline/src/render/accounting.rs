@@ -217,6 +217,18 @@ fn pool_account(acc: &Accounting, catalog: &Catalog, pool: &NodePool, prefix: &s
             }
         }
     }
+    // A DRA pool's claims may hold any MIG device its GPUs offer (pre-created or made on demand
+    // by the driver), which dcgm-exporter labels with its profile: each is weighted, or the
+    // join would drop the claim's allocation without a trace.
+    if pool.gpu_plugin == GpuPlugin::Dra
+        && let Some(mig) = catalog.gpu(&pool.gpu.model).and_then(|g| g.mig.as_ref())
+    {
+        for profile in &mig.profiles {
+            activity_weights
+                .entry(profile.name.clone())
+                .or_insert_with(|| mig_weight(acc, catalog, pool, &profile.name));
+        }
+    }
     let price = acc
         .prices
         .iter()
