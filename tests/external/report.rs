@@ -545,6 +545,15 @@ fn status_shows_the_last_hour_per_pool(url: &str, start: i64) {
     );
     let human = status(&[]);
     assert!(human.contains("GPUs in the last hour ("), "{human}");
+    let picture = dir.path().join("status.svg");
+    status(&["--svg", picture.to_str().unwrap()]);
+    let picture = std::fs::read_to_string(&picture).unwrap();
+    assert!(
+        picture.contains(
+            "<title>h100: idle 7.00 of 10.00 allocated (used 3.00, unknown 0.00)</title>"
+        ),
+        "{picture}"
+    );
     assert!(
         human
             .lines()

@@ -515,7 +515,41 @@ pub fn svg(r: &StatusReport) -> String {
     quota_bars(&mut c, r);
     cluster_queue_bars(&mut c, r);
     volcano_queue_bars(&mut c, r);
+    last_hour_bars(&mut c, r);
     document(&c, r)
+}
+
+/// `--prometheus`: each pool's idle GPUs of its allocated ones over the last hour (averages).
+fn last_hour_bars(c: &mut Canvas, r: &StatusReport) {
+    let Some(h) = &r.last_hour else {
+        return;
+    };
+    section(
+        c,
+        &esc(
+            &format!(
+                "GPUs idle in the last hour, of those allocated ({} to {}; averages)",
+                h.from, h.until
+            ),
+            140,
+        ),
+    );
+    for p in h.pools.iter().take(MAX_BARS) {
+        let text = format!(
+            "idle {:.2} of {:.2} allocated (used {:.2}, unknown {:.2})",
+            p.idle, p.allocated, p.used, p.unknown
+        );
+        bar(
+            c,
+            &p.pool,
+            p.idle,
+            p.allocated,
+            "#e15759",
+            &text,
+            &format!("{}: {text}", p.pool),
+        );
+    }
+    more(c, h.pools.len().saturating_sub(MAX_BARS));
 }
 
 /// Tenant quotas: GPU keys only (the picture is about GPUs; every key is in the table and JSON).
