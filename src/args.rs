@@ -79,6 +79,16 @@ pub enum Command {
         #[command(subcommand)]
         command: UpgradeCommand,
     },
+    /// Publish a plan where the change is reviewed: one sticky comment per pull request and key
+    /// (edited on every push) and a check run that fails with the plan (GitHub), or one sticky
+    /// merge-request note (GitLab); docs/ci.md.
+    Ci {
+        /// Where.
+        #[command(subcommand)]
+        command: CiCommand,
+    },
+    /// Print gpuctl's version (`kubectl gpuctl version` as a krew plugin).
+    Version,
     /// Print a shell completion script.
     Completions {
         /// Shell.
@@ -155,6 +165,106 @@ pub enum PolicyCommand {
         #[arg(short = 'o', long, value_enum, default_value_t = PolicyTestFormat::Human)]
         output: PolicyTestFormat,
     },
+}
+
+/// `gpuctl ci` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum CiCommand {
+    /// GitHub Actions: the sticky pull-request comment and the check run (docs/ci.md).
+    Github(CiGithubArgs),
+    /// GitLab CI: the sticky merge-request note (docs/ci.md).
+    Gitlab(CiGitlabArgs),
+}
+
+/// What `gpuctl ci github` and `gpuctl ci gitlab` share.
+#[derive(Debug, clap::Args)]
+pub struct CiCommonArgs {
+    /// The plan as `gpuctl plan -o json` or `gpuctl fleet plan -o json` printed it; absent or
+    /// empty when the plan command failed before printing one (then --log says why).
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// The exit code of the plan command: 0 and 2 pass, anything else fails the gate.
+    #[arg(long, value_name = "CODE", allow_negative_numbers = true)]
+    pub exit_code: i32,
+    /// The plan command's standard error (validation findings, the reason it failed): its end
+    /// goes into the comment, collapsed.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// `gpuctl validate -o sarif` of the blueprint: its findings become annotations at their
+    /// file and line.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// The blueprint or fleet file (relative to the repository root): plan findings without a
+    /// line of their own are annotated at its first line.
+    #[arg(long, value_name = "PATH")]
+    pub blueprint: Option<String>,
+    /// Which comment this is: one per pull request and key (e.g. the job and blueprint).
+    #[arg(long, value_name = "KEY", default_value = "default")]
+    pub key: String,
+    /// Where the full plan artifact is (the comment points there when it is cut).
+    #[arg(long, value_name = "URL")]
+    pub artifact_url: Option<String>,
+    /// The environment variable holding the API token (never printed, never posted).
+    #[arg(long, value_name = "NAME")]
+    pub token_env: Option<String>,
+    /// Only edit a comment by this login (the token's user, e.g. `github-actions[bot]`).
+    #[arg(long, value_name = "LOGIN")]
+    pub comment_author: Option<String>,
+    /// Write the comment to FILE and post nothing (no token needed).
+    #[arg(long, value_name = "FILE")]
+    pub dry_run: Option<PathBuf>,
+    /// The time a fleet's snapshot ages are measured from (RFC 3339; default now, or GPUCTL_NOW).
+    #[arg(long, value_name = "TIME", env = "GPUCTL_NOW")]
+    pub now: Option<String>,
+}
+
+/// The arguments of `gpuctl ci github`.
+#[derive(Debug, clap::Args)]
+pub struct CiGithubArgs {
+    /// Shared arguments.
+    #[command(flatten)]
+    pub common: CiCommonArgs,
+    /// The REST API's base URL.
+    #[arg(long, env = "GITHUB_API_URL", default_value = "https://api.github.com")]
+    pub api_url: String,
+    /// `owner/name`.
+    #[arg(long, env = "GITHUB_REPOSITORY")]
+    pub repository: Option<String>,
+    /// The webhook payload of the run (its `pull_request.number` and `pull_request.head.sha`).
+    #[arg(long, env = "GITHUB_EVENT_PATH", value_name = "FILE")]
+    pub event: Option<PathBuf>,
+    /// The pull request (instead of the event file).
+    #[arg(long, requires = "sha")]
+    pub pr: Option<u64>,
+    /// The commit the check run is on (instead of the event file): the PR's head, not the merge commit.
+    #[arg(long)]
+    pub sha: Option<String>,
+    /// The check run's name (required checks name it).
+    #[arg(long, default_value = "gpuctl plan")]
+    pub check_name: String,
+    /// Post the comment only, no check run (a token without `checks: write`).
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+/// The arguments of `gpuctl ci gitlab`.
+#[derive(Debug, clap::Args)]
+pub struct CiGitlabArgs {
+    /// Shared arguments.
+    #[command(flatten)]
+    pub common: CiCommonArgs,
+    /// The REST API's base URL (`https://gitlab.example.com/api/v4`).
+    #[arg(long, env = "CI_API_V4_URL")]
+    pub api_url: Option<String>,
+    /// The project id (or `group/project`).
+    #[arg(long, env = "CI_PROJECT_ID")]
+    pub project: Option<String>,
+    /// The merge request's iid.
+    #[arg(long, env = "CI_MERGE_REQUEST_IID")]
+    pub merge_request: Option<u64>,
+    /// The commit the plan is for.
+    #[arg(long, env = "CI_COMMIT_SHA")]
+    pub sha: Option<String>,
 }
 
 /// `policy test` output format.

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod commands;
 pub mod exit;
+pub mod memory;
 pub mod output;
 pub mod panic_report;
 pub mod settings;

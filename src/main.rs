@@ -1,8 +1,10 @@
 //! The `gpuctl` binary: parse, run, map the status to an exit code.
 
-/// See the `mimalloc` entry in Cargo.toml for why the binary does not use the system allocator.
+/// See the `mimalloc` entry in Cargo.toml for why the binary does not use the system allocator;
+/// [`gpuctl::memory::Budgeted`] counts what a policy evaluation allocates (its memory budget).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: gpuctl::memory::Budgeted<mimalloc::MiMalloc> =
+    gpuctl::memory::Budgeted(mimalloc::MiMalloc);
 
 fn main() -> std::process::ExitCode {
     gpuctl::panic_report::install();

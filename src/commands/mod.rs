@@ -4,6 +4,7 @@
 //! status.
 
 mod apply;
+mod ci;
 mod completions;
 mod doctor;
 mod explain;
@@ -187,6 +188,11 @@ fn dispatch(command: Command, out: &mut dyn Write) -> CommandResult {
             command: crate::args::PolicyCommand::Test { dirs, data, output },
         } => policy::run_test(&dirs, &data, output, out),
         Command::Upgrade { command } => upgrade::run(command, out),
+        Command::Ci { command } => ci::run(command),
+        Command::Version => {
+            emit(out, concat!("gpuctl ", env!("CARGO_PKG_VERSION"), "\n"));
+            Ok(ExitStatus::Success)
+        }
         Command::Completions { shell } => completions::run(shell, out),
     }
 }

@@ -61,9 +61,13 @@ pub fn evaluate(
     let Some(set) = set else {
         return Ok(None);
     };
-    set.evaluate(input, &options(args))
-        .map(Some)
-        .map_err(|e| CommandError::Failed(failed(&e)))
+    crate::memory::with_budget(
+        "policy evaluation (--policy)",
+        gpuctl_policy::EVAL_MEMORY_LIMIT,
+        || set.evaluate(input, &options(args)),
+    )
+    .map(Some)
+    .map_err(|e| CommandError::Failed(failed(&e)))
 }
 
 /// The input as `--policy-input-out` writes it: pretty JSON with a trailing newline, mode 0600
@@ -85,7 +89,11 @@ pub fn run_test(
     out: &mut dyn Write,
 ) -> CommandResult {
     let set = PolicySet::load(dirs, data).map_err(|e| CommandError::Failed(e.to_string()))?;
-    let results = set.run_tests();
+    let results = crate::memory::with_budget(
+        "the policies' tests (gpuctl policy test)",
+        gpuctl_policy::EVAL_MEMORY_LIMIT,
+        || set.run_tests(),
+    );
     let failed = results
         .iter()
         .filter(|t| matches!(t.outcome, Outcome::Fail(_)))

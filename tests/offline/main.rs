@@ -13,10 +13,12 @@ mod render_common;
 #[path = "../support"]
 mod support {
     pub mod fleet;
+    pub mod forge;
     pub mod gpuctl;
 }
 
 mod architecture;
+mod ci_forge;
 mod cli;
 mod day2_golden;
 mod doctor_example;

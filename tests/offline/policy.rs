@@ -310,3 +310,50 @@ warn contains sprintf("%d clusters in %d waves", [count(input.clusters), count(i
         "4 clusters in 3 waves (data.main.warn)"
     );
 }
+
+/// Issue 42: a hostile policy cannot take unbounded memory. regorus bounds time only; gpuctl's
+/// allocator counts what the evaluation allocates and stops the run past 1 GiB, at once (well
+/// inside the 20 s time limit, which would stop it otherwise), saying which budget it was.
+#[test]
+fn a_policy_that_allocates_without_bound_is_stopped_by_the_memory_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("policies");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("greedy.rego"),
+        "package main\n\ndeny contains msg if {\n  xs := numbers.range(1, 300000000)\n  msg := sprintf(\"%d numbers\", [count(xs)])\n}\n",
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let o = Gpuctl::new(["validate", "blueprints/mixed-lab-fixed.yaml", "--policy"])
+        .arg(&dir)
+        .today(TODAY)
+        .output();
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("policy evaluation (--policy) needed more than its memory budget of 1024 MiB"),
+        "{err}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "stopped by the memory budget, not the 20 s time limit: {took:?}"
+    );
+    // The same policy over a small range passes the budget and reports its result.
+    std::fs::write(
+        dir.join("greedy.rego"),
+        "package main\n\ndeny contains msg if {\n  xs := numbers.range(1, 1000)\n  msg := sprintf(\"%d numbers\", [count(xs)])\n}\n",
+    )
+    .unwrap();
+    let small = Gpuctl::new(["validate", "blueprints/mixed-lab-fixed.yaml", "--policy"])
+        .arg(&dir)
+        .today(TODAY)
+        .output();
+    let out = String::from_utf8_lossy(&small.stdout);
+    assert!(
+        out.contains("1000 numbers"),
+        "{out}{}",
+        String::from_utf8_lossy(&small.stderr)
+    );
+}

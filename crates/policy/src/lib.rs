@@ -28,6 +28,13 @@ pub use eval::{CheckResult, Kind, Options, PolicyResult, Report};
 /// in a comprehension took 52 s in a debug build without a limit).
 pub const EVAL_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// The most one evaluation of the policies (every rule over one input, or `policy test`) may
+/// allocate, its input's conversion included: regorus bounds time, not memory, so the binary's
+/// allocator counts it (`gpuctl::memory`) and stops the run past it. A plan of the 4,160-object
+/// benchmark blueprint is about 6 MiB of JSON; 1 GiB leaves room for large inputs and stays
+/// within what a CI runner can spare.
+pub const EVAL_MEMORY_LIMIT: usize = 1 << 30;
+
 /// Why policies could not be loaded or evaluated: every one fails the run (a gate never passes
 /// on a policy it could not run), and each names the file (and line, where there is one).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
