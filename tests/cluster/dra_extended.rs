@@ -347,7 +347,7 @@ fn taint_blueprint(p: &str, maintenance: &str) -> String {
         r#"{head}  nodePools:
     - name: {p}-dra
       selector: {{ gpuctl.dev/pool: {p}-dra }}
-      nodes: 1
+      nodes: 2
       gpu: {{ model: H100-SXM5-80GB, count: 1 }}
       gpuPlugin: dra
   dra:
@@ -395,6 +395,41 @@ async fn taint_rule_from_the_blueprint_keeps_the_scheduler_off_a_gpu_until_remov
     )
     .await
     .unwrap();
+
+    // A second node whose GPU NVIDIA's driver tainted after Xid 79 (as its health check publishes
+    // it in the slice: gpu.nvidia.com/xid=79:NoSchedule): doctor's GPU217.
+    let sick = tc
+        .create_ready_gpu_node(
+            "sick",
+            &GpuNode::h100(1)
+                .label("gpuctl.dev/pool", &format!("{p}-dra"))
+                .dra(),
+        )
+        .await
+        .unwrap();
+    let mut slice = serde_json::to_value(DraNode::h100(&sick, 1).slice(&sick).unwrap()).unwrap();
+    slice["spec"]["devices"][0]["taints"] =
+        json!([{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}]);
+    let slices = dynamic(
+        &tc,
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        None,
+    );
+    let stored = slices
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(slice).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.data["spec"]["devices"][0]["taints"][0]["key"],
+        json!("gpu.nvidia.com/xid"),
+        "1.36 keeps the driver's device taint"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("taint.yaml");
@@ -460,6 +495,18 @@ async fn taint_rule_from_the_blueprint_keeps_the_scheduler_off_a_gpu_until_remov
         text.contains("gpuctl-maintenance-rma")
             && text.contains("gpuctl.dev/maintenance=rma:NoSchedule")
             && text.contains(&format!("pod/{ns}/train")),
+        "{text}"
+    );
+    let xid: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "GPU217")
+        .collect();
+    assert_eq!(xid.len(), 1, "{:#}", v["findings"]);
+    let text = xid[0].to_string();
+    assert!(
+        text.contains(&format!("node/{sick}/gpu-0")) && text.contains("Xid 79"),
         "{text}"
     );
     let bound = pods.get("train").await.unwrap().spec.unwrap().node_name;

@@ -1411,6 +1411,12 @@ fn device_taints(ctx: &Ctx<'_>, out: &mut Findings) {
     if taints.is_empty() {
         return;
     }
+    xid_taints(ctx, &taints, out);
+    pending_on_taints(ctx, &taints, out);
+}
+
+/// GPU217 for each device the driver tainted after an Xid (not the informational ones).
+fn xid_taints(ctx: &Ctx<'_>, taints: &[DeviceTaint<'_>], out: &mut Findings) {
     let xid_key = &ctx.catalog.dra().kubernetes.device_taints.xid_taint_key;
     // Informational taints (effect None) keep the device in service: not reported.
     for t in taints
@@ -1458,6 +1464,10 @@ fn device_taints(ctx: &Ctx<'_>, out: &mut Findings) {
             ),
         );
     }
+}
+
+/// GPU218 for each Pending pod the scheduler cannot place while devices of its nodes are tainted.
+fn pending_on_taints(ctx: &Ctx<'_>, taints: &[DeviceTaint<'_>], out: &mut Findings) {
     let blocking: Vec<&DeviceTaint<'_>> = taints
         .iter()
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")

@@ -59,6 +59,7 @@ pub struct DeviceMaintenance {
     /// `NoSchedule` (default: no new claims; running pods stay) or `NoExecute` (pods using the
     /// devices are evicted too).
     #[serde(default)]
+    #[schemars(example = &"NoSchedule")]
     pub effect: TaintEffect,
 }
 
@@ -91,12 +92,15 @@ pub struct DeviceToleration {
     pub key: String,
     /// `Exists` (any value) or `Equal` (the default: `value` must match).
     #[serde(default)]
+    #[schemars(example = &"Exists")]
     pub operator: TolerationOperator,
     /// The value for `Equal` (`"43"`).
     #[serde(default)]
+    #[schemars(example = &"43")]
     pub value: Option<String>,
     /// The effect tolerated (`NoSchedule`, `NoExecute`); absent: every effect.
     #[serde(default)]
+    #[schemars(example = &"NoSchedule")]
     pub effect: Option<TaintEffect>,
 }
 

@@ -835,8 +835,8 @@ rules! {
         why: "On Kubernetes 1.35 the gate is alpha and the API server drops DeviceClass `spec.extendedResourceName` on write, silently: pods asking `nvidia.com/gpu` never reach DRA on migrated pools and stay Pending, and a `requests.nvidia.com/gpu` quota does not count claims. Two classes serving one name make the scheduler pick the newer one; an older Kueue charges the pods nothing for DRA-served GPUs.",
         fix: "Declare Kubernetes 1.36 or later (and Kueue v0.19+), name the driver deployment, move pools with `gpuPlugin: dra`; or remove `extendedResources` and move workloads to the shapes' claim templates.",
         source: "profiles/dra.yaml (kubernetes.gates DRAExtendedResource, extended_resource_gate; driver.device_classes extended_resource_name and extended_resource_since; kueue.extended_resource)",
-        example: "spec:\n  kubernetes: {version: \"1.35.4\"}\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    extendedResources: true\n",
-        fixed: "spec:\n  kubernetes: {version: \"1.36.3\"}\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    extendedResources: true\n",
+        example: "spec:\n  kubernetes: {version: \"1.35.4\"}\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    extendedResources: true\n  nodePools:\n    - {name: h100-train, gpuPlugin: dra}\n",
+        fixed: "spec:\n  kubernetes: {version: \"1.36.3\"}\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    extendedResources: true\n  nodePools:\n    - {name: h100-train, gpuPlugin: dra}\n",
     }
     "GPU159" "dra-device-taints" "dra" Error {
         checks: "Device taints are declared where the declared Kubernetes keeps them: `spec.dra.maintenance` DeviceTaintRules need DRADeviceTaints on by default and a DeviceTaintRule API on that minor (1.36+; DRADeviceTaintRules itself is beta and off there), `tenants[].deviceTolerations` need DRADeviceTaints; maintenance names are unique DNS labels, nodes are node names, a toleration with `Exists` has no value and an empty key goes with `Exists`.",
@@ -1004,7 +1004,7 @@ rules! {
         fix: "Add the clique label to the NVL72 pool's topology, upgrade the driver, give the ClusterQueue channel quota, or drop `computeDomains`.",
         source: "profiles/dra.yaml (driver.prerequisites, driver.compute_domains, kueue.resource_names)",
         example: "spec:\n  tenants:\n    - {name: team-a, computeDomains: 2}   # no NVLink-domain pool, no channel quota\n",
-        fixed: "spec:\n  nodePools:\n    - name: h100-train\n      topology: {levels: [nvidia.com/gpu.clique, kubernetes.io/hostname]}\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - pool: h100-train\n              quota: {nvidia.com/gpu: 64, cpu: 600, memory: 4Ti, gpuctl.dev/compute-domain-channel: 64}\n  tenants:\n    - {name: team-a, computeDomains: 2}\n",
+        fixed: "spec:\n  nodePools:\n    - name: h100-train\n      nodes: 16\n      gpu: {model: GB200, count: 4}\n      topology: {levels: [nvidia.com/gpu.clique, kubernetes.io/hostname]}\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - pool: h100-train\n              quota: {nvidia.com/gpu: 64, cpu: 600, memory: 4Ti, gpuctl.dev/compute-domain-channel: 64}\n  tenants:\n    - {name: team-a, computeDomains: 2}\n",
     }
     "GPU180" "extends" "overlay" Error {
         checks: "A blueprint's `extends` names a parent blueprint by a relative path that stays inside the root (the fleet file's directory; for a single blueprint, its repository, or its own directory outside one) once symbolic links are resolved, that can be read (a regular file under the blueprint size limit, UTF-8, a ClusterBlueprint), and the chain of parents is at most `fleet.max_extends_depth` deep and never loops back.",
