@@ -20,6 +20,7 @@ mod doctor_cluster;
 mod doctor_scheduling;
 mod doctor_stack;
 mod dra_apply;
+mod dra_extended;
 mod dra_harness;
 mod dra_kueue;
 mod dra_migration;

@@ -169,6 +169,7 @@ fn every_finding_kind_has_a_scenario_test() {
         "cluster/doctor_cluster.rs",
         "cluster/doctor_scheduling.rs",
         "cluster/doctor_stack.rs",
+        "cluster/dra_extended.rs",
         "cluster/dra_harness.rs",
         "cluster/dra_kueue.rs",
         "external/doctor_metrics.rs",

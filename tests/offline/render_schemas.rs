@@ -1260,6 +1260,11 @@ fn every_rendered_dra_driver_value_exists_in_the_real_chart() {
             .replace(
                 "      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
                 "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      gpuPlugin: dra\n",
+            )
+            // the MIG shape's pool too: a shape only device-plugin pools hold is an error (GPU169)
+            .replace(
+                "      gpu: { model: A100-SXM4-80GB, count: 4 }\n",
+                "      gpu: { model: A100-SXM4-80GB, count: 4 }\n      gpuPlugin: dra\n",
             );
         let set = render_common::render_text("standalone.yaml", &text);
         let dra = set

@@ -90,6 +90,36 @@ pub fn device_class(kind: &str) -> Result<DeviceClass> {
     }))?)
 }
 
+/// [`device_class`] with the template's `extendedResourceName` where it sets one (the chart writes
+/// it on resource.k8s.io/v1 only, `gpu.nvidia.com`: `nvidia.com/gpu`).
+pub fn device_class_v1(kind: &str) -> Result<DeviceClass> {
+    let mut class = device_class(kind)?;
+    let text = std::fs::read_to_string(class_template(kind))?;
+    if let Some(name) = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("extendedResourceName:"))
+    {
+        class.spec.extended_resource_name = Some(name.trim().to_string());
+    }
+    Ok(class)
+}
+
+/// Creates the chart's `gpu.nvidia.com` and `mig.nvidia.com` DeviceClasses as the chart writes them
+/// on resource.k8s.io/v1, with the extended-resource name: for a Kubernetes 1.36 cluster of the
+/// test's own (1.35 drops the field on write). Returns them as stored.
+pub async fn create_device_classes_v1(tc: &TestCluster) -> Result<Vec<DeviceClass>> {
+    let api: Api<DeviceClass> = tc.cluster_scoped();
+    let mut out = Vec::new();
+    for kind in ["gpu", "mig"] {
+        out.push(
+            api.create(&PostParams::default(), &device_class_v1(kind)?)
+                .await
+                .with_context(|| format!("creating DeviceClass {kind}"))?,
+        );
+    }
+    Ok(out)
+}
+
 /// Creates the chart's `gpu.nvidia.com` and `mig.nvidia.com` DeviceClasses (cluster-wide names:
 /// only in a cluster of the test's own). Returns them as stored.
 pub async fn create_device_classes(tc: &TestCluster) -> Result<Vec<DeviceClass>> {

@@ -64,6 +64,8 @@ pub enum DiagKind {
     ResourceClaim,
     /// resource.k8s.io/v1 ResourceSlice (DRA: what a driver publishes per node).
     ResourceSlice,
+    /// resource.k8s.io DeviceTaintRule (v1beta2 on 1.36, v1alpha3 on 1.35: devices taken out of service).
+    DeviceTaintRule,
 }
 
 /// One kind to list: `(kind, group, Kind, versions tried in order, field selector)`; the cluster
@@ -154,6 +156,13 @@ pub const DIAGNOSTIC_KINDS: &[(DiagKind, &str, &str, &[&str], &str)] = &[
         &["v1"],
         "",
     ),
+    (
+        DiagKind::DeviceTaintRule,
+        "resource.k8s.io",
+        "DeviceTaintRule",
+        &["v1beta2", "v1alpha3"],
+        "",
+    ),
 ];
 
 /// The kinds each Day-2 command reads, and nothing else: a kind a command leaves out is neither
@@ -177,6 +186,7 @@ pub const DOCTOR_READS: &[DiagKind] = &[
     DiagKind::NvidiaDriver,
     DiagKind::ResourceClaim,
     DiagKind::ResourceSlice,
+    DiagKind::DeviceTaintRule,
 ];
 
 /// What `gpuctl status` reads (see [`DOCTOR_READS`]).
@@ -322,6 +332,10 @@ pub struct Diagnostics {
     /// `profile` attributes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_slices: Vec<Value>,
+    /// DeviceTaintRules (DRA device taints set by an admin or by gpuctl's maintenance entries):
+    /// name, `spec.deviceSelector` and `spec.taint`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_taint_rules: Vec<Value>,
     /// Kinds not read (or not read whole) and why, sorted by kind.
     #[serde(default)]
     pub unread: Vec<Unread>,
@@ -593,6 +607,7 @@ impl Diagnostics {
                 DiagKind::NvidiaDriver => untyped!(self.nvidia_drivers),
                 DiagKind::ResourceClaim => untyped!(self.resource_claims),
                 DiagKind::ResourceSlice => untyped!(self.resource_slices),
+                DiagKind::DeviceTaintRule => untyped!(self.device_taint_rules),
             }
         }
         if kind == DiagKind::Event && self.events.len() > limit {
@@ -645,6 +660,7 @@ impl Diagnostics {
             &mut self.nvidia_drivers,
             &mut self.resource_claims,
             &mut self.resource_slices,
+            &mut self.device_taint_rules,
         ] {
             v.sort_by_key(value_ns_name);
         }
@@ -739,6 +755,13 @@ fn trim(kind: DiagKind, v: &mut Value) -> bool {
             None => return false,
         },
         DiagKind::ResourceSlice => *v = trim_slice(v),
+        DiagKind::DeviceTaintRule => {
+            *v = serde_json::json!({
+                "apiVersion": v["apiVersion"], "kind": v["kind"],
+                "metadata": {"name": v["metadata"]["name"]},
+                "spec": {"deviceSelector": v["spec"]["deviceSelector"], "taint": v["spec"]["taint"]},
+            })
+        }
         _ => {}
     }
     true
@@ -799,8 +822,8 @@ fn trim_claim(v: &Value) -> Option<Value> {
     }))
 }
 
-/// A ResourceSlice as status keeps it: driver, node, pool, and per device its name and the
-/// `type` and `profile` attributes (NVIDIA's driver: `gpu` or `mig`, and the MIG profile).
+/// A ResourceSlice as status keeps it: driver, node, pool, and per device its name, the `type`
+/// and `profile` attributes (NVIDIA's driver: `gpu` or `mig`, and the MIG profile) and its taints.
 fn trim_slice(v: &Value) -> Value {
     let devices: Vec<Value> = v["spec"]["devices"]
         .as_array()
@@ -808,10 +831,20 @@ fn trim_slice(v: &Value) -> Value {
             a.iter()
                 .map(|d| {
                     let attrs = &d["attributes"];
-                    serde_json::json!({
+                    let mut dev = serde_json::json!({
                         "name": d["name"],
                         "attributes": {"type": attrs["type"], "profile": attrs["profile"]},
-                    })
+                    });
+                    // The driver's device taints (an Xid, by NVIDIA's health check): key, value, effect.
+                    if let Some(taints) = d["taints"].as_array().filter(|t| !t.is_empty()) {
+                        dev["taints"] = Value::Array(
+                            taints
+                                .iter()
+                                .map(|t| serde_json::json!({"key": t["key"], "value": t["value"], "effect": t["effect"]}))
+                                .collect(),
+                        );
+                    }
+                    dev
                 })
                 .collect()
         })

@@ -174,6 +174,15 @@ pub fn dra_shape_class(shape: &str) -> String {
     format!("{shape}{DRA_SHAPE_CLASS_SUFFIX}")
 }
 
+/// Name of the DeviceTaintRule of `spec.dra.maintenance[]` entry `name`.
+pub fn dra_maintenance_rule(name: &str) -> String {
+    format!("gpuctl-maintenance-{name}")
+}
+
+/// The key of the device taint gpuctl's maintenance DeviceTaintRules put on devices (the entry's
+/// name is its value).
+pub const MAINTENANCE_TAINT_KEY: &str = "gpuctl.dev/maintenance";
+
 /// Name of the ResourceQuota on DRA device classes in each namespace of a tenant with claims
 /// (apart from its `quota`, which it leaves as written).
 pub fn dra_quota_name(tenant: &str) -> String {

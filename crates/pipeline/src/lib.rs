@@ -5,5 +5,6 @@
 //! Pure; depends only on `gpuctl-model`.
 
 pub mod cel;
+pub mod extended;
 pub mod render;
 pub mod validate;

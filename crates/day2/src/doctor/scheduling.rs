@@ -17,6 +17,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Findings) {
     refused_pods(ctx, out);
     refused_claims(ctx, out);
     unallocatable_claims(ctx, out);
+    device_taints(ctx, out);
     workloads(ctx, out);
     pod_groups(ctx, out);
     priority_classes(ctx, out);
@@ -1331,5 +1332,231 @@ fn mig_profiles_unused(ctx: &Ctx<'_>, out: &mut Findings) {
                 ),
             );
         }
+    }
+}
+
+/// A device taint in force: the node (pool) and device, the taint, and who set it (a
+/// DeviceTaintRule's name, or `None`: the driver, in the ResourceSlice).
+struct DeviceTaint<'a> {
+    node: String,
+    device: String,
+    key: &'a str,
+    value: &'a str,
+    effect: &'a str,
+    rule: Option<&'a str>,
+}
+
+impl DeviceTaint<'_> {
+    fn text(&self) -> String {
+        let who = match self.rule {
+            Some(r) => format!("DeviceTaintRule {r}"),
+            None => "its DRA driver (in the ResourceSlice)".to_string(),
+        };
+        format!(
+            "device {} of node {} tainted {}={}:{} by {who}",
+            self.device, self.node, self.key, self.value, self.effect
+        )
+    }
+}
+
+/// Every device taint in force: those the drivers publish in their slices, and each
+/// DeviceTaintRule's taint on the slices' devices its selector matches (driver, pool, device).
+fn taints_in_force<'a>(ctx: &Ctx<'a>) -> Vec<DeviceTaint<'a>> {
+    let mut out = Vec::new();
+    let s = |v: &'a Value| v.as_str().unwrap_or_default();
+    for slice in &ctx.d.resource_slices {
+        let spec = &slice["spec"];
+        let node = s(&spec["nodeName"]).to_string();
+        let pool = s(&spec["pool"]["name"]);
+        let driver = s(&spec["driver"]);
+        for d in spec["devices"].as_array().into_iter().flatten() {
+            let device = s(&d["name"]);
+            for t in d["taints"].as_array().into_iter().flatten() {
+                out.push(DeviceTaint {
+                    node: node.clone(),
+                    device: device.to_string(),
+                    key: s(&t["key"]),
+                    value: s(&t["value"]),
+                    effect: s(&t["effect"]),
+                    rule: None,
+                });
+            }
+            for r in &ctx.d.device_taint_rules {
+                let sel = &r["spec"]["deviceSelector"];
+                let matches =
+                    |field: &str, have: &str| sel[field].as_str().is_none_or(|w| w == have);
+                if matches("driver", driver) && matches("pool", pool) && matches("device", device) {
+                    let t = &r["spec"]["taint"];
+                    out.push(DeviceTaint {
+                        node: node.clone(),
+                        device: device.to_string(),
+                        key: s(&t["key"]),
+                        value: s(&t["value"]),
+                        effect: s(&t["effect"]),
+                        rule: r["metadata"]["name"].as_str(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// GPU217: devices NVIDIA's DRA driver tainted after an Xid (`gpu.nvidia.com/xid=<Xid>`), with
+/// what the Xid catalog says it is and what to do; the taint stays until the kubelet plugin
+/// restarts. GPU218: a Pending pod whose DRA devices the scheduler cannot allocate while devices
+/// of the nodes it may use are tainted (NoSchedule/NoExecute): each taint and who set it.
+fn device_taints(ctx: &Ctx<'_>, out: &mut Findings) {
+    let taints = taints_in_force(ctx);
+    if taints.is_empty() {
+        return;
+    }
+    xid_taints(ctx, &taints, out);
+    pending_on_taints(ctx, &taints, out);
+}
+
+/// GPU217 for each device the driver tainted after an Xid (not the informational ones).
+fn xid_taints(ctx: &Ctx<'_>, taints: &[DeviceTaint<'_>], out: &mut Findings) {
+    let xid_key = &ctx.catalog.dra().kubernetes.device_taints.xid_taint_key;
+    // Informational taints (effect None) keep the device in service: not reported.
+    for t in taints
+        .iter()
+        .filter(|t| t.rule.is_none() && t.key == xid_key.as_str() && t.effect != "None")
+    {
+        let xid: Option<u32> = t.value.parse().ok();
+        let code = xid.and_then(|x| ctx.catalog.dcgm().xid.code(x));
+        let (what, fix) = match code {
+            Some(c) => (
+                format!("Xid {} ({}: {})", c.xid, c.mnemonic, c.text),
+                format!(
+                    "NVIDIA's action for Xid {}: {} (if it recurs: {}); the driver keeps the taint until its kubelet plugin on {} restarts: restart it once the GPU is recovered",
+                    c.xid, c.immediate, c.investigatory, t.node
+                ),
+            ),
+            None => (
+                format!("Xid {}", t.value),
+                format!(
+                    "look the Xid up in NVIDIA's Xid catalog; the driver keeps the taint until its kubelet plugin on {} restarts",
+                    t.node
+                ),
+            ),
+        };
+        let subject = format!("node/{}/{}", t.node, t.device);
+        out.add(
+            subject.clone(),
+            finding(
+                "GPU217",
+                Layer::Scheduling,
+                Severity::Warning,
+                format!(
+                    "{subject}: NVIDIA's DRA driver tainted the device after {what} ({}={}:{})",
+                    t.key, t.value, t.effect
+                ),
+                vec![subject.clone(), format!("node/{}", t.node)],
+                vec![Evidence {
+                    source: format!("ResourceSlice device {} of node {}", t.device, t.node),
+                    text: t.text(),
+                    time: None,
+                }],
+                "the scheduler allocates the device to no claim that does not tolerate the taint"
+                    .to_string(),
+                fix,
+            ),
+        );
+    }
+}
+
+/// GPU218 for each Pending pod the scheduler cannot place while devices of its nodes are tainted.
+fn pending_on_taints(ctx: &Ctx<'_>, taints: &[DeviceTaint<'_>], out: &mut Findings) {
+    let blocking: Vec<&DeviceTaint<'_>> = taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .collect();
+    if blocking.is_empty() {
+        return;
+    }
+    for p in &ctx.d.pods {
+        let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending")
+            && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none();
+        if !pending {
+            continue;
+        }
+        let Some(c) = pod_condition(p, "PodScheduled").filter(|c| c.status == "False") else {
+            continue;
+        };
+        let message = c.message.as_deref().unwrap_or_default();
+        if !message.contains("cannot allocate all claims") && !message.contains("taint") {
+            continue;
+        }
+        // The nodes the pod may use: those its nodeSelector matches (all without one).
+        let selector = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_selector.clone())
+            .unwrap_or_default();
+        let eligible = |node: &str| {
+            ctx.d.node(node).is_some_and(|n| {
+                let labels = n.metadata.labels.clone().unwrap_or_default();
+                selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+            })
+        };
+        let here: Vec<&&DeviceTaint<'_>> = blocking.iter().filter(|t| eligible(&t.node)).collect();
+        if here.is_empty() {
+            continue;
+        }
+        let (ns, name) = pod_id(p);
+        let me = format!("pod/{ns}/{name}");
+        let mut subjects = vec![me.clone()];
+        let mut rule_subjects: Vec<String> = here
+            .iter()
+            .filter_map(|t| t.rule.map(|r| format!("devicetaintrule/{r}")))
+            .collect();
+        rule_subjects.sort();
+        rule_subjects.dedup();
+        subjects.extend(rule_subjects);
+        let mut evidence = scheduler_evidence(ctx, p);
+        evidence.extend(here.iter().map(|t| Evidence {
+            source: match t.rule {
+                Some(r) => format!("DeviceTaintRule {r}"),
+                None => format!("ResourceSlice device {} of node {}", t.device, t.node),
+            },
+            text: t.text(),
+            time: None,
+        }));
+        let rules: Vec<String> = {
+            let mut r: Vec<String> = here
+                .iter()
+                .filter_map(|t| t.rule.map(str::to_string))
+                .collect();
+            r.sort();
+            r.dedup();
+            r
+        };
+        let first = here[0];
+        out.add(
+            me.clone(),
+            finding(
+                "GPU218",
+                Layer::Scheduling,
+                Severity::Error,
+                format!(
+                    "{me} is Pending: devices it could use are tainted ({}{})",
+                    first.text(),
+                    if here.len() > 1 { format!(", and {} more", here.len() - 1) } else { String::new() }
+                ),
+                subjects,
+                evidence,
+                "the scheduler allocates no tainted device to a claim that does not tolerate the taint (a DeviceTaintRule's, or the driver's after an Xid); the pod waits for untainted devices".to_string(),
+                if rules.is_empty() {
+                    "recover the GPU and restart the DRA kubelet plugin on its node (the driver's taint stays until then), or let the tenant tolerate the taint (`tenants[].deviceTolerations`)".to_string()
+                } else {
+                    format!(
+                        "when the maintenance is over remove the entry from `spec.dra.maintenance` and run `gpuctl apply {}` (it deletes DeviceTaintRule {}), or let the tenant tolerate the taint (`tenants[].deviceTolerations`)",
+                        ctx.file,
+                        rules.join(", ")
+                    )
+                },
+            ),
+        );
     }
 }

@@ -1032,3 +1032,95 @@ fn gpu215_claim_unallocatable() {
     );
     assert!(found[1].cause.contains("attribute"), "{}", found[1].cause);
 }
+
+/// Device taints: a device NVIDIA's driver tainted after Xid 79 is GPU217 with the catalog's words
+/// (an informational `None` taint is not reported); a Pending DRA pod the scheduler cannot place
+/// while devices of the nodes it may use are tainted by a DeviceTaintRule is GPU218 naming the
+/// taint and the rule; a pod pinned to a node whose devices are untainted is not.
+#[test]
+fn gpu217_gpu218_device_taints() {
+    let slice = |node: &str, devices: Value| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-gpu")},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
+    };
+    let gpu = |name: &str, taints: Value| json!({"name": name, "attributes": {"type": {"string": "gpu"}}, "taints": taints});
+    let dra_pod = |name: &str, node: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": "research", "name": name},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
+                "containers": [{"name": "c", "image": "img", "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h100"}]},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                "reason": "Unschedulable", "message": "0/1 nodes are available: 1 cannot allocate all claims."}]}})
+    };
+    let mut d = healthy();
+    let mut nodes = vec![train("t0"), train("t1")];
+    for (n, host) in nodes.iter_mut().zip(["t0", "t1"]) {
+        n["metadata"]["labels"]["kubernetes.io/hostname"] = json!(host);
+    }
+    d.nodes.clear();
+    d.ingest(DiagKind::Node, nodes);
+    d.ingest(
+        DiagKind::ResourceSlice,
+        vec![
+            slice(
+                "t0",
+                json!([
+                    gpu("gpu-0", json!([{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}])),
+                    gpu("gpu-1", json!([{"key": "gpu.nvidia.com/xid", "value": "43", "effect": "None"}])),
+                ]),
+            ),
+            slice("t1", json!([gpu("gpu-0", json!([]))])),
+        ],
+    );
+    d.ingest(
+        DiagKind::DeviceTaintRule,
+        vec![json!({"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
+            "metadata": {"name": "gpuctl-maintenance-rma"},
+            "spec": {"deviceSelector": {"driver": "gpu.nvidia.com", "pool": "t0", "device": "gpu-1"},
+                "taint": {"key": "gpuctl.dev/maintenance", "value": "rma", "effect": "NoSchedule"}}})],
+    );
+    d.ingest(
+        DiagKind::Pod,
+        vec![dra_pod("on-t0", "t0"), dra_pod("on-t1", "t1")],
+    );
+    d.finish();
+    let r = run(&d);
+    let xid = only(&r, "GPU217");
+    assert_eq!(xid.subjects[0], "node/t0/gpu-0");
+    assert!(
+        xid.title.contains("Xid 79") && xid.title.contains("gpu.nvidia.com/xid=79:NoSchedule"),
+        "{}",
+        xid.title
+    );
+    assert!(xid.fix.contains("restart"), "{}", xid.fix);
+    let pending = only(&r, "GPU218");
+    assert_eq!(pending.subjects[0], "pod/research/on-t0");
+    assert!(
+        pending
+            .subjects
+            .contains(&"devicetaintrule/gpuctl-maintenance-rma".to_string()),
+        "{:?}",
+        pending.subjects
+    );
+    let evidence: Vec<&str> = pending.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert!(
+        evidence.iter().any(|e| e.contains(
+            "device gpu-1 of node t0 tainted gpuctl.dev/maintenance=rma:NoSchedule by DeviceTaintRule gpuctl-maintenance-rma"
+        )),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains("gpu.nvidia.com/xid=79:NoSchedule by its DRA driver")),
+        "{evidence:#?}"
+    );
+    assert!(
+        pending.fix.contains("spec.dra.maintenance"),
+        "{}",
+        pending.fix
+    );
+}

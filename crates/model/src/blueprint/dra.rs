@@ -21,6 +21,97 @@ pub struct Dra {
     /// Device shapes tenants may claim; each becomes the DeviceClass `<name>.shapes.gpuctl.dev`.
     #[serde(default)]
     pub shapes: Vec<DeviceShape>,
+    /// Serve the extended resources pods already ask for (`nvidia.com/gpu`, and
+    /// `nvidia.com/mig-<profile>` for the MIG profiles pre-created on DRA pools) from DRA on the
+    /// pools DRA serves, through DeviceClasses with `extendedResourceName` (Kubernetes 1.36+,
+    /// gate DRAExtendedResource): a pool moves from the device plugin to DRA with no change to
+    /// any pod spec. A name is served by one class only: NVIDIA's driver chart's `gpu.nvidia.com`
+    /// where it sets the field (v25.12.0+), otherwise a class gpuctl renders.
+    #[serde(default, skip_serializing_if = "is_false")]
+    #[schemars(example = &true)]
+    pub extended_resources: bool,
+    /// GPUs taken out of service (maintenance, a suspected fault): each entry becomes a
+    /// DeviceTaintRule (Kubernetes 1.36+: DRADeviceTaintRules) that taints one device, or every
+    /// GPU device of a node, so the scheduler places no new claim there (`NoExecute` also evicts
+    /// the pods using them). Removing the entry removes the rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maintenance: Vec<DeviceMaintenance>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `spec.dra.maintenance[]`: devices out of service.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceMaintenance {
+    /// DNS-1123 label: names the DeviceTaintRule (`gpuctl-maintenance-<name>`) and is the taint's value.
+    #[schemars(example = &"node7-gpu3-rma")]
+    pub name: String,
+    /// The node whose GPU devices are tainted (NVIDIA's driver publishes one pool per node, named after it).
+    #[schemars(example = &"gpu-node-7")]
+    pub node: String,
+    /// One device of that node (`gpu-3`, or a MIG device `gpu-3-mig-19-0-1`); absent: all of them.
+    #[serde(default)]
+    #[schemars(example = &"gpu-3")]
+    pub device: Option<String>,
+    /// `NoSchedule` (default: no new claims; running pods stay) or `NoExecute` (pods using the
+    /// devices are evicted too).
+    #[serde(default)]
+    #[schemars(example = &"NoSchedule")]
+    pub effect: TaintEffect,
+}
+
+/// The effect of a device taint gpuctl writes.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+pub enum TaintEffect {
+    /// No new allocation of the device.
+    #[default]
+    NoSchedule,
+    /// No new allocation, and pods using the device are evicted.
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// The API's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// A device taint a tenant's ResourceClaimTemplates tolerate (`tenants[].deviceTolerations`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceToleration {
+    /// The taint key (`gpu.nvidia.com/xid`).
+    #[schemars(example = &"gpu.nvidia.com/xid")]
+    pub key: String,
+    /// `Exists` (any value) or `Equal` (the default: `value` must match).
+    #[serde(default)]
+    #[schemars(example = &"Exists")]
+    pub operator: TolerationOperator,
+    /// The value for `Equal` (`"43"`).
+    #[serde(default)]
+    #[schemars(example = &"43")]
+    pub value: Option<String>,
+    /// The effect tolerated (`NoSchedule`, `NoExecute`); absent: every effect.
+    #[serde(default)]
+    #[schemars(example = &"NoSchedule")]
+    pub effect: Option<TaintEffect>,
+}
+
+/// How a toleration matches a taint's value.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Default)]
+pub enum TolerationOperator {
+    /// The values are equal.
+    #[default]
+    Equal,
+    /// Any value.
+    Exists,
 }
 
 /// Which deployment of NVIDIA's DRA driver serves the cluster's GPUs.

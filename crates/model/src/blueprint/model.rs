@@ -1238,6 +1238,12 @@ pub struct Tenant {
     #[serde(default, skip_serializing_if = "is_zero")]
     #[schemars(example = &4)]
     pub compute_domains: u32,
+    /// Device taints the tenant's ResourceClaimTemplates tolerate (none by default: a tainted
+    /// device, by NVIDIA's driver after an Xid or by `spec.dra.maintenance`, is never allocated
+    /// to them). E.g. `{key: gpu.nvidia.com/xid, operator: Exists, effect: NoSchedule}` for a
+    /// tenant whose jobs checkpoint and can run on a GPU that reported an Xid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_tolerations: Vec<super::dra::DeviceToleration>,
 }
 
 fn is_zero(n: &u32) -> bool {

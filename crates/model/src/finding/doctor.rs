@@ -137,6 +137,20 @@ rules! {
         source: "The Workload's QuotaReserved condition, matched against Kueue's messages in profiles/dra.yaml (kueue.refused)",
         example: "workload/research/job-unmapped-7c1d2 is inadmissible: Kueue refuses its DRA claims",
     }
+    "GPU217" "dra-device-xid-taint" "scheduling" Warning {
+        title: "NVIDIA's DRA driver tainted a device after an Xid (`gpu.nvidia.com/xid=<Xid>`): what the Xid is and NVIDIA's action for it.",
+        why: "With its health check on, the driver taints a device that reported a critical Xid NoSchedule (a non-fatal one with effect None) and keeps the taint until its kubelet plugin restarts: the GPU stays out of service after it recovered, and only the ResourceSlice says why.",
+        fix: "Follow NVIDIA's action for the Xid, then restart the DRA kubelet plugin on the node.",
+        source: "ResourceSlice device taints; profiles/dra.yaml (kubernetes.device_taints.xid_taint_key) and the Xid catalog (profiles/dcgm.yaml)",
+        example: "node/gpu-a-3/gpu-5: NVIDIA's DRA driver tainted the device after Xid 79 (...) (gpu.nvidia.com/xid=79:NoSchedule)",
+    }
+    "GPU218" "dra-pod-pending-on-tainted-devices" "scheduling" Error {
+        title: "A Pending pod's DRA devices are tainted (a DeviceTaintRule, or the driver after an Xid), and its claims do not tolerate the taint.",
+        why: "The scheduler silently skips tainted devices; the pod's condition says only that claims cannot be allocated, not which taint or rule holds the devices.",
+        fix: "End the maintenance (remove the `spec.dra.maintenance` entry and apply: gpuctl deletes its DeviceTaintRule), recover the GPU, or let the tenant tolerate the taint.",
+        source: "The pod's PodScheduled condition; ResourceSlice device taints and DeviceTaintRules",
+        example: "pod/research/train-0 is Pending: devices it could use are tainted (device gpu-3 of node gpu-a-3 tainted gpuctl.dev/maintenance=rma:NoSchedule by DeviceTaintRule gpuctl-maintenance-rma)",
+    }
     "GPU220" "fragmentation-gpus" "scheduling" Warning {
         title: "Fragmentation: enough GPUs are free in the pool, but no single node has enough for the pod.",
         why: "A pod's GPUs must be on one node; free GPUs spread over many nodes cannot serve it.",

@@ -830,6 +830,22 @@ rules! {
         example: "spec:\n  kubernetes: {version: \"1.34.2\"}\n  dra:\n    driver: {deployment: gpuCluster, featureGates: {DynamicMIG: true}}\n",
         fixed: "spec:\n  kubernetes: {version: \"1.36.0\"}\n  dra:\n    driver: {deployment: gpuCluster, featureGates: {DynamicMIG: true}}\n",
     }
+    "GPU158" "dra-extended-resources" "dra" Error {
+        checks: "`spec.dra.extendedResources` (DRA serving the `nvidia.com/gpu` and `nvidia.com/mig-<profile>` requests pods already make) is declared where it works: the declared Kubernetes minor has DRAExtendedResource on by default (1.36+), `spec.dra.driver` says which chart class already serves a name, some pool is served by DRA, and a declared Kueue has its extended-resource integration on (v0.19+).",
+        why: "On Kubernetes 1.35 the gate is alpha and the API server drops DeviceClass `spec.extendedResourceName` on write, silently: pods asking `nvidia.com/gpu` never reach DRA on migrated pools and stay Pending, and a `requests.nvidia.com/gpu` quota does not count claims. Two classes serving one name make the scheduler pick the newer one; an older Kueue charges the pods nothing for DRA-served GPUs.",
+        fix: "Declare Kubernetes 1.36 or later (and Kueue v0.19+), name the driver deployment, move pools with `gpuPlugin: dra`; or remove `extendedResources` and move workloads to the shapes' claim templates.",
+        source: "profiles/dra.yaml (kubernetes.gates DRAExtendedResource, extended_resource_gate; driver.device_classes extended_resource_name and extended_resource_since; kueue.extended_resource)",
+        example: "spec:\n  kubernetes: {version: \"1.35.4\"}\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    extendedResources: true\n  nodePools:\n    - {name: h100-train, gpuPlugin: dra}\n",
+        fixed: "spec:\n  kubernetes: {version: \"1.36.3\"}\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    extendedResources: true\n  nodePools:\n    - {name: h100-train, gpuPlugin: dra}\n",
+    }
+    "GPU159" "dra-device-taints" "dra" Error {
+        checks: "Device taints are declared where the declared Kubernetes keeps them: `spec.dra.maintenance` DeviceTaintRules need DRADeviceTaints on by default and a DeviceTaintRule API on that minor (1.36+; DRADeviceTaintRules itself is beta and off there), `tenants[].deviceTolerations` need DRADeviceTaints; maintenance names are unique DNS labels, nodes are node names, a toleration with `Exists` has no value and an empty key goes with `Exists`.",
+        why: "Where the gate is off the API server drops claim tolerations and slice taints on write and serves no DeviceTaintRule, so a GPU taken out for maintenance keeps getting claims, and a tenant's tolerations vanish silently.",
+        fix: "Declare Kubernetes 1.36 or later and turn on DRADeviceTaintRules with `--runtime-config=resource.k8s.io/v1beta2=true` on the API server (and the gate on the scheduler and controller manager); correct the names and tolerations the finding names.",
+        source: "profiles/dra.yaml (kubernetes.gates DRADeviceTaints, DRADeviceTaintRules; kubernetes.device_taints)",
+        example: "spec:\n  kubernetes: {version: \"1.35.4\"}\n  dra:\n    maintenance:\n      - {name: node7-rma, node: gpu-node-7}\n",
+        fixed: "spec:\n  kubernetes: {version: \"1.36.3\"}\n  dra:\n    maintenance:\n      - {name: node7-rma, node: gpu-node-7}\n",
+    }
     "GPU160" "ip-range" "network" Error {
         checks: "Every address range the blueprint declares is an IPv4 or IPv6 CIDR: nv-ipam pool ranges (a `cidrpool`'s written at its network address and holding more than one address), the secondary network's `range`, and `kubernetes.podCIDR` / `serviceCIDR` (one CIDR per address family); pool exclusions are addresses of the pool's range, `endIP` not before `startIP`.",
         why: "Under the Network Operator the nv-ipam webhook is off and the API server stores any string, so a bad range is only found when pods start without a secondary address; an exclusion outside the range protects nothing.",
@@ -902,9 +918,9 @@ rules! {
         example: "spec:\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}   # no pool has gpuPlugin: dra\n",
         fixed: "spec:\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n  nodePools:\n    - {name: h100-train, gpuPlugin: dra}\n",
     }
-    "GPU169" "dra-shape-no-dra-pool" "dra" Warning {
+    "GPU169" "dra-shape-no-dra-pool" "dra" Error {
         checks: "On the standalone path, some pool that has devices of a shape is served by DRA (`gpuPlugin: dra`).",
-        why: "The DRA kubelet plugin runs, and publishes devices, on DRA pools only: a shape only device-plugin pools could hold is accepted, and its claims wait until one of them moves.",
+        why: "The DRA kubelet plugin runs, and publishes devices, on DRA pools only: a shape only device-plugin pools could hold is accepted by the API server, but nothing will ever allocate its claims, and their pods stay Pending.",
         fix: "Move one of those pools to DRA, or leave the shape unclaimed until then.",
         source: "profiles/dra.yaml (standalone.pool_label); the blueprint's pools and shapes",
         example: "spec:\n  dra:\n    driver: {deployment: standalone, version: v25.12.0}\n    shapes: [{name: mig, mig: {profile: 3g.40gb}}]   # only h100-infer has 3g.40gb\n  nodePools:\n    - {name: h100-train, gpuPlugin: dra}\n",
@@ -988,7 +1004,7 @@ rules! {
         fix: "Add the clique label to the NVL72 pool's topology, upgrade the driver, give the ClusterQueue channel quota, or drop `computeDomains`.",
         source: "profiles/dra.yaml (driver.prerequisites, driver.compute_domains, kueue.resource_names)",
         example: "spec:\n  tenants:\n    - {name: team-a, computeDomains: 2}   # no NVLink-domain pool, no channel quota\n",
-        fixed: "spec:\n  nodePools:\n    - name: h100-train\n      topology: {levels: [nvidia.com/gpu.clique, kubernetes.io/hostname]}\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - pool: h100-train\n              quota: {nvidia.com/gpu: 64, cpu: 600, memory: 4Ti, gpuctl.dev/compute-domain-channel: 64}\n  tenants:\n    - {name: team-a, computeDomains: 2}\n",
+        fixed: "spec:\n  nodePools:\n    - name: h100-train\n      nodes: 16\n      gpu: {model: GB200, count: 4}\n      topology: {levels: [nvidia.com/gpu.clique, kubernetes.io/hostname]}\n  scheduling:\n    kueue:\n      clusterQueues:\n        - name: cq-team-a\n          resources:\n            - pool: h100-train\n              quota: {nvidia.com/gpu: 64, cpu: 600, memory: 4Ti, gpuctl.dev/compute-domain-channel: 64}\n  tenants:\n    - {name: team-a, computeDomains: 2}\n",
     }
     "GPU180" "extends" "overlay" Error {
         checks: "A blueprint's `extends` names a parent blueprint by a relative path that stays inside the root (the fleet file's directory; for a single blueprint, its repository, or its own directory outside one) once symbolic links are resolved, that can be read (a regular file under the blueprint size limit, UTF-8, a ClusterBlueprint), and the chain of parents is at most `fleet.max_extends_depth` deep and never loops back.",

@@ -157,6 +157,41 @@ pub struct KubernetesDra {
     pub admin_access_namespace_label: String,
     /// Kinds whose whole `spec` is immutable.
     pub immutable_specs: Vec<String>,
+    /// The gate that keeps `DeviceClass.spec.extendedResourceName` (KEP-5004: DRA serves a pod's
+    /// plain extended-resource request, and claims of the class are charged `requests.<name>`).
+    pub extended_resource_gate: String,
+    /// Device taints (KEP-5055): the gates and the API of DeviceTaintRule.
+    pub device_taints: DeviceTaintFacts,
+}
+
+/// Device taints (KEP-5055) as the declared Kubernetes serves them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceTaintFacts {
+    /// Taints in ResourceSlices and tolerations in claims (`DRADeviceTaints`).
+    pub gate: String,
+    /// DeviceTaintRule objects (`DRADeviceTaintRules`).
+    pub rule_gate: String,
+    /// The API version that serves DeviceTaintRule per minor (`1.36`: `resource.k8s.io/v1beta2`).
+    pub rule_api_versions: BTreeMap<String, String>,
+    /// Which API group versions must be enabled on the API server for it (off-by-default beta).
+    pub rule_runtime_config: BTreeMap<String, String>,
+    /// Taint effects the scheduler honours (`NoSchedule`, `NoExecute`, `None`).
+    pub effects: Vec<String>,
+    /// The taint key NVIDIA's DRA driver's health check puts on a device that reported an Xid
+    /// (`gpu.nvidia.com/xid`, the Xid as its value).
+    pub xid_taint_key: String,
+}
+
+impl DeviceTaintFacts {
+    /// The API version of DeviceTaintRule on Kubernetes `version`, if that minor serves it.
+    pub fn rule_api_version(&self, version: &str) -> Option<&str> {
+        let minor = minor_of(version)?;
+        self.rule_api_versions
+            .iter()
+            .find(|(m, _)| minor_of(m) == Some(minor))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// One Kubernetes feature gate of DRA.
@@ -297,6 +332,9 @@ pub struct ComputeDomainFacts {
     pub channel_class: String,
     /// The node label naming a node's NVLink domain (`nvidia.com/gpu.clique`).
     pub clique_label: String,
+    /// GPU models (profiles/gpus.yaml keys) whose GPUs are attached to an NVLink fabric across
+    /// nodes (NVL72 racks): GPU Feature Discovery sets the clique label only on such GPUs.
+    pub fabric_attached_models: Vec<String>,
 }
 
 impl ComputeDomainFacts {
@@ -386,6 +424,9 @@ pub struct DeviceClassFact {
     /// extended-resource request can be served by DRA through this class), when it sets one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extended_resource_name: Option<String>,
+    /// The first driver release whose chart sets `extended_resource_name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_resource_since: Option<String>,
 }
 
 /// The kind of a published attribute.
@@ -547,6 +588,20 @@ pub struct KueueDra {
     pub max_classes_per_mapping: u32,
     /// Claim forms Kueue cannot admit.
     pub refused: Vec<RefusedForm>,
+    /// Kueue's extended-resource integration: a pod's plain `nvidia.com/gpu` request that DRA
+    /// serves (a DeviceClass with `extendedResourceName`) is charged to the class's
+    /// `deviceClassMappings` name, or to the extended resource itself.
+    pub extended_resource: KueueExtendedResource,
+}
+
+/// Kueue's extended-resource DRA integration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KueueExtendedResource {
+    /// Its feature gate.
+    pub gate: String,
+    /// The first release with it on by default.
+    pub since: String,
 }
 
 /// The logical resources of `resources.deviceClassMappings`: the names the device plugin gives the

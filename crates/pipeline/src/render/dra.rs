@@ -12,9 +12,13 @@ use serde_json::{Value, json};
 
 use super::{Builder, Phase, RenderError};
 use crate::cel::{device_type, driver_of, selectors};
-use gpuctl_model::blueprint::Blueprint;
-use gpuctl_model::blueprint::dra::DeviceShape;
-use gpuctl_model::names::{dra_quota_name, dra_shape_class};
+use gpuctl_model::blueprint::dra::{
+    DeviceMaintenance, DeviceShape, DeviceToleration, TolerationOperator,
+};
+use gpuctl_model::blueprint::{Blueprint, Tenant};
+use gpuctl_model::names::{
+    MAINTENANCE_TAINT_KEY, dra_maintenance_rule, dra_quota_name, dra_shape_class,
+};
 use gpuctl_model::profiles::Catalog;
 
 /// Renders the shapes' DeviceClasses and, per tenant with claims, its templates and quota.
@@ -48,6 +52,41 @@ pub(crate) fn objects(
             }),
         )?;
     }
+    for c in crate::extended::classes(bp, catalog)
+        .into_iter()
+        .filter(|c| c.by_gpuctl)
+    {
+        let selectors: Vec<Value> = crate::extended::selectors(&c, catalog)
+            .map_err(|message| RenderError::Dra {
+                path: "spec.dra.extendedResources".to_string(),
+                message,
+            })?
+            .into_iter()
+            .map(|expression| json!({ "cel": { "expression": expression } }))
+            .collect();
+        out.push(
+            Phase::Foundation,
+            "dra/deviceclass",
+            "spec.dra.extendedResources".to_string(),
+            json!({
+                "apiVersion": api,
+                "kind": "DeviceClass",
+                "metadata": { "name": c.class },
+                "spec": { "selectors": selectors, "extendedResourceName": c.resource },
+            }),
+        )?;
+    }
+    for (i, m) in dra.maintenance.iter().enumerate() {
+        out.push(
+            Phase::Foundation,
+            "dra/devicetaintrule",
+            format!("spec.dra.maintenance[{i}]"),
+            taint_rule(bp, catalog, m).map_err(|message| RenderError::Dra {
+                path: format!("spec.dra.maintenance[{i}]"),
+                message,
+            })?,
+        )?;
+    }
     if any_compute_domains(bp) {
         out.push(
             Phase::Foundation,
@@ -60,7 +99,7 @@ pub(crate) fn objects(
         if t.claims.is_empty() && t.compute_domains == 0 {
             continue;
         }
-        let hard = quota(bp, catalog, &t.claims, t.compute_domains);
+        let hard = quota(bp, catalog, t);
         for ns in &t.namespaces {
             for name in t.claims.keys() {
                 let Some(shape) = dra.shape(name) else {
@@ -73,7 +112,7 @@ pub(crate) fn objects(
                     Phase::Quotas,
                     "dra/resourceclaimtemplate",
                     format!("spec.tenants[{ti}].claims"),
-                    template(api, ns, shape),
+                    template(api, ns, shape, &t.device_tolerations),
                 )?;
             }
             out.push(
@@ -121,21 +160,87 @@ fn compute_domain_role(catalog: &Catalog) -> Value {
 }
 
 /// The ResourceClaimTemplate of `shape` in `namespace`: one request of `count` devices of the
-/// shape's class.
-fn template(api: &str, namespace: &str, shape: &DeviceShape) -> Value {
+/// shape's class, tolerating the tenant's `deviceTolerations` (none by default: a tainted device
+/// is never allocated to it).
+fn template(
+    api: &str,
+    namespace: &str,
+    shape: &DeviceShape,
+    tolerations: &[DeviceToleration],
+) -> Value {
+    let mut exactly = json!({
+        "deviceClassName": dra_shape_class(&shape.name),
+        "allocationMode": "ExactCount",
+        "count": shape.count,
+    });
+    if !tolerations.is_empty() {
+        exactly["tolerations"] = Value::Array(tolerations.iter().map(toleration).collect());
+    }
     json!({
         "apiVersion": api,
         "kind": "ResourceClaimTemplate",
         "metadata": { "name": shape.name, "namespace": namespace },
         "spec": { "spec": { "devices": { "requests": [{
             "name": device_type(shape),
-            "exactly": {
-                "deviceClassName": dra_shape_class(&shape.name),
-                "allocationMode": "ExactCount",
-                "count": shape.count,
-            },
+            "exactly": exactly,
         }]}}},
     })
+}
+
+/// A device toleration as the API writes it.
+fn toleration(t: &DeviceToleration) -> Value {
+    let mut v = json!({
+        "key": t.key,
+        "operator": match t.operator {
+            TolerationOperator::Equal => "Equal",
+            TolerationOperator::Exists => "Exists",
+        },
+    });
+    if let Some(value) = &t.value {
+        v["value"] = json!(value);
+    }
+    if let Some(e) = t.effect {
+        v["effect"] = json!(e.as_str());
+    }
+    v
+}
+
+/// The DeviceTaintRule of a `spec.dra.maintenance` entry: the node's pool of NVIDIA's GPU driver
+/// (one pool per node, named after it), one device of it or all, tainted with gpuctl's
+/// maintenance key and the entry's name as value. Its API version is the one the declared
+/// Kubernetes serves it as (profiles/dra.yaml `device_taints.rule_api_versions`).
+pub fn taint_rule(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    m: &DeviceMaintenance,
+) -> Result<Value, String> {
+    let taints = &catalog.dra().kubernetes.device_taints;
+    let api = taints
+        .rule_api_version(&bp.spec.kubernetes.version)
+        .ok_or_else(|| {
+            format!(
+                "Kubernetes {} serves no DeviceTaintRule API",
+                bp.spec.kubernetes.version
+            )
+        })?;
+    let driver = driver_of(catalog, "gpu").ok_or("the DRA facts have no GPU driver")?;
+    let mut selector = json!({ "driver": driver, "pool": m.node });
+    if let Some(d) = &m.device {
+        selector["device"] = json!(d);
+    }
+    Ok(json!({
+        "apiVersion": api,
+        "kind": "DeviceTaintRule",
+        "metadata": { "name": dra_maintenance_rule(&m.name) },
+        "spec": {
+            "deviceSelector": selector,
+            "taint": {
+                "key": MAINTENANCE_TAINT_KEY,
+                "value": m.name,
+                "effect": m.effect.as_str(),
+            },
+        },
+    }))
 }
 
 /// The quota of a tenant's namespaces: its claimed shapes at their amounts, every other shape and
@@ -143,12 +248,14 @@ fn template(api: &str, namespace: &str, shape: &DeviceShape) -> Value {
 /// cluster-wide and any namespace may name any of them, so what is not granted is closed. Where
 /// some tenant may create ComputeDomains (and so every editor may, [`compute_domain_role`]), the
 /// object count of them at `compute_domains`.
-pub fn quota(
-    bp: &Blueprint,
-    catalog: &Catalog,
-    claims: &BTreeMap<String, u32>,
-    compute_domains: u32,
-) -> Value {
+/// Where a class serves an extended resource (KEP-5004 on 1.36, [`crate::extended::classes`]) its
+/// key is not closed: the scheduler's claim for a pod's plain `nvidia.com/gpu` request is charged
+/// to that class's key too, so a 0 would refuse every such pod on a DRA pool. It gets the tenant's
+/// own quota of the name (`requests.nvidia.com/gpu`, which on 1.36 counts device-plugin GPUs and
+/// those claims alike), or no key where the tenant's quota has no such name.
+pub fn quota(bp: &Blueprint, catalog: &Catalog, t: &Tenant) -> Value {
+    let claims: &BTreeMap<String, u32> = &t.claims;
+    let compute_domains = t.compute_domains;
     let facts = catalog.dra();
     let key = |class: &str| facts.kubernetes.quota.key_for_class(class);
     let mut hard: BTreeMap<String, String> = BTreeMap::new();
@@ -164,6 +271,17 @@ pub fn quota(
     for shape in bp.spec.dra.iter().flat_map(|d| &d.shapes) {
         let n = claims.get(&shape.name).copied().unwrap_or(0);
         hard.insert(key(&dra_shape_class(&shape.name)), n.to_string());
+    }
+    for c in crate::extended::classes(bp, catalog) {
+        let requests = super::objects::quota_key(&c.resource);
+        match t
+            .quota
+            .iter()
+            .find(|(k, _)| super::objects::quota_key(k) == requests)
+        {
+            Some((_, q)) => hard.insert(key(&c.class), q.0.clone()),
+            None => hard.remove(&key(&c.class)),
+        };
     }
     if any_compute_domains(bp) {
         let prefix = &catalog.limits().resource_quota.object_count_prefix;

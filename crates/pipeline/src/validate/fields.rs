@@ -589,8 +589,29 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
             "spec.dra.driver",
             "spec.kubernetes.version",
             "spec.nodePools[].gpuPlugin",
+            "spec.nodePools[].partitioning.mode",
             "spec.gpuOperator.driver.version",
             "spec.nodePools[].driver.version",
+        ],
+    ),
+    (
+        "GPU158",
+        &[
+            "spec.dra.extendedResources",
+            "spec.kubernetes.version",
+            "spec.dra.driver",
+            "spec.nodePools[].gpuPlugin",
+            "spec.scheduling.kueue.version",
+        ],
+    ),
+    (
+        "GPU159",
+        &[
+            "spec.dra.maintenance",
+            "spec.dra.maintenance[].name",
+            "spec.dra.maintenance[].node",
+            "spec.tenants[].deviceTolerations",
+            "spec.kubernetes.version",
         ],
     ),
     (
@@ -620,6 +641,7 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
         &[
             "spec.tenants[].computeDomains",
             "spec.dra.driver.computeDomains",
+            "spec.nodePools[].topology.levels",
             "spec.gpuOperator.driver.version",
             "spec.nodePools[].driver.version",
         ],

@@ -88,7 +88,7 @@ fn shape_is_valid(
     } else if shape.count == 0 {
         Some((
             format!("{path}.count"),
-            "a claim of 0 devices holds nothing".to_string(),
+            "`count: 0`: a claim of 0 devices holds nothing".to_string(),
             "write the devices one claim holds, at least 1".to_string(),
         ))
     } else if let Some(m) = &shape.mig
@@ -169,7 +169,11 @@ fn devices_per_node(
         .and_then(|g| g.model.as_deref())
         .or(shape.mig.as_ref().and_then(|m| m.model.as_deref()));
     if model.is_some_and(|m| m != gpu.key) {
-        return Err(format!("its GPUs are {}", gpu.key));
+        return Err(format!(
+            "its GPUs are {}, not the shape's model `{}`",
+            gpu.key,
+            model.unwrap_or_default()
+        ));
     }
     if let Some(cc) = &shape.min_compute_capability
         && let Ok(floor) = semver_of(cc)
@@ -179,7 +183,7 @@ fn devices_per_node(
         )
     {
         return Err(format!(
-            "{} has compute capability {}",
+            "{} has compute capability {}, below the shape's `minComputeCapability: \"{cc}\"`",
             gpu.key, gpu.compute_capability
         ));
     }
@@ -187,7 +191,10 @@ fn devices_per_node(
         && let Ok(floor) = floor.parse::<DriverVersion>()
         && *d < floor
     {
-        return Err(format!("its driver is {d}"));
+        return Err(format!(
+            "its driver is {d}, below the shape's `minDriver: \"{}\"`",
+            shape.min_driver.as_deref().unwrap_or_default()
+        ));
     }
     let layouts = gpuctl_model::blueprint::resources::mig_layout_per_gpu(pool);
     let (n, mem_gib) = match &shape.mig {
@@ -209,8 +216,9 @@ fn devices_per_node(
         && q.nano > i128::from(gib) * (1i128 << 30) * 1_000_000_000
     {
         return Err(format!(
-            "its {} devices hold at most {gib}Gi",
-            device_type(shape)
+            "its {} devices hold at most {gib}Gi, less than the shape's `minMemory: {}`",
+            device_type(shape),
+            min.0
         ));
     }
     if n == 0 {

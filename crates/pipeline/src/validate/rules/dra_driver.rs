@@ -249,6 +249,25 @@ fn nvlink_pools(ctx: &mut Ctx<'_>, path: &str, facts: &gpuctl_model::profiles::d
         if !levels.iter().any(|l| l == label) {
             continue;
         }
+        if !facts
+            .driver
+            .compute_domains
+            .fabric_attached_models
+            .contains(&pool.gpu.model)
+        {
+            ctx.emit(
+                "GPU179",
+                format!("spec.nodePools[{i}].topology.levels"),
+                format!(
+                    "pool `{}` names `{label}` in `topology.levels`, but its GPUs (`{}`, spec.nodePools[{i}].gpu.model) are not on a multi-node NVLink fabric: GPU Feature Discovery sets `{label}` only on fabric-attached GPUs ({}), so the pool is no NVLink domain and a ComputeDomain's pods never find IMEX channels there",
+                    pool.name,
+                    pool.gpu.model,
+                    facts.driver.compute_domains.fabric_attached_models.join(", ")
+                ),
+                format!("remove `{label}` from the pool's levels, and run ComputeDomain workloads on a {} pool", facts.driver.compute_domains.fabric_attached_models.join(" or ")),
+            );
+            continue;
+        }
         any = true;
         if let (Some(d), Ok(min)) = (
             &drivers[i],

@@ -71,6 +71,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, driver: &DraDriver) {
         }
     }
     gates(ctx, driver, &version, "GPU165");
+    dynamic_mig_beside_mig_manager(ctx, driver);
     if !any {
         ctx.emit(
             "GPU168",
@@ -272,5 +273,28 @@ fn stage_words(stage: gpuctl_model::profiles::dra::GateStage) -> &'static str {
         GateStage::Alpha => "alpha and off by default",
         GateStage::BetaOff => "beta and off by default",
         GateStage::BetaOn | GateStage::Ga | GateStage::GaLocked => "on by default",
+    }
+}
+
+/// GPU165: DynamicMIG on a pool whose MIG layout the ClusterPolicy's MIG Manager applies. On the
+/// standalone path MIG Manager still runs on DRA pools; with DynamicMIG the DRA driver creates MIG
+/// devices per claim and destroys the ones it did not create, so the two undo each other.
+fn dynamic_mig_beside_mig_manager(ctx: &mut Ctx<'_>, driver: &DraDriver) {
+    if driver.feature_gates.get("DynamicMIG").copied() != Some(true) {
+        return;
+    }
+    for (i, pool) in ctx.bp.spec.node_pools.clone().iter().enumerate() {
+        if pool.gpu_plugin != GpuPlugin::Dra || pool.partitioning.mode != PartitionMode::Mig {
+            continue;
+        }
+        ctx.emit(
+            "GPU165",
+            format!("spec.nodePools[{i}].partitioning.mode"),
+            format!(
+                "pool `{}` declares a MIG layout (`partitioning.mode: mig`), which the ClusterPolicy's MIG Manager applies, while `spec.dra.driver.featureGates.DynamicMIG` is `true`: the DRA driver then creates MIG devices per claim and destroys those it did not create, so the two tear down each other's instances",
+                pool.name
+            ),
+            "drop the pool's MIG layout and let DynamicMIG partition its GPUs, or set `DynamicMIG: false` and keep the pre-created layout",
+        );
     }
 }

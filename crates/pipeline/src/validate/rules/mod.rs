@@ -5,6 +5,7 @@ mod compat;
 mod composition;
 mod dra;
 mod dra_driver;
+mod dra_extended;
 mod dra_standalone;
 mod install;
 mod ip_pools;
@@ -42,6 +43,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     ip_pools::check(ctx);
     dra::check(ctx);
     dra_driver::check(ctx);
+    dra_extended::check(ctx);
     accounting::check(ctx);
 }
 

@@ -20,15 +20,15 @@ fn gc() -> String {
     )
 }
 
-/// The base with the H100 pool an NVLink domain (the clique label in its topology) and the tenant
-/// allowed 2 ComputeDomains.
+/// The base with a GB200 NVL72 pool, an NVLink domain (the clique label in its topology), and the
+/// tenant allowed 2 ComputeDomains.
 fn cd() -> String {
     edit(
         DRA_BASE,
         &[
             (
-                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
-                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      topology: { levels: [nvidia.com/gpu.clique, kubernetes.io/hostname] }\n",
+                "  dra:\n    shapes:\n",
+                "    - name: gb200\n      selector: { gpuctl.dev/pool: gb200 }\n      nodes: 18\n      gpu: { model: GB200, count: 4 }\n      topology: { levels: [nvidia.com/gpu.clique, kubernetes.io/hostname] }\n  dra:\n    shapes:\n",
             ),
             (
                 "      quota: { pods: 50 }",
@@ -440,7 +440,106 @@ pub(super) fn cases() -> Vec<Case> {
             cd(),
             vec![("version: \"595.91.07\"", "version: \"570.148.08\"")],
         ),
+        // An HGX H100 pool naming the clique level is no NVLink domain (GPU Feature Discovery
+        // labels only fabric-attached GPUs), even beside a GB200 pool.
+        (
+            "GPU179",
+            cd(),
+            vec![(
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      topology: { levels: [nvidia.com/gpu.clique] }\n",
+            )],
+        ),
+        // DynamicMIG on a DRA pool whose MIG layout the ClusterPolicy's MIG Manager applies.
+        (
+            "GPU165",
+            sa(),
+            vec![
+                A100_TO_DRA,
+                (
+                    "version: v25.12.0 }",
+                    "version: v25.12.0, featureGates: { DynamicMIG: true } }",
+                ),
+            ],
+        ),
+        // extendedResources on 1.35 (the gate is alpha: the field is dropped).
+        (
+            "GPU158",
+            ext(),
+            vec![("version: \"1.36.3\"", "version: \"1.35.1\"")],
+        ),
+        // ... without a driver deployment (who owns nvidia.com/gpu?).
+        (
+            "GPU158",
+            ext(),
+            vec![(
+                "    driver: { deployment: standalone, version: v25.12.0 }\n",
+                "",
+            )],
+        ),
+        // ... with no pool on DRA.
+        ("GPU158", ext(), vec![(DRA_POOL, "")]),
+        // DeviceTaintRules and tolerations on 1.35.
+        (
+            "GPU159",
+            taints(),
+            vec![("version: \"1.36.3\"", "version: \"1.35.1\"")],
+        ),
+        // `Exists` with a value; a maintenance name that is no DNS label; twice the same name.
+        (
+            "GPU159",
+            taints(),
+            vec![(
+                "operator: Exists, effect",
+                "operator: Exists, value: \"79\", effect",
+            )],
+        ),
+        (
+            "GPU159",
+            taints(),
+            vec![("name: node7-rma", "name: Node7_RMA")],
+        ),
+        (
+            "GPU159",
+            taints(),
+            vec![(
+                "node: gpu-node-9, device: gpu-3",
+                "node: gpu-node-9, device: gpu-3 }\n      - { name: node7-rma, node: gpu-node-1",
+            )],
+        ),
     ]
+}
+
+/// The standalone base on Kubernetes 1.36 with `extendedResources` (the H100 pool on DRA).
+fn ext() -> String {
+    edit(
+        &sa(),
+        &[
+            ("version: \"1.35.1\"", "version: \"1.36.3\""),
+            (
+                "version: v25.12.0 }\n",
+                "version: v25.12.0 }\n    extendedResources: true\n",
+            ),
+        ],
+    )
+}
+
+/// The base on 1.36 with two maintenance entries and a tenant tolerating the driver's Xid taint.
+fn taints() -> String {
+    edit(
+        DRA_BASE,
+        &[
+            ("version: \"1.35.1\"", "version: \"1.36.3\""),
+            (
+                "  dra:\n    shapes:\n",
+                "  dra:\n    maintenance:\n      - { name: node7-rma, node: gpu-node-7 }\n      - { name: gpu3-swap, node: gpu-node-9, device: gpu-3, effect: NoExecute }\n    shapes:\n",
+            ),
+            (
+                "      quota: { pods: 50 }",
+                "      quota: { pods: 50 }\n      deviceTolerations: [{ key: gpu.nvidia.com/xid, operator: Exists, effect: NoSchedule }]",
+            ),
+        ],
+    )
 }
 
 pub(super) fn passing_cases() -> Vec<Case> {
@@ -545,6 +644,26 @@ pub(super) fn passing_cases() -> Vec<Case> {
         ),
         ("GPU179", cd(), vec![]),
         ("GPU179", d(), vec![]),
+        ("GPU165", sa(), vec![A100_TO_DRA]),
+        ("GPU158", ext(), vec![]),
+        ("GPU158", d(), vec![]),
+        // Under GPUCluster every pool is on DRA: gpuctl renders the class for nvidia.com/gpu.
+        (
+            "GPU158",
+            edit(
+                &gc(),
+                &[
+                    ("version: \"1.35.1\"", "version: \"1.36.3\""),
+                    (
+                        "deployment: gpuCluster }\n",
+                        "deployment: gpuCluster }\n    extendedResources: true\n",
+                    ),
+                ],
+            ),
+            vec![],
+        ),
+        ("GPU159", taints(), vec![]),
+        ("GPU159", d(), vec![]),
     ]
 }
 
