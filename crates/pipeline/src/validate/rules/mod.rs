@@ -14,6 +14,7 @@ mod mig;
 mod monitoring;
 mod network;
 mod priority;
+mod provisioning;
 mod quota;
 mod sharing;
 mod structure;
@@ -43,6 +44,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     dra::check(ctx);
     dra_driver::check(ctx);
     accounting::check(ctx);
+    provisioning::check(ctx);
 }
 
 pub use gpuctl_model::names::is_dns_label;
