@@ -266,7 +266,7 @@ async fn karpenter_provisions_gpuctls_pools() {
     let path = dir.path().join("kp.yaml");
     std::fs::write(&path, blueprint(&p, false)).unwrap();
     let no_overlay = path.to_str().unwrap().to_string();
-    let o = gpuctl(&["validate", &no_overlay], &kc);
+    let o = Gpuctl::new(["validate", &no_overlay]).today(TODAY).output();
     assert!(
         !o.status.success() && text(&o).contains("GPU1401"),
         "validation names the missing overlay: {}",
