@@ -459,6 +459,39 @@ async fn karpenter_provisions_gpuctls_pools() {
         Some(name.as_str())
     );
 
+    // 7 (first). The EKS example's NodePools and NodeOverlay pass the real API server's validation
+    // of Karpenter's CRDs, CEL rules included (a server-side dry run; the EC2NodeClass they name is the
+    // cloud's and is not needed for that).
+    let example = crate::render_common::render_file(
+        &crate::render_common::root().join("blueprints/eks-karpenter.yaml"),
+    );
+    let mut dry_run = 0;
+    for o in example
+        .objects
+        .iter()
+        .filter(|o| o.group() == "karpenter.sh")
+    {
+        let plural = if o.kind == "NodePool" {
+            "nodepools"
+        } else {
+            "nodeoverlays"
+        };
+        let api = dynamic(&tc, "karpenter.sh", o.version(), &o.kind, plural);
+        let obj: DynamicObject = serde_json::from_value(o.manifest.clone()).unwrap();
+        let pp = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        api.create(&pp, &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{} is refused by the API server: {e}", o.display_id()));
+        dry_run += 1;
+    }
+    assert_eq!(
+        dry_run, 3,
+        "two NodePools and one NodeOverlay in the EKS example"
+    );
+
     // 6. Plan after apply: nothing to change (Karpenter's defaulting and status do not count).
     let o = gpuctl(&["plan", &bp, "--detailed-exitcode"], &kc);
     assert_eq!(o.status.code(), Some(0), "plan after apply: {}", text(&o));
