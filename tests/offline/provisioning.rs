@@ -104,3 +104,73 @@ fn node_class_refs_match_the_providers_crds() {
         assert_eq!(crd["spec"]["names"]["kind"], c.kind.as_str(), "{platform}");
     }
 }
+
+/// A Cluster API MIG pool gets the Cluster Autoscaler's scale-from-zero annotations (its one MIG
+/// resource, labels, the readiness taint), and a managed EKS pool the settings its node group must
+/// have, as documents; neither gets a NodePool.
+#[test]
+fn cluster_api_and_managed_pools_render_their_documents() {
+    let text = r#"apiVersion: gpuctl.dev/v1alpha1
+kind: ClusterBlueprint
+metadata:
+  name: capi
+spec:
+  kubernetes:
+    version: "1.34.2"
+  gpuOperator:
+    version: v26.7.0
+    driver:
+      version: "580.173.02"
+      kernelModuleType: open
+  nodeReadiness: { taintKey: readiness.k8s.io/nvidia-gpu-not-ready, signal: external }
+  nodePools:
+    - name: mig
+      role: inference
+      selector: { gpuctl.dev/pool: mig }
+      nodes: 0
+      gpu: { model: H100-SXM5-80GB, count: 8 }
+      partitioning:
+        mode: mig
+        mig: { strategy: mixed, layout: { "1g.10gb": 7 } }
+      provisioner: { type: clusterAPI, minNodes: 0, maxNodes: 3, machineDeployment: { name: gpu-md-0, namespace: capi } }
+    - name: eks-l40s
+      role: general
+      selector: { gpuctl.dev/pool: eks-l40s }
+      nodes: 1
+      gpu: { model: L40S, count: 1 }
+      provisioner: { type: managed, platform: eks, minNodes: 1, maxNodes: 4, instanceTypes: [g6e.xlarge] }
+"#;
+    let set = crate::render_common::render_text("capi.yaml", text);
+    assert!(
+        set.objects.iter().all(|o| o.kind != "NodePool"),
+        "no NodePool for these provisioners"
+    );
+    let capi = &set.documents["cluster-api/mig.yaml"];
+    for want in [
+        "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size: \"0\"",
+        "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: \"3\"",
+        "capacity.cluster-autoscaler.kubernetes.io/gpu-type: nvidia.com/mig-1g.10gb",
+        "capacity.cluster-autoscaler.kubernetes.io/gpu-count: \"56\"",
+        "cluster-api/accelerator=H100-SXM5-80GB",
+        "readiness.k8s.io/nvidia-gpu-not-ready=pending:NoSchedule",
+        "name: gpu-md-0",
+    ] {
+        assert!(capi.contains(want), "{want} missing from:\n{capi}");
+    }
+    let managed = &set.documents["managed/eks-l40s.md"];
+    assert!(managed.contains("size: min 1, max 4"), "{managed}");
+    assert!(managed.contains("driver: host"), "{managed}");
+    // The host driver is turned off for the operator on the pool's nodes.
+    let patch = set
+        .node_patches
+        .iter()
+        .find(|p| p.pool == "eks-l40s")
+        .unwrap();
+    assert_eq!(
+        patch
+            .labels
+            .get("nvidia.com/gpu.deploy.driver")
+            .map(String::as_str),
+        Some("false")
+    );
+}
