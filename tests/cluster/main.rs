@@ -35,6 +35,7 @@ mod lists_cluster;
 mod multikueue;
 mod network_cluster;
 mod plan_apply;
+mod provisioning;
 mod releases_cluster;
 mod status_cluster;
 mod upgrade;

@@ -30,6 +30,7 @@ mod hostile_io;
 mod plan_secrets;
 mod plan_snapshot;
 mod policy;
+mod provisioning;
 mod registry_examples;
 mod render_cli;
 mod render_dependencies;

@@ -41,6 +41,9 @@ pub const DEVICE_PLUGIN_CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
 /// cannot say "every GPU node except these pools", so each pool's nodes carry the name of their CR
 /// and every CR selects exactly one value: the selectors are disjoint by construction.
 pub const DRIVER_LABEL: &str = "gpuctl.dev/driver";
+/// Label on the nodes of provisioned pools whose new nodes wait for the GPU readiness taint to be
+/// removed (`spec.nodeReadiness`): the NodeReadinessRule selects them by it.
+pub const READINESS_GATED_LABEL: &str = "gpuctl.dev/gpu-readiness";
 /// Namespace label naming the tenant that owns it; Kueue ClusterQueues select tenants by it.
 pub const TENANT_LABEL: &str = "gpuctl.dev/tenant";
 /// Namespace annotation Volcano reads as the default queue of the namespace's pods and PodGroups.

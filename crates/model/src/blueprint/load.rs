@@ -168,11 +168,14 @@ pub fn load_bytes_in(file: &str, bytes: Vec<u8>, root: Option<&Path>) -> Result<
         Ok(t) => t,
         Err(e) => {
             let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
-            // Columns count characters, as the parser's do; the prefix is valid UTF-8.
-            let column = std::str::from_utf8(valid).map_or(0, |t| {
-                t.rsplit('\n').next().map_or(0, |l| l.chars().count())
-            }) + 1;
+            // Line breaks as YAML counts them (`\r\n`, `\r` or `\n`); columns count characters, as
+            // the parser's do; the prefix is valid UTF-8.
+            let text = std::str::from_utf8(valid)
+                .unwrap_or_default()
+                .replace("\r\n", "\n")
+                .replace('\r', "\n");
+            let line = text.matches('\n').count() + 1;
+            let column = text.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             return Err(whole(single(
                 file,
                 Some(Pos { line, column }),

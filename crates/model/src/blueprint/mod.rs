@@ -8,6 +8,7 @@ pub mod model;
 pub mod network;
 pub mod origin;
 pub mod overlay;
+pub mod provisioning;
 pub mod resources;
 mod scalars;
 pub mod schema;

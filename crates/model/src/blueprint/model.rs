@@ -86,6 +86,11 @@ pub struct Spec {
     /// them (docs/report.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accounting: Option<crate::blueprint::accounting::Accounting>,
+    /// How new GPU nodes are kept free of work until their GPU stack is up: one startup taint
+    /// key, rendered into every Karpenter NodePool's `startupTaints`, the Cluster API template
+    /// taints, the GPU Operator's and NFD's tolerations and the NodeReadinessRule (docs/node-pools.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_readiness: Option<crate::blueprint::provisioning::NodeReadiness>,
 }
 
 /// Kubernetes control plane.
@@ -109,6 +114,7 @@ pub struct Kubernetes {
 }
 
 pub use super::install::InstallMode;
+pub use super::provisioning::Provisioner;
 pub use super::scalars::{IntOrString, Quantity};
 use super::scalars::{version_list, version_text};
 
@@ -359,6 +365,24 @@ pub struct NodePool {
     #[serde(default, skip_serializing_if = "GpuPlugin::is_device_plugin")]
     #[schemars(example = &"dra")]
     pub gpu_plugin: GpuPlugin,
+    /// How the pool's nodes come to exist: `static` (the default: they are there), `karpenter`,
+    /// `clusterAPI` or `managed`, with minimum and maximum nodes and the instance types it may
+    /// use (docs/node-pools.md). For a pool that scales, `nodes` is the count expected now and
+    /// capacity checks use `maxNodes`.
+    #[serde(default, skip_serializing_if = "Provisioner::is_static_default")]
+    pub provisioner: Provisioner,
+}
+
+impl NodePool {
+    /// The most nodes the pool can have: `provisioner.maxNodes` when a provisioner scales it,
+    /// else `nodes`.
+    pub fn max_nodes(&self) -> u32 {
+        if self.provisioner.scales() {
+            self.provisioner.max_nodes.unwrap_or(self.nodes)
+        } else {
+            self.nodes
+        }
+    }
 }
 
 /// The plugin that serves a pool's GPUs (`nodePools[].gpuPlugin`).

@@ -101,10 +101,16 @@ pub fn per_node(pool: &NodePool) -> BTreeMap<String, u64> {
     out
 }
 
-/// Resources the whole pool advertises (`nodes` x per node).
+/// Resources the whole pool can advertise: per node x its most nodes (`nodes`, or
+/// `provisioner.maxNodes` for a pool a provisioner scales).
 pub fn pool_capacity(pool: &NodePool) -> BTreeMap<String, u64> {
+    pool_capacity_at(pool, pool.max_nodes())
+}
+
+/// Resources the pool advertises with `nodes` nodes.
+pub fn pool_capacity_at(pool: &NodePool, nodes: u32) -> BTreeMap<String, u64> {
     per_node(pool)
         .into_iter()
-        .map(|(k, v)| (k, v.saturating_mul(u64::from(pool.nodes))))
+        .map(|(k, v)| (k, v.saturating_mul(u64::from(nodes))))
         .collect()
 }

@@ -1158,6 +1158,78 @@ rules! {
         example: "spec:\n  gpuOperator:\n    dcgmExporter: {enabled: false}\n  accounting:\n    idle: {activityBelowPercent: 5, for: 30m}\n",
         fixed: "spec:\n  gpuOperator:\n    dcgmExporter: {enabled: true}\n  accounting:\n    idle: {activityBelowPercent: 5, for: 30m}\n",
     }
+    "GPU1400" "readiness-key" "provisioning" Error {
+        checks: "`nodeReadiness.taintKey` is one key under `readiness.k8s.io/` with one `/`; no pool carries another readiness key; raw operator values that replace `daemonsets.tolerations` or NFD's worker tolerations still tolerate it; no managed GKE or AKS pool relies on it.",
+        why: "The same key must match in the NodePool's startup taints, the NodeReadinessRule and the GPU Operator's and NFD's tolerations: the Node Readiness Controller refuses other prefixes, an operand that does not tolerate the key never starts, so the taint is never removed, and the managed GKE/AKS autoscalers honour only their own startup-taint prefix and scale up again (gpu-operator examples/cluster-autoscaler).",
+        fix: "Use one key such as `readiness.k8s.io/nvidia-gpu-not-ready`; let gpuctl render the tolerations; gate managed GKE/AKS pools differently.",
+        source: "NVIDIA/gpu-operator examples/cluster-autoscaler README (PR #2573); kubernetes-sigs/node-readiness-controller v0.5.0 nodereadinessrule_types.go; profiles/provisioning.yaml (readiness)",
+        example: "spec:\n  nodeReadiness: {taintKey: nvidia.com/gpu-not-ready}\n",
+        fixed: "spec:\n  nodeReadiness: {taintKey: readiness.k8s.io/nvidia-gpu-not-ready}\n",
+    }
+    "GPU1401" "scale-from-zero-resources" "provisioning" Error {
+        checks: "A MIG, MPS or renamed time-slicing pool that can scale to zero declares the resources its nodes will advertise: a Karpenter NodeOverlay, one GPU resource in the Cluster API annotations, or `templateResources` of a managed node group.",
+        why: "No provider infers MIG or shared-GPU resources from the instance type: a pod asking for `nvidia.com/mig-1g.10gb` on a pool at zero never makes the autoscaler add a node (gpu-operator examples/cluster-autoscaler, Scale-from-zero; karpenter-provider-aws PR #8710).",
+        fix: "Keep the NodeOverlay on, declare the resources on the node group, or keep `minNodes` at 1 or more.",
+        source: "NVIDIA/gpu-operator examples/cluster-autoscaler README; kubernetes/autoscaler cluster-autoscaler/cloudprovider/clusterapi/README.md; profiles/provisioning.yaml",
+        example: "spec:\n  nodePools:\n    - name: h100-infer\n      nodes: 0\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, minNodes: 0, maxNodes: 2, instanceTypes: [p5.48xlarge], nodeOverlay: false}\n      taints: [{key: gpuctl.dev/mig, value: infer, effect: NoSchedule}]\n",
+        fixed: "spec:\n  nodePools:\n    - name: h100-infer\n      nodes: 0\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, minNodes: 0, maxNodes: 2, instanceTypes: [p5.48xlarge]}\n      taints: [{key: gpuctl.dev/mig, value: infer, effect: NoSchedule}]\n",
+    }
+    "GPU1402" "dra-pool-at-zero" "provisioning" Error {
+        checks: "A pool that serves GPUs through DRA does not scale to zero under a provisioner that cannot template its ResourceSlices (Karpenter; the Cluster Autoscaler for MIG claims; managed EKS and AKS groups).",
+        why: "At zero there are no ResourceSlices, and the provisioner cannot imagine them: Karpenter skips pods with claims (`ignoreDRARequests` defaults to true) and no provider ships GPU slice templates; the Cluster Autoscaler's template has whole GPUs only (kubernetes/autoscaler #10199, karpenter #3228).",
+        fix: "Keep `minNodes` at 1 or more on DRA pools, or use the device plugin there.",
+        source: "kubernetes/autoscaler #10199, cluster-autoscaler docs/dra_support.md; kubernetes-sigs/karpenter #3228; aws/karpenter-provider-aws #9519; profiles/provisioning.yaml",
+        example: "spec:\n  nodePools:\n    - name: dra\n      gpuPlugin: dra\n      provisioner: {type: karpenter, minNodes: 0, maxNodes: 2}\n",
+        fixed: "spec:\n  nodePools:\n    - name: dra\n      gpuPlugin: dra\n      provisioner: {type: karpenter, minNodes: 1, maxNodes: 2}\n",
+    }
+    "GPU1403" "driver-ownership" "provisioning" Error {
+        checks: "Who installs the driver fits the platform and the operands: no operator driver on an image that has one (EKS), no host driver with `operands.driver: true`, no operator driver with the toolkit off, and DRA pools agreeing on one driver root.",
+        why: "Driver ownership is one coordinated setting: the operator's driver on an EKS NVIDIA AMI fights the preinstalled one, a toolkit off while the driver is on is a hybrid no image satisfies, and the DRA driver's `nvidiaDriverRoot` (`/` or `/run/nvidia/driver`) is one value for all its pools (NVIDIA/aicr #1757).",
+        fix: "Set `provisioner.driver` to `host` on images that bring the driver; leave the operands to gpuctl; give the DRA pools one owner.",
+        source: "EKS user guide ml-eks-optimized-ami.adoc; NVIDIA/aicr #1680, #1756, #1757; dra-driver-nvidia-gpu v25.12.0 values.yaml; profiles/provisioning.yaml (driver_ownership)",
+        example: "spec:\n  nodePools:\n    - name: train\n      provisioner: {type: karpenter, platform: eks, driver: operator, maxNodes: 4}\n",
+        fixed: "spec:\n  nodePools:\n    - name: train\n      provisioner: {type: karpenter, platform: eks, driver: host, maxNodes: 4}\n",
+    }
+    "GPU1404" "instance-type-gpu" "provisioning" Error {
+        checks: "Every instance type of a pool is in the catalog, has the pool's GPU model and count, and belongs to the pool's platform.",
+        why: "The instance types become the NodePool's requirement: a type with another GPU launches nodes whose capacity, MIG profiles and driver needs are not the pool's.",
+        fix: "List only catalogued types with the pool's GPU, or add a sourced row to profiles/provisioning.yaml.",
+        source: "profiles/provisioning.yaml (instance_types), karpenter-provider-aws instance-types reference",
+        example: "spec:\n  nodePools:\n    - name: train\n      gpu: {model: H100-SXM5-80GB, count: 8}\n      provisioner: {type: karpenter, instanceTypes: [p4d.24xlarge]}\n",
+        fixed: "spec:\n  nodePools:\n    - name: train\n      gpu: {model: H100-SXM5-80GB, count: 8}\n      provisioner: {type: karpenter, instanceTypes: [p5.48xlarge]}\n",
+    }
+    "GPU1405" "mig-overlay-whole-gpu" "provisioning" Error {
+        checks: "A Karpenter MIG pool whose NodeOverlay declares MIG resources has a NoSchedule taint of its own that no whole-GPU pool has.",
+        why: "A NodeOverlay only adds resources: Karpenter still counts the instance's whole `nvidia.com/gpu`, so it places whole-GPU pods on the MIG pool's nodes, where the device plugin offers none and they stay pending (observed with Karpenter's KWOK provider).",
+        fix: "Give the MIG pool its own taint that only MIG workloads tolerate.",
+        source: "kubernetes-sigs/karpenter v1.15.0 designs/node-overlay.md (capacity adds only); profiles/provisioning.yaml",
+        example: "spec:\n  nodePools:\n    - name: h100-infer\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, maxNodes: 2, instanceTypes: [p5.48xlarge]}\n      taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n",
+        fixed: "spec:\n  nodePools:\n    - name: h100-infer\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, maxNodes: 2, instanceTypes: [p5.48xlarge]}\n      taints: [{key: gpuctl.dev/mig, value: infer, effect: NoSchedule}]\n",
+    }
+    "GPU1406" "capacity-only-at-max" "provisioning" Warning {
+        checks: "A ClusterQueue's nominal quota on a scaling pool fits what the pool has with `nodes` now; quotas above that but within `maxNodes` are reported (above `maxNodes` is GPU055).",
+        why: "Capacity checks use the pool's maximum; a quota that fits only there admits jobs that then wait for the provisioner to scale up, or for ever when it cannot.",
+        fix: "Fine for an elastic pool; otherwise lower the quota or raise `nodes` and `minNodes`.",
+        source: "docs/node-pools.md",
+        example: "spec:\n  nodePools:\n    - name: h100-train\n      nodes: 4\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, maxNodes: 8, instanceTypes: [p5.48xlarge]}\n",
+        fixed: "spec:\n  nodePools:\n    - name: h100-train\n      nodes: 8\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, maxNodes: 8, instanceTypes: [p5.48xlarge]}\n",
+    }
+    "GPU1407" "training-consolidation" "provisioning" Error {
+        checks: "A Karpenter training pool neither consolidates busy nodes (`WhenEmptyOrUnderutilized` or `Balanced` without a budget of 0 for `Underutilized`) nor expires its nodes.",
+        why: "Consolidation ends a multi-day run on a node Karpenter finds underutilized, and expiry is not blocked by `karpenter.sh/do-not-disrupt` (kubernetes-sigs/karpenter #701, #3185; dynamical-org/reformatters PR #945).",
+        fix: "Leave `disruption` and `expireAfter` to gpuctl (WhenEmpty, 1h, Never) or add a budget `{nodes: \"0\", reasons: [Underutilized]}`.",
+        source: "kubernetes-sigs/karpenter v1.15.0 pkg/apis/v1/nodepool.go, labels.go; profiles/provisioning.yaml (karpenter.training_defaults)",
+        example: "spec:\n  nodePools:\n    - name: train\n      role: training\n      provisioner: {type: karpenter, disruption: {consolidationPolicy: WhenEmptyOrUnderutilized}}\n",
+        fixed: "spec:\n  nodePools:\n    - name: train\n      role: training\n      provisioner: {type: karpenter, disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 1h}}\n",
+    }
+    "GPU1408" "provisioner-settings" "provisioning" Error {
+        checks: "The provisioner's settings hold together: a scaling pool has `maxNodes` with `minNodes` ≤ `nodes` ≤ `maxNodes`; a static pool sets none of them; each type gets only its own settings (Karpenter: instance types, platform, NodeClass, valid durations, policies and budgets; Cluster API: a MachineDeployment; managed: a platform).",
+        why: "A setting the chosen provisioner does not read is silently lost, and a Karpenter NodePool with a malformed duration or budget is refused by its CRD at apply, after review.",
+        fix: "Set the fields the finding names, or remove the ones of another provisioner.",
+        source: "kubernetes-sigs/karpenter v1.15.0 karpenter.sh_nodepools.yaml (patterns); docs/node-pools.md",
+        example: "spec:\n  nodePools:\n    - name: h100-train\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, instanceTypes: [p5.48xlarge], minNodes: 10, maxNodes: 8}\n",
+        fixed: "spec:\n  nodePools:\n    - name: h100-train\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, instanceTypes: [p5.48xlarge], minNodes: 0, maxNodes: 8}\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.

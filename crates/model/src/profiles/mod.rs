@@ -27,6 +27,7 @@ mod limits;
 mod mig;
 pub mod network;
 mod operator;
+pub mod provisioning;
 mod queueing;
 
 use serde::Serialize;
@@ -80,6 +81,8 @@ pub const DCGM_FILE: &str = "profiles/dcgm.yaml";
 pub const ACCOUNTING_FILE: &str = "profiles/accounting.yaml";
 /// See [`GPUS_FILE`].
 pub const DRA_FILE: &str = "profiles/dra.yaml";
+/// Provisioned node pools: instance types, Karpenter, Cluster API, readiness, driver ownership.
+pub const PROVISIONING_FILE: &str = "profiles/provisioning.yaml";
 
 /// The text of the profile tables.
 #[derive(Debug, Clone, Copy)]
@@ -106,6 +109,8 @@ pub struct ProfileSources<'a> {
     pub dra: &'a str,
     /// `profiles/accounting.yaml`.
     pub accounting: &'a str,
+    /// `profiles/provisioning.yaml`.
+    pub provisioning: &'a str,
 }
 
 impl ProfileSources<'static> {
@@ -122,6 +127,7 @@ impl ProfileSources<'static> {
         dcgm: include_str!("../../../../profiles/dcgm.yaml"),
         dra: include_str!("../../../../profiles/dra.yaml"),
         accounting: include_str!("../../../../profiles/accounting.yaml"),
+        provisioning: include_str!("../../../../profiles/provisioning.yaml"),
     };
 }
 
@@ -167,6 +173,7 @@ pub struct Catalog {
     dcgm: dcgm::DcgmFacts,
     dra: dra::DraFacts,
     accounting: accounting::AccountingFacts,
+    provisioning: provisioning::ProvisioningFacts,
     sources: Vec<(&'static str, String)>,
     fact_rows: Vec<FactRow>,
 }
@@ -217,6 +224,8 @@ impl Catalog {
         let dcgm_file: dcgm::DcgmFile = parse(DCGM_FILE, src.dcgm)?;
         let dra_file: dra::DraFile = parse(DRA_FILE, src.dra)?;
         let accounting_file: accounting::AccountingFile = parse(ACCOUNTING_FILE, src.accounting)?;
+        let provisioning_file: provisioning::ProvisioningFile =
+            parse(PROVISIONING_FILE, src.provisioning)?;
 
         let mut sources = Vec::new();
         let mut rows = Vec::new();
@@ -234,6 +243,8 @@ impl Catalog {
         let dcgm = dcgm::load_dcgm(dcgm_file, &mut sources, &mut rows)?;
         let dra = dra::load_dra(dra_file, &mut sources, &mut rows)?;
         let accounting = accounting::load_accounting(accounting_file, &mut sources, &mut rows)?;
+        let provisioning =
+            provisioning::load_provisioning(provisioning_file, &gpus, &mut sources, &mut rows)?;
 
         Ok(Catalog {
             gpus,
@@ -251,6 +262,7 @@ impl Catalog {
             dcgm,
             dra,
             accounting,
+            provisioning,
             sources,
             fact_rows: rows,
         })
@@ -375,6 +387,11 @@ impl Catalog {
     /// (`profiles/dcgm.yaml`).
     pub fn dcgm(&self) -> &dcgm::DcgmFacts {
         &self.dcgm
+    }
+
+    /// Provisioned-pool facts (`profiles/provisioning.yaml`).
+    pub fn provisioning(&self) -> &provisioning::ProvisioningFacts {
+        &self.provisioning
     }
 
     /// Accounting facts (`profiles/accounting.yaml`).

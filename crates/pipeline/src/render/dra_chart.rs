@@ -145,7 +145,21 @@ pub fn release(bp: &Blueprint, catalog: &Catalog) -> Option<HelmRelease> {
         version: version.trim().trim_start_matches('v').to_string(),
         namespace: facts.namespace.clone(),
         install: d.install,
-        values: values(d, facts),
+        values: {
+            let mut v = values(d, facts);
+            // The driver root follows who installs the driver on the provisioned DRA pools;
+            // the blueprint's own `values` still win.
+            if let (Some(root), Some(m)) = (
+                catalog.provisioning().dra_driver_root(bp),
+                v.as_object_mut(),
+            ) {
+                let key = &catalog.provisioning().driver_ownership.dra_root_value;
+                if !d.values.contains_key(key) {
+                    m.insert(key.clone(), Value::String(root));
+                }
+            }
+            v
+        },
         source: ChartSource::from_spec(&d.chart, default),
     })
 }

@@ -14,6 +14,7 @@ pub mod kueue_config;
 pub mod network;
 mod nodes;
 mod objects;
+pub mod provisioning;
 pub mod rendered;
 mod runbook;
 mod templates;
@@ -292,6 +293,7 @@ pub fn render(
     }
     network::objects(bp, catalog, &mut out)?;
     dra::objects(bp, catalog, &mut out)?;
+    provisioning::objects(bp, catalog, &plan, &mut out)?;
 
     let mut objects = out.finish()?;
     objects.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()));
@@ -327,6 +329,7 @@ pub fn render(
     let network = network::release(bp, templates)?;
     network::documents(bp, network.as_ref(), &mut documents)?;
     network::kubelet_documents(bp, catalog, templates, &mut documents)?;
+    provisioning::documents(bp, catalog, &plan, &mut documents);
 
     let (releases, undeclared) = other_releases(bp, catalog, &name, network, &mut documents);
 

@@ -272,7 +272,15 @@ pub fn plan(
 
     let default_tolerations = release_tolerations(release, "daemonsets.tolerations");
     let nfd_defaults = release_tolerations(release, "node-feature-discovery.worker.tolerations");
-    let all_taints: Vec<NodeTaint> = pools.iter().flat_map(node_taints).collect();
+    let mut all_taints: Vec<NodeTaint> = pools.iter().flat_map(node_taints).collect();
+    // The operands and NFD must run on a node that still has the readiness taint, or it is never removed.
+    if let Some((key, value)) = catalog.provisioning().readiness_taint(bp) {
+        all_taints.push(NodeTaint {
+            key,
+            value: Some(value),
+            effect: "NoSchedule".to_string(),
+        });
+    }
 
     let mut driver_cr = BTreeMap::new();
     let mut node_patches = Vec::new();
@@ -401,7 +409,15 @@ fn node_patch(
     if wants_device_plugin_config {
         labels.insert(DEVICE_PLUGIN_CONFIG_LABEL.to_string(), p.name.clone());
     }
-    for (operand, on) in p.operands.switches() {
+    let mut switches = p.operands.switches();
+    switches.extend(catalog.provisioning().owner_switches(p));
+    if bp.spec.node_readiness.is_some() && p.provisioner.scales() {
+        labels.insert(
+            gpuctl_model::names::READINESS_GATED_LABEL.to_string(),
+            "gated".to_string(),
+        );
+    }
+    for (operand, on) in switches {
         labels.insert(
             format!("{OPERAND_DEPLOY_LABEL_PREFIX}{operand}"),
             on.to_string(),

@@ -629,6 +629,49 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
     ("GPU178", &["spec.tenants[].namespaces"]),
     ("GPU197", &["spec.accounting"]),
     (
+        "GPU1400",
+        &[
+            "spec.nodeReadiness.taintKey",
+            "spec.nodePools[].taints",
+            "spec.nodePools[].provisioner.platform",
+            "spec.gpuOperator.values",
+        ],
+    ),
+    (
+        "GPU1401",
+        &[
+            "spec.nodePools[].provisioner.nodeOverlay",
+            "spec.nodePools[].provisioner.minNodes",
+            "spec.nodePools[].partitioning",
+        ],
+    ),
+    ("GPU1402", &["spec.nodePools[].provisioner.minNodes"]),
+    (
+        "GPU1403",
+        &[
+            "spec.nodePools[].provisioner.driver",
+            "spec.nodePools[].operands.driver",
+            "spec.nodePools[].operands.containerToolkit",
+        ],
+    ),
+    ("GPU1404", &["spec.nodePools[].provisioner.instanceTypes"]),
+    ("GPU1405", &["spec.nodePools[].taints"]),
+    (
+        "GPU1406",
+        &["spec.scheduling.kueue.clusterQueues[].resources[].quota"],
+    ),
+    (
+        "GPU1407",
+        &[
+            "spec.nodePools[].provisioner.disruption",
+            "spec.nodePools[].provisioner.expireAfter",
+        ],
+    ),
+    (
+        "GPU1408",
+        &["spec.nodePools[].provisioner", "spec.nodePools[].nodes"],
+    ),
+    (
         "GPU198",
         &[
             "spec.accounting.idle.for",

@@ -197,6 +197,7 @@ impl Ctx<'_> {
         let replicas_ok = |r: Option<u32>| r.is_none_or(|r| r <= l.max_sharing_replicas);
         pool.gpu.count <= l.max_gpus_per_node
             && pool.nodes <= l.max_nodes_per_cluster
+            && pool.max_nodes() <= l.max_nodes_per_cluster
             && replicas_ok(pool.partitioning.time_slicing.as_ref().map(|t| t.replicas))
             && replicas_ok(pool.partitioning.mps.as_ref().map(|m| m.replicas))
     }

@@ -6,6 +6,7 @@ use jiff::civil::date;
 
 mod dra;
 mod network;
+mod provisioning;
 
 use super::Options;
 use gpuctl_model::located::{FileReport, Severity};
@@ -179,7 +180,11 @@ fn rules(report: &FileReport) -> Vec<&'static str> {
 
 #[test]
 fn bases_are_clean() {
-    for base in [KUEUE_BASE.to_string(), volcano_base()] {
+    for base in [
+        KUEUE_BASE.to_string(),
+        volcano_base(),
+        provisioning::prov_base(),
+    ] {
         let r = run(&base);
         assert!(r.findings.is_empty(), "{:#?}", r.findings);
     }
@@ -193,6 +198,7 @@ fn cases() -> Vec<Case> {
     let mut all = base_cases();
     all.extend(network::cases());
     all.extend(dra::cases());
+    all.extend(provisioning::cases());
     all
 }
 
@@ -1431,6 +1437,7 @@ fn passing_cases() -> Vec<Case> {
     let mut all = base_passing_cases();
     all.extend(network::passing_cases());
     all.extend(dra::passing_cases());
+    all.extend(provisioning::passing_cases());
     all
 }
 

@@ -15,6 +15,7 @@ mod mig;
 mod monitoring;
 mod network;
 mod priority;
+mod provisioning;
 mod quota;
 mod sharing;
 mod structure;
@@ -45,6 +46,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     dra_driver::check(ctx);
     dra_extended::check(ctx);
     accounting::check(ctx);
+    provisioning::check(ctx);
 }
 
 pub use gpuctl_model::names::is_dns_label;
