@@ -5,8 +5,8 @@
 use http::Method;
 use serde_json::{Value, json};
 
+use crate::Upserted;
 use crate::http::{CiError, Client};
-use crate::{MAX_PAGES, Upserted};
 
 /// The Checks API takes at most 50 annotations per request; more go in further updates.
 pub const ANNOTATIONS_PER_REQUEST: usize = 50;
@@ -81,52 +81,27 @@ pub async fn upsert_comment(
     author: Option<&str>,
     body: &str,
 ) -> Result<Upserted, CiError> {
-    let mut url = Some(client.url(&format!(
-        "/repos/{}/issues/{}/comments?per_page=100",
-        pr.repository, pr.number
-    )));
-    let mut pages = 0;
-    while let Some(page) = url.take() {
-        pages += 1;
-        let resp = client.send(Method::GET, &page, None).await?;
-        let comments = resp.json.as_array().ok_or_else(|| CiError::Decode {
-            url: page.clone(),
-            reason: "the comment list is not an array".into(),
-        })?;
-        let found = comments.iter().find(|c| {
-            c.get("body")
-                .and_then(Value::as_str)
-                .is_some_and(|b| b.contains(marker))
-                && author
-                    .is_none_or(|a| c.pointer("/user/login").and_then(Value::as_str) == Some(a))
-        });
-        if let Some(id) = found.and_then(|c| c.get("id")).and_then(Value::as_u64) {
-            let edit = client.url(&format!("/repos/{}/issues/comments/{id}", pr.repository));
-            client
-                .send(Method::PATCH, &edit, Some(&json!({ "body": body })))
-                .await?;
-            return Ok(Upserted::Updated(id));
-        }
-        if pages < MAX_PAGES {
-            url = resp.next;
-        }
-    }
-    let create = client.url(&format!(
-        "/repos/{}/issues/{}/comments",
-        pr.repository, pr.number
-    ));
-    let resp = client
-        .send(Method::POST, &create, Some(&json!({ "body": body })))
-        .await?;
-    let id = resp
-        .json
-        .get("id")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| CiError::Decode {
-            url: create,
-            reason: "the created comment has no id".into(),
-        })?;
-    Ok(Upserted::Created(id))
+    let edit_url = |id: u64| client.url(&format!("/repos/{}/issues/comments/{id}", pr.repository));
+    let thread = crate::Thread {
+        list: client.url(&format!(
+            "/repos/{}/issues/{}/comments?per_page=100",
+            pr.repository, pr.number
+        )),
+        item: "comment",
+        edit_url: &edit_url,
+        edit_method: Method::PATCH,
+        create_url: client.url(&format!(
+            "/repos/{}/issues/{}/comments",
+            pr.repository, pr.number
+        )),
+    };
+    let matches = |c: &Value| {
+        c.get("body")
+            .and_then(Value::as_str)
+            .is_some_and(|b| b.contains(marker))
+            && author.is_none_or(|a| c.pointer("/user/login").and_then(Value::as_str) == Some(a))
+    };
+    crate::upsert(client, thread, matches, body).await
 }
 
 /// One annotation of a check run.

@@ -4,10 +4,10 @@
 
 use http::Method;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::Upserted;
 use crate::http::{CiError, Client};
-use crate::{MAX_PAGES, Upserted};
 
 /// A merge request: the project (numeric id or `group/project` path) and its iid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,48 +38,23 @@ pub async fn upsert_note(
     body: &str,
 ) -> Result<Upserted, CiError> {
     let notes = mr.notes();
-    let mut url = Some(client.url(&format!(
-        "{notes}?per_page=100&sort=asc&order_by=created_at"
-    )));
-    let mut pages = 0;
-    while let Some(page) = url.take() {
-        pages += 1;
-        let resp = client.send(Method::GET, &page, None).await?;
-        let list = resp.json.as_array().ok_or_else(|| CiError::Decode {
-            url: page.clone(),
-            reason: "the note list is not an array".into(),
-        })?;
-        let found = list.iter().find(|n| {
-            n.get("system").and_then(Value::as_bool) != Some(true)
-                && n.get("body")
-                    .and_then(Value::as_str)
-                    .is_some_and(|b| b.contains(marker))
-                && author.is_none_or(|a| {
-                    n.pointer("/author/username").and_then(Value::as_str) == Some(a)
-                })
-        });
-        if let Some(id) = found.and_then(|n| n.get("id")).and_then(Value::as_u64) {
-            let edit = client.url(&format!("{notes}/{id}"));
-            client
-                .send(Method::PUT, &edit, Some(&json!({ "body": body })))
-                .await?;
-            return Ok(Upserted::Updated(id));
-        }
-        if pages < MAX_PAGES {
-            url = resp.next;
-        }
-    }
-    let create = client.url(&notes);
-    let resp = client
-        .send(Method::POST, &create, Some(&json!({ "body": body })))
-        .await?;
-    let id = resp
-        .json
-        .get("id")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| CiError::Decode {
-            url: create,
-            reason: "the created note has no id".into(),
-        })?;
-    Ok(Upserted::Created(id))
+    let edit_url = |id: u64| client.url(&format!("{notes}/{id}"));
+    let thread = crate::Thread {
+        list: client.url(&format!(
+            "{notes}?per_page=100&sort=asc&order_by=created_at"
+        )),
+        item: "note",
+        edit_url: &edit_url,
+        edit_method: Method::PUT,
+        create_url: client.url(&notes),
+    };
+    let matches = |n: &Value| {
+        n.get("system").and_then(Value::as_bool) != Some(true)
+            && n.get("body")
+                .and_then(Value::as_str)
+                .is_some_and(|b| b.contains(marker))
+            && author
+                .is_none_or(|a| n.pointer("/author/username").and_then(Value::as_str) == Some(a))
+    };
+    crate::upsert(client, thread, matches, body).await
 }
