@@ -68,25 +68,30 @@ fn used_idle_unknown_and_days() {
     assert_eq!(day_string(20_427), "2025-12-05");
 }
 
-#[test]
-fn borrowed_is_weighted_and_goes_to_the_queue_tenant() {
+/// One day at hourly steps by tenant, with one Kueue queue series of `kind`: 4 GPUs for 12 hours.
+fn one_queue_day(kind: QueryKind, labels: &[(&str, &str)]) -> crate::Report {
     let t = table();
     let w = Window::new(0, 86_400, 3600).unwrap();
     let mut acc = Accumulator::new(&t, w, By::Tenant);
-    let b = [
-        ("cluster_queue", "cq-b"),
-        ("flavor", "h100"),
-        ("resource", "nvidia.com/gpu"),
-    ];
     let pts: Vec<(i64, f64)> = (0..12).map(|i| (i * 3600, 4.0)).collect();
     acc.add_chunk(
         Chunk {
             start: 0,
             end: 23 * 3600,
         },
-        &BTreeMap::from([(QueryKind::Borrowed, vec![series(&b, &pts)])]),
+        &BTreeMap::from([(kind, vec![series(labels, &pts)])]),
     );
-    let r = acc.finish();
+    acc.finish()
+}
+
+#[test]
+fn borrowed_is_weighted_and_goes_to_the_queue_tenant() {
+    let b = [
+        ("cluster_queue", "cq-b"),
+        ("flavor", "h100"),
+        ("resource", "nvidia.com/gpu"),
+    ];
+    let r = one_queue_day(QueryKind::Borrowed, &b);
     assert_eq!(r.totals[0].key, "team-b");
     assert_eq!(r.totals[0].figures.borrowed, 48.0);
     assert_eq!(r.blind.no_kube_state_metrics_hours, 24.0);
@@ -106,24 +111,13 @@ fn weights_follow_the_blueprint() {
 
 #[test]
 fn lent_goes_to_the_lending_queue_tenant() {
-    let t = table();
-    let w = Window::new(0, 86_400, 3600).unwrap();
-    let mut acc = Accumulator::new(&t, w, By::Tenant);
     let l = [
         ("cohort", "all"),
         ("cluster_queue", "cq-a"),
         ("flavor", "h100"),
         ("resource", "nvidia.com/gpu"),
     ];
-    let pts: Vec<(i64, f64)> = (0..12).map(|i| (i * 3600, 4.0)).collect();
-    acc.add_chunk(
-        Chunk {
-            start: 0,
-            end: 23 * 3600,
-        },
-        &BTreeMap::from([(QueryKind::Lent, vec![series(&l, &pts)])]),
-    );
-    let r = acc.finish();
+    let r = one_queue_day(QueryKind::Lent, &l);
     assert_eq!(r.totals[0].key, "team-a");
     assert_eq!(r.totals[0].figures.lent, 48.0);
     assert_eq!(r.totals[0].figures.borrowed, 0.0);
