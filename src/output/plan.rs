@@ -101,6 +101,16 @@ fn header(plan: &Plan) -> String {
     format!("gpuctl plan for blueprint `{}`{target}", plan.blueprint)
 }
 
+/// `[GPU401]` after a finding's severity (`gpuctl explain` takes the id); nothing for a plan
+/// saved by a gpuctl before ids.
+fn id_suffix(id: &str) -> String {
+    if id.is_empty() {
+        String::new()
+    } else {
+        format!("[{id}]")
+    }
+}
+
 /// Where the findings come from.
 fn findings_heading(plan: &Plan) -> &'static str {
     match plan.mode {
@@ -283,7 +293,7 @@ pub fn human(plan: &Plan, style: Style, verbose: bool) -> String {
             } else {
                 paint(style, "33", "warning")
             };
-            out.push_str(&format!("  {tag}: {}\n", f.message));
+            out.push_str(&format!("  {tag}{}: {}\n", id_suffix(&f.id), f.message));
         }
     }
     for (label, h, hp) in release_steps(plan) {
@@ -451,7 +461,12 @@ pub fn markdown_within(plan: &Plan, cap: usize) -> String {
     if !plan.findings.is_empty() {
         out.push_str(&format!("\n**{}**\n\n", findings_heading(plan)));
         for f in &plan.findings {
-            out.push_str(&format!("- {}: {}\n", f.severity, f.message));
+            let id = if f.id.is_empty() {
+                String::new()
+            } else {
+                format!(" `{}`", f.id)
+            };
+            out.push_str(&format!("- {}{id}: {}\n", f.severity, f.message));
         }
     }
     let diff = field_diff(plan, &changed, &release_rows);
@@ -792,7 +807,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("+ taint nvidia.com/gpu=present:NoSchedule"));
-        assert!(text.contains("warning: pool `p` expects 2 nodes"));
+        assert!(text.contains("warning[GPU400]: pool `p` expects 2 nodes"));
         assert!(text.contains(
             "Plan: 0 to create, 1 to update, 0 to delete, 1 conflict(s), 1 node(s) to patch"
         ));

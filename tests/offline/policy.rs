@@ -124,9 +124,9 @@ fn plan_carries_policy_findings_in_text_json_markdown_and_the_saved_plan() {
         .output();
     assert_eq!(md.status.code(), Some(1));
     let text = String::from_utf8_lossy(&md.stdout);
-    // As every plan finding: the message in text and Markdown, the id in the plan document.
+    // As every plan finding: id and message in text and Markdown, the id in the plan document.
     assert!(
-        text.contains("- error: tenant dev-research")
+        text.contains("- error `GPU500`: tenant dev-research")
             && text.contains("(data.main.deny_dev_h100_quota)"),
         "{text}"
     );
@@ -144,7 +144,7 @@ fn plan_carries_policy_findings_in_text_json_markdown_and_the_saved_plan() {
         .args(policy_args())
         .today(TODAY)
         .output();
-    assert!(String::from_utf8_lossy(&human.stdout).contains("error: tenant dev-research"));
+    assert!(String::from_utf8_lossy(&human.stdout).contains("error[GPU500]: tenant dev-research"));
 }
 
 #[test]
