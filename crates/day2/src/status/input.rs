@@ -342,9 +342,25 @@ fn add_dra(d: &crate::diagnostics::Diagnostics, nodes: &mut [NodeFacts], pods: &
             }
         }
     }
+    // The claim the 1.36 scheduler makes for a pod's extended resources
+    // (`status.extendedResourceClaimStatus`): that pod is counted by its requests already.
+    let extended: std::collections::BTreeSet<(&str, &str)> = d
+        .pods
+        .iter()
+        .filter_map(|p| {
+            let c = p.status.as_ref()?.extended_resource_claim_status.as_ref()?;
+            Some((
+                p.metadata.namespace.as_deref()?,
+                c.resource_claim_name.as_str(),
+            ))
+        })
+        .collect();
     let mut held: BTreeMap<(String, String), BTreeMap<String, u64>> = BTreeMap::new();
     for claim in &d.resource_claims {
         let ns = claim["metadata"]["namespace"].as_str().unwrap_or_default();
+        if extended.contains(&(ns, claim["metadata"]["name"].as_str().unwrap_or_default())) {
+            continue;
+        }
         let Some(pod) = claim["status"]["reservedFor"]
             .as_array()
             .into_iter()
