@@ -23,28 +23,7 @@ pub fn dra_mappings(
     bp: &gpuctl_model::blueprint::Blueprint,
     catalog: &gpuctl_model::profiles::Catalog,
 ) -> Vec<(String, Vec<String>)> {
-    let mut out = bp
-        .spec
-        .dra
-        .as_ref()
-        .map(|d| crate::cel::device_class_mappings(&d.shapes, catalog))
-        .unwrap_or_default();
-    // With `spec.dra.extendedResources`, the classes that serve the names pods ask for are mapped
-    // to those names too: Kueue (KueueDRAIntegrationExtendedResource) charges a pod's plain
-    // request served by DRA to its class's mapping, and a claim of the class to the same one.
-    if bp.spec.dra.as_ref().is_some_and(|d| d.extended_resources) {
-        for c in crate::extended::classes(bp, catalog) {
-            match out.iter_mut().find(|(name, _)| *name == c.resource) {
-                Some((_, classes)) => {
-                    classes.push(c.class);
-                    classes.sort();
-                    classes.dedup();
-                }
-                None => out.push((c.resource, vec![c.class])),
-            }
-        }
-        out.sort();
-    }
+    let mut out = crate::extended::kueue_class_mappings(bp, catalog);
     if super::dra::any_compute_domains(bp) {
         let facts = catalog.dra();
         out.push((

@@ -363,9 +363,9 @@ fn claims(ctx: &mut Ctx<'_>) {
     }
     if kueue {
         // Counted on the mappings gpuctl renders, which also hold the classes that serve extended
-        // resources (`spec.dra.extendedResources`) and the ComputeDomain channel class.
+        // resources (`spec.dra.extendedResources`).
         let max = ctx.catalog.dra().kueue.max_classes_per_mapping as usize;
-        for (resource, classes) in crate::render::kueue_config::dra_mappings(ctx.bp, ctx.catalog) {
+        for (resource, classes) in crate::extended::kueue_class_mappings(ctx.bp, ctx.catalog) {
             if classes.len() > max {
                 let shaped = classes
                     .iter()
