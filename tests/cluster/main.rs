@@ -23,6 +23,7 @@ mod dra_apply;
 mod dra_extended;
 mod dra_harness;
 mod dra_kueue;
+mod dra_kueue_extended;
 mod dra_migration;
 mod dra_operator;
 mod fleet_apply;

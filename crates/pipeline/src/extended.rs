@@ -64,6 +64,36 @@ fn chart_class(bp: &Blueprint, catalog: &Catalog, device_type: &str) -> Option<(
     }
 }
 
+/// Kueue's `deviceClassMappings` for the blueprint's DRA classes of GPUs and MIG devices: each
+/// shape's class charged to the resource the device plugin gives the same devices
+/// ([`crate::cel::device_class_mappings`]) and, with `spec.dra.extendedResources`, each class that
+/// serves a name pods ask for mapped to that name: Kueue (KueueDRAIntegrationExtendedResource)
+/// charges a pod's plain request served by DRA to its class's mapping, and a claim of the class
+/// to the same one. Sorted; what render writes (with the ComputeDomain channel beside it) and what
+/// GPU173 counts.
+pub fn kueue_class_mappings(bp: &Blueprint, catalog: &Catalog) -> Vec<(String, Vec<String>)> {
+    let mut out = bp
+        .spec
+        .dra
+        .as_ref()
+        .map(|d| crate::cel::device_class_mappings(&d.shapes, catalog))
+        .unwrap_or_default();
+    if bp.spec.dra.as_ref().is_some_and(|d| d.extended_resources) {
+        for c in classes(bp, catalog) {
+            match out.iter_mut().find(|(name, _)| *name == c.resource) {
+                Some((_, classes)) => {
+                    classes.push(c.class);
+                    classes.sort();
+                    classes.dedup();
+                }
+                None => out.push((c.resource, vec![c.class])),
+            }
+        }
+        out.sort();
+    }
+    out
+}
+
 /// The classes that serve extended resources on the declared cluster, sorted by class name:
 /// the chart's (whenever the declared Kubernetes keeps the field, whether or not the blueprint
 /// asks: the chart sets it anyway) and, with `spec.dra.extendedResources`, gpuctl's for the names

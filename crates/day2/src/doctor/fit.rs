@@ -11,6 +11,8 @@ use k8s_openapi::api::core::v1::{
 use super::{Ctx, PoolRoom};
 use crate::diagnostics::{Diagnostics, node_allocatable, node_ready, pod_requests};
 use gpuctl_model::blueprint::Blueprint;
+use gpuctl_model::profiles::Catalog;
+use serde_json::Value;
 
 /// A node with its pool and what it has free.
 pub(crate) struct NodeRoom<'a> {
@@ -59,8 +61,109 @@ impl NodeRoom<'_> {
     }
 }
 
-/// The nodes of `d` with their pools and free room, sorted by name.
-pub(crate) fn node_rooms<'a>(bp: &Blueprint, d: &'a Diagnostics) -> Vec<NodeRoom<'a>> {
+/// The GPUs a node serves from DRA under extended-resource names (KEP-5004, on by default from
+/// Kubernetes 1.36): for each name a DeviceClass serves ([`gpuctl_pipeline::extended::classes`]:
+/// `nvidia.com/gpu` by the driver chart's `gpu.nvidia.com`, `nvidia.com/mig-<profile>` by gpuctl's
+/// classes), the node's devices of that class's type (and profile) in its ResourceSlices, and how
+/// many of them claims hold that are no pod's extended-resource claim (a pod served through one,
+/// `status.extendedResourceClaimStatus`, is counted by its requests like a device-plugin pod).
+/// The scheduler serves a name from DRA only on a node that does not advertise it, which the
+/// caller checks. Keyed by node, then name: `(devices, held by other claims)`.
+pub(crate) fn dra_served(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    d: &Diagnostics,
+) -> BTreeMap<String, BTreeMap<String, (u64, u64)>> {
+    let classes = gpuctl_pipeline::extended::classes(bp, catalog);
+    let mut out: BTreeMap<String, BTreeMap<String, (u64, u64)>> = BTreeMap::new();
+    if classes.is_empty() {
+        return out;
+    }
+    let attr = |dev: &Value, k: &str| dev["attributes"][k]["string"].as_str().map(str::to_string);
+    let serves = |dev: &Value| -> Option<String> {
+        let ty = attr(dev, "type")?;
+        classes
+            .iter()
+            .find(|c| {
+                c.device_type == ty && (c.profile.is_none() || c.profile == attr(dev, "profile"))
+            })
+            .map(|c| c.resource.clone())
+    };
+    // (driver, pool, device) -> (node, name served)
+    let mut devices: BTreeMap<(&str, &str, &str), (&str, String)> = BTreeMap::new();
+    for slice in &d.resource_slices {
+        let spec = &slice["spec"];
+        let (Some(node), Some(driver), Some(pool)) = (
+            spec["nodeName"].as_str(),
+            spec["driver"].as_str(),
+            spec["pool"]["name"].as_str(),
+        ) else {
+            continue;
+        };
+        for dev in spec["devices"].as_array().into_iter().flatten() {
+            let (Some(name), Some(r)) = (dev["name"].as_str(), serves(dev)) else {
+                continue;
+            };
+            if devices
+                .insert((driver, pool, name), (node, r.clone()))
+                .is_none()
+            {
+                out.entry(node.to_string())
+                    .or_default()
+                    .entry(r)
+                    .or_default()
+                    .0 += 1;
+            }
+        }
+    }
+    let extended_claims: std::collections::BTreeSet<(&str, &str)> = d
+        .pods
+        .iter()
+        .filter_map(|p| {
+            let claim = p.status.as_ref()?.extended_resource_claim_status.as_ref()?;
+            Some((
+                p.metadata.namespace.as_deref()?,
+                claim.resource_claim_name.as_str(),
+            ))
+        })
+        .collect();
+    for c in &d.resource_claims {
+        let id = (
+            c["metadata"]["namespace"].as_str().unwrap_or_default(),
+            c["metadata"]["name"].as_str().unwrap_or_default(),
+        );
+        if extended_claims.contains(&id) {
+            continue;
+        }
+        for r in c["status"]["allocation"]["devices"]["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let key = (
+                r["driver"].as_str().unwrap_or_default(),
+                r["pool"].as_str().unwrap_or_default(),
+                r["device"].as_str().unwrap_or_default(),
+            );
+            if let Some((node, name)) = devices.get(&key)
+                && let Some(e) = out.get_mut(*node).and_then(|m| m.get_mut(name))
+            {
+                e.1 += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The nodes of `d` with their pools and free room, sorted by name. A name a node serves from
+/// DRA ([`dra_served`]) and does not advertise counts as allocatable, the devices other claims
+/// hold as used.
+pub(crate) fn node_rooms<'a>(
+    bp: &Blueprint,
+    catalog: &Catalog,
+    d: &'a Diagnostics,
+) -> Vec<NodeRoom<'a>> {
+    let mut served = dra_served(bp, catalog, d);
     let mut used: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
     for p in &d.pods {
         let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
@@ -84,6 +187,15 @@ pub(crate) fn node_rooms<'a>(bp: &Blueprint, d: &'a Diagnostics) -> Vec<NodeRoom
             let pool = bp.spec.node_pools.iter().position(|p| {
                 !p.selector.is_empty() && p.selector.iter().all(|(k, v)| labels.get(k) == Some(v))
             });
+            let mut allocatable = node_allocatable(n);
+            let mut used = used.remove(name).unwrap_or_default();
+            for (r, (devices, held)) in served.remove(name).unwrap_or_default() {
+                if allocatable.get(&r).is_some_and(|c| *c > 0) {
+                    continue;
+                }
+                allocatable.insert(r.clone(), devices);
+                *used.entry(r).or_default() += held;
+            }
             NodeRoom {
                 node: n,
                 name,
@@ -94,8 +206,8 @@ pub(crate) fn node_rooms<'a>(bp: &Blueprint, d: &'a Diagnostics) -> Vec<NodeRoom
                     .as_ref()
                     .and_then(|s| s.unschedulable)
                     .unwrap_or(false),
-                allocatable: node_allocatable(n),
-                used: used.remove(name).unwrap_or_default(),
+                allocatable,
+                used,
             }
         })
         .collect();

@@ -267,7 +267,7 @@ pub fn diagnose(bp: &Blueprint, catalog: &Catalog, d: &Diagnostics, file: &str) 
         catalog,
         d,
         file,
-        nodes: fit::node_rooms(bp, d),
+        nodes: fit::node_rooms(bp, catalog, d),
     };
     let mut out = Findings::default();
     scheduling::check(&ctx, &mut out);

@@ -551,6 +551,19 @@ fn pool_nodes(ctx: &Ctx<'_>, out: &mut Findings) {
         if ctx.bp.spec.node_pools[i].gpu.count == 0 || n.allocatable.values().any(|c| *c > 0) {
             continue;
         }
+        // A pool served by DRA advertises its GPUs in ResourceSlices, not in allocatable.
+        if gpuctl_pipeline::extended::dra_pool(ctx.bp, i) {
+            let published = ctx.d.resource_slices.iter().any(|s| {
+                s["spec"]["nodeName"] == n.name
+                    && s["spec"]["devices"]
+                        .as_array()
+                        .is_some_and(|d| !d.is_empty())
+            });
+            if !published {
+                no_slice(ctx, n, pool, out);
+            }
+            continue;
+        }
         out.add(
             format!("{pool}|nogpu"),
             finding(
@@ -575,4 +588,32 @@ fn pool_nodes(ctx: &Ctx<'_>, out: &mut Findings) {
             ),
         );
     }
+}
+
+/// GPU241 on a pool served by DRA: a Ready node whose DRA driver published no devices, so no
+/// claim (and no extended-resource request) is ever allocated on it.
+fn no_slice(ctx: &Ctx<'_>, n: &NodeRoom<'_>, pool: &str, out: &mut Findings) {
+    out.add(
+        format!("{pool}|nogpu"),
+        finding(
+            "GPU241",
+            Layer::NodeHardware,
+            Severity::Error,
+            format!("nodes of pool {pool} advertise no GPUs"),
+            vec![format!("node/{}", n.name), format!("pool/{pool}")],
+            vec![Evidence {
+                source: format!("ResourceSlices with spec.nodeName={}", n.name),
+                text: "no ResourceSlice with devices".into(),
+                time: None,
+            }],
+            format!(
+                "the node is Ready but the DRA driver's kubelet plugin has published no ResourceSlice for it, so the scheduler allocates none of its GPUs (pool `{pool}` is served by DRA and expects {} per node)",
+                ctx.bp.spec.node_pools[n.pool.unwrap_or_default()].gpu.count
+            ),
+            format!(
+                "`kubectl get resourceslices --field-selector spec.nodeName={}`; `kubectl get pods -A -o wide --field-selector spec.nodeName={} | grep -i dra` (the driver's kubelet plugin) and its logs; on the node: `nvidia-smi`",
+                n.name, n.name
+            ),
+        ),
+    );
 }

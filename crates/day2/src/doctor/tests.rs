@@ -1124,3 +1124,176 @@ fn gpu217_gpu218_device_taints() {
         pending.fix
     );
 }
+
+/// A cluster on Kubernetes 1.36 with one pool on the device plugin and one moved to DRA under
+/// `spec.dra.extendedResources` (the chart's `gpu.nvidia.com` serves `nvidia.com/gpu`).
+fn migrated_blueprint(kube: &str) -> Blueprint {
+    let text = format!(
+        r#"apiVersion: gpuctl.dev/v1alpha1
+kind: ClusterBlueprint
+metadata:
+  name: migrated
+spec:
+  kubernetes:
+    version: "{kube}"
+  gpuOperator:
+    version: v26.7.0
+    driver:
+      version: "{DRIVER}"
+      kernelModuleType: open
+  nodePools:
+    - name: dp
+      selector: {{ gpuctl.dev/pool: dp }}
+      nodes: 1
+      gpu: {{ model: H100-SXM5-80GB, count: 8 }}
+    - name: dra
+      selector: {{ gpuctl.dev/pool: dra }}
+      nodes: 2
+      gpu: {{ model: H100-SXM5-80GB, count: 8 }}
+      gpuPlugin: dra
+  dra:
+    driver: {{ deployment: standalone, version: v25.12.0 }}
+    extendedResources: true
+"#
+    );
+    gpuctl_model::blueprint::load_str("migrated.yaml", &text)
+        .expect("loads")
+        .blueprint
+}
+
+/// The migrated cluster as the 1.36 scheduler leaves it: the device-plugin node advertises
+/// `nvidia.com/gpu: 8`; DRA node `dra0` advertises no GPU and publishes 8 GPUs in its slice; pod
+/// `on-dra` (asking `nvidia.com/gpu: 2`) is bound to it through the claim the scheduler made
+/// (`status.extendedResourceClaimStatus`, 2 devices), and a tenant's template claim holds a third
+/// device; `waiting` asks `nvidia.com/gpu: 8` on the DRA pool and is Pending.
+fn migrated() -> Diagnostics {
+    let node = |name: &str, pool: &str, alloc: Value| {
+        let mut n = self::node(name, pool, alloc, DRIVER);
+        n["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+        n
+    };
+    let gpus: Vec<Value> = (0..8)
+        .map(|i| json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"}}}))
+        .collect();
+    let plain = |name: &str, n: u32, node: Option<&str>| {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": "research", "name": name},
+            "spec": {"nodeSelector": {"gpuctl.dev/pool": "dra"}, "tolerations": tolerations(),
+                "containers": [{"name": "c", "image": "img",
+                    "resources": {"requests": {"nvidia.com/gpu": n.to_string()}, "limits": {"nvidia.com/gpu": n.to_string()}}}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        match node {
+            Some(node) => {
+                p["spec"]["nodeName"] = json!(node);
+                p["status"]["extendedResourceClaimStatus"] = json!({
+                    "resourceClaimName": format!("{name}-extended-resources-x7k2p"),
+                    "requestMappings": [{"containerName": "c", "resourceName": "nvidia.com/gpu", "requestName": "container-0-request-0"}]});
+            }
+            None => {
+                p["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                    "reason": "Unschedulable", "message": "0/3 nodes are available: 1 cannot allocate all claims.",
+                    "lastTransitionTime": "2026-12-01T10:00:00Z"}]});
+            }
+        }
+        p
+    };
+    let claim = |name: &str, devices: &[&str]| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"namespace": "research", "name": name},
+            "status": {"allocation": {"devices": {"results": devices.iter().map(|d| json!(
+                {"request": "r", "driver": "gpu.nvidia.com", "pool": "dra0", "device": d})).collect::<Vec<_>>()}},
+                "reservedFor": [{"resource": "pods", "name": "x", "uid": "u"}]}})
+    };
+    let mut d = Diagnostics::new(OP, Some("2026-12-01T12:00:00Z".into()));
+    d.ingest(
+        DiagKind::Node,
+        vec![
+            node("dp0", "dp", json!({"nvidia.com/gpu": "8", "cpu": "200"})),
+            node("dra0", "dra", json!({"cpu": "200"})),
+        ],
+    );
+    d.ingest(
+        DiagKind::ResourceSlice,
+        vec![json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "dra0-gpu.nvidia.com-abcde"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": "dra0",
+                "pool": {"name": "dra0", "generation": 1, "resourceSliceCount": 1}, "devices": gpus}})],
+    );
+    d.ingest(
+        DiagKind::ResourceClaim,
+        vec![
+            claim("on-dra-extended-resources-x7k2p", &["gpu-0", "gpu-1"]),
+            claim("train-gpu-q8r4s", &["gpu-2"]),
+        ],
+    );
+    d.ingest(
+        DiagKind::Pod,
+        vec![plain("on-dra", 2, Some("dra0")), plain("waiting", 8, None)],
+    );
+    d.ingest(
+        DiagKind::ClusterPolicy,
+        vec![json!({"metadata": {"name": "cluster-policy"}, "status": {"state": "ready"}})],
+    );
+    d.finish();
+    d
+}
+
+/// Kubernetes 1.36 serves `nvidia.com/gpu` from DRA on a migrated node that advertises none: the
+/// doctor counts the node's slice devices as that name (less the devices other claims hold; the
+/// pod bound through its extended-resource claim counts by its request), so the healthy migrated
+/// node and pod are no finding and a pod asking more than is free there is GPU200 with the real
+/// room, not "matches no node that has it" (GPU202). The device plugin's own failure stays GPU241,
+/// and a DRA node without a slice is GPU241 naming the slice.
+#[test]
+fn dra_served_extended_resources_are_room_not_a_missing_device_plugin() {
+    let bp = migrated_blueprint("1.36.3");
+    let r = diagnose(&bp, Catalog::embedded(), &migrated(), "migrated.yaml");
+    assert_eq!(ids(&r), ["GPU200"], "{:#?}", r.findings);
+    let f = only(&r, "GPU200");
+    assert_eq!(f.subjects[0], "pod/research/waiting");
+    assert!(
+        f.cause.contains("5 `nvidia.com/gpu` free") && f.cause.contains("needs 8"),
+        "{}",
+        f.cause
+    );
+    let dra = r.pools.iter().find(|p| p.pool == "dra").unwrap();
+    assert_eq!(dra.free["nvidia.com/gpu"], (5, 5));
+
+    // The device plugin's node lost its GPUs; a second DRA node published no slice.
+    let mut d = migrated();
+    let mut bare = d.nodes[0].clone();
+    bare.metadata.name = Some("dp1".into());
+    let status = bare.status.as_mut().unwrap();
+    status
+        .allocatable
+        .as_mut()
+        .unwrap()
+        .remove("nvidia.com/gpu");
+    status.capacity.as_mut().unwrap().remove("nvidia.com/gpu");
+    let mut sliceless = d.nodes[1].clone();
+    sliceless.metadata.name = Some("dra1".into());
+    d.nodes.push(bare);
+    d.nodes.push(sliceless);
+    let r = diagnose(&bp, Catalog::embedded(), &d, "migrated.yaml");
+    let nogpu: Vec<&Finding> = r.findings.iter().filter(|f| f.id == "GPU241").collect();
+    assert_eq!(nogpu.len(), 2, "{nogpu:#?}");
+    assert!(nogpu[0].subjects.contains(&"node/dp1".to_string()));
+    assert!(nogpu[0].evidence[0].text.contains("no nvidia.com/*"));
+    assert!(nogpu[1].subjects.contains(&"node/dra1".to_string()));
+    assert!(
+        nogpu[1].evidence[0].text.contains("no ResourceSlice"),
+        "{:?}",
+        nogpu[1].evidence
+    );
+
+    // Declared for 1.35 (the field dropped, nothing served from DRA by name): the Pending pod asks
+    // a name no node it selects has, as the 1.35 scheduler sees it.
+    let r = diagnose(
+        &migrated_blueprint("1.35.4"),
+        Catalog::embedded(),
+        &migrated(),
+        "migrated.yaml",
+    );
+    assert!(ids(&r).contains(&"GPU202"), "{:#?}", r.findings);
+    assert!(!ids(&r).contains(&"GPU241"), "{:#?}", r.findings);
+}

@@ -294,6 +294,24 @@ impl StatusInput {
     }
 }
 
+/// The claims the 1.36 scheduler made for pods' extended resources
+/// (`status.extendedResourceClaimStatus`), as (namespace, claim): those pods are counted by their
+/// requests already.
+fn extended_resource_claims(
+    d: &crate::diagnostics::Diagnostics,
+) -> std::collections::BTreeSet<(&str, &str)> {
+    d.pods
+        .iter()
+        .filter_map(|p| {
+            let c = p.status.as_ref()?.extended_resource_claim_status.as_ref()?;
+            Some((
+                p.metadata.namespace.as_deref()?,
+                c.resource_claim_name.as_str(),
+            ))
+        })
+        .collect()
+}
+
 /// GPUs and MIG devices that NVIDIA's DRA driver publishes and claims hold, counted under the
 /// names the device plugin gives the same devices (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`,
 /// profiles/dra.yaml `kueue.resource_names`): a node's published devices as its capacity and
@@ -342,9 +360,13 @@ fn add_dra(d: &crate::diagnostics::Diagnostics, nodes: &mut [NodeFacts], pods: &
             }
         }
     }
+    let extended = extended_resource_claims(d);
     let mut held: BTreeMap<(String, String), BTreeMap<String, u64>> = BTreeMap::new();
     for claim in &d.resource_claims {
         let ns = claim["metadata"]["namespace"].as_str().unwrap_or_default();
+        if extended.contains(&(ns, claim["metadata"]["name"].as_str().unwrap_or_default())) {
+            continue;
+        }
         let Some(pod) = claim["status"]["reservedFor"]
             .as_array()
             .into_iter()

@@ -616,3 +616,74 @@ fn dra_devices_and_claims_count_as_the_device_plugins_would() {
         Some(BTreeMap::from([("nvidia.com/mig-1g.10gb".to_string(), 1)]))
     );
 }
+
+/// Kubernetes 1.36: a pod that only asks `nvidia.com/gpu: 2` on a node served by DRA gets its GPUs
+/// through a claim the scheduler makes (`status.extendedResourceClaimStatus`), reserved for the
+/// pod. The pod counts 2 by its request, not 2 more for that claim; a template claim reserved for
+/// another pod still counts for it.
+#[test]
+fn a_pods_extended_resource_claim_is_not_counted_twice() {
+    use crate::diagnostics::{DiagKind, Diagnostics};
+    let mut d = Diagnostics::new("gpu-operator", None);
+    d.ingest(
+        DiagKind::Node,
+        vec![json!({"metadata": {"name": "n1"}, "status": {"capacity": {"cpu": "8"}}})],
+    );
+    d.ingest(
+        DiagKind::Pod,
+        vec![
+            json!({"metadata": {"namespace": "t", "name": "plain"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {
+                    "requests": {"nvidia.com/gpu": "2"}, "limits": {"nvidia.com/gpu": "2"}}}]},
+                "status": {"phase": "Running", "extendedResourceClaimStatus": {
+                    "resourceClaimName": "plain-extended-resources-x7k2p",
+                    "requestMappings": [{"containerName": "c", "resourceName": "nvidia.com/gpu", "requestName": "container-0-request-0"}]}}}),
+            json!({"metadata": {"namespace": "t", "name": "templated"},
+                "spec": {"nodeName": "n1", "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h100"}],
+                    "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]},
+                "status": {"phase": "Running"}}),
+        ],
+    );
+    let gpus: Vec<Value> = (0..4)
+        .map(|i| json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"}}}))
+        .collect();
+    d.ingest(
+        DiagKind::ResourceSlice,
+        vec![json!({"metadata": {"name": "n1-gpu"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": gpus}})],
+    );
+    let claim = |name: &str, pod: &str, devices: &[&str]| {
+        json!({"metadata": {"namespace": "t", "name": name},
+            "status": {"allocation": {"devices": {"results": devices.iter().map(|dv| json!(
+                {"driver": "gpu.nvidia.com", "pool": "n1", "device": dv, "request": "r"})).collect::<Vec<_>>()}},
+                "reservedFor": [{"resource": "pods", "name": pod, "uid": "u"}]}})
+    };
+    d.ingest(
+        DiagKind::ResourceClaim,
+        vec![
+            claim(
+                "plain-extended-resources-x7k2p",
+                "plain",
+                &["gpu-0", "gpu-1"],
+            ),
+            claim("templated-gpu-abcde", "templated", &["gpu-2"]),
+        ],
+    );
+    d.finish();
+    let input = StatusInput::from_diagnostics(&d);
+    let gpus = |name: &str| {
+        input
+            .pods
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.gpus.clone())
+    };
+    assert_eq!(
+        gpus("plain"),
+        Some(BTreeMap::from([("nvidia.com/gpu".to_string(), 2)]))
+    );
+    assert_eq!(
+        gpus("templated"),
+        Some(BTreeMap::from([("nvidia.com/gpu".to_string(), 1)]))
+    );
+}

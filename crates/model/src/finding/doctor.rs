@@ -222,10 +222,10 @@ rules! {
         example: "nodes of pool h100-train are NotReady",
     }
     "GPU241" "node-no-gpus" "node-hardware" Error {
-        title: "A Ready pool node advertises no GPU resource: the device plugin did not register.",
+        title: "A Ready pool node advertises no GPU resource: the device plugin did not register (on a pool served by DRA: the DRA driver published no ResourceSlice for it).",
         why: "The node looks healthy but no GPU pod can be placed on it.",
-        fix: "Check the device plugin and driver pods on the node (`kubectl get pods -n gpu-operator -o wide --field-selector spec.nodeName=NODE`).",
-        source: "Node allocatable (`nvidia.com/gpu`, `nvidia.com/mig-*`, shared resources)",
+        fix: "Check the device plugin (or DRA kubelet plugin) and driver pods on the node (`kubectl get pods -n gpu-operator -o wide --field-selector spec.nodeName=NODE`; DRA: `kubectl get resourceslices --field-selector spec.nodeName=NODE`).",
+        source: "Node allocatable (`nvidia.com/gpu`, `nvidia.com/mig-*`, shared resources); on DRA pools the node's ResourceSlices, whose GPUs also serve `nvidia.com/gpu` and MIG names through DeviceClasses with `extendedResourceName` (Kubernetes 1.36)",
         example: "nodes of pool h100-infer advertise no GPUs",
     }
     "GPU249" "kind-not-read" "scheduling" Error {

@@ -23,28 +23,7 @@ pub fn dra_mappings(
     bp: &gpuctl_model::blueprint::Blueprint,
     catalog: &gpuctl_model::profiles::Catalog,
 ) -> Vec<(String, Vec<String>)> {
-    let mut out = bp
-        .spec
-        .dra
-        .as_ref()
-        .map(|d| crate::cel::device_class_mappings(&d.shapes, catalog))
-        .unwrap_or_default();
-    // With `spec.dra.extendedResources`, the classes that serve the names pods ask for are mapped
-    // to those names too: Kueue (KueueDRAIntegrationExtendedResource) charges a pod's plain
-    // request served by DRA to its class's mapping, and a claim of the class to the same one.
-    if bp.spec.dra.as_ref().is_some_and(|d| d.extended_resources) {
-        for c in crate::extended::classes(bp, catalog) {
-            match out.iter_mut().find(|(name, _)| *name == c.resource) {
-                Some((_, classes)) => {
-                    classes.push(c.class);
-                    classes.sort();
-                    classes.dedup();
-                }
-                None => out.push((c.resource, vec![c.class])),
-            }
-        }
-        out.sort();
-    }
+    let mut out = crate::extended::kueue_class_mappings(bp, catalog);
     if super::dra::any_compute_domains(bp) {
         let facts = catalog.dra();
         out.push((
@@ -698,6 +677,109 @@ mod tests {
         assert!(
             found[0]
                 .contains("charges it to `nvidia.com/gpu`, the running Kueue to `example.com/gpu`")
+        );
+    }
+
+    /// The DRA rules' base (tests/fixtures/dra/shapes.yaml) on Kubernetes 1.36.3 with the
+    /// standalone DRA chart `driver`, both pools moved to DRA, and `extra` in `spec.dra`.
+    fn extended_blueprint(
+        kube: &str,
+        driver: &str,
+        extra: &str,
+    ) -> gpuctl_model::blueprint::Blueprint {
+        let text = include_str!("../../../../tests/fixtures/dra/shapes.yaml")
+            .replace("version: \"1.35.1\"", &format!("version: \"{kube}\""))
+            .replace(
+                "  dra:\n    shapes:\n",
+                &format!("  dra:\n    driver: {driver}\n{extra}    shapes:\n"),
+            )
+            .replace("count: 8 }\n", "count: 8 }\n      gpuPlugin: dra\n")
+            .replace("count: 4 }\n", "count: 4 }\n      gpuPlugin: dra\n");
+        gpuctl_model::blueprint::load_str("ext.yaml", &text)
+            .expect("loads")
+            .blueprint
+    }
+
+    /// Kueue v0.19.2 charges a pod's `nvidia.com/gpu` served by DRA to the `deviceClassMappings`
+    /// name of the class whose `extendedResourceName` it is (`pkg/dra/extended_resources.go`,
+    /// `resolveQuotaKey`), and a device-plugin pod's request to `nvidia.com/gpu` itself: with
+    /// `spec.dra.extendedResources` each serving class is mapped to the name it serves, beside
+    /// the shapes' classes of the same kind, so both stacks and the templates charge one
+    /// ClusterQueue resource. No feature gate is written: `KueueDRAIntegration` and
+    /// `KueueDRAIntegrationExtendedResource` are on by default from v0.19 (GPU158 refuses older),
+    /// and Kueue refuses gates set both in its Configuration and on its command line.
+    #[test]
+    fn extended_resources_map_their_serving_classes_to_the_names_pods_ask_for() {
+        let c = Catalog::embedded();
+        let sa = "{ deployment: standalone, version: v25.12.0 }";
+        let on = "    extendedResources: true\n";
+        let m = dra_mappings(&extended_blueprint("1.36.3", sa, on), c);
+        let owned = |v: &[(&str, &[&str])]| -> Vec<(String, Vec<String>)> {
+            v.iter()
+                .map(|(n, cs)| (n.to_string(), cs.iter().map(|c| c.to_string()).collect()))
+                .collect()
+        };
+        assert_eq!(
+            m,
+            owned(&[
+                (
+                    "nvidia.com/gpu",
+                    &[
+                        "gpu.nvidia.com",
+                        "h100.shapes.gpuctl.dev",
+                        "h100x8.shapes.gpuctl.dev"
+                    ]
+                ),
+                (
+                    "nvidia.com/mig-1g.10gb",
+                    &[
+                        "mig-1g.10gb.extended.gpuctl.dev",
+                        "mig-1g.shapes.gpuctl.dev"
+                    ]
+                ),
+            ])
+        );
+        // The Configuration carries them and no featureGates.
+        let config = configuration(&KueueConfig::default(), &m, facts());
+        assert_eq!(
+            config["resources"]["deviceClassMappings"][0],
+            json!({"name": "nvidia.com/gpu", "deviceClassNames": ["gpu.nvidia.com", "h100.shapes.gpuctl.dev", "h100x8.shapes.gpuctl.dev"]})
+        );
+        assert!(config.get("featureGates").is_none(), "{config:#}");
+        // No class is mapped twice (Kueue refuses that; its name check runs in
+        // tests/cluster/dra_kueue_extended.rs, where the real Kueue starts with this mapping).
+        let mut seen = std::collections::BTreeSet::new();
+        for (_, classes) in &m {
+            for class in classes {
+                assert!(seen.insert(class.clone()), "{class} mapped twice");
+            }
+        }
+        // A chart before v25.12.0 sets no extendedResourceName: gpuctl's class serves the name.
+        let old = "{ deployment: standalone, version: v25.8.0 }";
+        let m = dra_mappings(&extended_blueprint("1.36.3", old, on), c);
+        assert_eq!(
+            m[0].1,
+            vec![
+                "gpu.extended.gpuctl.dev".to_string(),
+                "h100.shapes.gpuctl.dev".into(),
+                "h100x8.shapes.gpuctl.dev".into()
+            ]
+        );
+        // Without extendedResources, or on 1.35 (the field is dropped), only the shapes' classes.
+        let shapes_only = owned(&[
+            (
+                "nvidia.com/gpu",
+                &["h100.shapes.gpuctl.dev", "h100x8.shapes.gpuctl.dev"],
+            ),
+            ("nvidia.com/mig-1g.10gb", &["mig-1g.shapes.gpuctl.dev"]),
+        ]);
+        assert_eq!(
+            dra_mappings(&extended_blueprint("1.36.3", sa, ""), c),
+            shapes_only
+        );
+        assert_eq!(
+            dra_mappings(&extended_blueprint("1.35.4", sa, on), c),
+            shapes_only
         );
     }
 }

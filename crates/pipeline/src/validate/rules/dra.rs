@@ -362,14 +362,33 @@ fn claims(ctx: &mut Ctx<'_>) {
         }
     }
     if kueue {
+        // Counted on the mappings gpuctl renders, which also hold the classes that serve extended
+        // resources (`spec.dra.extendedResources`).
         let max = ctx.catalog.dra().kueue.max_classes_per_mapping as usize;
-        for (resource, classes) in crate::cel::device_class_mappings(&shapes, ctx.catalog) {
+        for (resource, classes) in crate::extended::kueue_class_mappings(ctx.bp, ctx.catalog) {
             if classes.len() > max {
+                let shaped = classes
+                    .iter()
+                    .filter(|c| {
+                        shapes
+                            .iter()
+                            .any(|s| gpuctl_model::names::dra_shape_class(&s.name) == **c)
+                    })
+                    .count();
+                let others = classes.len() - shaped;
                 ctx.emit(
                     "GPU173",
                     "spec.dra.shapes",
-                    format!("{} shapes are charged to Kueue resource `{resource}`, but one of Kueue's `deviceClassMappings` names at most {max} device classes: Kueue refuses the configuration and does not start", classes.len()),
-                    format!("merge shapes so that at most {max} are of the same kind (whole GPUs, or one MIG profile)"),
+                    format!(
+                        "{} device classes are charged to Kueue resource `{resource}` ({shaped} shapes{}), but one of Kueue's `deviceClassMappings` names at most {max} device classes: Kueue refuses the configuration and does not start",
+                        classes.len(),
+                        if others > 0 {
+                            format!(" and {}", classes.iter().filter(|c| shapes.iter().all(|s| gpuctl_model::names::dra_shape_class(&s.name) != **c)).map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "))
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    format!("merge shapes so that at most {} are of the same kind (whole GPUs, or one MIG profile)", max.saturating_sub(others)),
                 );
             }
         }

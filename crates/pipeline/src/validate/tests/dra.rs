@@ -105,6 +105,32 @@ pub(super) fn kueue_claims() -> String {
     )
 }
 
+/// [`kueue_claims`] on Kubernetes 1.36 with the standalone DRA chart v25.12.0, the train pool
+/// moved to DRA, `spec.dra.extendedResources` on, and `more` whole-GPU shapes beside `h100`: the
+/// chart's `gpu.nvidia.com` serves `nvidia.com/gpu`, and gpuctl maps it to that name in Kueue's
+/// `deviceClassMappings` together with the shapes' classes.
+fn kueue_extended(more: usize) -> String {
+    let extra: String = (0..more)
+        .map(|i| format!("{{name: g{i}, gpu: {{}}}}, "))
+        .collect();
+    edit(
+        &kueue_claims(),
+        &[
+            ("version: \"1.34.2\"", "version: \"1.36.3\""),
+            (
+                "  dra:\n    shapes: [{name: h100, ",
+                &format!(
+                    "  dra:\n    driver: {{ deployment: standalone, version: v25.12.0 }}\n    extendedResources: true\n    shapes: [{extra}{{name: h100, "
+                ),
+            ),
+            (
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      labels:",
+                "      gpu: { model: H100-SXM5-80GB, count: 8 }\n      gpuPlugin: dra\n      labels:",
+            ),
+        ],
+    )
+}
+
 pub(super) fn cases() -> Vec<Case> {
     let nine_gpu_shapes: String = (0..9)
         .map(|i| format!("{{name: g{i}, gpu: {{}}}}, "))
@@ -244,6 +270,9 @@ pub(super) fn cases() -> Vec<Case> {
             ),
             vec![],
         ),
+        // Eight shapes charged to `nvidia.com/gpu` (Kueue's limit), plus the chart's
+        // `gpu.nvidia.com` that serves the name to pods under `extendedResources`: nine.
+        ("GPU173", kueue_extended(7), vec![]),
         // 403 classes in 251 namespaces: over gpuctl's bound on DRA quota keys.
         ("GPU173", many(400, 250), vec![]),
         (
@@ -568,6 +597,8 @@ pub(super) fn passing_cases() -> Vec<Case> {
         ("GPU173", d(), vec![]),
         ("GPU173", many(40, 100), vec![]),
         ("GPU173", kueue_claims(), vec![]),
+        // Seven shapes and the chart's class: eight, as many as Kueue allows.
+        ("GPU173", kueue_extended(6), vec![]),
         (
             "GPU174",
             d(),
