@@ -58,7 +58,7 @@ fn blueprint(p: &str, kube: &str) -> String {
         r#"{head}  nodePools:
     - name: {p}-dra
       selector: {{ gpuctl.dev/pool: {p}-dra }}
-      nodes: 2
+      nodes: 3
       gpu: {{ model: H100-SXM5-80GB, count: 3 }}
       gpuPlugin: dra
   dra:
@@ -152,6 +152,12 @@ async fn first_available_and_memory_shares_on_the_real_1_36_scheduler() {
         .unwrap();
     let shared = tc
         .create_ready_gpu_node("shared", &GpuNode::h100(1).label(label, &pool).dra())
+        .await
+        .unwrap();
+    // The node whose GPU is partitioned below: it exists before apply, which labels the
+    // pool's nodes; its slices are published later.
+    let part = tc
+        .create_ready_gpu_node("part", &GpuNode::h100(1).label(label, &pool).dra())
         .await
         .unwrap();
     let mut slice =
@@ -312,10 +318,6 @@ async fn first_available_and_memory_shares_on_the_real_1_36_scheduler() {
     // Partitionable devices (DynamicMIG): one H100 whose memory slices are a counter set in a
     // slice of their own, published as the whole GPU and two 3g.40gb MIG devices that consume
     // them. Two MIG claims take both halves; the whole GPU then has no counters left.
-    let part = tc
-        .create_ready_gpu_node("part", &GpuNode::h100(1).label(label, &pool).dra())
-        .await
-        .unwrap();
     let whole = serde_json::to_value(DraNode::h100(&part, 1).slice(&part).unwrap()).unwrap();
     let gpu = whole["spec"]["devices"][0].clone();
     let slices_of = |n: u32| json!({"name": part, "generation": 1, "resourceSliceCount": n});
