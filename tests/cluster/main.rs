@@ -26,6 +26,7 @@ mod dra_kueue;
 mod dra_kueue_extended;
 mod dra_migration;
 mod dra_operator;
+mod dra_shapes;
 mod fleet_apply;
 mod fleet_cluster;
 mod flux_apply;

@@ -134,13 +134,14 @@ pub fn kueue_resource(shape: &DeviceShape, catalog: &Catalog) -> String {
 }
 
 /// Kueue's `resources.deviceClassMappings` for `shapes`: one entry per Kueue resource, naming the
-/// shapes' classes charged to it, both sorted (same shapes, same bytes).
+/// shapes' classes charged to it, both sorted (same shapes, same bytes). A shape of alternatives
+/// (`firstAvailable`) has no class of its own: its alternatives are shapes mapped on their own.
 pub fn device_class_mappings(
     shapes: &[DeviceShape],
     catalog: &Catalog,
 ) -> Vec<(String, Vec<String>)> {
     let mut by_name: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for s in shapes {
+    for s in shapes.iter().filter(|s| !s.has_alternatives()) {
         by_name
             .entry(kueue_resource(s, catalog))
             .or_default()
@@ -171,6 +172,8 @@ mod tests {
             min_compute_capability: None,
             min_driver: None,
             count: 1,
+            first_available: Vec::new(),
+            memory_share: None,
         }
     }
 

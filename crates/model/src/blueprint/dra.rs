@@ -216,6 +216,39 @@ pub struct DeviceShape {
     /// Devices one claim of this shape holds (all from one node).
     #[serde(default = "one")]
     pub count: u32,
+    /// Ordered alternatives: names of other shapes of `spec.dra.shapes` (each of whole GPUs or MIG
+    /// devices), most wanted first. A claim of this shape gets the first alternative the scheduler
+    /// can allocate on one node (Kubernetes `firstAvailable` subrequests, gate DRAPrioritizedList:
+    /// beta and on in 1.34 and 1.35, GA in 1.36). Such a shape has no `gpu`, `mig`, floors,
+    /// `count` or `memoryShare` of its own and no DeviceClass: its template names the
+    /// alternatives' classes. A tenant's `claims` amount for it counts claims, and each claim is
+    /// charged by ResourceQuota every alternative's `count` on that alternative's class (the API
+    /// server charges the worst case per class), whichever is allocated. Kueue v0.19 admits no
+    /// such claim; Volcano v1.15 schedules it without charging its queue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(example = &first_available_example())]
+    pub first_available: Vec<String>,
+    /// Consumable capacity (KEP-5075, gate DRAConsumableCapacity: alpha in 1.34 and 1.35, beta and
+    /// on in 1.36): each device of a claim gives it this much of its `memory` capacity instead of
+    /// the whole device, e.g. `20Gi`; devices NVIDIA's driver publishes with
+    /// `allowMultipleAllocations` are shared by several claims up to their memory. Whole-GPU
+    /// shapes only. No ResourceQuota key charges memory: the class's device key counts each share
+    /// as one device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(example = &"20Gi")]
+    pub memory_share: Option<Quantity>,
+}
+
+impl DeviceShape {
+    /// Whether the shape is a list of alternatives (`firstAvailable`) rather than one kind of device.
+    pub fn has_alternatives(&self) -> bool {
+        !self.first_available.is_empty()
+    }
+}
+
+/// `gpuctl explain --fields` shows this for `shapes[].firstAvailable`.
+fn first_available_example() -> Vec<String> {
+    vec!["h100".to_string(), "l40s-pair".to_string()]
 }
 
 /// A version written as a string (as every version of the blueprint).

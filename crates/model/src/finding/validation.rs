@@ -1230,6 +1230,30 @@ rules! {
         example: "spec:\n  nodePools:\n    - name: h100-train\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, instanceTypes: [p5.48xlarge], minNodes: 10, maxNodes: 8}\n",
         fixed: "spec:\n  nodePools:\n    - name: h100-train\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, instanceTypes: [p5.48xlarge], minNodes: 0, maxNodes: 8}\n",
     }
+    "GPU1500" "dra-first-available" "dra" Error {
+        checks: "A shape with `firstAvailable` names 1 to 8 other shapes of `spec.dra.shapes` (each of whole GPUs or MIG devices, none itself a list of alternatives, none twice), sets no device, floor, `count` or `memoryShare` of its own, on a Kubernetes release where DRAPrioritizedList is on by default; no tenant claims it through a Kueue queue.",
+        why: "The template's `firstAvailable` subrequests take their classes from the named shapes; the API server refuses more than 8, and drops the field where the gate is off. Kueue v0.19 leaves every workload with a `firstAvailable` claim inadmissible (\"FirstAvailable device selection is not supported\", pkg/dra/claims.go).",
+        fix: "Name declared shapes; under Kueue claim one of the alternatives instead, or run the workloads without a queue.",
+        source: "profiles/dra.yaml (shapes.first_available, kubernetes.gates DRAPrioritizedList, kueue.refused first_available); k8s.io/api v0.36.3 resource/v1 FirstAvailableDeviceRequestMaxSize",
+        example: "spec:\n  dra:\n    shapes:\n      - {name: h100, gpu: {model: H100-SXM5-80GB}}\n      - {name: h100-pair, gpu: {model: H100-SXM5-80GB}, count: 2}\n      - {name: any-h100, firstAvailable: [h100-pair, h100]}\n  tenants:\n    - {name: team-a, claims: {any-h100: 4}}\n",
+        fixed: "spec:\n  dra:\n    shapes:\n      - {name: h100, gpu: {model: H100-SXM5-80GB}}\n      - {name: h100-pair, gpu: {model: H100-SXM5-80GB}, count: 2}\n      - {name: any-h100, firstAvailable: [h100-pair, h100]}\n  tenants:\n    - {name: team-a, claims: {h100-pair: 8}}\n",
+    }
+    "GPU1501" "dra-memory-share" "dra" Error {
+        checks: "A shape's `memoryShare` (consumable capacity: a part of one GPU's `memory`) is a quantity above 0, at most the shape's GPU model's memory, on a whole-GPU shape, on a Kubernetes release where DRAConsumableCapacity is on by default (1.36+).",
+        why: "Where the gate is off the API server drops `capacity.requests` silently and each claim takes a whole GPU; a MIG device is allocated whole; a share larger than the device never fits.",
+        fix: "Declare Kubernetes 1.36 or later, write a share such as `20Gi`, or drop `memoryShare`.",
+        source: "profiles/dra.yaml (shapes.consumable_capacity, kubernetes.gates DRAConsumableCapacity); k8s.io/dynamic-resource-allocation v0.36.3 consumable_capacity.go",
+        example: "spec:\n  dra:\n    shapes:\n      - {name: h100-slice, gpu: {model: H100-SXM5-80GB}, memoryShare: 20Gi}\n",
+        fixed: "spec:\n  kubernetes: {version: \"1.36.3\"}\n  dra:\n    shapes:\n      - {name: h100-slice, gpu: {model: H100-SXM5-80GB}, memoryShare: 20Gi}\n",
+    }
+    "GPU1502" "dra-shape-charge" "dra" Warning {
+        checks: "For each claimed shape whose devices quota or the queue does not charge as the tenant's `claims` amount reads: a `memoryShare` shape (ResourceQuota's `<class>.deviceclass.resource.k8s.io/devices` counts each share as one device, no key charges memory; Kueue v0.19 charges each share as a whole device), and a `firstAvailable` shape through a Volcano queue (not charged to the queue).",
+        why: "The 1.36.3 quota evaluator charges devices per class and never `capacity.requests`; Volcano v1.15.1 skips DRA quota tracking for `firstAvailable` requests. A quota sized in GPU memory would not hold.",
+        fix: "Size `claims` of a share shape as a number of shares; cap a `firstAvailable` shape under Volcano with the namespace's ResourceQuota (the tenant's `claims`).",
+        source: "profiles/dra.yaml (shapes: k8s.io/kubernetes v1.36.3 pkg/quota/v1/evaluator/core/resource_claims.go; sigs.k8s.io/kueue v0.19.2 KueueDRAIntegrationConsumableCapacity; volcano.sh/volcano v1.15.1 pkg/scheduler/cache/cache.go)",
+        example: "spec:\n  kubernetes: {version: \"1.36.3\"}\n  dra:\n    shapes:\n      - {name: h100, gpu: {model: H100-SXM5-80GB}}\n      - {name: h100-slice, gpu: {model: H100-SXM5-80GB}, memoryShare: 20Gi}\n  tenants:\n    - {name: team-a, claims: {h100-slice: 4}}\n",
+        fixed: "spec:\n  kubernetes: {version: \"1.36.3\"}\n  dra:\n    shapes:\n      - {name: h100, gpu: {model: H100-SXM5-80GB}}\n      - {name: h100-slice, gpu: {model: H100-SXM5-80GB}, memoryShare: 20Gi}\n  tenants:\n    - {name: team-a, claims: {h100: 4}}\n",
+    }
 }
 
 /// Looks a validation rule up by id (case-insensitive); [`crate::finding::rule`] looks up any id.

@@ -24,6 +24,7 @@ pub(super) struct DraFile {
     pub(super) standalone: StandaloneFacts,
     pub(super) gpu_operator: OperatorDra,
     pub(super) kueue: KueueDra,
+    pub(super) shapes: ShapeFacts,
 }
 
 /// All DRA facts.
@@ -39,6 +40,69 @@ pub struct DraFacts {
     pub gpu_operator: OperatorDra,
     /// Kueue's DRA integration.
     pub kueue: KueueDra,
+    /// Claim shapes beyond one kind of whole device: alternatives, shares, partitions.
+    pub shapes: ShapeFacts,
+}
+
+/// Claim shapes beyond one kind of whole device (`spec.dra.shapes[].firstAvailable`,
+/// `memoryShare`, MIG shapes under DynamicMIG): the gates that keep their fields, what quota
+/// charges them, and what the queue backends do with them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeFacts {
+    /// Where these facts come from.
+    #[serde(deserialize_with = "text_list")]
+    pub source: Vec<String>,
+    /// When they were read.
+    #[serde(default)]
+    pub read: Option<PartialDate>,
+    /// `firstAvailable` subrequests.
+    pub first_available: FirstAvailableFacts,
+    /// Consumable capacity (a share of a device's capacity).
+    pub consumable_capacity: ConsumableCapacityFacts,
+    /// Partitionable devices (counters; NVIDIA's DynamicMIG).
+    pub partitionable: PartitionableFacts,
+}
+
+/// `spec.devices.requests[].firstAvailable`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstAvailableFacts {
+    /// The Kubernetes gate that keeps the field (a kubernetes.gates entry).
+    pub gate: String,
+    /// Most subrequests one request may list.
+    pub max_alternatives: u32,
+    /// What ResourceQuota charges a claim with subrequests.
+    pub quota_charge: String,
+    /// What Volcano's queue does with such a claim.
+    pub volcano: String,
+}
+
+/// `spec.devices.requests[].exactly.capacity.requests`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumableCapacityFacts {
+    /// The Kubernetes gate that keeps the field (a kubernetes.gates entry).
+    pub gate: String,
+    /// The device capacity a share is taken from (as NVIDIA's driver publishes it on `gpu` devices).
+    pub capacity: String,
+    /// Kueue's gate for charging the capacity, and whether it is on by default in the release
+    /// gpuctl targets; without it Kueue charges each device of the request in full.
+    pub kueue_gate: String,
+    /// Whether `kueue_gate` is on by default (v0.19.2: alpha, off).
+    pub kueue_gate_on: bool,
+}
+
+/// Partitionable devices (KEP-4815).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionableFacts {
+    /// The Kubernetes gate (a kubernetes.gates entry).
+    pub gate: String,
+    /// The gate of NVIDIA's DRA driver that publishes MIG partitions with counters.
+    pub driver_gate: String,
+    /// Kueue's gate for charging counters (needs `sources.counter` in the class's mapping).
+    pub kueue_gate: String,
 }
 
 /// NVIDIA's DRA driver chart next to a ClusterPolicy: release, node labels, the values gpuctl
@@ -654,6 +718,7 @@ pub(super) fn load_dra(
     sourced(sources, F, Some("standalone"), &file.standalone.source)?;
     sourced(sources, F, Some("gpu_operator"), &file.gpu_operator.source)?;
     sourced(sources, F, Some("kueue"), &file.kueue.source)?;
+    sourced(sources, F, Some("shapes"), &file.shapes.source)?;
     let mut log = RowLog::new(rows, F, &file.source.0, file.read);
     log.row("kubernetes", &file.kubernetes.source, file.kubernetes.read);
     log.row("driver", &file.driver.source, file.driver.read);
@@ -676,6 +741,33 @@ pub(super) fn load_dra(
         file.gpu_operator.read,
     );
     log.row("kueue", &file.kueue.source, file.kueue.read);
+    log.row("shapes", &file.shapes.source, file.shapes.read);
+    for gate in [
+        &file.shapes.first_available.gate,
+        &file.shapes.consumable_capacity.gate,
+        &file.shapes.partitionable.gate,
+    ] {
+        if !file.kubernetes.gates.iter().any(|g| &g.name == gate) {
+            return Err(inconsistent(
+                F,
+                format!("shapes names gate `{gate}`, which kubernetes.gates does not list"),
+            ));
+        }
+    }
+    if !file
+        .driver
+        .gates
+        .iter()
+        .any(|g| g.name == file.shapes.partitionable.driver_gate)
+    {
+        return Err(inconsistent(
+            F,
+            format!(
+                "shapes.partitionable.driver_gate `{}` is not a gate of driver.gates",
+                file.shapes.partitionable.driver_gate
+            ),
+        ));
+    }
     check_kubernetes(&file.kubernetes).map_err(|m| inconsistent(F, m))?;
     check_driver(&file.driver, &file.kubernetes).map_err(|m| inconsistent(F, m))?;
     if file
@@ -706,6 +798,7 @@ pub(super) fn load_dra(
         standalone: file.standalone,
         gpu_operator: file.gpu_operator,
         kueue: file.kueue,
+        shapes: file.shapes,
     })
 }
 

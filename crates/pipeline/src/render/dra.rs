@@ -32,6 +32,9 @@ pub(crate) fn objects(
     };
     let api = &catalog.dra().kubernetes.api_version;
     for (i, shape) in dra.shapes.iter().enumerate() {
+        if shape.has_alternatives() {
+            continue; // its template names its alternatives' classes
+        }
         let selectors = selectors(shape, catalog).map_err(|message| RenderError::Dra {
             path: format!("spec.dra.shapes[{i}]"),
             message,
@@ -112,7 +115,12 @@ pub(crate) fn objects(
                     Phase::Quotas,
                     "dra/resourceclaimtemplate",
                     format!("spec.tenants[{ti}].claims"),
-                    template(api, ns, shape, &t.device_tolerations),
+                    template(api, ns, shape, &dra.shapes, &t.device_tolerations).map_err(
+                        |message| RenderError::Dra {
+                            path: format!("spec.tenants[{ti}].claims.{name}"),
+                            message,
+                        },
+                    )?,
                 )?;
             }
             out.push(
@@ -160,31 +168,60 @@ fn compute_domain_role(catalog: &Catalog) -> Value {
 }
 
 /// The ResourceClaimTemplate of `shape` in `namespace`: one request of `count` devices of the
-/// shape's class, tolerating the tenant's `deviceTolerations` (none by default: a tainted device
-/// is never allocated to it).
+/// shape's class (with `capacity.requests` for a `memoryShare`), tolerating the tenant's
+/// `deviceTolerations` (none by default: a tainted device is never allocated to it). A shape of
+/// alternatives is one request whose `firstAvailable` subrequests are its alternatives in order,
+/// each named after its shape and written as that shape's own request.
 fn template(
     api: &str,
     namespace: &str,
     shape: &DeviceShape,
+    shapes: &[DeviceShape],
     tolerations: &[DeviceToleration],
-) -> Value {
+) -> Result<Value, String> {
+    let request = if shape.has_alternatives() {
+        let subrequests = shape
+            .first_available
+            .iter()
+            .map(|alt| {
+                let s = shapes
+                    .iter()
+                    .find(|s| &s.name == alt && !s.has_alternatives())
+                    .ok_or_else(|| {
+                        format!("alternative `{alt}` is not a shape of one kind of device")
+                    })?;
+                let mut sub = exact(s, tolerations);
+                sub["name"] = json!(s.name);
+                Ok(sub)
+            })
+            .collect::<Result<Vec<Value>, String>>()?;
+        json!({ "name": "device", "firstAvailable": subrequests })
+    } else {
+        json!({ "name": device_type(shape), "exactly": exact(shape, tolerations) })
+    };
+    Ok(json!({
+        "apiVersion": api,
+        "kind": "ResourceClaimTemplate",
+        "metadata": { "name": shape.name, "namespace": namespace },
+        "spec": { "spec": { "devices": { "requests": [request] } } },
+    }))
+}
+
+/// One kind of device as a request (`exactly`) or subrequest: the shape's class, `count` devices,
+/// its share of each device's memory, the tenant's tolerations.
+fn exact(shape: &DeviceShape, tolerations: &[DeviceToleration]) -> Value {
     let mut exactly = json!({
         "deviceClassName": dra_shape_class(&shape.name),
         "allocationMode": "ExactCount",
         "count": shape.count,
     });
+    if let Some(share) = &shape.memory_share {
+        exactly["capacity"] = json!({ "requests": { "memory": &share.0 } });
+    }
     if !tolerations.is_empty() {
         exactly["tolerations"] = Value::Array(tolerations.iter().map(toleration).collect());
     }
-    json!({
-        "apiVersion": api,
-        "kind": "ResourceClaimTemplate",
-        "metadata": { "name": shape.name, "namespace": namespace },
-        "spec": { "spec": { "devices": { "requests": [{
-            "name": device_type(shape),
-            "exactly": exactly,
-        }]}}},
-    })
+    exactly
 }
 
 /// A device toleration as the API writes it.
@@ -268,9 +305,35 @@ pub fn quota(bp: &Blueprint, catalog: &Catalog, t: &Tenant) -> Value {
     {
         hard.insert(key(&c.name), "0".to_string());
     }
-    for shape in bp.spec.dra.iter().flat_map(|d| &d.shapes) {
+    let shapes: &[DeviceShape] = bp
+        .spec
+        .dra
+        .as_ref()
+        .map_or(&[][..], |d| d.shapes.as_slice());
+    let mut devices: BTreeMap<String, u64> = BTreeMap::new();
+    for shape in shapes.iter().filter(|s| !s.has_alternatives()) {
         let n = claims.get(&shape.name).copied().unwrap_or(0);
-        hard.insert(key(&dra_shape_class(&shape.name)), n.to_string());
+        devices.insert(dra_shape_class(&shape.name), u64::from(n));
+    }
+    // A claim of alternatives is charged every alternative's count on that alternative's class
+    // (the API server's worst case per class), whichever is allocated: room for `n` claims.
+    for shape in shapes.iter().filter(|s| s.has_alternatives()) {
+        let n = u64::from(claims.get(&shape.name).copied().unwrap_or(0));
+        let mut worst: BTreeMap<String, u64> = BTreeMap::new();
+        for alt in shape
+            .first_available
+            .iter()
+            .filter_map(|a| shapes.iter().find(|s| &s.name == a))
+        {
+            let w = worst.entry(dra_shape_class(&alt.name)).or_default();
+            *w = (*w).max(u64::from(alt.count));
+        }
+        for (class, per_claim) in worst {
+            *devices.entry(class).or_default() += n.saturating_mul(per_claim);
+        }
+    }
+    for (class, n) in devices {
+        hard.insert(key(&class), n.to_string());
     }
     for c in crate::extended::classes(bp, catalog) {
         let requests = super::objects::quota_key(&c.resource);

@@ -574,6 +574,35 @@ pub static RULE_FIELDS: &[(&str, &[&str])] = &[
     ("GPU173", &["spec.tenants[].claims", "spec.dra.shapes"]),
     ("GPU174", &["spec.tenants[].quota"]),
     (
+        "GPU1500",
+        &[
+            "spec.dra.shapes[]",
+            "spec.dra.shapes[].firstAvailable",
+            "spec.dra.shapes[].firstAvailable[]",
+            "spec.kubernetes.version",
+            "spec.tenants[].claims",
+            "spec.scheduling.queueing",
+        ],
+    ),
+    (
+        "GPU1501",
+        &[
+            "spec.dra.shapes[].memoryShare",
+            "spec.dra.shapes[].gpu.model",
+            "spec.dra.shapes[].mig",
+            "spec.kubernetes.version",
+        ],
+    ),
+    (
+        "GPU1502",
+        &[
+            "spec.tenants[].claims",
+            "spec.dra.shapes[].memoryShare",
+            "spec.dra.shapes[].firstAvailable",
+            "spec.scheduling.queueing",
+        ],
+    ),
+    (
         "GPU175",
         &[
             "spec.dra.driver.deployment",

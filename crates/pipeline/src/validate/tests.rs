@@ -198,6 +198,7 @@ fn cases() -> Vec<Case> {
     let mut all = base_cases();
     all.extend(network::cases());
     all.extend(dra::cases());
+    all.extend(dra::shape_cases());
     all.extend(provisioning::cases());
     all
 }
@@ -1437,6 +1438,7 @@ fn passing_cases() -> Vec<Case> {
     let mut all = base_passing_cases();
     all.extend(network::passing_cases());
     all.extend(dra::passing_cases());
+    all.extend(dra::shape_passing_cases());
     all.extend(provisioning::passing_cases());
     all
 }

@@ -18,7 +18,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>) {
         kubernetes(ctx);
         for (i, shape) in dra.shapes.iter().enumerate() {
             let path = format!("spec.dra.shapes[{i}]");
-            if shape_is_valid(ctx, &path, shape, &dra.shapes[..i]) {
+            if shape_is_valid(ctx, &path, shape, &dra.shapes[..i]) && !shape.has_alternatives() {
                 satisfiable(ctx, &path, shape);
             }
         }
@@ -41,7 +41,7 @@ fn kubernetes(ctx: &mut Ctx<'_>) {
             "GPU170",
             "spec.kubernetes.version",
             format!(
-                "DRA device shapes need Kubernetes {need} or newer (NVIDIA's DRA driver prerequisite; resource.k8s.io/{} is served by default from {}); the blueprint declares {}",
+                "DRA device shapes need Kubernetes {need} or newer (NVIDIA's DRA driver prerequisite; resource.k8s.io/{} is served by default from {}); `spec.kubernetes.version` is {}",
                 ctx.catalog.dra().kubernetes.api_version.trim_start_matches("resource.k8s.io/"),
                 ctx.catalog.dra().kubernetes.v1_from,
                 ctx.bp.spec.kubernetes.version
@@ -79,16 +79,25 @@ fn shape_is_valid(
             format!("shape `{}` is declared twice", shape.name),
             "rename or merge the two shapes".to_string(),
         ))
+    } else if shape.has_alternatives() {
+        None // its alternatives are shapes of their own; GPU1500 checks the list
     } else if shape.gpu.is_some() == shape.mig.is_some() {
         Some((
             path.to_string(),
-            "a shape claims either whole GPUs (`gpu`) or MIG devices (`mig`), exactly one of them".to_string(),
+            format!(
+                "shape `{}` sets {}: a shape claims either whole GPUs (`gpu`) or MIG devices (`mig`), exactly one of them",
+                shape.name,
+                if shape.gpu.is_some() { "both `gpu` and `mig`" } else { "neither `gpu` nor `mig`" }
+            ),
             "write `gpu: {}` (any GPU), `gpu: {model: H100-SXM5-80GB}` or `mig: {profile: 1g.10gb}`".to_string(),
         ))
     } else if shape.count == 0 {
         Some((
             format!("{path}.count"),
-            "`count: 0`: a claim of 0 devices holds nothing".to_string(),
+            format!(
+                "shape `{}` has `count: 0`: a claim of 0 devices holds nothing",
+                shape.name
+            ),
             "write the devices one claim holds, at least 1".to_string(),
         ))
     } else if let Some(m) = &shape.mig
@@ -96,13 +105,13 @@ fn shape_is_valid(
     {
         Some((
             format!("{path}.mig"),
-            e,
+            format!("shape `{}`: {e}", shape.name),
             "use a profile of the GPU's MIG table (`gpuctl profiles`)".to_string(),
         ))
     } else if let Err(e) = selectors(shape, ctx.catalog) {
         Some((
             path.to_string(),
-            e,
+            format!("shape `{}`: {e}", shape.name),
             "use a GPU model of the catalog, a quantity such as `40Gi`, and versions such as `9.0` or `580.95.05`".to_string(),
         ))
     } else {
@@ -202,6 +211,22 @@ fn devices_per_node(
             layouts.iter().filter(|l| l.is_none()).count() as u32,
             gpu.memory_gb.map(u64::from),
         ),
+        // Partitionable devices: with DynamicMIG the driver publishes every MIG device a GPU
+        // without a pre-created layout could hold (their counters on the GPU's), and creates the
+        // one allocated; a node holds up to the profile's instance limit per such GPU.
+        Some(m) if dynamic_mig(ctx, pool) => (
+            layouts
+                .iter()
+                .filter(|l| l.is_none())
+                .map(|_| {
+                    gpu.mig
+                        .as_ref()
+                        .and_then(|s| s.profile(&m.profile))
+                        .map_or(0, |p| p.max_instances)
+                })
+                .sum::<u32>(),
+            mig_memory_gb(&m.profile),
+        ),
         Some(m) => (
             layouts
                 .iter()
@@ -228,6 +253,19 @@ fn devices_per_node(
         });
     }
     Ok(n)
+}
+
+/// Whether NVIDIA's DRA driver makes MIG devices on demand on `pool` (its DynamicMIG gate on, and
+/// the pool served by DRA: every pool under GPUCluster, the `gpuPlugin: dra` pools standalone).
+fn dynamic_mig(ctx: &Ctx<'_>, pool: &NodePool) -> bool {
+    let gate = &ctx.catalog.dra().shapes.partitionable.driver_gate;
+    ctx.bp.spec.dra.as_ref().is_some_and(|d| {
+        d.driver.as_ref().is_some_and(|drv| {
+            drv.feature_gates.get(gate).copied() == Some(true)
+                && (drv.deployment == gpuctl_model::blueprint::dra::DraDeployment::GpuCluster
+                    || pool.gpu_plugin == gpuctl_model::blueprint::GpuPlugin::Dra)
+        })
+    })
 }
 
 /// The memory in GB a MIG profile name states (`3g.40gb` -> 40).
@@ -345,6 +383,13 @@ fn claims(ctx: &mut Ctx<'_>) {
                         None => "declare the shape under `spec.dra.shapes`".to_string(),
                     },
                 ),
+                Some(s) if s.has_alternatives() && amount == 0 => ctx.emit(
+                    "GPU173",
+                    path,
+                    format!("tenant `{}` may hold `{name}: 0` claims of shape `{name}` (`firstAvailable: [{}]`): the quota refuses every claim", t.name, s.first_available.join(", ")),
+                    "allow at least 1 (for a shape of alternatives the amount counts claims)".to_string(),
+                ),
+                Some(s) if s.has_alternatives() => {}
                 Some(s) if amount < s.count => ctx.emit(
                     "GPU173",
                     path,
@@ -435,6 +480,9 @@ fn kueue_admits(ctx: &mut Ctx<'_>, ti: usize, shapes: &[DeviceShape]) {
         let Some(shape) = shapes.iter().find(|s| &s.name == name) else {
             continue;
         };
+        if shape.has_alternatives() {
+            continue; // Kueue admits no such claim: GPU1500
+        }
         let resource = crate::cel::kueue_resource(shape, ctx.catalog);
         if !cq.resources.iter().any(|r| r.quota.contains_key(&resource)) {
             ctx.emit_at_key(
@@ -458,7 +506,12 @@ fn quota_keys(ctx: &mut Ctx<'_>) {
         .map(|c| c.name.clone())
         .collect();
     if let Some(d) = &ctx.bp.spec.dra {
-        known.extend(d.shapes.iter().map(|s| dra_shape_class(&s.name)));
+        known.extend(
+            d.shapes
+                .iter()
+                .filter(|s| !s.has_alternatives())
+                .map(|s| dra_shape_class(&s.name)),
+        );
     }
     let mut found = Vec::new();
     for (ti, t) in ctx.bp.spec.tenants.iter().enumerate() {

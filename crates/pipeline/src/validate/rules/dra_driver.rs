@@ -53,7 +53,7 @@ fn gpu_cluster(ctx: &mut Ctx<'_>, driver: &DraDriver) {
         ctx.emit(
             "GPU175",
             "spec.dra.driver.deployment",
-            format!("GPU Operator {op} has no GPUCluster (it arrived in {})", facts.since),
+            format!("`deployment: gpuCluster` needs the GPU Operator's GPUCluster, which arrived in {}; `spec.gpuOperator.version` is {op}", facts.since),
             format!("upgrade the operator to {} or later (a new cluster: NVIDIA supports no in-place move from a ClusterPolicy), or drop `spec.dra.driver`", facts.since),
         );
         return;
@@ -71,7 +71,7 @@ fn gpu_cluster(ctx: &mut Ctx<'_>, driver: &DraDriver) {
         ctx.emit(
             "GPU175",
             "spec.dra.driver.version",
-            format!("NVIDIA's DRA driver has no release `{version}` gpuctl knows"),
+            format!("`spec.dra.driver.version: {version}` is no release of NVIDIA's DRA driver gpuctl knows"),
             format!("name one of {}", known.join(", ")),
         );
         return;
@@ -82,8 +82,9 @@ fn gpu_cluster(ctx: &mut Ctx<'_>, driver: &DraDriver) {
                 "GPU175",
                 d.path.clone(),
                 format!(
-                    "GPUCluster needs NVIDIA driver {}+ on every GPU node; this pool runs {}",
+                    "GPUCluster needs NVIDIA driver {}+ on every GPU node; `{}` is {}",
                     facts.min_driver_branch,
+                    d.path,
                     d.version.as_str()
                 ),
                 format!(
@@ -107,13 +108,13 @@ fn pools_under_gpu_cluster(ctx: &mut Ctx<'_>, driver: &DraDriver) {
             PartitionMode::TimeSlicing | PartitionMode::Mps => ctx.emit(
                 "GPU176",
                 path,
-                format!("pool `{}` shares GPUs through the device plugin's {}, but under GPUCluster no device plugin runs: the setting does nothing", pool.name, if pool.partitioning.mode == PartitionMode::Mps { "MPS" } else { "time-slicing" }),
+                format!("pool `{}` shares GPUs through the device plugin's {} (`partitioning.mode: {}`), but under GPUCluster no device plugin runs: the setting does nothing", pool.name, if pool.partitioning.mode == PartitionMode::Mps { "MPS" } else { "time-slicing" }, if pool.partitioning.mode == PartitionMode::Mps { "mps" } else { "time-slicing" }),
                 "remove the pool's `partitioning` (NVIDIA's DRA driver shares GPUs through claims: its TimeSlicingSettings and MPSSupport gates are alpha), or keep the ClusterPolicy",
             ),
             PartitionMode::Mig if !dynamic_mig => ctx.emit(
                 "GPU177",
                 path,
-                format!("pool `{}` declares a MIG layout, but under GPUCluster no MIG Manager runs: nothing creates the instances", pool.name),
+                format!("pool `{}` declares a MIG layout (`partitioning.mode: mig`), but under GPUCluster no MIG Manager runs and the DRA driver's `DynamicMIG` is not on: nothing creates the instances", pool.name),
                 "create the layout on the hosts before the DRA driver starts (it publishes the MIG devices it finds), or turn on the driver's alpha `DynamicMIG` gate",
             ),
             _ => {}
@@ -189,7 +190,7 @@ fn compute_domains(ctx: &mut Ctx<'_>) {
         ctx.emit(
             "GPU179",
             path.clone(),
-            format!("ComputeDomains need DRA, which NVIDIA's driver supports from Kubernetes {need_kube}; the blueprint declares {}", ctx.bp.spec.kubernetes.version),
+            format!("ComputeDomains need DRA, which NVIDIA's driver supports from Kubernetes {need_kube}; `spec.kubernetes.version` is {}", ctx.bp.spec.kubernetes.version),
             "upgrade the control plane, or drop `computeDomains`",
         );
     }
@@ -199,7 +200,7 @@ fn compute_domains(ctx: &mut Ctx<'_>) {
         ctx.emit(
             "GPU179",
             "spec.dra.driver.computeDomains",
-            "tenants may create ComputeDomains, but the DRA driver gpuctl deploys has compute domains off: nothing serves them",
+            "`spec.dra.driver.computeDomains: false`, but tenants may create ComputeDomains: the DRA driver gpuctl deploys has compute domains off and nothing serves them",
             "set `computeDomains: true`, or drop the tenants' `computeDomains`",
         );
     }
@@ -278,19 +279,34 @@ fn nvlink_pools(ctx: &mut Ctx<'_>, path: &str, facts: &gpuctl_model::profiles::d
                 "GPU179",
                 d.path.clone(),
                 format!(
-                    "pool `{}` runs driver {}, but ComputeDomains need {floor} or later",
+                    "pool `{}` runs driver {} (`{}`), but ComputeDomains need {floor} or later",
                     pool.name,
-                    d.version.as_str()
+                    d.version.as_str(),
+                    d.path
                 ),
                 format!("upgrade the pool's driver to {floor} or later"),
             );
         }
     }
     if !any {
+        let declared: Vec<String> = ctx
+            .bp
+            .spec
+            .node_pools
+            .iter()
+            .map(|p| {
+                let levels = p
+                    .topology
+                    .as_ref()
+                    .map(|t| t.levels.join(", "))
+                    .unwrap_or_default();
+                format!("`{}`: `levels: [{levels}]`", p.name)
+            })
+            .collect();
         ctx.emit(
             "GPU179",
             path.to_string(),
-            format!("tenants may create ComputeDomains, but no pool is an NVLink domain: none names `{label}` in `topology.levels`, the label that places a compute domain's pods on one NVL72 rack"),
+            format!("tenants may create ComputeDomains, but no pool is an NVLink domain: none names `{label}` in `topology.levels` ({}), the label that places a compute domain's pods on one NVL72 rack", declared.join("; ")),
             format!("add `{label}` to the `topology.levels` of the NVL72 pool (GB200/GB300 racks), or drop `computeDomains`"),
         );
     }

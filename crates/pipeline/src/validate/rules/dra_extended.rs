@@ -117,7 +117,8 @@ fn device_taints(ctx: &mut Ctx<'_>) {
                 "GPU159",
                 "spec.dra.maintenance",
                 format!(
-                    "DeviceTaintRules need Kubernetes' {} gate ({} on the declared Kubernetes {version}) and {} ({}): the API server would drop or refuse the rule and the devices stay in service",
+                    "`spec.dra.maintenance` ({}) becomes DeviceTaintRules, which need Kubernetes' {} gate ({} on the declared Kubernetes {version}) and {} ({}): the API server would drop or refuse the rule and the devices stay in service",
+                    maintenance.iter().map(|m| format!("`{}`", m.name)).collect::<Vec<_>>().join(", "),
                     taints.gate,
                     stage_words(gate_stage),
                     taints.rule_gate,
@@ -189,7 +190,7 @@ fn device_taints(ctx: &mut Ctx<'_>) {
                 (TolerationOperator::Equal, None) if tol.key.is_empty() => ctx.emit(
                     "GPU159",
                     format!("{path}.key"),
-                    "a toleration with an empty key must use `operator: Exists` (it then tolerates every taint)",
+                    "`key: \"\"` with `operator: Equal`: a toleration with an empty key must use `operator: Exists` (it then tolerates every taint)",
                     "set `operator: Exists`, or name the key",
                 ),
                 _ => {}

@@ -18,7 +18,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, driver: &DraDriver) {
         ctx.emit(
             "GPU165",
             "spec.dra.driver.version",
-            "the standalone DRA driver chart needs a pinned release: its chart name, home and values follow from it, and upgrades go forward only",
+            "`deployment: standalone` without `spec.dra.driver.version`: the standalone DRA driver chart needs a pinned release (its chart name, home and values follow from it, and upgrades go forward only)",
             format!(
                 "set `version` to one of {}",
                 known_releases(&facts.driver.releases)
@@ -30,7 +30,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, driver: &DraDriver) {
         ctx.emit(
             "GPU165",
             "spec.dra.driver.version",
-            format!("NVIDIA's DRA driver has no release `{version}` gpuctl knows"),
+            format!("`spec.dra.driver.version: {version}` is no release of NVIDIA's DRA driver gpuctl knows"),
             format!("name one of {}", known_releases(&facts.driver.releases)),
         );
         return;
@@ -43,7 +43,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, driver: &DraDriver) {
         ctx.emit(
             "GPU165",
             "spec.kubernetes.version",
-            format!("NVIDIA's DRA driver needs Kubernetes {need} or later (resource.k8s.io/v1); the blueprint declares {declared}"),
+            format!("NVIDIA's DRA driver needs Kubernetes {need} or later (resource.k8s.io/v1); `spec.kubernetes.version` is {declared}"),
             "upgrade the control plane first, or keep the pools on the device plugin (drop `spec.dra.driver`)",
         );
     }
@@ -62,8 +62,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>, driver: &DraDriver) {
                 "GPU165",
                 d.path.clone(),
                 format!(
-                    "pool `{}` is served by DRA, which needs NVIDIA driver {branch}+; the pool runs {}",
+                    "pool `{}` is served by DRA, which needs NVIDIA driver {branch}+; `{}` is {}",
                     pool.name,
+                    d.path,
                     d.version.as_str()
                 ),
                 format!("upgrade the pool's driver to the {branch} branch or later before moving it to DRA"),
@@ -76,7 +77,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, driver: &DraDriver) {
         ctx.emit(
             "GPU168",
             "spec.dra.driver.deployment",
-            "the standalone DRA driver chart is deployed, but no pool declares `gpuPlugin: dra`: its kubelet plugin runs on no node and every GPU stays with the device plugin",
+            "`spec.dra.driver.deployment: standalone`, but no pool declares `gpuPlugin: dra`: the chart's kubelet plugin runs on no node and every GPU stays with the device plugin",
             "declare `gpuPlugin: dra` on the pools to move (one at a time: docs/dra.md, Migration), or drop `spec.dra.driver` until then",
         );
     }
@@ -102,7 +103,18 @@ pub(super) fn pools(ctx: &mut Ctx<'_>) {
         ctx.emit(
             "GPU165",
             "spec.dra.driver",
-            "`install`, `chart` and `values` configure the standalone DRA driver chart; under `gpuCluster` the GPU Operator deploys the driver and they do nothing",
+            format!(
+                "`spec.dra.driver` sets {} under `deployment: gpuCluster`: they configure the standalone DRA driver chart; under `gpuCluster` the GPU Operator deploys the driver and they do nothing",
+                [
+                    (d.install != InstallMode::None).then(|| format!("`install: {}`", d.install)),
+                    (d.chart != Default::default()).then(|| "`chart`".to_string()),
+                    (!d.values.is_empty()).then(|| format!("`values` ({})", d.values.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ")
+            ),
             "remove them, or set `deployment: standalone`",
         );
     }
@@ -140,7 +152,7 @@ pub(super) fn pools(ctx: &mut Ctx<'_>) {
                 ctx.emit(
                     "GPU166",
                     format!("spec.nodePools[{i}].operands.devicePlugin"),
-                    format!("pool `{}` is served by DRA and keeps the device plugin on: both plugins would hand out the same GPUs on its nodes (the DRA chart refuses that without its override, which gpuctl sets only because it switches the device plugin off there)", pool.name),
+                    format!("pool `{}` is served by DRA (`gpuPlugin: dra`) and keeps the device plugin on (`operands.devicePlugin: true`): both plugins would hand out the same GPUs on its nodes (the DRA chart refuses that without its override, which gpuctl sets only because it switches the device plugin off there)", pool.name),
                     "remove `operands.devicePlugin` (gpuctl switches it off on DRA pools)",
                 );
             }
@@ -163,7 +175,7 @@ pub(super) fn pools(ctx: &mut Ctx<'_>) {
                 ctx.emit(
                     "GPU167",
                     format!("spec.nodePools[{i}].partitioning.mode"),
-                    format!("pool `{}` is served by DRA, but shares GPUs through the device plugin's {}: the device plugin is off on its nodes and the setting does nothing", pool.name, if pool.partitioning.mode == PartitionMode::Mps { "MPS" } else { "time-slicing" }),
+                    format!("pool `{}` is served by DRA, but shares GPUs through the device plugin's {} (`partitioning.mode: {}`): the device plugin is off on its nodes and the setting does nothing", pool.name, if pool.partitioning.mode == PartitionMode::Mps { "MPS" } else { "time-slicing" }, if pool.partitioning.mode == PartitionMode::Mps { "mps" } else { "time-slicing" }),
                     "remove the pool's `partitioning` (claims share GPUs through the DRA driver's alpha TimeSlicingSettings and MPSSupport gates), or keep the pool on the device plugin",
                 );
             }
@@ -267,7 +279,7 @@ fn kubernetes_gates(ctx: &mut Ctx<'_>, gate: &gpuctl_model::profiles::dra::Drive
     }
 }
 
-fn stage_words(stage: gpuctl_model::profiles::dra::GateStage) -> &'static str {
+pub(super) fn stage_words(stage: gpuctl_model::profiles::dra::GateStage) -> &'static str {
     use gpuctl_model::profiles::dra::GateStage;
     match stage {
         GateStage::Alpha => "alpha and off by default",

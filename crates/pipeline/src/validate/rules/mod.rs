@@ -6,6 +6,7 @@ mod composition;
 mod dra;
 mod dra_driver;
 mod dra_extended;
+mod dra_shapes;
 mod dra_standalone;
 mod install;
 mod ip_pools;
@@ -45,6 +46,7 @@ pub(super) fn run_all(ctx: &mut Ctx<'_>) {
     dra::check(ctx);
     dra_driver::check(ctx);
     dra_extended::check(ctx);
+    dra_shapes::check(ctx);
     accounting::check(ctx);
     provisioning::check(ctx);
 }

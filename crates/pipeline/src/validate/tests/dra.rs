@@ -739,3 +739,275 @@ fn a_hostile_gpu_count_is_reported_not_allocated() {
         r.findings
     );
 }
+
+/// The base with a shape of alternatives (`any`: eight H100s, else one) claimed twice by the tenant.
+fn alternatives() -> String {
+    edit(
+        DRA_BASE,
+        &[
+            (
+                "      - name: mig-1g\n",
+                "      - name: any\n        firstAvailable: [h100x8, h100]\n      - name: mig-1g\n",
+            ),
+            (
+                "claims: { h100: 8, mig-1g: 14 }",
+                "claims: { h100: 8, mig-1g: 14, any: 2 }",
+            ),
+        ],
+    )
+}
+
+/// The base on Kubernetes 1.36 with a 20Gi share of an H100 (`slice`), not claimed.
+fn shares() -> String {
+    edit(
+        DRA_BASE,
+        &[
+            ("version: \"1.35.1\"", "version: \"1.36.3\""),
+            (
+                "      - name: mig-1g\n",
+                "      - name: slice\n        gpu: { model: H100-SXM5-80GB }\n        memoryShare: 20Gi\n      - name: mig-1g\n",
+            ),
+        ],
+    )
+}
+
+/// `kueue_claims` with a shape of alternatives (`any`) in place of the H100 claim.
+fn kueue_alternatives(base: &str) -> String {
+    edit(
+        base,
+        &[
+            (
+                "  tenants:\n",
+                "  dra:\n    shapes: [{name: h100, gpu: {model: H100-SXM5-80GB}}, {name: h100x2, gpu: {model: H100-SXM5-80GB}, count: 2}, {name: any, firstAvailable: [h100x2, h100]}]\n  tenants:\n",
+            ),
+            (
+                "      cuda: [\"12.4\"]\n",
+                "      cuda: [\"12.4\"]\n      claims: { any: 4 }\n",
+            ),
+        ],
+    )
+}
+
+/// Failing cases of the shapes beyond one kind of whole device (GPU1500-GPU1502).
+pub(super) fn shape_cases() -> Vec<Case> {
+    let nine: &'static str =
+        "firstAvailable: [h100x8, h100, mig-1g, h100x8, h100, mig-1g, h100x8, h100, mig-1g]";
+    vec![
+        (
+            "GPU1500",
+            alternatives(),
+            vec![("[h100x8, h100]", "[h100x8, h10]")],
+        ),
+        (
+            "GPU1500",
+            alternatives(),
+            vec![("[h100x8, h100]", "[h100x8, any]")],
+        ),
+        (
+            "GPU1500",
+            alternatives(),
+            vec![("[h100x8, h100]", "[h100x8, h100x8]")],
+        ),
+        (
+            "GPU1500",
+            alternatives(),
+            vec![("firstAvailable: [h100x8, h100]", nine)],
+        ),
+        (
+            "GPU1500",
+            alternatives(),
+            vec![(
+                "[h100x8, h100]\n",
+                "[h100x8, h100]\n        gpu: {}\n        count: 2\n",
+            )],
+        ),
+        // A shape of alternatives naming another one.
+        (
+            "GPU1500",
+            alternatives(),
+            vec![(
+                "      - name: mig-1g\n",
+                "      - name: any2\n        firstAvailable: [any, h100]\n      - name: mig-1g\n",
+            )],
+        ),
+        // Kueue v0.19.2 leaves a firstAvailable claim inadmissible.
+        ("GPU1500", kueue_alternatives(KUEUE_BASE), vec![]),
+        (
+            "GPU1501",
+            shares(),
+            vec![("version: \"1.36.3\"", "version: \"1.35.1\"")],
+        ),
+        (
+            "GPU1501",
+            shares(),
+            vec![("memoryShare: 20Gi", "memoryShare: 96Gi")],
+        ),
+        (
+            "GPU1501",
+            shares(),
+            vec![("memoryShare: 20Gi", "memoryShare: \"0\"")],
+        ),
+        (
+            "GPU1501",
+            shares(),
+            vec![("memoryShare: 20Gi", "memoryShare: lots")],
+        ),
+        (
+            "GPU1501",
+            shares(),
+            vec![(
+                "mig: { profile: 1g.10gb }",
+                "mig: { profile: 1g.10gb }\n        memoryShare: 5Gi",
+            )],
+        ),
+        (
+            "GPU1502",
+            shares(),
+            vec![(
+                "claims: { h100: 8, mig-1g: 14 }",
+                "claims: { h100: 8, mig-1g: 14, slice: 4 }",
+            )],
+        ),
+        // Volcano v1.15.1 does not charge firstAvailable claims to the queue.
+        (
+            "GPU1502",
+            kueue_alternatives(&super::volcano_base()),
+            vec![],
+        ),
+    ]
+}
+
+/// Passing cases next to [`shape_cases`].
+pub(super) fn shape_passing_cases() -> Vec<Case> {
+    vec![
+        ("GPU1500", alternatives(), vec![]),
+        ("GPU171", alternatives(), vec![]),
+        ("GPU172", alternatives(), vec![]),
+        ("GPU173", alternatives(), vec![]),
+        // Declared but claimed through no Kueue queue.
+        (
+            "GPU1500",
+            kueue_alternatives(KUEUE_BASE),
+            vec![(
+                "      claims: { any: 4 }\n",
+                "      claims: { h100x2: 4 }\n",
+            )],
+        ),
+        ("GPU1501", shares(), vec![]),
+        (
+            "GPU1501",
+            shares(),
+            vec![("memoryShare: 20Gi", "memoryShare: 80G")],
+        ),
+        ("GPU1502", shares(), vec![]),
+        ("GPU1502", alternatives(), vec![]),
+    ]
+}
+
+/// Under DynamicMIG a MIG shape is served by pools without a pre-created layout (partitionable
+/// devices: the driver makes the instance on allocation); without it the same shape is GPU172.
+#[test]
+fn dynamic_mig_pools_hold_mig_shapes_without_a_layout() {
+    let base = edit(
+        DRA_BASE,
+        &[
+            ("version: \"1.35.1\"", "version: \"1.36.3\""),
+            ("mig: { profile: 1g.10gb }", "mig: { profile: 3g.40gb }"),
+            (
+                "claims: { h100: 8, mig-1g: 14 }",
+                "claims: { h100: 8, mig-1g: 2 }",
+            ),
+        ],
+    );
+    let without = run(&edit(
+        &base,
+        &[(
+            "  dra:\n    shapes:\n",
+            "  dra:\n    driver: { deployment: gpuCluster }\n    shapes:\n",
+        )],
+    ));
+    assert!(
+        without
+            .findings
+            .iter()
+            .any(|f| f.rule == "GPU172" && f.message.contains("`3g.40gb`")),
+        "{:#?}",
+        without.findings
+    );
+    let with = run(&edit(
+        &base,
+        &[(
+            "  dra:\n    shapes:\n",
+            "  dra:\n    driver: { deployment: gpuCluster, featureGates: { DynamicMIG: true } }\n    shapes:\n",
+        )],
+    ));
+    assert!(!rules(&with).contains(&"GPU172"), "{:#?}", with.findings);
+}
+
+/// The tokens an edit wrote that the text it replaced did not have (`1.33.5` of
+/// `version: "1.33.5"` over `version: "1.35.1"`): the values the user wrote.
+fn written(edits: &[(&str, &str)]) -> Vec<String> {
+    let split = |s: &str| -> Vec<String> {
+        s.split(|c: char| {
+            c.is_whitespace() || matches!(c, '{' | '}' | '[' | ']' | ',' | ':' | '"' | '\'')
+        })
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+    };
+    let mut out = Vec::new();
+    for (from, to) in edits {
+        let old = split(from);
+        for t in split(to) {
+            if !old.contains(&t) && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    // An edit that only removes or repeats (`[h100x8, h100x8]`): what is left where it was.
+    if out.is_empty() {
+        out = edits.iter().flat_map(|(_, to)| split(to)).collect();
+    }
+    out
+}
+
+/// Every DRA rule's finding names the field at fault and a value the case wrote there, not only
+/// the limit it broke (issue 39, Deliver 6): the message contains one of the tokens the edit
+/// wrote, and the finding's path is a field of the blueprint.
+#[test]
+fn dra_findings_name_the_field_and_the_value_written() {
+    let dra_rules =
+        |r: &str| crate::validate::registry::rule(r).is_some_and(|rule| rule.area == "dra");
+    let mut failures = Vec::new();
+    for (rule, base, edits) in cases().into_iter().chain(shape_cases()) {
+        let tokens = written(&edits);
+        // A case built into its base, or an edit that only deletes: nothing was written.
+        if !dra_rules(rule) || tokens.is_empty() {
+            continue;
+        }
+        let report = run(&edit(&base, &edits));
+        let Some(f) = report
+            .findings
+            .iter()
+            .find(|f| f.rule == rule && tokens.iter().any(|t| f.message.contains(t.as_str())))
+        else {
+            failures.push(format!(
+                "{rule}: no finding names one of {tokens:?}: {:?}",
+                report
+                    .findings
+                    .iter()
+                    .filter(|f| f.rule == rule)
+                    .map(|f| (&f.path, &f.message))
+                    .collect::<Vec<_>>()
+            ));
+            continue;
+        };
+        if !f.path.starts_with("spec.") {
+            failures.push(format!(
+                "{rule}: path `{}` is not a blueprint field",
+                f.path
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
