@@ -139,6 +139,8 @@ pub fn markdown(
         },
         "validator": VALIDATOR_SELECTOR,
         "deviceTaintKey": gpuctl_model::names::MAINTENANCE_TAINT_KEY,
+        "deviceTaintsUsed": plan.device_taints.used(),
+        "deviceTaintsFallback": plan.device_taints.fallback,
     });
     templates.render(TEMPLATE, ctx)
 }
