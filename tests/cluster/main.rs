@@ -41,4 +41,5 @@ mod provisioning;
 mod releases_cluster;
 mod status_cluster;
 mod upgrade;
+mod upgrade_dra;
 mod volcano_release;

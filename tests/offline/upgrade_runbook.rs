@@ -130,6 +130,7 @@ fn cluster() -> Workloads {
             labels: BTreeMap::new(),
             state: Some("ready".into()),
         }]),
+        device_taint_rule_api: None,
     }
 }
 

@@ -629,6 +629,10 @@ pub async fn pool_workloads(
     }
     let pdbs = read_pdbs(k, &pods).await?;
     let driver_crs = read_driver_crs(k).await?;
+    let device_taint_rule_api = k
+        .resolve_group_kind("resource.k8s.io", "DeviceTaintRule")
+        .await?
+        .map(|r| r.resource.api_version);
     let mut view = LiveView::empty(Source::Cluster {
         server: k.server.clone(),
         fingerprint: k.fingerprint().await?,
@@ -638,6 +642,7 @@ pub async fn pool_workloads(
         pods,
         pdbs,
         driver_crs,
+        device_taint_rule_api,
     });
     Ok(view)
 }

@@ -171,6 +171,11 @@ pub struct Journal {
     /// The green CR exists and the nodes carry their colour and steering taint.
     #[serde(default)]
     pub prepared: bool,
+    /// DeviceTaintRules that take a node's GPUs out of service while it is moved (DRA pools), by
+    /// node: applied before the node is cordoned, deleted once it has validated (and by a rollback,
+    /// and at the end of a run in any case, so none is left behind).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub device_taint_rules: BTreeMap<String, Value>,
     /// Phase.
     pub phase: JournalPhase,
     /// Steps recorded so far (every write adds one).

@@ -463,6 +463,7 @@ impl<'a> Run<'a> {
         }
         for n in todo {
             if self.state(n) == NodeState::Blue {
+                self.taint_devices(n).await?;
                 self.cordon(n).await?;
                 self.set_state(n, NodeState::Cordoned, None).await?;
             }
@@ -528,6 +529,7 @@ impl<'a> Run<'a> {
     }
 
     async fn finish(&mut self) -> Result<(), UpgradeError> {
+        self.untaint_all().await?;
         if self.j.remove_blue_cr {
             let blue = self.j.blue_cr.clone();
             if self.unused(&blue).await? {
@@ -653,6 +655,7 @@ impl<'a> Run<'a> {
     /// Deletes the green CR when this upgrade created it and no node uses it, and records the
     /// rollback as complete.
     async fn finish_rollback(&mut self) -> Result<(), UpgradeError> {
+        self.untaint_all().await?;
         let green = self.j.green_cr.clone();
         if !self.j.green_cr_existed && self.unused(&green).await? {
             self.delete_cr(&green).await?;
@@ -683,6 +686,7 @@ impl<'a> Run<'a> {
     /// Undoes what the upgrade did to a node that never moved: colour, steering taint and, when
     /// the upgrade cordoned it, the cordon.
     async fn release_node(&mut self, n: &str, uncordon: bool) -> Result<(), UpgradeError> {
+        self.untaint_devices(n).await?;
         let labels = self.owned_labels(n, Direction::Back, true);
         nodeops::apply_owned_labels(self.k, n, &labels)
             .await
@@ -1031,6 +1035,7 @@ impl<'a> Run<'a> {
     /// waits for MIG Manager when the MIG config was restored), removes the steering taint and
     /// uncordons, unless the node was cordoned before the upgrade.
     async fn settle(&mut self, n: &str) -> Result<(), UpgradeError> {
+        self.untaint_devices(n).await?;
         let node = read::read_node(self.k, n)
             .await
             .map_err(|e| self.cluster(e))?;
@@ -1127,6 +1132,89 @@ impl<'a> Run<'a> {
         })
     }
 
+    /// The served DeviceTaintRule resource, when the journal has rules to write.
+    async fn rule_resource(&self) -> Result<Option<client::Resolved>, UpgradeError> {
+        if self.j.device_taint_rules.is_empty() {
+            return Ok(None);
+        }
+        self.k
+            .resolve_group_kind("resource.k8s.io", "DeviceTaintRule")
+            .await
+            .map_err(|e| self.cluster(e))
+    }
+
+    /// Takes node `n`'s GPUs out of service with its DeviceTaintRule (DRA pools whose cluster
+    /// serves the rule; nothing otherwise). Server-side apply: a resumed run applies it again
+    /// unchanged.
+    async fn taint_devices(&mut self, n: &str) -> Result<(), UpgradeError> {
+        let Some(rule) = self.j.device_taint_rules.get(n).cloned() else {
+            return Ok(());
+        };
+        let Some(r) = self.rule_resource().await? else {
+            let pool = self.j.pool.clone();
+            return Err(self.stopped(
+                format!("the cluster no longer serves DeviceTaintRule; {n}'s GPUs cannot be taken out of service as planned"),
+                format!("turn DRADeviceTaintRules back on and `gpuctl upgrade driver --resume --pool {pool}`, or `gpuctl upgrade rollback --pool {pool}`"),
+            ));
+        };
+        apply_as_upgrade(self.k, &r, &rule)
+            .await
+            .map_err(|e| self.cluster(e))?;
+        let name = rule["metadata"]["name"].as_str().unwrap_or_default();
+        self.progress
+            .step(&format!("DeviceTaintRule/{name}"), "applied");
+        self.save(format!(
+            "{n}: GPUs out of service: DeviceTaintRule {name} ({}={}:{}) applied",
+            rule["spec"]["taint"]["key"].as_str().unwrap_or_default(),
+            rule["spec"]["taint"]["value"].as_str().unwrap_or_default(),
+            rule["spec"]["taint"]["effect"].as_str().unwrap_or_default(),
+        ))
+        .await
+    }
+
+    /// Deletes node `n`'s DeviceTaintRule (absent already: nothing to do).
+    async fn untaint_devices(&mut self, n: &str) -> Result<(), UpgradeError> {
+        let Some(name) = self
+            .j
+            .device_taint_rules
+            .get(n)
+            .and_then(|r| r["metadata"]["name"].as_str().map(str::to_string))
+        else {
+            return Ok(());
+        };
+        let Some(r) = self.rule_resource().await? else {
+            return Ok(());
+        };
+        let existed = self
+            .k
+            .get(&r, None, &name)
+            .await
+            .map_err(|e| self.cluster(e))?
+            .is_some();
+        if !existed {
+            return Ok(());
+        }
+        self.k
+            .delete(&r, None, &name, None)
+            .await
+            .map_err(|e| self.cluster(e))?;
+        self.progress
+            .step(&format!("DeviceTaintRule/{name}"), "deleted");
+        self.save(format!(
+            "{n}: GPUs back in service: DeviceTaintRule {name} deleted"
+        ))
+        .await
+    }
+
+    /// Deletes every DeviceTaintRule of the journal that is still there.
+    async fn untaint_all(&mut self) -> Result<(), UpgradeError> {
+        let nodes: Vec<String> = self.j.device_taint_rules.keys().cloned().collect();
+        for n in nodes {
+            self.untaint_devices(&n).await?;
+        }
+        Ok(())
+    }
+
     /// No node in the cluster carries `gpuctl.dev/driver=<cr>`.
     async fn unused(&self, cr: &str) -> Result<bool, UpgradeError> {
         let sel = BTreeMap::from([(DRIVER_LABEL.to_string(), cr.to_string())]);
@@ -1171,5 +1259,5 @@ async fn apply_as_upgrade(
     client::retry(|| api.patch(name, &params, &patch))
         .await
         .map(|_| ())
-        .map_err(|e| client::classify(&format!("NVIDIADriver/{name}"), e))
+        .map_err(|e| client::classify(&format!("{}/{name}", r.resource.kind), e))
 }

@@ -188,6 +188,9 @@ pub struct Workloads {
     pub pdbs: Vec<LivePdb>,
     /// NVIDIADriver CRs (`None`: the CRD is not served).
     pub driver_crs: Option<Vec<LiveDriverCr>>,
+    /// The API version the cluster serves DeviceTaintRule in (`None`: not served).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_taint_rule_api: Option<String>,
 }
 
 impl Workloads {

@@ -18,6 +18,7 @@
 //! value and the two managers share the field. Cordons, the steering taint and the restore of
 //! recorded labels are plain patches (no ownership claims on keys apply declares).
 
+pub mod device_taints;
 pub mod preflight;
 mod record;
 pub mod runbook;

@@ -50,6 +50,7 @@ impl Journal {
             batches: plan.batches.iter().map(|b| b.nodes.clone()).collect(),
             nodes,
             prepared: false,
+            device_taint_rules: plan.device_taints.rules.clone(),
             phase: JournalPhase::Running,
             step: 0,
             events: Vec::new(),

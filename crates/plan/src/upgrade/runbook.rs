@@ -64,6 +64,21 @@ fn batch_ctx(plan: &UpgradePlan, b: &PlanBatch) -> Value {
         .nodes
         .iter()
         .any(|n| n.batch == b.index && n.mig_capable);
+    let rules: Vec<&Value> = b
+        .nodes
+        .iter()
+        .filter_map(|n| plan.device_taints.rules.get(n))
+        .collect();
+    let rules_yaml = rules
+        .iter()
+        .map(|r| serde_saphyr::to_string(r).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("---\n");
+    let rule_names = rules
+        .iter()
+        .filter_map(|r| r["metadata"]["name"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
     json!({
         "index": b.index,
         "nodes": b.nodes,
@@ -81,6 +96,8 @@ fn batch_ctx(plan: &UpgradePlan, b: &PlanBatch) -> Value {
         "duration": dur(b.end_s - b.start_s),
         "restore": restore,
         "mig": mig,
+        "taintRulesYaml": rules_yaml,
+        "taintRuleNames": rule_names,
         "uncordon": plan.nodes.iter().filter(|n| n.batch == b.index && !n.unschedulable).map(|n| n.name.clone()).collect::<Vec<_>>().join(" "),
     })
 }
@@ -121,6 +138,9 @@ pub fn markdown(
             "devicePlugin": DEVICE_PLUGIN_CONFIG_LABEL,
         },
         "validator": VALIDATOR_SELECTOR,
+        "deviceTaintKey": gpuctl_model::names::MAINTENANCE_TAINT_KEY,
+        "deviceTaintsUsed": plan.device_taints.used(),
+        "deviceTaintsFallback": plan.device_taints.fallback,
     });
     templates.render(TEMPLATE, ctx)
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::device_taints::{self, DeviceTaints};
 use super::preflight::{BranchFacts, Check, Prepared};
 use super::{
     BLUE, DRIVER_VERSION_LABEL, GREEN, MIG_CAPABLE_LABEL, PENDING_TAINT_EFFECT, PENDING_TAINT_KEY,
@@ -14,6 +15,7 @@ use super::{
 };
 use crate::journal::Journal;
 use crate::live::workloads::{LiveDriverCr, LiveNode, LivePod, PodRole, Workloads, selector_text};
+use gpuctl_model::blueprint::provisioning::ProvisionerKind;
 use gpuctl_model::blueprint::{Blueprint, IntOrString, NodePool, UpgradeStrategy};
 use gpuctl_model::located::Severity;
 use gpuctl_model::quantity::parse_duration_ms;
@@ -168,6 +170,13 @@ pub struct UpgradePlan {
     pub node_upgrade_s: u64,
     /// Expected total (seconds).
     pub total_s: u64,
+    /// DeviceTaintRules that take each node's GPUs out of service while it is moved (DRA pools).
+    #[serde(skip_serializing_if = "is_default")]
+    pub device_taints: DeviceTaints,
+}
+
+fn is_default(d: &DeviceTaints) -> bool {
+    *d == DeviceTaints::default()
 }
 
 impl UpgradePlan {
@@ -318,6 +327,7 @@ pub fn build(
     let crs = driver_crs(prep, live, &blue_cr, &green_cr, &mut checks);
     check_node_drivers(live, &blue_cr, &mut checks);
     check_node_owners(live, &mut checks);
+    check_provisioner(pool, &blue_cr, &green_cr, &mut checks);
 
     let (blue_color, green_color) = colours(live, &policy, &mut checks);
     check_policy(&policy, &mut checks);
@@ -325,6 +335,28 @@ pub fn build(
     let (nodes, batches) = schedule(bp, live, &policy, node_upgrade_s, &mut checks);
     check_node_conditions(live, &mut checks);
     check_restore(&nodes, &mut checks);
+    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+    let device_taints = device_taints::decide(
+        bp,
+        gpuctl_model::profiles::Catalog::embedded(),
+        pool,
+        &names,
+        live.device_taint_rule_api.as_deref(),
+    );
+    if let Some(why) = &device_taints.fallback {
+        checks.push(cluster(
+            Severity::Info,
+            format!("no DeviceTaintRule during the upgrade: {why}"),
+        ));
+    } else if device_taints.used() {
+        checks.push(cluster(
+            Severity::Info,
+            format!(
+                "each node's GPUs are taken out of service with a DeviceTaintRule ({}=upgrade-<node>:NoSchedule) before it is cordoned, and the rule is deleted once the node has validated",
+                gpuctl_model::names::MAINTENANCE_TAINT_KEY
+            ),
+        ));
+    }
     checks.sort_by_key(|c| c.level);
     let total_s = batches.last().map_or(0, |b| b.end_s);
 
@@ -357,7 +389,30 @@ pub fn build(
         validate_timeout_s: timing.validate_timeout.as_secs(),
         node_upgrade_s,
         total_s,
+        device_taints,
     }
+}
+
+/// A Karpenter pool: the upgrade moves the nodes that exist by relabelling them and does not (yet)
+/// roll the pool through Karpenter's drift, so the NodePool's template keeps naming the blue CR
+/// until the blueprint edit is applied (docs/upgrades.md, Karpenter pools).
+fn check_provisioner(pool: &NodePool, blue_cr: &str, green_cr: &str, checks: &mut Vec<Check>) {
+    if pool.provisioner.kind != ProvisionerKind::Karpenter {
+        return;
+    }
+    checks.push(
+        Check::new(
+            Severity::Warning,
+            "blueprint",
+            format!(
+                "pool `{p}` is provisioned by Karpenter: this upgrade moves the nodes that exist now by relabelling them, not through Karpenter's drift; NodePool `{p}`'s template keeps labelling new nodes `{DRIVER_LABEL}={blue_cr}`, so a node Karpenter launches during the upgrade, or after it until the blueprint edit is applied, comes up on the old driver (or, once `{blue_cr}` is deleted, on no NVIDIADriver of this pool); and applying the blueprint edit afterwards changes that template, which Karpenter sees as drift of every NodeClaim launched before it: it replaces all of the pool's nodes once more, under the NodePool's `Drifted` budget",
+                p = pool.name
+            ),
+        )
+        .hint(format!(
+            "keep the pool from scaling up while it is upgraded, apply the blueprint edit as soon as it completes, and expect the second replacement (its nodes come up on `{green_cr}`; the NodePool's `Drifted` budget paces it)"
+        )),
+    );
 }
 
 /// The pool being upgraded.
@@ -1058,6 +1113,49 @@ fn green_manifest(mut m: Value, name: &str, pool: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Karpenter pool's upgrade warns that the NodePool's template keeps the blue CR (new nodes
+    /// come up on the old driver) and names the edit that makes Karpenter drift them; a static
+    /// pool's does not.
+    #[test]
+    fn a_karpenter_pool_is_warned_that_its_template_keeps_the_old_driver() {
+        let bp = gpuctl_model::blueprint::load_str(
+            "eks-karpenter.yaml",
+            include_str!("../../../../blueprints/eks-karpenter.yaml"),
+        )
+        .expect("loads")
+        .blueprint;
+        let pool = |n: &str| bp.spec.node_pools.iter().find(|p| p.name == n).unwrap();
+        let mut checks = Vec::new();
+        check_provisioner(
+            pool("h100-train"),
+            "pool-h100-train-580",
+            "pool-h100-train-595",
+            &mut checks,
+        );
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].level, Severity::Warning);
+        assert!(
+            checks[0].message.contains("NodePool `h100-train`'s template keeps labelling new nodes `gpuctl.dev/driver=pool-h100-train-580`"),
+            "{}",
+            checks[0].message
+        );
+        assert!(
+            checks[0]
+                .message
+                .contains("replaces all of the pool's nodes once more")
+        );
+        assert!(
+            checks[0]
+                .hint
+                .as_deref()
+                .unwrap()
+                .contains("come up on `pool-h100-train-595`")
+        );
+        let mut checks = Vec::new();
+        check_provisioner(pool("l4-dev"), "a", "b", &mut checks);
+        assert!(checks.is_empty(), "{checks:?}");
+    }
 
     #[test]
     fn percentages_round_down_but_never_to_zero() {
