@@ -66,6 +66,7 @@ fn pod(
         terminating: false,
         ready: true,
         gpus: BTreeMap::from([("nvidia.com/gpu".to_string(), gpus)]),
+        claims: 0,
         owner: Some(owner.into()),
         role,
         labels,

@@ -90,6 +90,10 @@ pub struct LivePod {
     pub ready: bool,
     /// GPU resources requested (`nvidia.com/*`), summed over containers.
     pub gpus: BTreeMap<String, u64>,
+    /// DRA claims the pod holds (`spec.resourceClaims`): on a DRA pool these are its GPUs, which
+    /// no `nvidia.com/*` request shows.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub claims: usize,
     /// Controller kind/name, when it has one.
     pub owner: Option<String>,
     /// How a drain treats it.
@@ -106,9 +110,10 @@ impl LivePod {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// Requests a GPU resource.
+    /// Requests a GPU resource or holds a DRA claim (a claim pod on a GPU pool's node holds that
+    /// node's devices: a drain must move it as it moves a device-plugin pod).
     pub fn uses_gpus(&self) -> bool {
-        self.gpus.values().any(|n| *n > 0)
+        self.claims > 0 || self.gpus.values().any(|n| *n > 0)
     }
 
     /// Finished (holds no GPU any more).
@@ -356,11 +361,16 @@ pub fn live_pod(p: &Pod) -> LivePod {
         terminating: p.metadata.deletion_timestamp.is_some(),
         ready,
         gpus,
+        claims: spec.resource_claims.as_deref().unwrap_or_default().len(),
         owner: owner.map(|(k, n)| format!("{k}/{n}")),
         role,
         labels,
         grace_seconds: spec.termination_grace_period_seconds.unwrap_or(30),
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Plain-data view of a PodDisruptionBudget in `namespace`.
@@ -437,6 +447,30 @@ mod tests {
         other.insert("canary".into(), "yes".into());
         assert!(!selector_matches(&s, &other));
         assert!(selector_matches(&LabelSelector::default(), &labels));
+    }
+
+    /// A claim pod on a DRA pool asks for no `nvidia.com/*` resource: it still holds the node's
+    /// GPUs, so the upgrade's drain moves it; a pod with neither stays out of the drain.
+    #[test]
+    fn a_pod_holding_a_dra_claim_uses_gpus() {
+        let pod = |spec: Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p", "namespace": "ns"},
+                "spec": spec,
+            }))
+            .unwrap()
+        };
+        let claim = live_pod(&pod(serde_json::json!({
+            "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h100x2"}],
+        })));
+        assert_eq!((claim.claims, claim.uses_gpus()), (1, true));
+        let plain = live_pod(&pod(serde_json::json!({"containers": [{"name": "c"}]})));
+        assert_eq!((plain.claims, plain.uses_gpus()), (0, false));
+        let device_plugin = live_pod(&pod(serde_json::json!({
+            "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        })));
+        assert_eq!((device_plugin.claims, device_plugin.uses_gpus()), (0, true));
     }
 
     #[test]

@@ -1365,6 +1365,7 @@ fn dra_pod(
         terminating: false,
         ready: true,
         gpus: gpus.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+        claims: 0,
         owner: None,
         role: crate::live::workloads::PodRole::Service,
         labels: BTreeMap::new(),

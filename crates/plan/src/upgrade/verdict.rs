@@ -135,6 +135,7 @@ mod tests {
             terminating: false,
             ready,
             gpus: BTreeMap::new(),
+            claims: 0,
             owner: Some("DaemonSet/nvidia-operator-validator".into()),
             role: PodRole::DaemonSet,
             labels: BTreeMap::new(),
