@@ -137,6 +137,27 @@ impl Table {
     }
 }
 
+/// A provisioned pool's bounds and NodeClaims after its node count: `, min 0 max 4 (at max),
+/// NodeClaims 2 launched 1 pending`; empty for a static pool.
+pub(crate) fn bounds(p: &gpuctl_day2::status::PoolStatus) -> String {
+    let Some(v) = &p.provisioner else {
+        return String::new();
+    };
+    let mut s = format!(
+        ", min {} max {} ({})",
+        v.min_nodes,
+        v.max_nodes,
+        v.bound.as_str()
+    );
+    if let Some(c) = v.node_claims {
+        s.push_str(&format!(
+            ", NodeClaims {} launched {} pending",
+            c.launched, c.pending
+        ));
+    }
+    s
+}
+
 fn pool_table(r: &StatusReport, name: fn(&str) -> String) -> Table {
     let mut t = vec![
         [
@@ -165,8 +186,8 @@ fn pool_table(r: &StatusReport, name: fn(&str) -> String) -> Table {
                 String::new()
             } else {
                 format!(" (of {})", p.nodes.expected)
-            }
-        );
+            },
+        ) + &bounds(p);
         if p.resources.is_empty() {
             t.push(vec![name(&p.name), nodes.clone(), "-".into()]);
         }

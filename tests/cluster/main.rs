@@ -38,6 +38,7 @@ mod multikueue;
 mod network_cluster;
 mod plan_apply;
 mod provisioning;
+mod provisioning_day2;
 mod releases_cluster;
 mod status_cluster;
 mod upgrade;

@@ -27,17 +27,17 @@ use support::cluster::TestCluster;
 use support::fresh::FreshCluster;
 use support::gpuctl::{Gpuctl, TODAY};
 
-const READINESS: &str = "readiness.k8s.io/nvidia-gpu-not-ready";
+pub(crate) const READINESS: &str = "readiness.k8s.io/nvidia-gpu-not-ready";
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
-fn gpuctl(args: &[&str], kubeconfig: &str) -> Output {
+pub(crate) fn gpuctl(args: &[&str], kubeconfig: &str) -> Output {
     Gpuctl::new(args)
         .args(["--kubeconfig", kubeconfig])
         .today(TODAY)
         .output()
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\n{}\n{}",
         o.status.code(),
@@ -49,7 +49,7 @@ fn text(o: &Output) -> String {
 /// A training pool of one p5.48xlarge at most (limit 8 GPUs) and a MIG pool on the same type
 /// kept apart by its own taint; both at zero. `overlay: false` turns the MIG pool's NodeOverlay off
 /// (what validation reports as GPU1401: the test shows why).
-fn blueprint(p: &str, overlay: bool) -> String {
+pub(crate) fn blueprint(p: &str, overlay: bool) -> String {
     let overlay = if overlay {
         ""
     } else {
@@ -109,7 +109,7 @@ spec:
     )
 }
 
-fn dynamic(
+pub(crate) fn dynamic(
     tc: &TestCluster,
     group: &str,
     version: &str,
@@ -121,13 +121,13 @@ fn dynamic(
     Api::all_with(tc.client.clone(), &ar)
 }
 
-fn node_claims(tc: &TestCluster) -> Api<DynamicObject> {
+pub(crate) fn node_claims(tc: &TestCluster) -> Api<DynamicObject> {
     dynamic(tc, "karpenter.sh", "v1", "NodeClaim", "nodeclaims")
 }
 
 /// A pod of `ns` asking for `resources`, tolerating `tolerate` (keys), bound by the harness's
 /// scheduler profile.
-fn gpu_pod(name: &str, resources: Value, tolerate: &[&str]) -> Pod {
+pub(crate) fn gpu_pod(name: &str, resources: Value, tolerate: &[&str]) -> Pod {
     let tolerations: Vec<Value> = tolerate
         .iter()
         .map(|k| json!({"key": k, "operator": "Exists", "effect": "NoSchedule"}))
@@ -150,7 +150,7 @@ fn gpu_pod(name: &str, resources: Value, tolerate: &[&str]) -> Pod {
 }
 
 /// NodeClaims of NodePool `pool`.
-async fn claims_of(tc: &TestCluster, pool: &str) -> Vec<DynamicObject> {
+pub(crate) async fn claims_of(tc: &TestCluster, pool: &str) -> Vec<DynamicObject> {
     node_claims(tc)
         .list(&ListParams::default().labels(&format!("karpenter.sh/nodepool={pool}")))
         .await
@@ -159,7 +159,7 @@ async fn claims_of(tc: &TestCluster, pool: &str) -> Vec<DynamicObject> {
 }
 
 /// The registered Node of the first NodeClaim of `pool`.
-async fn launched_node(tc: &TestCluster, pool: &str, secs: u64) -> Node {
+pub(crate) async fn launched_node(tc: &TestCluster, pool: &str, secs: u64) -> Node {
     let nodes: Api<Node> = Api::all(tc.client.clone());
     let name = poll(
         secs,
@@ -216,7 +216,7 @@ async fn remove_taints(tc: &TestCluster, node: &str, keys: &[&str]) {
         .unwrap();
 }
 
-async fn pod_node(pods: &Api<Pod>, name: &str) -> Option<String> {
+pub(crate) async fn pod_node(pods: &Api<Pod>, name: &str) -> Option<String> {
     pods.get(name).await.ok()?.spec?.node_name
 }
 

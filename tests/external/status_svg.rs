@@ -178,6 +178,7 @@ fn cluster() -> StatusInput {
             cq("cq-dev", "h100-train", GPU, "16", "1", "0", (1, 3)),
         ]),
         volcano_queues: None,
+        node_claims: None,
     }
 }
 

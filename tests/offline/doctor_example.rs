@@ -172,6 +172,7 @@ fn every_finding_kind_has_a_scenario_test() {
         "cluster/dra_extended.rs",
         "cluster/dra_harness.rs",
         "cluster/dra_kueue.rs",
+        "cluster/provisioning_day2.rs",
         "external/doctor_metrics.rs",
     ] {
         scenarios.extend(ids_in(

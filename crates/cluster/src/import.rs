@@ -60,6 +60,13 @@ pub const IMPORT_KINDS: &[(&str, &str, &[&str])] = &[
         gpuctl_model::profiles::KUEUE_API_VERSIONS_FROM_ALPHA,
     ),
     ("scheduling.volcano.sh", "Queue", &["v1beta1"]),
+    ("karpenter.sh", "NodePool", &["v1"]),
+    ("karpenter.sh", "NodeOverlay", &["v1alpha1"]),
+    (
+        "readiness.node.x-k8s.io",
+        "NodeReadinessRule",
+        &["v1alpha1"],
+    ),
     ("mellanox.com", "NicClusterPolicy", &["v1alpha1"]),
     ("mellanox.com", "IPoIBNetwork", &["v1alpha1"]),
     ("mellanox.com", "MacvlanNetwork", &["v1alpha1"]),

@@ -26,6 +26,10 @@ use gpuctl_model::redact::{MASK, redact_value};
 /// Version of the diagnostics part of a snapshot (inside snapshot format 4 and later).
 pub const DIAGNOSTICS_FORMAT_VERSION: u32 = 1;
 
+/// Kinds whose events are kept whole (Karpenter's NodeClaim and NodePool events name failed
+/// launches and limits).
+const EVENT_KINDS: &[&str] = &["Node", "Workload", "PodGroup", "NodeClaim", "NodePool"];
+
 /// The annotation `kubectl apply` leaves: a full copy of the object, env values included.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -66,6 +70,10 @@ pub enum DiagKind {
     ResourceSlice,
     /// resource.k8s.io DeviceTaintRule (v1beta2 on 1.36, v1alpha3 on 1.35: devices taken out of service).
     DeviceTaintRule,
+    /// Karpenter NodePool (`karpenter.sh/v1`: limits, `status.resources`, template).
+    NodePool,
+    /// Karpenter NodeClaim (`karpenter.sh/v1`: one node being launched, with its conditions).
+    NodeClaim,
 }
 
 /// One kind to list: `(kind, group, Kind, versions tried in order, field selector)`; the cluster
@@ -163,6 +171,14 @@ pub const DIAGNOSTIC_KINDS: &[(DiagKind, &str, &str, &[&str], &str)] = &[
         &["v1beta2", "v1alpha3"],
         "",
     ),
+    (DiagKind::NodePool, "karpenter.sh", "NodePool", &["v1"], ""),
+    (
+        DiagKind::NodeClaim,
+        "karpenter.sh",
+        "NodeClaim",
+        &["v1"],
+        "",
+    ),
 ];
 
 /// The kinds each Day-2 command reads, and nothing else: a kind a command leaves out is neither
@@ -187,6 +203,8 @@ pub const DOCTOR_READS: &[DiagKind] = &[
     DiagKind::ResourceClaim,
     DiagKind::ResourceSlice,
     DiagKind::DeviceTaintRule,
+    DiagKind::NodePool,
+    DiagKind::NodeClaim,
 ];
 
 /// What `gpuctl status` reads (see [`DOCTOR_READS`]).
@@ -198,6 +216,7 @@ pub const STATUS_READS: &[DiagKind] = &[
     DiagKind::VolcanoQueue,
     DiagKind::ResourceClaim,
     DiagKind::ResourceSlice,
+    DiagKind::NodeClaim,
 ];
 
 impl DiagKind {
@@ -336,6 +355,15 @@ pub struct Diagnostics {
     /// name, `spec.deviceSelector` and `spec.taint`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_taint_rules: Vec<Value>,
+    /// Karpenter NodePools (when Karpenter's CRDs are installed; not served is no error): spec
+    /// (template labels, requirements, taints, startupTaints, limits, disruption) and status
+    /// (`resources`, `nodes`, conditions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_pools: Vec<Value>,
+    /// Karpenter NodeClaims: spec (requirements, `resources.requests`, taints) and status
+    /// (`nodeName`, capacity, the `Launched`/`Registered`/`Initialized` conditions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_claims: Vec<Value>,
     /// Kinds not read (or not read whole) and why, sorted by kind.
     #[serde(default)]
     pub unread: Vec<Unread>,
@@ -579,7 +607,7 @@ impl Diagnostics {
                     let refused = v["reason"] == "FailedCreate";
                     let keep = refused
                         || match about["kind"].as_str() {
-                            Some("Node" | "Workload" | "PodGroup") => true,
+                            Some(k) if EVENT_KINDS.contains(&k) => true,
                             Some("Pod") => kept_pods.contains(&(
                                 about["namespace"].as_str().unwrap_or_default().to_string(),
                                 about["name"].as_str().unwrap_or_default().to_string(),
@@ -608,6 +636,8 @@ impl Diagnostics {
                 DiagKind::ResourceClaim => untyped!(self.resource_claims),
                 DiagKind::ResourceSlice => untyped!(self.resource_slices),
                 DiagKind::DeviceTaintRule => untyped!(self.device_taint_rules),
+                DiagKind::NodePool => untyped!(self.node_pools),
+                DiagKind::NodeClaim => untyped!(self.node_claims),
             }
         }
         if kind == DiagKind::Event && self.events.len() > limit {
@@ -661,6 +691,8 @@ impl Diagnostics {
             &mut self.resource_claims,
             &mut self.resource_slices,
             &mut self.device_taint_rules,
+            &mut self.node_pools,
+            &mut self.node_claims,
         ] {
             v.sort_by_key(value_ns_name);
         }

@@ -302,7 +302,7 @@ fn draw_pool(c: &mut Canvas, pool: &PoolStatus, tenants: &BTreeMap<&str, usize>)
         } else {
             format!(" (blueprint: {})", pool.nodes.expected)
         }
-    );
+    ) + &super::bounds(pool);
     c.y += 22;
     c.text(
         MARGIN,

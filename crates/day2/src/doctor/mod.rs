@@ -14,6 +14,7 @@
 //! layer's file, built with `finding()` (which checks, in tests, that the id is registered), a scenario in `tests.rs`.
 
 mod fit;
+mod provisioning;
 mod scheduling;
 mod stack;
 #[cfg(test)]
@@ -272,6 +273,7 @@ pub fn diagnose(bp: &Blueprint, catalog: &Catalog, d: &Diagnostics, file: &str) 
     let mut out = Findings::default();
     scheduling::check(&ctx, &mut out);
     stack::check(&ctx, &mut out);
+    provisioning::check(&ctx, &mut out);
     unread(&ctx, &mut out);
     let mut report = Report {
         format_version: DOCTOR_FORMAT_VERSION,

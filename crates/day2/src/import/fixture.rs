@@ -42,6 +42,12 @@ pub fn nodes(bp: &Blueprint, set: &RenderedSet) -> Vec<Value> {
             labels.insert(PRODUCT_LABEL.to_string(), p.clone());
         }
         labels.insert("nvidia.com/gpu.count".into(), pool.gpu.count.to_string());
+        if pool.provisioner.kind
+            == gpuctl_model::blueprint::provisioning::ProvisionerKind::Karpenter
+        {
+            // Karpenter labels the nodes it makes with their NodePool.
+            labels.insert("karpenter.sh/nodepool".into(), pool.name.clone());
+        }
         let taints: Vec<Value> = patch
             .taints
             .iter()

@@ -108,7 +108,9 @@ pub(super) fn blueprint(
     let values = release.map_or(Value::Null, |r| r.release.values.clone());
 
     let nodes: Vec<NodeView> = live.nodes.iter().flatten().map(NodeView::of).collect();
-    let groups = pool_groups(&objects, &nodes, draft);
+    let (karpenter_pools, static_nodes, karpenter_nodes) =
+        split_karpenter_nodes(&objects, &nodes, catalog);
+    let groups = pool_groups(&objects, &static_nodes, draft);
 
     // The cluster driver: the default NVIDIADriver CR, the chart values, or the nodes' driver.
     let drivers = objects.of("nvidia.com", "NVIDIADriver");
@@ -153,21 +155,22 @@ pub(super) fn blueprint(
     let cluster_driver = default_cr
         .and_then(|d| d["spec"]["version"].as_str().map(str::to_string))
         .or_else(|| values["driver"]["version"].as_str().map(str::to_string));
-    let pool_names: BTreeSet<String> = groups.iter().map(|g| g.name.clone()).collect();
-    spec.push((
-        "nodePools".into(),
-        node_pools(
-            &groups,
-            &objects,
-            &values,
-            &op_ns,
-            cluster_driver.as_deref(),
-            &drivers,
-            (&net, &levels),
-            catalog,
-            draft,
-        ),
-    ));
+    let mut pool_names: BTreeSet<String> = groups.iter().map(|g| g.name.clone()).collect();
+    let (pools, provisioned) = node_pools(
+        &groups,
+        &objects,
+        &values,
+        &op_ns,
+        cluster_driver.as_deref(),
+        &drivers,
+        (&net, &levels),
+        catalog,
+        (&karpenter_pools, &karpenter_nodes),
+        draft,
+    );
+    pool_names.extend(provisioned.names.iter().cloned());
+    spec.extend(node_readiness(provisioned.readiness_key, &objects, draft));
+    spec.push(("nodePools".into(), pools));
     let pcs = priority_classes(&objects, draft);
     if matches!(&pcs, Y::List(l) if !l.is_empty()) {
         spec.push(("priorityClasses".into(), pcs));
@@ -210,6 +213,58 @@ pub(super) fn blueprint(
         ),
         ("spec".into(), Y::Map(spec)),
     ])
+}
+
+/// The Karpenter NodePools, the nodes none of them made, and how many each NodePool has (their
+/// nodes belong to the pools imported from them, super::karpenter).
+fn split_karpenter_nodes<'a>(
+    objects: &Objects<'a>,
+    nodes: &[NodeView],
+    catalog: &Catalog,
+) -> (Vec<&'a Value>, Vec<NodeView>, BTreeMap<String, usize>) {
+    let karpenter_pools = objects.of("karpenter.sh", "NodePool");
+    let mut karpenter_nodes: BTreeMap<String, usize> = BTreeMap::new();
+    let static_nodes: Vec<NodeView> = nodes
+        .iter()
+        .filter(|n| {
+            match super::karpenter::node_pool_of(&n.labels, catalog)
+                .filter(|np| karpenter_pools.iter().any(|o| name(o) == *np))
+            {
+                Some(np) => {
+                    *karpenter_nodes.entry(np.to_string()).or_default() += 1;
+                    false
+                }
+                None => true,
+            }
+        })
+        .cloned()
+        .collect();
+    (karpenter_pools, static_nodes, karpenter_nodes)
+}
+
+/// `spec.nodeReadiness` from the Karpenter NodePools' startup taint.
+fn node_readiness(
+    key: Option<String>,
+    objects: &Objects<'_>,
+    draft: &mut Draft,
+) -> Option<(String, Y)> {
+    let key = key?;
+    let mut r = vec![("taintKey".to_string(), Y::s(key))];
+    if objects
+        .of("readiness.node.x-k8s.io", "NodeReadinessRule")
+        .is_empty()
+    {
+        r.push(("signal".into(), Y::s("external")));
+        draft.comment(
+            "spec.nodeReadiness.signal",
+            "no NodeReadinessRule found: something else removes the startup taint",
+        );
+    }
+    draft.comment(
+        "spec.nodeReadiness",
+        "the startup taint of the Karpenter NodePools",
+    );
+    Some(("nodeReadiness".into(), Y::Map(r)))
 }
 
 /// The GPU Operator's namespace: its Helm release's, else the one holding the ConfigMaps gpuctl
@@ -257,15 +312,7 @@ fn pool_groups(objects: &Objects<'_>, nodes: &[NodeView], draft: &mut Draft) -> 
     let mut groups = pools::groups(nodes, &flavors, draft);
     // Pools in the order gpuctl's NVIDIADriver CRs list them (the blueprint's order, which render
     // follows in lists built from several pools), the rest by name.
-    let listed: Vec<String> = {
-        let mut crs = objects.of("nvidia.com", "NVIDIADriver");
-        crs.sort_by_key(|d| (name(d) != gpuctl_model::names::DEFAULT_DRIVER_CR, name(d)));
-        crs.iter()
-            .filter_map(|d| d["metadata"]["annotations"]["gpuctl.dev/pools"].as_str())
-            .flat_map(|a| a.split(','))
-            .map(str::to_string)
-            .collect()
-    };
+    let listed = listed_pools(objects);
     groups.sort_by_key(|g| {
         (
             listed
@@ -276,6 +323,17 @@ fn pool_groups(objects: &Objects<'_>, nodes: &[NodeView], draft: &mut Draft) -> 
         )
     });
     groups
+}
+
+/// The pools in the order gpuctl's NVIDIADriver CRs list them (the blueprint's order).
+fn listed_pools(objects: &Objects<'_>) -> Vec<String> {
+    let mut crs = objects.of("nvidia.com", "NVIDIADriver");
+    crs.sort_by_key(|d| (name(d) != gpuctl_model::names::DEFAULT_DRIVER_CR, name(d)));
+    crs.iter()
+        .filter_map(|d| d["metadata"]["annotations"]["gpuctl.dev/pools"].as_str())
+        .flat_map(|a| a.split(','))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The blueprint's name: as asked, else the one gpuctl's alerts or ApplySet parent record, else
@@ -693,8 +751,10 @@ fn node_pools(
     drivers: &[&Value],
     (net, levels): (&NetworkImport, &BTreeMap<String, Vec<String>>),
     catalog: &Catalog,
+    (karpenter_pools, karpenter_nodes): (&[&Value], &BTreeMap<String, usize>),
     draft: &mut Draft,
-) -> Y {
+) -> (Y, super::karpenter::Imported) {
+    let provisioned = !karpenter_pools.is_empty();
     let mig_cm = values["migManager"]["config"]["name"]
         .as_str()
         .unwrap_or(MIG_PARTED_CONFIGMAP);
@@ -707,7 +767,7 @@ fn node_pools(
         .unwrap_or(Value::Null);
     let dp_configs = config_data(objects, op_ns, dp_cm);
     let mig_strategy = values["mig"]["strategy"].as_str().map(str::to_string);
-    if groups.is_empty() {
+    if groups.is_empty() && !provisioned {
         draft.warn(
             "spec.nodePools",
             "no node carries `nvidia.com/gpu.product` (GPU Feature Discovery's label): no pool was imported",
@@ -724,13 +784,56 @@ fn node_pools(
         dp_configs,
         mig_strategy,
     };
-    Y::List(
-        groups
-            .iter()
-            .enumerate()
-            .map(|(i, g)| sources.pool(i, g, draft))
-            .collect(),
-    )
+    // Static pools and Karpenter pools together, in the order gpuctl's NVIDIADriver CRs list
+    // them (the blueprint's), the rest after them (static first, as found).
+    let listed = listed_pools(objects);
+    let mut names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+    let mut np_names: Vec<String> = karpenter_pools.iter().map(|o| name(o)).collect();
+    np_names.sort();
+    names.extend(np_names);
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by_key(|&i| {
+        (
+            listed
+                .iter()
+                .position(|p| *p == names[i])
+                .unwrap_or(usize::MAX),
+            i,
+        )
+    });
+    let index: BTreeMap<String, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(at, &i)| (names[i].clone(), at))
+        .collect();
+    let mut slots: Vec<Option<Y>> = vec![None; names.len()];
+    for g in groups {
+        let at = index[&g.name];
+        slots[at] = Some(sources.pool(at, g, draft));
+    }
+    // Karpenter pools: their partitioning from the labels render puts on the NodePool's
+    // template (MIG and device-plugin config), read against the same ConfigMaps.
+    let k = super::karpenter::pools(
+        karpenter_pools,
+        &objects.of("karpenter.sh", "NodeOverlay"),
+        karpenter_nodes,
+        catalog,
+        &|n: &str| index.get(n).copied().unwrap_or(usize::MAX),
+        &mut |labels: &Value, p: &str, draft: &mut Draft| {
+            sources.partitioning(
+                &NodeView::of(&json!({"metadata": {"labels": labels}})),
+                p,
+                draft,
+            )
+        },
+        draft,
+    );
+    for (n, y) in k.names.iter().zip(&k.pools) {
+        if let Some(&at) = index.get(n) {
+            slots[at] = Some(y.clone());
+        }
+    }
+    (Y::List(slots.into_iter().flatten().collect()), k)
 }
 
 impl PoolSources<'_> {

@@ -16,6 +16,7 @@
 pub mod emit;
 #[doc(hidden)]
 pub mod fixture;
+mod karpenter;
 mod map;
 mod network;
 mod pools;

@@ -714,3 +714,97 @@ fn without_any_driver_version_the_guessed_releases_chart_default_is_written_and_
         imported.warnings
     );
 }
+
+/// A brownfield Karpenter cluster (the EKS example's, built by hand): each NodePool comes back as
+/// a pool with `provisioner.type: karpenter` (instance types, GPU from the catalog, `maxNodes`
+/// from the GPU limit, taints, the startup taint as `nodeReadiness`, training disruption as
+/// `role: training`), its nodes are not imported a second time as a static pool, the blueprint
+/// validates, and its plan against the same cluster changes nothing (NodePools and NodeOverlay
+/// included); the MPS pool's sharing comes back from the device-plugin configuration its
+/// NodePool's template label names.
+#[test]
+fn karpenter_nodepools_import_to_provisioned_pools() {
+    let file = "eks-karpenter.yaml";
+    let (bp, set) = render_text(file, &example(file));
+    let (live, ctx) = hand_built(&bp, &set);
+    let imported = import(&live, &ctx, catalog(), &opts());
+    assert!(imported.valid, "{}", imported.yaml);
+    let back = gpuctl_model::blueprint::load_str("back.yaml", &imported.yaml)
+        .expect("loads")
+        .blueprint;
+    let pool = |name: &str| {
+        back.spec
+            .node_pools
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("{name}:\n{}", imported.yaml))
+    };
+    let train = pool("h100-train");
+    let want = bp
+        .spec
+        .node_pools
+        .iter()
+        .find(|p| p.name == "h100-train")
+        .unwrap();
+    assert_eq!(train.provisioner.kind, want.provisioner.kind);
+    assert_eq!(train.provisioner.platform, want.provisioner.platform);
+    assert_eq!(train.provisioner.node_class, want.provisioner.node_class);
+    assert_eq!(train.provisioner.max_nodes, want.provisioner.max_nodes);
+    assert_eq!(
+        train.provisioner.instance_types,
+        want.provisioner.instance_types
+    );
+    assert_eq!(
+        (train.nodes, &train.gpu.model, train.gpu.count),
+        (2, &want.gpu.model, 8)
+    );
+    assert_eq!(train.role, want.role);
+    assert_eq!(train.selector, want.selector);
+    assert_eq!(train.taints, want.taints);
+    assert_eq!(
+        back.spec
+            .node_readiness
+            .as_ref()
+            .map(|r| r.taint_key.as_str()),
+        Some("readiness.k8s.io/nvidia-gpu-not-ready")
+    );
+    assert_eq!(
+        back.spec
+            .node_pools
+            .iter()
+            .filter(|p| p.selector == train.selector)
+            .count(),
+        1,
+        "the NodePool's nodes are not a second, static pool"
+    );
+    assert_eq!(
+        pool("l4-dev").provisioner.kind,
+        gpuctl_model::blueprint::provisioning::ProvisionerKind::Static
+    );
+    let changes: Vec<&Note> = imported
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("a plan of this blueprint would"))
+        .collect();
+    assert!(changes.is_empty(), "{changes:#?}\n{}", imported.yaml);
+    let infer = pool("l40s-infer");
+    let want = bp
+        .spec
+        .node_pools
+        .iter()
+        .find(|p| p.name == "l40s-infer")
+        .unwrap();
+    assert_eq!(infer.partitioning, want.partitioning, "{}", imported.yaml);
+    assert_eq!(infer.provisioner.max_nodes, Some(8));
+    let names: Vec<&str> = back
+        .spec
+        .node_pools
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["h100-train", "l40s-infer", "l4-dev"],
+        "the blueprint's order"
+    );
+}

@@ -78,6 +78,8 @@ pub struct StatusInput {
     pub cluster_queues: Option<Vec<Value>>,
     /// Volcano Queues as JSON (`None`: Volcano's CRD is not served or was not read).
     pub volcano_queues: Option<Vec<Value>>,
+    /// Karpenter NodeClaims as JSON (`None`: Karpenter's CRDs are not served or were not read).
+    pub node_claims: Option<Vec<Value>>,
 }
 
 /// Quantities may be JSON numbers or strings (`x-kubernetes-int-or-string`).
@@ -290,6 +292,7 @@ impl StatusInput {
             quotas,
             cluster_queues: list(DiagKind::ClusterQueue, &d.cluster_queues),
             volcano_queues: list(DiagKind::VolcanoQueue, &d.volcano_queues),
+            node_claims: list(DiagKind::NodeClaim, &d.node_claims),
         }
     }
 }

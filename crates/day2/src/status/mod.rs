@@ -29,6 +29,7 @@
 //!   by phase.
 
 pub mod input;
+pub mod provisioner;
 mod queues;
 #[cfg(test)]
 mod tests;
@@ -170,6 +171,9 @@ pub struct PoolStatus {
     pub resources: Vec<ResourceStatus>,
     /// The highest fragmentation among the pool's resources.
     pub fragmentation: f64,
+    /// A pool a provisioner scales: its bounds and (Karpenter) NodeClaims; absent for `static`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisioner: Option<provisioner::ProvisionerStatus>,
     /// Every node, sorted by name.
     pub node_list: Vec<NodeStatus>,
 }
@@ -391,7 +395,11 @@ pub fn compute(bp: &Blueprint, input: &StatusInput, source: &str) -> StatusRepor
         .node_pools
         .iter()
         .zip(pool_nodes)
-        .map(|(pool, nodes)| pool_status(pool, nodes, &pods_on, &tenant_of))
+        .map(|(pool, nodes)| {
+            let mut s = pool_status(pool, nodes, &pods_on, &tenant_of);
+            s.provisioner = provisioner::of(pool, s.nodes.total, input.node_claims.as_deref());
+            s
+        })
         .collect();
 
     unpooled.sort_unstable();
@@ -546,6 +554,7 @@ fn pool_status(
         gpus: counts.total.saturating_mul(u64::from(pool.gpu.count)),
         resources,
         fragmentation,
+        provisioner: None,
         node_list,
     }
 }

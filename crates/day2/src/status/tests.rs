@@ -491,6 +491,7 @@ fn status_needs_only_the_kinds_it_lists() {
             DiagKind::VolcanoQueue => "volcano_queues",
             DiagKind::ResourceClaim => "resource_claims",
             DiagKind::ResourceSlice => "resource_slices",
+            DiagKind::NodeClaim => "node_claims",
             other => panic!("add {other:?} here"),
         };
         only.ingest(*kind, json[key].as_array().cloned().unwrap_or_default());
@@ -685,5 +686,81 @@ fn a_pods_extended_resource_claim_is_not_counted_twice() {
     assert_eq!(
         gpus("templated"),
         Some(BTreeMap::from([("nvidia.com/gpu".to_string(), 1)]))
+    );
+}
+
+/// A Karpenter pool's nodes against `minNodes`/`maxNodes` and its NodeClaims by stage; a static
+/// pool has no provisioner status; without NodeClaims read there are no counts.
+#[test]
+fn provisioned_pools_show_nodes_against_min_max_and_their_node_claims() {
+    use super::provisioner::{Bound, NodeClaimCounts};
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../blueprints/eks-karpenter.yaml"
+    ))
+    .unwrap();
+    let bp = gpuctl_model::blueprint::load_bytes("eks.yaml", text.into_bytes())
+        .unwrap()
+        .blueprint;
+    let claim = |name: &str, pool: &str, launched: &str| {
+        json!({"metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool}},
+            "status": {"conditions": [{"type": "Launched", "status": launched}]}})
+    };
+    let mut input = StatusInput {
+        nodes: (0..4)
+            .map(|i| {
+                node(
+                    &format!("t{i}"),
+                    "h100-train",
+                    true,
+                    false,
+                    &[(G, 8)],
+                    &[(G, 8)],
+                )
+            })
+            .collect(),
+        node_claims: Some(vec![
+            claim("a", "h100-train", "True"),
+            claim("b", "h100-train", "True"),
+            claim("c", "h100-train", "Unknown"),
+            claim("d", "l40s-infer", "Unknown"),
+        ]),
+        ..StatusInput::default()
+    };
+    let r = compute(&bp, &input, "test");
+    let p = |name: &str| r.pools.iter().find(|p| p.name == name).unwrap();
+    let train = p("h100-train").provisioner.as_ref().unwrap();
+    assert_eq!(
+        (
+            train.kind.as_str(),
+            train.min_nodes,
+            train.max_nodes,
+            train.bound
+        ),
+        ("karpenter", 0, 4, Bound::AtMax)
+    );
+    assert_eq!(
+        train.node_claims,
+        Some(NodeClaimCounts {
+            launched: 2,
+            pending: 1
+        })
+    );
+    let infer = p("l40s-infer").provisioner.as_ref().unwrap();
+    assert_eq!((infer.max_nodes, infer.bound), (8, Bound::Within));
+    assert_eq!(infer.node_claims.unwrap().pending, 1);
+    assert!(p("l4-dev").provisioner.is_none(), "a static pool");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["pools"][0]["provisioner"]["bound"], "at-max");
+    assert_eq!(json["pools"][0]["provisioner"]["nodeClaims"]["launched"], 2);
+    input.node_claims = None;
+    let r = compute(&bp, &input, "test");
+    assert!(
+        r.pools[0]
+            .provisioner
+            .as_ref()
+            .unwrap()
+            .node_claims
+            .is_none()
     );
 }

@@ -165,6 +165,13 @@ rules! {
         source: "Node allocatable of `nvidia.com/mig-*` resources; pending pods' requests; profiles/gpus.yaml (MIG profiles)",
         example: "12 free `nvidia.com/mig-3g.40gb` slices in pool h100-infer that no pending request can use",
     }
+    "GPU225" "pending-pool-at-limit" "scheduling" Error {
+        title: "A Pending accelerator pod that a Karpenter NodePool could take, while that NodePool is at its `spec.limits`.",
+        why: "Karpenter drops every instance type whose capacity exceeds what the pool's limits leave, so it launches nothing and the pod waits until the pool's nodes go away.",
+        fix: "Raise the pool's `provisioner.maxNodes` in the blueprint (gpuctl renders the NodePool's GPU limit from it) and `gpuctl apply`, or wait for the pool's pods to finish; the finding names the pod, the NodePool, its limit and its usage.",
+        source: "The NodePool's spec.limits and status.resources; Karpenter's FailedScheduling event on the pod (\"all available instance types exceed limits for nodepool\", karpenter v1.15.0 pkg/controllers/provisioning/scheduling/scheduler.go); profiles/provisioning.yaml",
+        example: "pods are Pending: NodePool h100-train is at its limit of 32 `nvidia.com/gpu` (32 in use)",
+    }
     "GPU230" "operand-not-ready" "container-start" Error {
         title: "GPU Operator operand pods are not Ready (driver, container toolkit, device plugin, MIG Manager, GPU Feature Discovery, DCGM exporter, validator), per operand and pool.",
         why: "Each operand is a step the node needs before GPU pods can start; one that is not Ready stops the steps after it on that node.",
@@ -227,6 +234,20 @@ rules! {
         fix: "Check the device plugin (or DRA kubelet plugin) and driver pods on the node (`kubectl get pods -n gpu-operator -o wide --field-selector spec.nodeName=NODE`; DRA: `kubectl get resourceslices --field-selector spec.nodeName=NODE`).",
         source: "Node allocatable (`nvidia.com/gpu`, `nvidia.com/mig-*`, shared resources); on DRA pools the node's ResourceSlices, whose GPUs also serve `nvidia.com/gpu` and MIG names through DeviceClasses with `extendedResourceName` (Kubernetes 1.36)",
         example: "nodes of pool h100-infer advertise no GPUs",
+    }
+    "GPU245" "startup-taint-lingers" "node-hardware" Error {
+        title: "A node is Ready but still carries the blueprint's GPU readiness taint (`spec.nodeReadiness.taintKey`) longer than a provisioner waits for a new node.",
+        why: "The taint keeps every GPU pod off the node: its GPUs are paid for and unused, and the component that should remove it (the Node Readiness Controller once Node Problem Detector reports the GPU ready, or the cluster's own) is not doing so.",
+        fix: "Follow the finding's command: check the node's GPU condition, the GPU stack's pods on it, and the component the finding names as the one that removes the taint on that platform.",
+        source: "Node taints and the Ready condition's transition time; profiles/provisioning.yaml readiness (startup_taint_grace_minutes: Karpenter's 15 min registration timeout, the Cluster Autoscaler's --max-node-provision-time)",
+        example: "node kwok-train-x of pool h100-train is Ready but still carries the startup taint readiness.k8s.io/nvidia-gpu-not-ready after 40m",
+    }
+    "GPU246" "nodeclaim-not-launched" "node-hardware" Error {
+        title: "A Karpenter NodeClaim failed to launch, register or initialize (a lifecycle condition False, or Unknown for a reason that is not progress), or was deleted for lack of capacity.",
+        why: "The node the provisioner decided on never comes, so the pods it was made for stay Pending while Karpenter retries.",
+        fix: "`kubectl describe nodeclaim NAME` and Karpenter's log; check the NodePool's instance types are offered and catalogued (GPU1404) and its NodeClass is Ready.",
+        source: "NodeClaim status conditions Launched, Registered, Initialized (karpenter v1.15.0 pkg/controllers/nodeclaim/lifecycle); InsufficientCapacityError events; profiles/provisioning.yaml karpenter",
+        example: "NodeClaim h100-train-x7k2p of NodePool h100-train failed to launch: LaunchFailed",
     }
     "GPU249" "kind-not-read" "scheduling" Error {
         title: "A kind the doctor reads could not be read: not served while the blueprint queues work with it (error), or forbidden, failed or cut at its bound (warning: findings about it may be missing).",

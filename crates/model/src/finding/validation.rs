@@ -1207,7 +1207,7 @@ rules! {
         fixed: "spec:\n  nodePools:\n    - name: h100-infer\n      provisioner: {type: karpenter, platform: eks, nodeClass: gpu, maxNodes: 2, instanceTypes: [p5.48xlarge]}\n      taints: [{key: gpuctl.dev/mig, value: infer, effect: NoSchedule}]\n",
     }
     "GPU1406" "capacity-only-at-max" "provisioning" Warning {
-        checks: "A ClusterQueue's nominal quota on a scaling pool fits what the pool has with `nodes` now; quotas above that but within `maxNodes` are reported (above `maxNodes` is GPU055).",
+        checks: "The ClusterQueues' nominal quotas on a scaling pool, summed per pool and resource (every queue that draws on the pool's flavor), fit what the pool has with `nodes` now; sums above that but within `maxNodes` are reported (above `maxNodes` is GPU055).",
         why: "Capacity checks use the pool's maximum; a quota that fits only there admits jobs that then wait for the provisioner to scale up, or for ever when it cannot.",
         fix: "Fine for an elastic pool; otherwise lower the quota or raise `nodes` and `minNodes`.",
         source: "docs/node-pools.md",

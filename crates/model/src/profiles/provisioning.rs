@@ -141,6 +141,17 @@ pub struct KarpenterFacts {
     pub training_defaults: TrainingDefaults,
     /// Whether any provider templates DRA slices for GPU instance types.
     pub dra_slice_templates: bool,
+    /// A NodeClaim's lifecycle conditions, in order (`Launched`, `Registered`, `Initialized`).
+    pub nodeclaim_conditions: Vec<String>,
+    /// Reasons of an `Unknown` lifecycle condition that mean "in progress"; any other reason is
+    /// a failure.
+    pub nodeclaim_progress_reasons: Vec<String>,
+    /// Text of the provisioner's error when a NodePool's limits leave no room.
+    pub limit_message: String,
+    /// The event reason on a NodeClaim deleted for lack of provider capacity.
+    pub insufficient_capacity_reason: String,
+    /// The event reason of a pod Karpenter expects on an existing node or NodeClaim.
+    pub nominated_reason: String,
 }
 
 /// Karpenter's capacity-type label.
@@ -205,6 +216,9 @@ pub struct ReadinessFacts {
     pub managed_autoscaler_prefix: String,
     /// Platforms whose managed autoscaler ignores the readiness prefix.
     pub managed_without_readiness_prefix: Vec<String>,
+    /// Minutes a node may be Ready while still carrying the readiness taint before `gpuctl doctor`
+    /// reports it (GPU245): the provisioners' own patience for a new node.
+    pub startup_taint_grace_minutes: u32,
 }
 
 impl ProvisioningFacts {

@@ -695,8 +695,15 @@ fn consolidation(ctx: &mut Ctx<'_>, facts: &ProvisioningFacts, base: &str, pool:
     }
 }
 
-/// GPU1406: quotas and queues on a scaling pool that fit only when it has grown past `nodes`.
+/// One queue's share of a pool's sum: (its quota's field path, the queue, the amount).
+type QuotaPart = (String, String, u64);
+
+/// GPU1406: the ClusterQueues that draw on one scaling pool promise, together, more of a resource
+/// than the pool has with `nodes` now, but no more than at `maxNodes` (above that is GPU055). The
+/// queues' nominal quotas on a pool (its flavor) are summed: each may fit alone while all of them
+/// together admit jobs that wait for the scale-up.
 fn capacity_at_max(ctx: &mut Ctx<'_>) {
+    use std::collections::BTreeMap;
     let mut warned = Vec::new();
     let queues = ctx
         .bp
@@ -706,33 +713,61 @@ fn capacity_at_max(ctx: &mut Ctx<'_>) {
         .as_ref()
         .map(|k| k.cluster_queues.as_slice())
         .unwrap_or_default();
+    // (pool index, resource) -> (sum, [(path, queue, amount)]), in blueprint order.
+    let mut sums: BTreeMap<(usize, String), (u64, Vec<QuotaPart>)> = BTreeMap::new();
     for (qi, q) in queues.iter().enumerate() {
         for (ri, r) in q.resources.iter().enumerate() {
-            let Some(pool) = ctx.bp.spec.node_pools.iter().find(|p| p.name == r.pool) else {
+            let Some(pi) = ctx.bp.spec.node_pools.iter().position(|p| p.name == r.pool) else {
                 continue;
             };
-            if !pool.provisioner.scales() || !ctx.pool_in_bounds(pool) {
-                continue;
-            }
-            let now = pool_capacity_at(pool, pool.nodes);
-            let max = pool_capacity_at(pool, pool.max_nodes());
             for (res, amount) in &r.quota {
                 let Ok(n) = gpuctl_model::quantity::parse_count(&amount.0) else {
                     continue;
                 };
-                let (Some(at_max), cur) = (max.get(res), now.get(res).copied().unwrap_or(0)) else {
-                    continue;
-                };
-                if n > cur && n <= *at_max {
-                    warned.push((
-                        format!("spec.scheduling.kueue.clusterQueues[{qi}].resources[{ri}].quota.{res}"),
-                        format!(
-                            "ClusterQueue `{}` promises {n} `{res}` on pool `{}`, which has {cur} with its {} node(s) now and reaches {at_max} only at `maxNodes` {}: admitted jobs wait for the scale-up",
-                            q.name, pool.name, pool.nodes, pool.max_nodes()
-                        ),
-                    ));
-                }
+                let e = sums.entry((pi, res.clone())).or_default();
+                e.0 += n;
+                e.1.push((
+                    format!(
+                        "spec.scheduling.kueue.clusterQueues[{qi}].resources[{ri}].quota.{res}"
+                    ),
+                    q.name.clone(),
+                    n,
+                ));
             }
+        }
+    }
+    for ((pi, res), (n, parts)) in sums {
+        let pool = &ctx.bp.spec.node_pools[pi];
+        if !pool.provisioner.scales() || !ctx.pool_in_bounds(pool) {
+            continue;
+        }
+        let now = pool_capacity_at(pool, pool.nodes);
+        let max = pool_capacity_at(pool, pool.max_nodes());
+        let (Some(at_max), cur) = (max.get(&res), now.get(&res).copied().unwrap_or(0)) else {
+            continue;
+        };
+        if n > cur && n <= *at_max {
+            let who = if parts.len() == 1 {
+                format!("ClusterQueue `{}` promises {n}", parts[0].1)
+            } else {
+                format!(
+                    "ClusterQueues {} promise {n} together",
+                    parts
+                        .iter()
+                        .map(|(_, q, a)| format!("`{q}` ({a})"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            warned.push((
+                parts[0].0.clone(),
+                format!(
+                    "{who} `{res}` on pool `{}`, which has {cur} with its {} node(s) now and reaches {at_max} only at `maxNodes` {}: admitted jobs wait for the scale-up",
+                    pool.name,
+                    pool.nodes,
+                    pool.max_nodes()
+                ),
+            ));
         }
     }
     for (path, message) in warned {

@@ -133,6 +133,16 @@ pub(super) fn cases() -> Vec<Case> {
                 "      nodes: 2\n      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
             )],
         ),
+        // Each queue fits the 24 GPUs of three nodes alone (8 and 24); together they promise 32,
+        // which the pool has only at maxNodes 4.
+        (
+            "GPU1406",
+            b.clone(),
+            vec![(
+                "      nodes: 4\n      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+                "      nodes: 3\n      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+            )],
+        ),
         (
             "GPU1407",
             b.clone(),
@@ -224,4 +234,28 @@ pub(super) fn passing_cases() -> Vec<Case> {
         ),
         ("GPU1408", b, vec![]),
     ]
+}
+
+/// GPU1406 sums the queues that draw on one pool: with three nodes (24 GPUs) cq-train's 8 and
+/// cq-burst's 24 each fit alone, their 32 only at `maxNodes`; the finding names both.
+#[test]
+fn gpu1406_sums_the_queues_of_one_pool() {
+    let text = edit(
+        &prov_base(),
+        &[(
+            "      nodes: 4\n      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+            "      nodes: 3\n      gpu: { model: H100-SXM5-80GB, count: 8 }\n",
+        )],
+    );
+    let r = super::run(&text);
+    let f: Vec<_> = r.findings.iter().filter(|f| f.rule == "GPU1406").collect();
+    assert_eq!(f.len(), 1, "{f:?}");
+    for want in [
+        "`cq-train` (8)",
+        "`cq-burst` (24)",
+        "promise 32 together",
+        "has 24",
+    ] {
+        assert!(f[0].message.contains(want), "{want}: {}", f[0].message);
+    }
 }
