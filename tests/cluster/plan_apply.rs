@@ -128,6 +128,7 @@ impl Fixture {
                 pool: format!("{p}-pool"),
                 selector: BTreeMap::from([("gpuctl-test/pool".to_string(), format!("{p}-pool"))]),
                 expected_nodes: 2,
+                node_range: None,
                 labels: BTreeMap::from([(
                     "gpu.example.com/tier".to_string(),
                     "premium".to_string(),

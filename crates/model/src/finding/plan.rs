@@ -22,10 +22,10 @@ macro_rules! rules {
 
 rules! {
     "GPU400" "pool-node-count" "nodes" Warning {
-        title: "A pool's node selector matches another number of nodes than the pool declares (`nodePools[].nodes`).",
+        title: "A pool's node selector matches another number of nodes than the pool declares (`nodePools[].nodes`; for a pool a provisioner scales, a number outside `provisioner.minNodes`..`maxNodes`).",
         why: "Quotas, queues and capacity were sized for the declared count: nodes are missing (not joined, relabelled) or the selector also matches nodes of another pool.",
         fix: "Check the nodes the selector matches (`kubectl get nodes -l SELECTOR`); join or label the missing ones, or set `nodes` to what the pool has.",
-        source: "The live nodes matching the pool's rendered selector; the blueprint's `nodePools[].nodes`",
+        source: "The live nodes matching the pool's rendered selector; the blueprint's `nodePools[].nodes` (`provisioner.minNodes`/`maxNodes` for a provisioned pool)",
         example: "pool `h100-train` expects 4 nodes but 3 match `nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`",
     }
     "GPU401" "gpu-model-mismatch" "nodes" Error {

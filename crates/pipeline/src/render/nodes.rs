@@ -437,6 +437,10 @@ fn node_patch(
         pool: p.name.clone(),
         selector: p.selector.clone(),
         expected_nodes: p.nodes,
+        node_range: p
+            .provisioner
+            .scales()
+            .then(|| [p.provisioner.min_nodes.unwrap_or(0), p.max_nodes()]),
         labels,
         taints: node_taints(p),
         expected_products: gpu.gfd_products.clone(),

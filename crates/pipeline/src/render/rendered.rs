@@ -109,6 +109,10 @@ pub struct NodePatch {
     pub selector: BTreeMap<String, String>,
     /// Expected node count (for live checks).
     pub expected_nodes: u32,
+    /// A pool a provisioner scales: the fewest and most nodes it may have (the live check takes
+    /// any count between them instead of `expected_nodes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_range: Option<[u32; 2]>,
     /// Label key -> value gpuctl sets (pool labels, `nvidia.com/mig.config`,
     /// `nvidia.com/device-plugin.config`, ...).
     pub labels: BTreeMap<String, String>,

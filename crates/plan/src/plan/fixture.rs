@@ -85,6 +85,7 @@ pub fn patch() -> NodePatch {
         pool: "train".into(),
         selector: BTreeMap::from([("pool".into(), "train".into())]),
         expected_nodes: 2,
+        node_range: None,
         labels: BTreeMap::from([(
             gpuctl_pipeline::render::DRIVER_LABEL.into(),
             "train-580".into(),

@@ -148,14 +148,20 @@ pub fn plan_nodes(live: &LiveView, patches: &[NodePatch]) -> NodePlan {
 }
 
 fn plan_pool(p: &NodePatch, nodes: &[&Value], plan: &mut NodePlan) {
-    if nodes.len() != p.expected_nodes as usize {
+    let n = nodes.len();
+    let expected = match p.node_range {
+        // A provisioned pool: any count its provisioner may reach.
+        Some([min, max]) => (!(min as usize..=max as usize).contains(&n)).then(|| {
+            format!("between {min} and {max} nodes (its provisioner's minimum and maximum)")
+        }),
+        None => (n != p.expected_nodes as usize).then(|| format!("{} nodes", p.expected_nodes)),
+    };
+    if let Some(expected) = expected {
         plan.findings.push(PlanFinding::warning(
             "GPU400",
             format!(
-                "pool `{}` expects {} nodes but {} match `{}`",
+                "pool `{}` expects {expected} but {n} match `{}`",
                 p.pool,
-                p.expected_nodes,
-                nodes.len(),
                 selector_string(&p.selector)
             ),
         ));
@@ -431,4 +437,48 @@ pub fn dra_migrations(live: &LiveView, patches: &[NodePatch], force: bool) -> Ve
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixture::{node, patch, snapshot_view};
+    use serde_json::json;
+
+    fn gpu400(range: Option<[u32; 2]>, count: usize) -> Vec<String> {
+        let mut v = snapshot_view();
+        v.nodes = Some(
+            (0..count)
+                .map(|i| node(&format!("n{i}"), json!({"pool": "train"}), json!([])))
+                .collect(),
+        );
+        let mut p = patch();
+        p.node_range = range;
+        plan_nodes(&v, &[p])
+            .findings
+            .into_iter()
+            .filter(|f| f.id == "GPU400")
+            .map(|f| f.message)
+            .collect()
+    }
+
+    /// A static pool must have its declared count; a provisioned one any count between its
+    /// provisioner's minimum and maximum (a Karpenter pool of `nodes: 2` with one node is fine).
+    #[test]
+    fn a_provisioned_pool_is_counted_against_its_minimum_and_maximum() {
+        assert_eq!(
+            gpu400(None, 1),
+            ["pool `train` expects 2 nodes but 1 match `pool=train`"]
+        );
+        assert!(gpu400(None, 2).is_empty());
+        assert!(gpu400(Some([0, 4]), 1).is_empty());
+        assert!(gpu400(Some([0, 4]), 0).is_empty());
+        assert_eq!(
+            gpu400(Some([1, 4]), 5),
+            [
+                "pool `train` expects between 1 and 4 nodes (its provisioner's minimum and maximum) but 5 match `pool=train`"
+            ]
+        );
+        assert_eq!(gpu400(Some([1, 4]), 0).len(), 1);
+    }
 }
