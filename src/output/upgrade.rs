@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gpuctl_pipeline::render::DRIVER_LABEL;
 use gpuctl_plan::journal::{Journal, JournalPhase, LeaseInfo, NodeState};
-use gpuctl_plan::upgrade::schedule::{PlanBatch, UpgradePlan, gpus_text};
+use gpuctl_plan::upgrade::schedule::{DriftPlan, PlanBatch, UpgradePlan, gpus_text};
 use gpuctl_plan::upgrade::{UPGRADE_DONE, human_duration};
 
 /// The plan as text for a terminal or a log, ending with what happens next: the command to run
@@ -18,9 +18,13 @@ pub fn plan(plan: &UpgradePlan, executing: bool) -> String {
     s.push_str(&preflight(plan));
     s.push('\n');
     s.push_str("Steps:\n");
-    s.push_str(&prepare_step(plan));
-    for b in &plan.batches {
-        s.push_str(&batch_step(plan, b));
+    if let Some(k) = &plan.karpenter {
+        s.push_str(&drift_steps(plan, k));
+    } else {
+        s.push_str(&prepare_step(plan));
+        for b in &plan.batches {
+            s.push_str(&batch_step(plan, b));
+        }
     }
     s.push_str(&finish_step(plan));
     s.push('\n');
@@ -50,6 +54,17 @@ fn header(plan: &UpgradePlan) -> String {
             ", created by the upgrade"
         }
     );
+    if let Some(k) = &plan.karpenter {
+        let _ = writeln!(
+            s,
+            "  {} node(s) of {} x {}, replaced through Karpenter's drift of NodePool {}",
+            plan.nodes.len(),
+            plan.gpus_per_node,
+            plan.gpu_model,
+            k.node_pool
+        );
+        return s;
+    }
     let _ = writeln!(
         s,
         "  {} node(s) of {} x {} in {} batch(es) of up to {}; at most {} node(s) unavailable ({})",
@@ -67,6 +82,10 @@ fn header(plan: &UpgradePlan) -> String {
 /// How nodes are drained and new work steered, and the expected duration.
 fn policy(plan: &UpgradePlan) -> String {
     let mut s = String::new();
+    if plan.karpenter.is_some() {
+        // Karpenter drains and paces; how long it takes is its budgets' and the nodes' launch time.
+        return s;
+    }
     let p = &plan.policy;
     let _ = writeln!(
         s,
@@ -143,6 +162,41 @@ fn prepare_step(plan: &UpgradePlan) -> String {
         plan.blue_color,
         plan.pending_taint()
     )
+}
+
+/// A Karpenter pool's steps: the green CR, the NodePool's template, Karpenter's drift.
+fn drift_steps(plan: &UpgradePlan, k: &DriftPlan) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  0. prepare: {} NVIDIADriver {} ({}, selects {DRIVER_LABEL}={})",
+        if plan.green_cr_exists {
+            "update"
+        } else {
+            "create"
+        },
+        plan.green_cr,
+        plan.to_version,
+        plan.green_cr
+    );
+    let _ = writeln!(
+        s,
+        "  1. NodePool {}: template label {DRIVER_LABEL}={} (no node is relabelled)",
+        k.node_pool, plan.green_cr
+    );
+    let _ = writeln!(
+        s,
+        "  2. Karpenter replaces the {} node(s) made from the old template (drift), {}; each new node is validated: state {UPGRADE_DONE}, driver {}, MIG config success, validator Ready (up to {})",
+        plan.nodes.len(),
+        if k.budgets.is_empty() {
+            "with no budget bounding how many at once".to_string()
+        } else {
+            format!("at most {} at a time", k.budgets.join(" and "))
+        },
+        plan.to_version,
+        human_duration(Duration::from_secs(plan.validate_timeout_s))
+    );
+    s
 }
 
 /// One batch's step: its nodes and timing, the drain, the move and the validation.
@@ -237,7 +291,11 @@ fn drain(b: &PlanBatch) -> String {
 fn finish_step(plan: &UpgradePlan) -> String {
     format!(
         "  {}. finish: {}then {}\n",
-        plan.batches.len() + 1,
+        if plan.karpenter.is_some() {
+            3
+        } else {
+            plan.batches.len() + 1
+        },
         if plan.remove_blue_cr {
             format!(
                 "delete NVIDIADriver {} (no node left on it); ",
@@ -333,7 +391,22 @@ fn journal_status(j: &Journal, lease: Option<&LeaseInfo>) -> String {
     );
     let _ = writeln!(s, "  lease: {}", lease_text(lease));
     let _ = writeln!(s, "  {}", j.where_it_is());
-    for (i, nodes) in j.batches.iter().enumerate() {
+    if let Some(k) = &j.karpenter {
+        let _ = writeln!(
+            s,
+            "  NodePool {}: its template names {}; Karpenter's drift replaces the nodes",
+            k.node_pool, k.template_cr
+        );
+        for (n, r) in &j.nodes {
+            let _ = writeln!(s, "    {n}: {}", r.state.name());
+        }
+    }
+    for (i, nodes) in j
+        .batches
+        .iter()
+        .enumerate()
+        .filter(|_| j.karpenter.is_none())
+    {
         let _ = writeln!(
             s,
             "  batch {}: {:<11} {}",

@@ -43,4 +43,5 @@ mod releases_cluster;
 mod status_cluster;
 mod upgrade;
 mod upgrade_dra;
+mod upgrade_karpenter;
 mod volcano_release;

@@ -37,5 +37,6 @@ mod render_dependencies;
 mod render_examples;
 mod render_network;
 mod render_schemas;
+mod upgrade_karpenter;
 mod upgrade_runbook;
 mod validate_examples;

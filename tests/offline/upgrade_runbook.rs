@@ -71,6 +71,7 @@ fn pod(
         role,
         labels,
         grace_seconds: if role == PodRole::Job { 120 } else { 30 },
+        do_not_disrupt: false,
     }
 }
 

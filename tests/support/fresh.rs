@@ -61,6 +61,11 @@ impl FreshCluster {
     }
 
     /// Its kubeconfig.
+    /// The log of a component the harness started (`karpenter-kwok`, `kube-scheduler`, ...).
+    pub fn log(&self, component: &str) -> String {
+        std::fs::read_to_string(self.harness.join(format!("{component}.log"))).unwrap_or_default()
+    }
+
     pub fn kubeconfig(&self) -> PathBuf {
         self.harness.join("kubeconfig")
     }

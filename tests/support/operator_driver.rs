@@ -102,6 +102,11 @@ pub struct DriverConfig {
     pub reset_mig_config: Option<String>,
     /// MIG configs the MIG Manager fails to apply: `pending`, then `failed`.
     pub mig_failures: Vec<String>,
+    /// Validator pods are owned by a DaemonSet `nvidia-operator-validator`, as the operator's
+    /// are (created once, never run: the harness has no DaemonSet controller). Karpenter leaves
+    /// DaemonSet pods out of the pods a disrupted node's replacement must hold; a bare validator
+    /// pod, which tolerates none of the pool's taints, would keep Karpenter from ever replacing it.
+    pub validator_daemonset: bool,
 }
 
 impl Default for DriverConfig {
@@ -113,6 +118,7 @@ impl Default for DriverConfig {
             failures: Vec::new(),
             reset_mig_config: None,
             mig_failures: Vec::new(),
+            validator_daemonset: false,
         }
     }
 }
@@ -188,11 +194,54 @@ async fn patch_labels(api: &Api<Node>, node: &str, labels: &BTreeMap<String, Opt
 
 /// Creates (or recreates) the operator's validator pod on `node` in `namespace`, Ready or not.
 pub async fn put_validator(client: &Client, namespace: &str, node: &str, ready: bool) {
+    put_validator_owned(client, namespace, node, ready, false).await;
+}
+
+/// The validator DaemonSet of `namespace` (created when missing), as an owner reference.
+async fn validator_daemonset(client: &Client, namespace: &str) -> Value {
+    let api: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+        Api::namespaced(client.clone(), namespace);
+    let ds: k8s_openapi::api::apps::v1::DaemonSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": VALIDATOR_APP},
+        "spec": {
+            "selector": {"matchLabels": {"app": VALIDATOR_APP}},
+            "template": {
+                "metadata": {"labels": {"app": VALIDATOR_APP}},
+                "spec": {"containers": [{"name": "validator", "image": "nvcr.io/nvidia/gpu-operator-validator:v26.7.0"}]},
+            },
+        },
+    }))
+    .expect("a DaemonSet");
+    let _ = api.create(&PostParams::default(), &ds).await;
+    let live = api
+        .get(VALIDATOR_APP)
+        .await
+        .expect("the validator DaemonSet");
+    json!([{
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "name": VALIDATOR_APP,
+        "uid": live.metadata.uid, "controller": true, "blockOwnerDeletion": true,
+    }])
+}
+
+/// [`put_validator`], the pod owned by the validator DaemonSet when `daemonset`.
+async fn put_validator_owned(
+    client: &Client,
+    namespace: &str,
+    node: &str,
+    ready: bool,
+    daemonset: bool,
+) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let name = format!("validator-{node}");
+    let owners = if daemonset {
+        validator_daemonset(client, namespace).await
+    } else {
+        Value::Null
+    };
     let pod: Pod = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": VALIDATOR_APP}},
+        "metadata": {"name": name, "labels": {"app": VALIDATOR_APP}, "ownerReferences": owners},
         "spec": {"nodeName": node, "containers": [{"name": "validator", "image": "nvcr.io/nvidia/gpu-operator-validator:v26.7.0"}]},
     }))
     .expect("a pod");
@@ -416,7 +465,14 @@ impl OperatorDriver {
                                     l.insert(STATE.into(), Some("upgrade-failed".into()));
                                 }
                                 if labels.get(STATE).map(String::as_str) != l[STATE].as_deref() {
-                                    put_validator(&client, &ns, &name, false).await;
+                                    put_validator_owned(
+                                        &client,
+                                        &ns,
+                                        &name,
+                                        false,
+                                        c.validator_daemonset,
+                                    )
+                                    .await;
                                     patch_labels(&nodes, &name, &l).await;
                                 }
                                 // Stuck here until the failure is cleared.
@@ -428,7 +484,8 @@ impl OperatorDriver {
                                 l.insert(MIG_STATE.into(), Some("success".into()));
                                 mig_success_at.remove(&name);
                             }
-                            put_validator(&client, &ns, &name, true).await;
+                            put_validator_owned(&client, &ns, &name, true, c.validator_daemonset)
+                                .await;
                         }
                         "uncordon-required" => {
                             let ann = n.metadata.annotations.clone().unwrap_or_default();

@@ -70,6 +70,9 @@ pub enum NodeState {
     Failed,
     /// Back on the blue CR with its recorded labels.
     RolledBack,
+    /// Karpenter pools: the node is gone, replaced by Karpenter once the NodePool's template named
+    /// the other CR (drift); its replacement is recorded as a node of its own.
+    Replaced,
 }
 
 impl NodeState {
@@ -84,6 +87,7 @@ impl NodeState {
             NodeState::Done => "done",
             NodeState::Failed => "failed",
             NodeState::RolledBack => "rolled-back",
+            NodeState::Replaced => "replaced",
         }
     }
 }
@@ -107,6 +111,17 @@ pub struct NodeRecord {
     /// Last problem, for status and rollback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+/// How far a Karpenter pool's drift has got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftRecord {
+    /// The pool's NodePool.
+    pub node_pool: String,
+    /// The CR its template names now (`gpuctl.dev/driver`): the blue CR until the upgrade moves
+    /// it, the green one after; a rollback moves it back.
+    pub template_cr: String,
 }
 
 /// One journal event.
@@ -176,6 +191,10 @@ pub struct Journal {
     /// and at the end of a run in any case, so none is left behind).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub device_taint_rules: BTreeMap<String, Value>,
+    /// Karpenter pools: the upgrade moves the NodePool's template and Karpenter's drift replaces
+    /// the nodes (`None`: nodes are relabelled in batches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub karpenter: Option<DriftRecord>,
     /// Phase.
     pub phase: JournalPhase,
     /// Steps recorded so far (every write adds one).
@@ -218,6 +237,7 @@ impl Journal {
         let count = |s: NodeState| self.nodes.values().filter(|r| r.state == s).count();
         let green = count(NodeState::Done) + count(NodeState::Validated);
         let blue = count(NodeState::Blue) + count(NodeState::RolledBack);
+        let replaced = count(NodeState::Replaced);
         let moving =
             count(NodeState::Cordoned) + count(NodeState::Drained) + count(NodeState::Moved);
         let failed = self.in_state(NodeState::Failed);
@@ -225,6 +245,9 @@ impl Journal {
             "pool `{}`: {green} node(s) on {} ({}), {blue} on {} ({}), {moving} in between",
             self.pool, self.to_version, self.green_cr, self.from_version, self.blue_cr
         );
+        if replaced > 0 {
+            s.push_str(&format!(", {replaced} replaced by Karpenter"));
+        }
         if !failed.is_empty() {
             s.push_str(&format!(", failed: {}", failed.join(", ")));
         }

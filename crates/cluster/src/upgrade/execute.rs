@@ -25,6 +25,8 @@ use crate::read;
 use crate::report::Reporter;
 use crate::wait::{Look, TimedOut, Wait};
 
+mod drift;
+
 /// Stops a run cleanly (the Lease is released) when it turns `true`: Ctrl-C in the CLI.
 #[derive(Clone)]
 pub struct Cancel(Option<watch::Receiver<bool>>);
@@ -337,6 +339,15 @@ impl<'a> Run<'a> {
         self.save(event).await
     }
 
+    /// Nodes of the pool now (a node Karpenter replaced is not one).
+    fn node_count(&self) -> usize {
+        self.j
+            .nodes
+            .values()
+            .filter(|r| r.state != NodeState::Replaced)
+            .count()
+    }
+
     fn state(&self, node: &str) -> NodeState {
         self.j.nodes.get(node).map_or(NodeState::Blue, |r| r.state)
     }
@@ -362,6 +373,9 @@ impl<'a> Run<'a> {
     }
 
     async fn forward(&mut self) -> Result<(), UpgradeError> {
+        if self.j.karpenter.is_some() {
+            return self.forward_drift().await;
+        }
         if !self.j.prepared {
             self.prepare().await?;
         }
@@ -380,23 +394,7 @@ impl<'a> Run<'a> {
 
     async fn prepare(&mut self) -> Result<(), UpgradeError> {
         self.progress.phase("prepare", self.j.nodes.len() + 1);
-        let r = self
-            .k
-            .resolve("nvidia.com/v1alpha1", "NVIDIADriver")
-            .await
-            .map_err(|e| self.cluster(e))?
-            .ok_or_else(|| {
-                self.cluster(client::ClusterError::KindNotServed {
-                    api_version: "nvidia.com/v1alpha1".into(),
-                    kind: "NVIDIADriver".into(),
-                })
-            })?;
-        let manifest = self.j.green_manifest.clone();
-        apply_as_upgrade(self.k, &r, &manifest)
-            .await
-            .map_err(|e| self.cluster(e))?;
-        self.progress
-            .step(&format!("NVIDIADriver/{}", self.j.green_cr), "applied");
+        self.apply_green_cr().await?;
         let names: Vec<String> = self.j.in_state(NodeState::Blue);
         for n in &names {
             let labels = self.owned_labels(n, Direction::Back, false);
@@ -418,6 +416,28 @@ impl<'a> Run<'a> {
             self.j.blue_color
         );
         self.save(event).await
+    }
+
+    /// Applies the green NVIDIADriver CR (forced: an earlier attempt's is taken over).
+    async fn apply_green_cr(&mut self) -> Result<(), UpgradeError> {
+        let r = self
+            .k
+            .resolve("nvidia.com/v1alpha1", "NVIDIADriver")
+            .await
+            .map_err(|e| self.cluster(e))?
+            .ok_or_else(|| {
+                self.cluster(client::ClusterError::KindNotServed {
+                    api_version: "nvidia.com/v1alpha1".into(),
+                    kind: "NVIDIADriver".into(),
+                })
+            })?;
+        let manifest = self.j.green_manifest.clone();
+        apply_as_upgrade(self.k, &r, &manifest)
+            .await
+            .map_err(|e| self.cluster(e))?;
+        self.progress
+            .step(&format!("NVIDIADriver/{}", self.j.green_cr), "applied");
+        Ok(())
     }
 
     /// The labels the upgrade declares on a node: the green CR and colour once moved; before that
@@ -539,18 +559,16 @@ impl<'a> Run<'a> {
             }
         }
         self.j.phase = JournalPhase::Completed;
+        let count = self.node_count();
         let done = format!(
-            "completed: {} node(s) on {} ({})",
-            self.j.nodes.len(),
-            self.j.to_version,
-            self.j.green_cr
+            "completed: {count} node(s) on {} ({})",
+            self.j.to_version, self.j.green_cr
         );
         self.save(done.clone()).await?;
         self.progress.done(
-            serde_json::json!({"pool": self.j.pool, "driver": self.j.to_version, "nodes": self.j.nodes.len()}),
+            serde_json::json!({"pool": self.j.pool, "driver": self.j.to_version, "nodes": count}),
             format!(
-                "Upgrade complete: {} node(s) of pool {} run {} on NVIDIADriver {}.\nNow {}, so `gpuctl plan` shows no node changes.",
-                self.j.nodes.len(),
+                "Upgrade complete: {count} node(s) of pool {} run {} on NVIDIADriver {}.\nNow {}, so `gpuctl plan` shows no node changes.",
                 self.j.pool,
                 self.j.to_version,
                 self.j.green_cr,
@@ -563,6 +581,9 @@ impl<'a> Run<'a> {
     // ---- back ---------------------------------------------------------------------------------
 
     async fn backward(&mut self) -> Result<(), UpgradeError> {
+        if self.j.karpenter.is_some() {
+            return self.backward_drift().await;
+        }
         let total = self.j.batches.len();
         for b in (1..=total).rev() {
             let todo = self.not_yet(b, NodeState::RolledBack);
@@ -663,18 +684,16 @@ impl<'a> Run<'a> {
                 .step(&format!("NVIDIADriver/{green}"), "deleted");
         }
         self.j.phase = JournalPhase::RolledBack;
+        let count = self.node_count();
         self.save(format!(
-            "rolled back: {} node(s) on {} ({})",
-            self.j.nodes.len(),
-            self.j.from_version,
-            self.j.blue_cr
+            "rolled back: {count} node(s) on {} ({})",
+            self.j.from_version, self.j.blue_cr
         ))
         .await?;
         self.progress.done(
-            serde_json::json!({"pool": self.j.pool, "driver": self.j.from_version, "nodes": self.j.nodes.len()}),
+            serde_json::json!({"pool": self.j.pool, "driver": self.j.from_version, "nodes": count}),
             format!(
-                "Rollback complete: {} node(s) of pool {} are back on NVIDIADriver {} ({}) with their recorded labels.",
-                self.j.nodes.len(),
+                "Rollback complete: {count} node(s) of pool {} are back on NVIDIADriver {} ({}) with their recorded labels.",
                 self.j.pool,
                 self.j.blue_cr,
                 self.j.from_version

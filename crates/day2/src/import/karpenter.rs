@@ -16,6 +16,23 @@ use super::Draft;
 use super::emit::Y;
 use gpuctl_model::profiles::Catalog;
 
+/// Render's training budgets: none for busy nodes (`Underutilized`), then (since drift carries
+/// driver upgrades, docs/upgrades.md) one for `Drifted`, which an older gpuctl did not write.
+fn training_budgets(
+    budgets: &Value,
+    k: &gpuctl_model::profiles::provisioning::KarpenterFacts,
+) -> bool {
+    let Some(b) = budgets.as_array() else {
+        return false;
+    };
+    let busy = json!({"nodes": "0", "reasons": [k.underutilized_reason]});
+    match b.as_slice() {
+        [only] => *only == busy,
+        [first, drift] => *first == busy && drift["reasons"] == json!([k.drifted_reason]),
+        _ => false,
+    }
+}
+
 /// The pools read from NodePools, and the readiness key their startup taints carry.
 pub(super) struct Imported {
     /// `spec.nodePools` entries, in NodePool name order.
@@ -92,7 +109,7 @@ pub(super) fn pools(
         let td = &k.training_defaults;
         let training = d["consolidationPolicy"] == td.consolidation_policy.as_str()
             && d["consolidateAfter"] == td.consolidate_after.as_str()
-            && d["budgets"] == json!([{"nodes": "0", "reasons": [k.underutilized_reason]}])
+            && training_budgets(&d["budgets"], k)
             && t["spec"]["expireAfter"] == td.expire_after.as_str();
         m.push((
             "role".into(),

@@ -1351,7 +1351,14 @@ fn default_color_label() -> String {
 }
 
 fn default_batch() -> IntOrString {
-    IntOrString::String("25%".to_string())
+    BlueGreen::default_batch()
+}
+
+impl BlueGreen {
+    /// `batch` when the blueprint does not say.
+    pub fn default_batch() -> IntOrString {
+        IntOrString::String("25%".to_string())
+    }
 }
 
 fn default_drain_timeout() -> String {

@@ -53,8 +53,9 @@ pub struct Provisioner {
     #[schemars(example = &"gpu")]
     pub node_class: Option<String>,
     /// Karpenter: when nodes may be taken away. Default for `role: training`: only empty nodes
-    /// (`WhenEmpty`), after one hour, and never an underutilized one (a budget of 0 for reason
-    /// `Underutilized`); for other roles Karpenter's default.
+    /// (`WhenEmpty`), after one hour, never an underutilized one (a budget of 0 for reason
+    /// `Underutilized`), and drift (a driver upgrade) `upgrades.blueGreen.batch` nodes at a time;
+    /// for other roles Karpenter's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disruption: Option<Disruption>,
     /// Karpenter: how long a node lives before it is replaced (`720h`, `Never`). Default for

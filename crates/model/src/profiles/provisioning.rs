@@ -137,6 +137,14 @@ pub struct KarpenterFacts {
     pub evicting_policies: Vec<String>,
     /// The budget reason of busy-node consolidation.
     pub underutilized_reason: String,
+    /// The budget reason of drift (a NodeClaim whose NodePool template changed).
+    pub drifted_reason: String,
+    /// The budget a NodePool gets when it declares none.
+    pub default_budget: String,
+    /// The annotation on a NodeClaim holding the hash of the NodePool template it was made from.
+    pub nodepool_hash_annotation: String,
+    /// The taint Karpenter puts on a node it is taking away.
+    pub disrupted_taint: String,
     /// What gpuctl renders for training pools.
     pub training_defaults: TrainingDefaults,
     /// Whether any provider templates DRA slices for GPU instance types.

@@ -84,7 +84,7 @@ pub(crate) fn objects(
             Phase::Operator,
             "karpenter/nodepool",
             format!("spec.nodePools[{}]", pool.name),
-            node_pool(pool, facts, &labels, readiness.as_ref()),
+            node_pool(bp, pool, facts, &labels, readiness.as_ref()),
         )?;
         let extra = overlay_resources(pool);
         if pool.provisioner.node_overlay != Some(false) && !extra.is_empty() {
@@ -110,8 +110,75 @@ pub(crate) fn objects(
     Ok(())
 }
 
+/// `spec.disruption` of a pool's NodePool (`None`: Karpenter's defaults). A training pool
+/// without settings of its own consolidates only empty nodes, never an underutilized one, and
+/// lets drift (a driver upgrade changes the template: docs/upgrades.md) replace at most
+/// `upgrades.blueGreen.batch` nodes at once.
+fn disruption(bp: &Blueprint, pool: &NodePool, facts: &ProvisioningFacts) -> Option<Value> {
+    let k = &facts.karpenter;
+    match &pool.provisioner.disruption {
+        Some(d) => {
+            let mut m = serde_json::Map::new();
+            if let Some(v) = &d.consolidation_policy {
+                m.insert("consolidationPolicy".into(), json!(v));
+            }
+            if let Some(v) = &d.consolidate_after {
+                m.insert("consolidateAfter".into(), json!(v));
+            }
+            if !d.budgets.is_empty() {
+                m.insert(
+                    "budgets".into(),
+                    serde_json::to_value(&d.budgets).unwrap_or_default(),
+                );
+            }
+            Some(Value::Object(m))
+        }
+        None if pool.role == Role::Training => Some(json!({
+            "consolidationPolicy": k.training_defaults.consolidation_policy,
+            "consolidateAfter": k.training_defaults.consolidate_after,
+            "budgets": [
+                {"nodes": "0", "reasons": [k.underutilized_reason]},
+                {"nodes": upgrade_batch(bp), "reasons": [k.drifted_reason]},
+            ],
+        })),
+        None => None,
+    }
+}
+
+/// `upgrades.blueGreen.batch` as written (its default when unset).
+fn upgrade_batch(bp: &Blueprint) -> String {
+    bp.spec.upgrades.blue_green.as_ref().map_or_else(
+        || gpuctl_model::blueprint::BlueGreen::default_batch().to_string(),
+        |b| b.batch.to_string(),
+    )
+}
+
+/// The `nodes` of the NodePool's budgets that bound Karpenter's drift of `pool` (always active:
+/// no `schedule`), Karpenter's default budget when the NodePool declares none. Empty: nothing
+/// bounds how many of the pool's nodes drift replaces at once.
+pub fn drift_budgets(bp: &Blueprint, pool: &NodePool, catalog: &Catalog) -> Vec<String> {
+    let k = &catalog.provisioning().karpenter;
+    let d = disruption(bp, pool, catalog.provisioning());
+    let Some(budgets) = d.as_ref().and_then(|d| d["budgets"].as_array()) else {
+        return vec![k.default_budget.clone()];
+    };
+    budgets
+        .iter()
+        .filter(|b| b.get("schedule").is_none())
+        .filter(|b| {
+            b["reasons"].as_array().is_none_or(|r| {
+                r.is_empty()
+                    || r.iter()
+                        .any(|r| r.as_str() == Some(k.drifted_reason.as_str()))
+            })
+        })
+        .filter_map(|b| b["nodes"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// The Karpenter NodePool of a pool.
 fn node_pool(
+    bp: &Blueprint,
     pool: &NodePool,
     facts: &ProvisioningFacts,
     labels: &BTreeMap<String, String>,
@@ -164,30 +231,7 @@ fn node_pool(
     // Limits in GPUs: the most the pool may reach.
     let gpus = u64::from(pool.gpu.count) * u64::from(pool.max_nodes());
     spec["limits"] = json!({ GPU: gpus.to_string() });
-    let disruption = match &p.disruption {
-        Some(d) => {
-            let mut m = serde_json::Map::new();
-            if let Some(v) = &d.consolidation_policy {
-                m.insert("consolidationPolicy".into(), json!(v));
-            }
-            if let Some(v) = &d.consolidate_after {
-                m.insert("consolidateAfter".into(), json!(v));
-            }
-            if !d.budgets.is_empty() {
-                m.insert(
-                    "budgets".into(),
-                    serde_json::to_value(&d.budgets).unwrap_or_default(),
-                );
-            }
-            Some(Value::Object(m))
-        }
-        None if training => Some(json!({
-            "consolidationPolicy": k.training_defaults.consolidation_policy,
-            "consolidateAfter": k.training_defaults.consolidate_after,
-            "budgets": [{"nodes": "0", "reasons": [k.underutilized_reason]}],
-        })),
-        None => None,
-    };
+    let disruption = disruption(bp, pool, facts);
     if let Some(d) = disruption
         && d.as_object().is_some_and(|m| !m.is_empty())
     {

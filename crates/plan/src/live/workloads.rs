@@ -102,6 +102,10 @@ pub struct LivePod {
     pub labels: BTreeMap<String, String>,
     /// `terminationGracePeriodSeconds` (default 30).
     pub grace_seconds: i64,
+    /// Annotated `karpenter.sh/do-not-disrupt: "true"`: Karpenter takes its node away for no
+    /// voluntary reason (consolidation, drift) while it runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub do_not_disrupt: bool,
 }
 
 impl LivePod {
@@ -327,11 +331,14 @@ pub fn live_pod(p: &Pod) -> LivePod {
         .iter()
         .find(|o| o.controller == Some(true))
         .map(|o| (o.kind.clone(), o.name.clone()));
-    let mirror = p
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
+    let annotations = p.metadata.annotations.as_ref();
+    let mirror = annotations.is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
+    let do_not_disrupt_key = &gpuctl_model::profiles::Catalog::embedded()
+        .provisioning()
+        .karpenter
+        .do_not_disrupt;
+    let do_not_disrupt =
+        annotations.is_some_and(|a| a.get(do_not_disrupt_key).is_some_and(|v| v == "true"));
     let role = if mirror {
         PodRole::Mirror
     } else if owner.as_ref().is_some_and(|(k, _)| k == "DaemonSet") {
@@ -366,6 +373,7 @@ pub fn live_pod(p: &Pod) -> LivePod {
         role,
         labels,
         grace_seconds: spec.termination_grace_period_seconds.unwrap_or(30),
+        do_not_disrupt,
     }
 }
 

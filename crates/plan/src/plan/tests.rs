@@ -1370,6 +1370,7 @@ fn dra_pod(
         role: crate::live::workloads::PodRole::Service,
         labels: BTreeMap::new(),
         grace_seconds: 30,
+        do_not_disrupt: false,
     }
 }
 

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::schedule::UpgradePlan;
-use crate::journal::{FORMAT, Journal, JournalPhase, NodeRecord, NodeState};
+use crate::journal::{DriftRecord, FORMAT, Journal, JournalPhase, NodeRecord, NodeState};
 
 impl Journal {
     /// A fresh journal for `plan` (which must have no errors and a green manifest).
@@ -51,6 +51,10 @@ impl Journal {
             nodes,
             prepared: false,
             device_taint_rules: plan.device_taints.rules.clone(),
+            karpenter: plan.karpenter.as_ref().map(|d| DriftRecord {
+                node_pool: d.node_pool.clone(),
+                template_cr: plan.blue_cr.clone(),
+            }),
             phase: JournalPhase::Running,
             step: 0,
             events: Vec::new(),

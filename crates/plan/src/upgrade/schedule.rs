@@ -19,6 +19,7 @@ use gpuctl_model::blueprint::provisioning::ProvisionerKind;
 use gpuctl_model::blueprint::{Blueprint, IntOrString, NodePool, UpgradeStrategy};
 use gpuctl_model::located::Severity;
 use gpuctl_model::quantity::parse_duration_ms;
+use gpuctl_pipeline::render::provisioning::drift_budgets;
 use gpuctl_pipeline::render::{
     DEVICE_PLUGIN_CONFIG_LABEL, DRIVER_LABEL, MIG_CONFIG_LABEL, TENANT_LABEL, pool_driver_cr_name,
 };
@@ -173,6 +174,9 @@ pub struct UpgradePlan {
     /// DeviceTaintRules that take each node's GPUs out of service while it is moved (DRA pools).
     #[serde(skip_serializing_if = "is_default")]
     pub device_taints: DeviceTaints,
+    /// Karpenter pools: the nodes are replaced through Karpenter's drift, not relabelled in batches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub karpenter: Option<DriftPlan>,
 }
 
 fn is_default(d: &DeviceTaints) -> bool {
@@ -327,7 +331,7 @@ pub fn build(
     let crs = driver_crs(prep, live, &blue_cr, &green_cr, &mut checks);
     check_node_drivers(live, &blue_cr, &mut checks);
     check_node_owners(live, &mut checks);
-    check_provisioner(pool, &blue_cr, &green_cr, &mut checks);
+    let karpenter = drift_plan(prep, live, &blue_cr, &green_cr, &mut checks);
 
     let (blue_color, green_color) = colours(live, &policy, &mut checks);
     check_policy(&policy, &mut checks);
@@ -336,13 +340,18 @@ pub fn build(
     check_node_conditions(live, &mut checks);
     check_restore(&nodes, &mut checks);
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    let device_taints = device_taints::decide(
-        bp,
-        gpuctl_model::profiles::Catalog::embedded(),
-        pool,
-        &names,
-        live.device_taint_rule_api.as_deref(),
-    );
+    // A Karpenter pool's nodes are replaced, never moved: no GPU is taken out of service.
+    let device_taints = if karpenter.is_some() {
+        DeviceTaints::default()
+    } else {
+        device_taints::decide(
+            bp,
+            gpuctl_model::profiles::Catalog::embedded(),
+            pool,
+            &names,
+            live.device_taint_rule_api.as_deref(),
+        )
+    };
     if let Some(why) = &device_taints.fallback {
         checks.push(cluster(
             Severity::Info,
@@ -390,29 +399,132 @@ pub fn build(
         node_upgrade_s,
         total_s,
         device_taints,
+        karpenter,
     }
 }
 
-/// A Karpenter pool: the upgrade moves the nodes that exist by relabelling them and does not (yet)
-/// roll the pool through Karpenter's drift, so the NodePool's template keeps naming the blue CR
-/// until the blueprint edit is applied (docs/upgrades.md, Karpenter pools).
-fn check_provisioner(pool: &NodePool, blue_cr: &str, green_cr: &str, checks: &mut Vec<Check>) {
+/// A Karpenter pool's upgrade: Karpenter's drift replaces the nodes once the NodePool's template
+/// names the green CR (docs/upgrades.md, Karpenter pools).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftPlan {
+    /// The pool's NodePool (named after the pool).
+    pub node_pool: String,
+    /// Its apiVersion.
+    pub api_version: String,
+    /// `nodes` of the NodePool's always-active budgets for `Drifted` (Karpenter takes the most
+    /// restrictive); empty: nothing bounds how many nodes it replaces at once.
+    pub budgets: Vec<String>,
+    /// Pods whose `karpenter.sh/do-not-disrupt` keeps Karpenter from replacing their node while
+    /// they run, `namespace/name on node`.
+    pub do_not_disrupt: Vec<String>,
+    /// The taint Karpenter puts on a node it takes away.
+    pub disrupted_taint: String,
+    /// The annotation on a NodeClaim with the hash of the template it was made from.
+    pub hash_annotation: String,
+    /// The label naming a node's NodePool.
+    pub nodepool_label: String,
+}
+
+/// The drift plan of a Karpenter pool (`None` for every other pool: its nodes are relabelled in
+/// batches), with what pre-flight says about it: how Karpenter paces it, a budget of 0 that would
+/// never let it finish, pods that hold their nodes.
+fn drift_plan(
+    prep: &Prepared,
+    live: &Workloads,
+    blue_cr: &str,
+    green_cr: &str,
+    checks: &mut Vec<Check>,
+) -> Option<DriftPlan> {
+    let pool = pool_of(prep);
     if pool.provisioner.kind != ProvisionerKind::Karpenter {
-        return;
+        return None;
     }
+    let catalog = gpuctl_model::profiles::Catalog::embedded();
+    let k = &catalog.provisioning().karpenter;
+    let budgets = drift_budgets(prep.blueprint(), pool, catalog);
+    let p = &pool.name;
+    let pace = if budgets.is_empty() {
+        "with nothing bounding how many at once".to_string()
+    } else {
+        format!(
+            "at most {} at a time (the NodePool's budgets for `{}`)",
+            budgets.join(" and "),
+            k.drifted_reason
+        )
+    };
     checks.push(
         Check::new(
-            Severity::Warning,
+            Severity::Info,
             "blueprint",
             format!(
-                "pool `{p}` is provisioned by Karpenter: this upgrade moves the nodes that exist now by relabelling them, not through Karpenter's drift; NodePool `{p}`'s template keeps labelling new nodes `{DRIVER_LABEL}={blue_cr}`, so a node Karpenter launches during the upgrade, or after it until the blueprint edit is applied, comes up on the old driver (or, once `{blue_cr}` is deleted, on no NVIDIADriver of this pool); and applying the blueprint edit afterwards changes that template, which Karpenter sees as drift of every NodeClaim launched before it: it replaces all of the pool's nodes once more, under the NodePool's `Drifted` budget",
-                p = pool.name
+                "pool `{p}` is provisioned by Karpenter, so its nodes are replaced, not relabelled: the upgrade applies NVIDIADriver `{green_cr}` and sets NodePool `{p}`'s template label `{DRIVER_LABEL}` to it; Karpenter sees every NodeClaim made from the old template as drifted and replaces it, {pace}: the replacement is launched and initialised first, then the old node is tainted `{}` and drained with evictions. Each replacement must validate on the new driver; `{blue_cr}` is deleted once no node uses it",
+                k.disrupted_taint
             ),
-        )
-        .hint(format!(
-            "keep the pool from scaling up while it is upgraded, apply the blueprint edit as soon as it completes, and expect the second replacement (its nodes come up on `{green_cr}`; the NodePool's `Drifted` budget paces it)"
-        )),
+        ),
     );
+    if budgets.iter().any(|b| b == "0" || b == "0%") {
+        checks.push(
+            Check::new(
+                Severity::Error,
+                "blueprint",
+                format!(
+                    "NodePool `{p}` has a budget of 0 nodes for `{}`: Karpenter would never replace a node and the upgrade could not finish",
+                    k.drifted_reason
+                ),
+            )
+            .hint(format!(
+                "give `spec.nodePools[{p}].provisioner.disruption.budgets` a budget for `{}` above 0 (or a `schedule` for the window the upgrade runs in), apply, and plan again",
+                k.drifted_reason
+            )),
+        );
+    } else if budgets.is_empty() {
+        checks.push(
+            Check::new(
+                Severity::Warning,
+                "blueprint",
+                format!(
+                    "no always-active budget of NodePool `{p}` covers `{}`: Karpenter may replace all of the pool's nodes at once",
+                    k.drifted_reason
+                ),
+            )
+            .hint(format!(
+                "add `{{nodes: \"1\", reasons: [{}]}}` (or a percentage) to `spec.nodePools[{p}].provisioner.disruption.budgets` and apply before upgrading",
+                k.drifted_reason
+            )),
+        );
+    }
+    let do_not_disrupt: Vec<String> = live
+        .pods
+        .iter()
+        .filter(|pod| pod.do_not_disrupt && !pod.terminating)
+        .map(|pod| format!("{} on {}", pod.id(), pod.node))
+        .collect();
+    if !do_not_disrupt.is_empty() {
+        checks.push(
+            cluster(
+                Severity::Warning,
+                format!(
+                    "{} pod(s) carry `{}: \"true\"`, so Karpenter does not replace their node(s) while they run: {}",
+                    do_not_disrupt.len(),
+                    k.do_not_disrupt,
+                    do_not_disrupt.join(", ")
+                ),
+            )
+            .hint(
+                "let them finish (the upgrade waits, and stops with their names if nothing moves for its drain and validation timeouts) or remove the annotation; `--resume` continues",
+            ),
+        );
+    }
+    Some(DriftPlan {
+        node_pool: p.clone(),
+        api_version: k.nodepool_api.clone(),
+        budgets,
+        do_not_disrupt,
+        disrupted_taint: k.disrupted_taint.clone(),
+        hash_annotation: k.nodepool_hash_annotation.clone(),
+        nodepool_label: k.nodepool_label.clone(),
+    })
 }
 
 /// The pool being upgraded.
@@ -1113,49 +1225,6 @@ fn green_manifest(mut m: Value, name: &str, pool: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A Karpenter pool's upgrade warns that the NodePool's template keeps the blue CR (new nodes
-    /// come up on the old driver) and names the edit that makes Karpenter drift them; a static
-    /// pool's does not.
-    #[test]
-    fn a_karpenter_pool_is_warned_that_its_template_keeps_the_old_driver() {
-        let bp = gpuctl_model::blueprint::load_str(
-            "eks-karpenter.yaml",
-            include_str!("../../../../blueprints/eks-karpenter.yaml"),
-        )
-        .expect("loads")
-        .blueprint;
-        let pool = |n: &str| bp.spec.node_pools.iter().find(|p| p.name == n).unwrap();
-        let mut checks = Vec::new();
-        check_provisioner(
-            pool("h100-train"),
-            "pool-h100-train-580",
-            "pool-h100-train-595",
-            &mut checks,
-        );
-        assert_eq!(checks.len(), 1);
-        assert_eq!(checks[0].level, Severity::Warning);
-        assert!(
-            checks[0].message.contains("NodePool `h100-train`'s template keeps labelling new nodes `gpuctl.dev/driver=pool-h100-train-580`"),
-            "{}",
-            checks[0].message
-        );
-        assert!(
-            checks[0]
-                .message
-                .contains("replaces all of the pool's nodes once more")
-        );
-        assert!(
-            checks[0]
-                .hint
-                .as_deref()
-                .unwrap()
-                .contains("come up on `pool-h100-train-595`")
-        );
-        let mut checks = Vec::new();
-        check_provisioner(pool("l4-dev"), "a", "b", &mut checks);
-        assert!(checks.is_empty(), "{checks:?}");
-    }
 
     #[test]
     fn percentages_round_down_but_never_to_zero() {

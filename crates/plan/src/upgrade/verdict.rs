@@ -140,6 +140,7 @@ mod tests {
             role: PodRole::DaemonSet,
             labels: BTreeMap::new(),
             grace_seconds: 30,
+            do_not_disrupt: false,
         }
     }
 
