@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use support::cluster::TestCluster;
 use support::fixture::quiet;
 use support::fresh::FreshCluster;
-use support::operator_driver::{DriverConfig, OWNER, OperatorDriver, STATE};
+use support::operator_driver::{DriverConfig, FailMode, Failure, OWNER, OperatorDriver, STATE};
 
 const FROM: &str = "580.173.02";
 const TO: &str = "595.91.07";
@@ -227,7 +227,7 @@ async fn a_karpenter_pools_driver_upgrade_goes_through_karpenters_drift() {
             )
             .await;
     }
-    let _driver = OperatorDriver::spawn(
+    let driver = OperatorDriver::spawn(
         tc.client.clone(),
         &operator_ns,
         &format!("gpuctl.dev/pool={p}"),
@@ -421,6 +421,81 @@ async fn a_karpenter_pools_driver_upgrade_goes_through_karpenters_drift() {
     assert!(o.status.success(), "apply after the edit: {}", text(&o));
     let o = gpuctl(&["plan", &bp, "--detailed-exitcode"], &kc);
     assert_eq!(o.status.code(), Some(0), "plan after apply: {}", text(&o));
+
+    // 2. A second upgrade whose driver fails on the node Karpenter launches for it stops the run,
+    // naming that node; the rollback moves the template back to the first upgrade's CR and
+    // follows Karpenter's drift the other way, and the failed CR goes.
+    const NEXT: &str = "610.57.04";
+    let next_cr = plan::green_cr_name(&p, NEXT);
+    driver.set_failures(vec![Failure {
+        node: "*".into(),
+        version: NEXT.into(),
+        mode: FailMode::UpgradeFailed,
+    }]);
+    let mut second = training_pod();
+    second.metadata.name = Some("pretrain-2".into());
+    pods.create(&PostParams::default(), &second).await.unwrap();
+    poll(60, "the second training pod to be bound", async || {
+        pods.get("pretrain-2").await.ok()?.spec?.node_name
+    })
+    .await;
+    let prep = preflight::prepare(&path, &p, NEXT, today, &Templates::embedded())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let view = gpuctl_cluster::read::pool_workloads(&k, &prep.node_patch().selector)
+        .await
+        .unwrap();
+    let next_plan = plan::build(&prep, &view.workloads.unwrap_or_default(), None, &t);
+    assert_eq!(next_plan.errors(), 0, "{:#?}", next_plan.checks);
+    let failed = execute::start(&k, &next_plan, &t, &quiet(), Cancel::never())
+        .await
+        .expect_err("the next driver fails on the replacement");
+    let msg = failed.to_string();
+    assert!(
+        msg.contains(&format!(
+            "launched by Karpenter on NVIDIADriver {next_cr}, failed"
+        )) && msg.contains("upgrade rollback"),
+        "{msg}"
+    );
+    let j = execute::rollback(
+        &k,
+        Some(&operator_ns),
+        Some(&p),
+        &t,
+        &quiet(),
+        Cancel::never(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(j.phase, JournalPhase::RolledBack, "{:#?}", j.events);
+    let np = node_pools.get(&p).await.unwrap();
+    assert_eq!(
+        np.data["spec"]["template"]["metadata"]["labels"][DRIVER_LABEL],
+        json!(green_cr),
+        "the template is back on the first upgrade's CR"
+    );
+    assert_eq!(
+        np.data["spec"]["template"]["metadata"]["labels"]["gpuctl.dev/pool"],
+        json!(p),
+        "and keeps the pool's other labels"
+    );
+    let on_next = nodes
+        .list(&ListParams::default().labels(&format!("{DRIVER_LABEL}={next_cr}")))
+        .await
+        .unwrap();
+    assert!(on_next.items.is_empty(), "no node is left on {next_cr}");
+    assert!(
+        drivers.get_opt(&next_cr).await.unwrap().is_none(),
+        "the failed CR is deleted"
+    );
+    assert!(
+        j.nodes.values().any(|r| r.state == NodeState::Replaced),
+        "{:#?}",
+        j.nodes
+    );
+    eprintln!(
+        "upgrade_karpenter: a failing {NEXT} stopped the run and the rollback returned the pool to {green_cr} after {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
     readiness.abort();
     eprintln!(
         "upgrade_karpenter: done in {:.1}s (cluster with Karpenter up in {up:.1}s)",

@@ -86,6 +86,7 @@ pub enum FailMode {
 /// A node that fails on a version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
+    /// The node (`*`: every node, for nodes a provisioner launches under names not known ahead).
     pub node: String,
     pub version: String,
     pub mode: FailMode,
@@ -426,7 +427,7 @@ impl OperatorDriver {
                     let failure = c
                         .failures
                         .iter()
-                        .find(|f| f.node == name && f.version == sim.version)
+                        .find(|f| (f.node == name || f.node == "*") && f.version == sim.version)
                         .cloned();
                     let state = STATES[sim.step];
                     let mut l: BTreeMap<String, Option<String>> = BTreeMap::new();
