@@ -150,11 +150,7 @@ fn preflight(plan: &UpgradePlan) -> String {
 fn prepare_step(plan: &UpgradePlan) -> String {
     format!(
         "  0. prepare: {} NVIDIADriver {} ({}, selects {DRIVER_LABEL}={}); label the pool's nodes {}={}; taint them {}\n",
-        if plan.green_cr_exists {
-            "update"
-        } else {
-            "create"
-        },
+        green_cr_verb(plan),
         plan.green_cr,
         plan.to_version,
         plan.green_cr,
@@ -164,17 +160,22 @@ fn prepare_step(plan: &UpgradePlan) -> String {
     )
 }
 
+/// What step 0 does to the green CR.
+fn green_cr_verb(plan: &UpgradePlan) -> &'static str {
+    if plan.green_cr_exists {
+        "update"
+    } else {
+        "create"
+    }
+}
+
 /// A Karpenter pool's steps: the green CR, the NodePool's template, Karpenter's drift.
 fn drift_steps(plan: &UpgradePlan, k: &DriftPlan) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "  0. prepare: {} NVIDIADriver {} ({}, selects {DRIVER_LABEL}={})",
-        if plan.green_cr_exists {
-            "update"
-        } else {
-            "create"
-        },
+        green_cr_verb(plan),
         plan.green_cr,
         plan.to_version,
         plan.green_cr

@@ -28,7 +28,7 @@ use support::fresh::FreshCluster;
 use support::gpuctl::{Gpuctl, TODAY};
 
 pub(crate) const READINESS: &str = "readiness.k8s.io/nvidia-gpu-not-ready";
-const NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub(crate) const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
 pub(crate) fn gpuctl(args: &[&str], kubeconfig: &str) -> Output {
     Gpuctl::new(args)
@@ -56,21 +56,7 @@ pub(crate) fn blueprint(p: &str, overlay: bool) -> String {
         "\n        nodeOverlay: false"
     };
     format!(
-        r#"apiVersion: gpuctl.dev/v1alpha1
-kind: ClusterBlueprint
-metadata:
-  name: {p}
-spec:
-  kubernetes:
-    version: "1.35.1"
-  gpuOperator:
-    version: v26.7.0
-    namespace: {p}-gpu-operator
-    install: none
-    driver:
-      version: "580.173.02"
-      kernelModuleType: open
-  nodeReadiness:
+        r#"{head}  nodeReadiness:
     taintKey: {READINESS}
     signal: external
   nodePools:
@@ -105,7 +91,8 @@ spec:
         instanceTypes: [p5.48xlarge]{overlay}
       taints:
         - {{ key: gpuctl.dev/mig, value: {p}, effect: NoSchedule }}
-"#
+"#,
+        head = crate::dra_apply::head_with_driver(p, "580.173.02")
     )
 }
 
@@ -172,19 +159,20 @@ pub(crate) async fn launched_node(tc: &TestCluster, pool: &str, secs: u64) -> No
     .await;
     poll(30, &format!("node {name} to be Ready (kwok)"), async || {
         let n = nodes.get(&name).await.ok()?;
-        let ready = n
-            .status
-            .as_ref()?
-            .conditions
-            .as_ref()?
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        ready.then_some(n)
+        is_ready(&n).then_some(n)
     })
     .await
 }
 
-fn taint_keys(n: &Node) -> Vec<String> {
+/// The node reports `Ready=True`.
+pub(crate) fn is_ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+pub(crate) fn taint_keys(n: &Node) -> Vec<String> {
     n.spec
         .as_ref()
         .and_then(|s| s.taints.clone())
@@ -198,9 +186,20 @@ fn taint_keys(n: &Node) -> Vec<String> {
 async fn remove_taints(tc: &TestCluster, node: &str, keys: &[&str]) {
     let nodes: Api<Node> = Api::all(tc.client.clone());
     let n = nodes.get(node).await.unwrap();
+    strip_taints(&nodes, &n, keys).await.unwrap();
+}
+
+/// Writes `n`'s taints without those of `keys` (a merge patch of the whole list).
+pub(crate) async fn strip_taints(
+    nodes: &Api<Node>,
+    n: &Node,
+    keys: &[&str],
+) -> Result<(), kube::Error> {
+    let node = n.metadata.name.clone().unwrap_or_default();
     let kept: Vec<Value> = n
         .spec
-        .and_then(|s| s.taints)
+        .as_ref()
+        .and_then(|s| s.taints.clone())
         .unwrap_or_default()
         .into_iter()
         .filter(|t| !keys.contains(&t.key.as_str()))
@@ -208,41 +207,48 @@ async fn remove_taints(tc: &TestCluster, node: &str, keys: &[&str]) {
         .collect();
     nodes
         .patch(
-            node,
+            &node,
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"taints": kept}})),
         )
         .await
-        .unwrap();
+        .map(|_| ())
 }
 
 pub(crate) async fn pod_node(pods: &Api<Pod>, name: &str) -> Option<String> {
     pods.get(name).await.ok()?.spec?.node_name
 }
 
-#[needs_test_cluster]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn karpenter_provisions_gpuctls_pools() {
-    let Some(_shared) = TestCluster::connect("provisioning").await else {
-        return;
-    };
+/// A cluster of the test's own with the real Karpenter, kwok and kube-scheduler (`run up
+/// --with-karpenter`, no Kueue or Volcano), the test's name prefix `p` (at most 20 characters:
+/// NodePool and NodeClass names carry it) and the KWOKNodeClass named `p` the blueprints' pools
+/// reference (gpuctl names it and renders none; the clouds' own are schema-checked only).
+pub(crate) struct KarpenterCluster {
+    /// Stopped when dropped.
+    pub fresh: FreshCluster,
+    pub tc: TestCluster,
+    /// Its kubeconfig's path.
+    pub kc: String,
+    pub p: String,
+    /// Seconds from the call to the cluster being up.
+    pub up: f64,
+}
+
+pub(crate) async fn karpenter_cluster(harness: &str, test: &str, prefix: &str) -> KarpenterCluster {
     let started = Instant::now();
     let fresh = FreshCluster::up_with(
-        "karpenter",
+        harness,
         &["--with-karpenter", "--without-kueue", "--without-volcano"],
     );
     let kc = fresh.kubeconfig();
-    let tc = TestCluster::connect_kubeconfig(&kc, "provisioning")
+    let tc = TestCluster::connect_kubeconfig(&kc, test)
         .await
         .expect("connects to the fresh cluster");
     let kc = kc.to_str().unwrap().to_string();
     let up = started.elapsed().as_secs_f64();
-    let mut p = tc.name("kp");
+    let mut p = tc.name(prefix);
     p.truncate(20);
     let p = p.trim_end_matches('-').to_string();
-    let (train, mig) = (format!("{p}-train"), format!("{p}-mig"));
-
-    // The NodeClass the NodePools reference (gpuctl names it; the cloud's own is schema-checked only).
     let classes = dynamic(
         &tc,
         "karpenter.kwok.sh",
@@ -259,6 +265,30 @@ async fn karpenter_provisions_gpuctls_pools() {
         .create(&PostParams::default(), &class)
         .await
         .unwrap();
+    KarpenterCluster {
+        fresh,
+        tc,
+        kc,
+        p,
+        up,
+    }
+}
+
+#[needs_test_cluster]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn karpenter_provisions_gpuctls_pools() {
+    let Some(_shared) = TestCluster::connect("provisioning").await else {
+        return;
+    };
+    let started = Instant::now();
+    let KarpenterCluster {
+        fresh: _fresh,
+        tc,
+        kc,
+        p,
+        up,
+    } = karpenter_cluster("karpenter", "provisioning", "kp").await;
+    let (train, mig) = (format!("{p}-train"), format!("{p}-mig"));
 
     // 1. Without the MIG pool's NodeOverlay a MIG pod on the pool at zero gets no node: validation
     // refuses that blueprint (GPU1401); the cluster shows why once the overlay gpuctl applied is gone.

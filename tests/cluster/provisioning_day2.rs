@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use crate::dra_harness::poll;
 use crate::provisioning::{
-    READINESS, blueprint, claims_of, dynamic, gpu_pod, gpuctl, launched_node, node_claims,
-    pod_node, text,
+    KarpenterCluster, READINESS, blueprint, claims_of, dynamic, gpu_pod, gpuctl, karpenter_cluster,
+    launched_node, node_claims, pod_node, text,
 };
 use crate::support;
 use gpuctl_test_skip::needs_test_cluster;
@@ -28,7 +28,6 @@ use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::cluster::TestCluster;
-use support::fresh::FreshCluster;
 use support::gpuctl::{Gpuctl, TODAY};
 
 /// The findings of `gpuctl doctor -o json` output with rule `id`.
@@ -51,37 +50,14 @@ async fn doctor_and_status_on_a_karpenter_pool_at_its_limit() {
         return;
     };
     let started = Instant::now();
-    let fresh = FreshCluster::up_with(
-        "karpenter-day2",
-        &["--with-karpenter", "--without-kueue", "--without-volcano"],
-    );
-    let kc = fresh.kubeconfig();
-    let tc = TestCluster::connect_kubeconfig(&kc, "provisioning-day2")
-        .await
-        .expect("connects to the fresh cluster");
-    let kc = kc.to_str().unwrap().to_string();
-    let up = started.elapsed().as_secs_f64();
-    let mut p = tc.name("kd");
-    p.truncate(20);
-    let p = p.trim_end_matches('-').to_string();
+    let KarpenterCluster {
+        fresh: _fresh,
+        tc,
+        kc,
+        p,
+        up,
+    } = karpenter_cluster("karpenter-day2", "provisioning-day2", "kd").await;
     let (train, mig) = (format!("{p}-train"), format!("{p}-mig"));
-
-    let classes = dynamic(
-        &tc,
-        "karpenter.kwok.sh",
-        "v1alpha1",
-        "KWOKNodeClass",
-        "kwoknodeclasses",
-    );
-    let class: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
-        "metadata": {"name": p}, "spec": {}
-    }))
-    .unwrap();
-    classes
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kd.yaml");
     std::fs::write(&path, blueprint(&p, true)).unwrap();

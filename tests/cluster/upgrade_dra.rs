@@ -30,13 +30,32 @@ const FROM: &str = "580.173.02";
 const TO: &str = "595.91.07";
 
 /// gpuctl's client of the cluster whose kubeconfig is `kc`.
-async fn kube_of(kc: &std::path::Path) -> gpuctl_cluster::Kube {
+pub(crate) async fn kube_of(kc: &std::path::Path) -> gpuctl_cluster::Kube {
     gpuctl_cluster::connect(&gpuctl_cluster::ConnectOptions {
         kubeconfig: Some(kc.to_path_buf()),
         context: None,
     })
     .await
     .unwrap()
+}
+
+/// Pre-flight of upgrading `pool` of the blueprint at `path` to `to` (on the tests' date), and
+/// the plan it gives against what the cluster `k` runs.
+pub(crate) async fn plan_upgrade(
+    k: &gpuctl_cluster::Kube,
+    path: &std::path::Path,
+    pool: &str,
+    to: &str,
+    t: &Timing,
+) -> (preflight::Prepared, plan::UpgradePlan) {
+    let today = jiff::civil::date(2026, 11, 30);
+    let prep = preflight::prepare(path, pool, to, today, &Templates::embedded())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let view = gpuctl_cluster::read::pool_workloads(k, &prep.node_patch().selector)
+        .await
+        .unwrap();
+    let up = plan::build(&prep, &view.workloads.unwrap_or_default(), None, t);
+    (prep, up)
 }
 
 /// One DRA pool of two single-H100 nodes on its own driver `FROM`, moved one node per batch, and a
@@ -152,19 +171,13 @@ async fn upgrade_takes_a_dra_nodes_gpus_out_of_service_with_a_device_taint_rule_
     );
 
     // The plan: one rule per node, of the maintenance render's shape; the runbook's commands.
-    let today = jiff::civil::date(2026, 11, 30);
-    let prep = preflight::prepare(&path, &p, TO, today, &Templates::embedded())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let view = gpuctl_cluster::read::pool_workloads(&k, &prep.node_patch().selector)
-        .await
-        .unwrap();
     let t = Timing {
         poll: Duration::from_millis(50),
         validate_timeout: Duration::from_secs(60),
         lease_duration: Duration::from_secs(1),
         node_upgrade_estimate: Duration::from_secs(600),
     };
-    let up = plan::build(&prep, &view.workloads.unwrap_or_default(), None, &t);
+    let (prep, up) = plan_upgrade(&k, &path, &p, TO, &t).await;
     assert_eq!(up.errors(), 0, "{:#?}", up.checks);
     let bp_model = prep.blueprint();
     for n in &nodes {

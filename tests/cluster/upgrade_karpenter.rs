@@ -18,45 +18,33 @@
 use std::time::{Duration, Instant};
 
 use crate::dra_harness::poll;
-use crate::provisioning::{READINESS, claims_of, dynamic, gpuctl, launched_node, text};
+use crate::provisioning::{
+    KarpenterCluster, NOT_READY, READINESS, claims_of, dynamic, gpuctl, is_ready,
+    karpenter_cluster, launched_node, strip_taints, taint_keys, text,
+};
 use crate::support;
+use crate::upgrade_dra::{kube_of, plan_upgrade};
 use gpuctl_cluster::upgrade::execute::{self, Cancel};
-use gpuctl_core::render::{DRIVER_LABEL, Templates};
+use gpuctl_core::render::DRIVER_LABEL;
+use gpuctl_core::upgrade::Timing;
 use gpuctl_core::upgrade::journal::{JournalPhase, NodeState};
 use gpuctl_core::upgrade::schedule as plan;
-use gpuctl_core::upgrade::{Timing, preflight};
 use gpuctl_test_skip::needs_test_cluster;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Api;
-use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::TestCluster;
 use support::fixture::quiet;
-use support::fresh::FreshCluster;
 use support::operator_driver::{DriverConfig, FailMode, Failure, OWNER, OperatorDriver, STATE};
 
 const FROM: &str = "580.173.02";
 const TO: &str = "595.91.07";
-const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
 /// One Karpenter training pool of p5.48xlarge on its own driver `FROM`, one node at a time.
 fn blueprint(p: &str, driver: &str) -> String {
     format!(
-        r#"apiVersion: gpuctl.dev/v1alpha1
-kind: ClusterBlueprint
-metadata:
-  name: {p}
-spec:
-  kubernetes:
-    version: "1.35.1"
-  gpuOperator:
-    version: v26.7.0
-    namespace: {p}-gpu-operator
-    install: none
-    driver:
-      version: "{FROM}"
-      kernelModuleType: open
-  nodeReadiness:
+        r#"{head}  nodeReadiness:
     taintKey: {READINESS}
     signal: external
   nodePools:
@@ -78,18 +66,9 @@ spec:
   upgrades:
     strategy: blue-green
     blueGreen: {{ batch: 1, drainTimeout: 60s }}
-"#
+"#,
+        head = crate::dra_apply::head_with_driver(p, FROM)
     )
-}
-
-/// gpuctl's client of the cluster whose kubeconfig is `kc`.
-async fn kube_of(kc: &std::path::Path) -> gpuctl_cluster::Kube {
-    gpuctl_cluster::connect(&gpuctl_cluster::ConnectOptions {
-        kubeconfig: Some(kc.to_path_buf()),
-        context: None,
-    })
-    .await
-    .unwrap()
 }
 
 /// Plays the Node Readiness Controller and the node-lifecycle controller for the pool's nodes:
@@ -101,38 +80,11 @@ fn play_readiness(tc: &TestCluster, pool: &str) -> tokio::task::JoinHandle<()> {
         loop {
             if let Ok(list) = nodes.list(&lp).await {
                 for n in list.items {
-                    let ready = n
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|c| {
-                            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-                        });
-                    let taints = n
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.taints.clone())
-                        .unwrap_or_default();
-                    if !ready
-                        || !taints
-                            .iter()
-                            .any(|t| t.key == READINESS || t.key == NOT_READY)
-                    {
-                        continue;
+                    let keys = [READINESS, NOT_READY];
+                    if is_ready(&n) && taint_keys(&n).iter().any(|k| keys.contains(&k.as_str())) {
+                        // A node gone meanwhile is no longer this loop's business.
+                        let _ = strip_taints(&nodes, &n, &keys).await;
                     }
-                    let kept: Vec<Value> = taints
-                        .into_iter()
-                        .filter(|t| t.key != READINESS && t.key != NOT_READY)
-                        .map(|t| serde_json::to_value(t).unwrap())
-                        .collect();
-                    let name = n.metadata.name.clone().unwrap_or_default();
-                    let _ = nodes
-                        .patch(
-                            &name,
-                            &PatchParams::default(),
-                            &Patch::Merge(json!({"spec": {"taints": kept}})),
-                        )
-                        .await;
                 }
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -172,20 +124,14 @@ async fn a_karpenter_pools_driver_upgrade_goes_through_karpenters_drift() {
         return;
     };
     let started = Instant::now();
-    let fresh = FreshCluster::up_with(
-        "karp-upgrade",
-        &["--with-karpenter", "--without-kueue", "--without-volcano"],
-    );
-    let kc_path = fresh.kubeconfig();
-    let tc = TestCluster::connect_kubeconfig(&kc_path, "upgrade_karpenter")
-        .await
-        .expect("connects to the fresh cluster");
-    let k = kube_of(&kc_path).await;
-    let kc = kc_path.to_str().unwrap().to_string();
-    let up = started.elapsed().as_secs_f64();
-    let mut p = tc.name("ku");
-    p.truncate(20);
-    let p = p.trim_end_matches('-').to_string();
+    let KarpenterCluster {
+        fresh,
+        tc,
+        kc,
+        p,
+        up,
+    } = karpenter_cluster("karp-upgrade", "upgrade_karpenter", "ku").await;
+    let k = kube_of(std::path::Path::new(&kc)).await;
     let blue_cr = gpuctl_core::render::pool_driver_cr_name(
         &p,
         FROM,
@@ -193,22 +139,6 @@ async fn a_karpenter_pools_driver_upgrade_goes_through_karpenters_drift() {
     );
     let green_cr = plan::green_cr_name(&p, TO);
 
-    let classes = dynamic(
-        &tc,
-        "karpenter.kwok.sh",
-        "v1alpha1",
-        "KWOKNodeClass",
-        "kwoknodeclasses",
-    );
-    let class: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
-        "metadata": {"name": p}, "spec": {}
-    }))
-    .unwrap();
-    classes
-        .create(&PostParams::default(), &class)
-        .await
-        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("karp-upgrade.yaml");
     std::fs::write(&path, blueprint(&p, FROM)).unwrap();
@@ -277,19 +207,13 @@ async fn a_karpenter_pools_driver_upgrade_goes_through_karpenters_drift() {
     );
 
     // The plan: drift of the NodePool, paced by the budget rendered from upgrades.blueGreen.batch.
-    let today = jiff::civil::date(2026, 11, 30);
-    let prep = preflight::prepare(&path, &p, TO, today, &Templates::embedded())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let view = gpuctl_cluster::read::pool_workloads(&k, &prep.node_patch().selector)
-        .await
-        .unwrap();
     let t = Timing {
         poll: Duration::from_millis(500),
         validate_timeout: Duration::from_secs(120),
         lease_duration: Duration::from_secs(15),
         node_upgrade_estimate: Duration::from_secs(600),
     };
-    let up_plan = plan::build(&prep, &view.workloads.unwrap_or_default(), None, &t);
+    let (_, up_plan) = plan_upgrade(&k, &path, &p, TO, &t).await;
     assert_eq!(up_plan.errors(), 0, "{:#?}", up_plan.checks);
     let drift = up_plan.karpenter.as_ref().expect("a drift plan");
     assert_eq!(drift.node_pool, p);
@@ -439,12 +363,7 @@ async fn a_karpenter_pools_driver_upgrade_goes_through_karpenters_drift() {
         pods.get("pretrain-2").await.ok()?.spec?.node_name
     })
     .await;
-    let prep = preflight::prepare(&path, &p, NEXT, today, &Templates::embedded())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let view = gpuctl_cluster::read::pool_workloads(&k, &prep.node_patch().selector)
-        .await
-        .unwrap();
-    let next_plan = plan::build(&prep, &view.workloads.unwrap_or_default(), None, &t);
+    let (_, next_plan) = plan_upgrade(&k, &path, &p, NEXT, &t).await;
     assert_eq!(next_plan.errors(), 0, "{:#?}", next_plan.checks);
     let failed = execute::start(&k, &next_plan, &t, &quiet(), Cancel::never())
         .await

@@ -27,6 +27,11 @@ use crate::wait::{Look, TimedOut, Wait};
 
 mod drift;
 
+/// The GPU Operator's per-pool driver CR.
+const DRIVER_API: &str = "nvidia.com/v1alpha1";
+/// See [`DRIVER_API`].
+const DRIVER_KIND: &str = "NVIDIADriver";
+
 /// Stops a run cleanly (the Lease is released) when it turns `true`: Ctrl-C in the CLI.
 #[derive(Clone)]
 pub struct Cancel(Option<watch::Receiver<bool>>);
@@ -418,19 +423,35 @@ impl<'a> Run<'a> {
         self.save(event).await
     }
 
+    /// The resource of `kind` (`None`: the cluster does not serve it).
+    async fn resource(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<client::Resolved>, UpgradeError> {
+        self.k
+            .resolve(api_version, kind)
+            .await
+            .map_err(|e| self.cluster(e))
+    }
+
+    /// [`Run::resource`], an error naming the kind when the cluster does not serve it.
+    async fn served(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<client::Resolved, UpgradeError> {
+        self.resource(api_version, kind).await?.ok_or_else(|| {
+            self.cluster(client::ClusterError::KindNotServed {
+                api_version: api_version.into(),
+                kind: kind.into(),
+            })
+        })
+    }
+
     /// Applies the green NVIDIADriver CR (forced: an earlier attempt's is taken over).
     async fn apply_green_cr(&mut self) -> Result<(), UpgradeError> {
-        let r = self
-            .k
-            .resolve("nvidia.com/v1alpha1", "NVIDIADriver")
-            .await
-            .map_err(|e| self.cluster(e))?
-            .ok_or_else(|| {
-                self.cluster(client::ClusterError::KindNotServed {
-                    api_version: "nvidia.com/v1alpha1".into(),
-                    kind: "NVIDIADriver".into(),
-                })
-            })?;
+        let r = self.served(DRIVER_API, DRIVER_KIND).await?;
         let manifest = self.j.green_manifest.clone();
         apply_as_upgrade(self.k, &r, &manifest)
             .await
@@ -1244,12 +1265,7 @@ impl<'a> Run<'a> {
     }
 
     async fn delete_cr(&self, name: &str) -> Result<(), UpgradeError> {
-        let Some(r) = self
-            .k
-            .resolve("nvidia.com/v1alpha1", "NVIDIADriver")
-            .await
-            .map_err(|e| self.cluster(e))?
-        else {
+        let Some(r) = self.resource(DRIVER_API, DRIVER_KIND).await? else {
             return Ok(());
         };
         self.k

@@ -21,7 +21,7 @@ use gpuctl_plan::upgrade::human_duration;
 use gpuctl_plan::upgrade::journal::{JournalPhase, NodeRecord, NodeState};
 use gpuctl_plan::upgrade::verdict::Verdict;
 
-use super::{Direction, Run, UpgradeError};
+use super::{DRIVER_API, DRIVER_KIND, Direction, Run, UpgradeError};
 use crate::read;
 
 /// What one look at the pool found.
@@ -87,17 +87,7 @@ impl Run<'_> {
             .provisioning()
             .karpenter
             .nodepool_api;
-        let r = self
-            .k
-            .resolve(api, "NodePool")
-            .await
-            .map_err(|e| self.cluster(e))?
-            .ok_or_else(|| {
-                self.cluster(crate::client::ClusterError::KindNotServed {
-                    api_version: api.clone(),
-                    kind: "NodePool".into(),
-                })
-            })?;
+        let r = self.served(api, "NodePool").await?;
         // The template's labels are one atomic map in Karpenter's CRD
         // (`x-kubernetes-map-type: atomic`): an apply of the driver label alone would replace
         // every other label of the pool's nodes. So the whole map as it is, with that key changed.
@@ -250,12 +240,7 @@ impl Run<'_> {
         let facts = &gpuctl_model::profiles::Catalog::embedded()
             .provisioning()
             .karpenter;
-        let Some(r) = self
-            .k
-            .resolve(&facts.nodepool_api, "NodeClaim")
-            .await
-            .map_err(|e| self.cluster(e))?
-        else {
+        let Some(r) = self.resource(&facts.nodepool_api, "NodeClaim").await? else {
             return Ok(Vec::new());
         };
         let api: Api<DynamicObject> = Api::all_with(self.k.client(), &r.resource);
@@ -406,12 +391,7 @@ impl Run<'_> {
 
     /// The NVIDIADriver CR `name` exists.
     async fn cr_exists(&self, name: &str) -> Result<bool, UpgradeError> {
-        let Some(r) = self
-            .k
-            .resolve("nvidia.com/v1alpha1", "NVIDIADriver")
-            .await
-            .map_err(|e| self.cluster(e))?
-        else {
+        let Some(r) = self.resource(DRIVER_API, DRIVER_KIND).await? else {
             return Ok(false);
         };
         self.k
