@@ -564,27 +564,22 @@ fn pool_nodes(ctx: &Ctx<'_>, out: &mut Findings) {
             }
             continue;
         }
-        out.add(
-            format!("{pool}|nogpu"),
-            finding(
-                "GPU241",
-                Layer::NodeHardware,
-                Severity::Error,
-                format!("nodes of pool {pool} advertise no GPUs"),
-                vec![format!("node/{}", n.name), format!("pool/{pool}")],
-                vec![Evidence {
-                    source: format!("status.allocatable of node/{}", n.name),
-                    text: "no nvidia.com/* resource".into(),
-                    time: None,
-                }],
-                format!(
-                    "the node is Ready but its device plugin has registered no GPU resource, so the scheduler sees no GPUs on it (pool `{pool}` expects {} per node)",
-                    ctx.bp.spec.node_pools[i].gpu.count
-                ),
-                format!(
-                    "`kubectl get pods -n {op} -o wide --field-selector spec.nodeName={}` (device plugin, driver, toolkit); `kubectl logs -n {op} -l app=nvidia-device-plugin-daemonset --tail=50`",
-                    n.name
-                ),
+        no_gpus(
+            n,
+            pool,
+            out,
+            Evidence {
+                source: format!("status.allocatable of node/{}", n.name),
+                text: "no nvidia.com/* resource".into(),
+                time: None,
+            },
+            format!(
+                "the node is Ready but its device plugin has registered no GPU resource, so the scheduler sees no GPUs on it (pool `{pool}` expects {} per node)",
+                ctx.bp.spec.node_pools[i].gpu.count
+            ),
+            format!(
+                "`kubectl get pods -n {op} -o wide --field-selector spec.nodeName={}` (device plugin, driver, toolkit); `kubectl logs -n {op} -l app=nvidia-device-plugin-daemonset --tail=50`",
+                n.name
             ),
         );
     }
@@ -593,6 +588,36 @@ fn pool_nodes(ctx: &Ctx<'_>, out: &mut Findings) {
 /// GPU241 on a pool served by DRA: a Ready node whose DRA driver published no devices, so no
 /// claim (and no extended-resource request) is ever allocated on it.
 fn no_slice(ctx: &Ctx<'_>, n: &NodeRoom<'_>, pool: &str, out: &mut Findings) {
+    no_gpus(
+        n,
+        pool,
+        out,
+        Evidence {
+            source: format!("ResourceSlices with spec.nodeName={}", n.name),
+            text: "no ResourceSlice with devices".into(),
+            time: None,
+        },
+        format!(
+            "the node is Ready but the DRA driver's kubelet plugin has published no ResourceSlice for it, so the scheduler allocates none of its GPUs (pool `{pool}` is served by DRA and expects {} per node)",
+            ctx.bp.spec.node_pools[n.pool.unwrap_or_default()].gpu.count
+        ),
+        format!(
+            "`kubectl get resourceslices --field-selector spec.nodeName={}`; `kubectl get pods -A -o wide --field-selector spec.nodeName={} | grep -i dra` (the driver's kubelet plugin) and its logs; on the node: `nvidia-smi`",
+            n.name, n.name
+        ),
+    );
+}
+
+/// GPU241, once per pool: a Ready node of `pool` with no GPU the scheduler can use, with what
+/// shows it (`evidence`), why it matters and what to run.
+fn no_gpus(
+    n: &NodeRoom<'_>,
+    pool: &str,
+    out: &mut Findings,
+    evidence: Evidence,
+    why: String,
+    fix: String,
+) {
     out.add(
         format!("{pool}|nogpu"),
         finding(
@@ -601,19 +626,9 @@ fn no_slice(ctx: &Ctx<'_>, n: &NodeRoom<'_>, pool: &str, out: &mut Findings) {
             Severity::Error,
             format!("nodes of pool {pool} advertise no GPUs"),
             vec![format!("node/{}", n.name), format!("pool/{pool}")],
-            vec![Evidence {
-                source: format!("ResourceSlices with spec.nodeName={}", n.name),
-                text: "no ResourceSlice with devices".into(),
-                time: None,
-            }],
-            format!(
-                "the node is Ready but the DRA driver's kubelet plugin has published no ResourceSlice for it, so the scheduler allocates none of its GPUs (pool `{pool}` is served by DRA and expects {} per node)",
-                ctx.bp.spec.node_pools[n.pool.unwrap_or_default()].gpu.count
-            ),
-            format!(
-                "`kubectl get resourceslices --field-selector spec.nodeName={}`; `kubectl get pods -A -o wide --field-selector spec.nodeName={} | grep -i dra` (the driver's kubelet plugin) and its logs; on the node: `nvidia-smi`",
-                n.name, n.name
-            ),
+            vec![evidence],
+            why,
+            fix,
         ),
     );
 }
